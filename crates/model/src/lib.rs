@@ -1,0 +1,27 @@
+//! The TCP performance model: pure arithmetic about links, windows and loss.
+//!
+//! This crate owns the formulas every other part of plumb compares measurements
+//! against, and the unit-carrying types they are written in. It does no I/O,
+//! reads no clock and prints nothing, so `plumb calc`, `plumb why` and the lab
+//! all get the same answer for the same inputs.
+//!
+//! A tour:
+//! - [`units`]: [`Rate`] (bits/s), [`Bytes`], [`Rtt`], [`LossRate`], [`Distance`],
+//!   each parsed from what people type (`1Gbit`, `64KiB`, `15ms`, `0.01%`, `1000km`)
+//!   and printed back in a form that parses to the same value.
+//! - [`tcp`]: bandwidth-delay product, window-limited rate, window scaling,
+//!   Mathis loss-limited rate.
+//! - [`ethernet`]: framing overhead, goodput share, frame rate at line rate.
+//! - [`distance`]: propagation delay in fibre and the rule-of-thumb RTT table.
+//! - [`predict`]: the minimum of all limits, with the binding one named.
+#![forbid(unsafe_code)]
+
+pub mod distance;
+pub mod ethernet;
+pub mod predict;
+pub mod tcp;
+pub mod units;
+
+pub use ethernet::Framing;
+pub use predict::{Limit, PathInput, Prediction};
+pub use units::{Bytes, Distance, LossRate, ParseError, Rate, Rtt};
