@@ -364,10 +364,13 @@ impl Rtt {
         };
         Ok(Rtt(positive("duration", input, v * mult, RTT_ACCEPTED)?))
     }
-    /// `15 ms`, `250 µs`, `2.5 s`, `1 h 23 min` for long transfers.
+    /// `15 ms`, `250 µs`, `2.5 s`, `1 h 23 min`, `9 d 6 h` for long transfers.
     pub fn human(self) -> String {
         let s = self.0;
-        if s >= 3600.0 {
+        if s >= 86_400.0 {
+            let total_h = (s / 3600.0).round() as u64;
+            format!("{} d {} h", total_h / 24, total_h % 24)
+        } else if s >= 3600.0 {
             let total_min = (s / 60.0).round() as u64;
             format!("{} h {} min", total_min / 60, total_min % 60)
         } else if s >= 120.0 {
@@ -627,6 +630,10 @@ mod tests {
         assert_eq!(
             Rtt::from_secs(5000.0).map(Rtt::human).as_deref(),
             Some("1 h 23 min")
+        );
+        assert_eq!(
+            Rtt::from_secs(856_164.0).map(Rtt::human).as_deref(),
+            Some("9 d 22 h")
         );
         assert_eq!(Bytes(65_536).to_string(), "64 KiB");
         assert_eq!(Bytes(1_875_000).to_string(), "1875 kB");

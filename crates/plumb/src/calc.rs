@@ -1,0 +1,416 @@
+//! `plumb calc`: the model's arithmetic for one path, explained.
+//!
+//! Flags become a [`PathInput`]; [`Prediction::of`] does every computation; this
+//! module only words the answer (text or `--json`). Flags not given stay unknown:
+//! the answer leaves out, or sets to null, what depends on them.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Args;
+use plumb_model::units::{sig, thousands};
+use plumb_model::{distance, ethernet, tcp};
+use plumb_model::{Bytes, Distance, Framing, Limit, LossRate, PathInput, Prediction, Rate, Rtt};
+use serde_json::{json, Map, Value};
+
+use crate::cli::usage_error;
+
+/// Flags of `plumb calc`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (the backup scenario):\n  plumb calc --rate 1Gbit --rtt 15ms --window 17520"
+)]
+pub struct CalcArgs {
+    /// Line rate of the bottleneck link: 1G, 1Gbit, 100Mbps, 125MB/s (decimal prefixes)
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_rate)]
+    pub rate: Option<Rate>,
+    /// Round-trip time: 15ms, 0.1s, 250us (a bare number is ms)
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_rtt, conflicts_with = "distance")]
+    pub rtt: Option<Rtt>,
+    /// One-way path length, for the RTT: 1000km, 600mi (a bare number is km)
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_distance)]
+    pub distance: Option<Distance>,
+    /// Largest window of one stream: 17520, 64K (=65536), 64KiB, 1.25MB (=1250000)
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes)]
+    pub window: Option<Bytes>,
+    /// Packet loss rate, for the Mathis bound: 0.01%, 1e-4
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_loss)]
+    pub loss: Option<LossRate>,
+    /// TCP MSS (sets the MTU to MSS + IP + TCP headers)
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes, conflicts_with = "mtu")]
+    pub mss: Option<Bytes>,
+    /// IP MTU [default: 1500]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes)]
+    pub mtu: Option<Bytes>,
+    /// IPv6 headers (40 B) instead of IPv4 (20 B)
+    #[arg(long)]
+    pub ipv6: bool,
+    /// TCP timestamps on every segment (12 B of options; Linux's default)
+    #[arg(long)]
+    pub timestamps: bool,
+    /// An 802.1Q VLAN tag on every frame (4 B)
+    #[arg(long)]
+    pub vlan: bool,
+    /// Ethernet frame size for the frame rate at line rate: 64, 1518
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes, requires = "rate")]
+    pub frame: Option<Bytes>,
+    /// Data to move, for the transfer time: 500GB, 1TB
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes)]
+    pub size: Option<Bytes>,
+    /// One JSON object instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_rate(s: &str) -> Result<Rate, String> {
+    Rate::parse(s).map_err(|e| e.to_string())
+}
+fn parse_rtt(s: &str) -> Result<Rtt, String> {
+    Rtt::parse(s).map_err(|e| e.to_string())
+}
+fn parse_distance(s: &str) -> Result<Distance, String> {
+    Distance::parse(s).map_err(|e| e.to_string())
+}
+fn parse_bytes(s: &str) -> Result<Bytes, String> {
+    Bytes::parse(s).map_err(|e| e.to_string())
+}
+fn parse_loss(s: &str) -> Result<LossRate, String> {
+    LossRate::parse(s).map_err(|e| e.to_string())
+}
+
+/// Where the RTT came from.
+enum RttSource {
+    Given,
+    Distance { d: Distance, floor: Rtt },
+}
+
+/// Runs `plumb calc`.
+pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
+    if a.rate.is_none()
+        && a.rtt.is_none()
+        && a.distance.is_none()
+        && a.window.is_none()
+        && a.loss.is_none()
+    {
+        return Ok(usage_error(
+            "calc needs something to compute: give at least --rate, --rtt or --distance, --window or --loss \
+             (e.g. plumb calc --rate 1Gbit --rtt 15ms --window 17520)",
+        ));
+    }
+    let framing = match framing(a) {
+        Ok(f) => f,
+        Err(msg) => return Ok(usage_error(msg)),
+    };
+    if let Some(f) = a.frame {
+        if !(64..=65_535).contains(&f.get()) {
+            return Ok(usage_error(format!(
+                "invalid frame size '{}': an Ethernet frame is 64 to 65535 bytes (header to FCS)",
+                f.get()
+            )));
+        }
+    }
+    let (rtt, source) = match (a.rtt, a.distance) {
+        (Some(r), _) => (Some(r), Some(RttSource::Given)),
+        (None, Some(d)) => (
+            Some(distance::typical_rtt(d)),
+            Some(RttSource::Distance {
+                d,
+                floor: distance::fibre_rtt(d),
+            }),
+        ),
+        (None, None) => (None, None),
+    };
+    let input = PathInput {
+        rate: a.rate,
+        rtt,
+        window: a.window,
+        loss: a.loss,
+        framing,
+        size: a.size,
+    };
+    let p = Prediction::of(&input);
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = to_json(a, &input, &p, source.as_ref());
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        write!(out, "{}", to_text(a, &input, &p, source.as_ref()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn framing(a: &CalcArgs) -> Result<Framing, String> {
+    let f = match (a.mss, a.mtu) {
+        (Some(mss), _) => Framing::with_mss(mss, a.ipv6, a.timestamps, a.vlan),
+        (None, mtu) => Framing {
+            mtu: mtu.map_or(1500, Bytes::get),
+            ipv6: a.ipv6,
+            timestamps: a.timestamps,
+            vlan: a.vlan,
+        },
+    };
+    let min_mtu = if f.ipv6 { 1280 } else { 68 };
+    let opts = if f.timestamps {
+        ethernet::TCP_TIMESTAMPS
+    } else {
+        0
+    };
+    if f.mtu < min_mtu || f.mtu <= f.ip_tcp_headers() + opts {
+        return Err(format!(
+            "invalid MTU {} B: {} needs at least {min_mtu} B and room for TCP payload after {} B of headers",
+            f.mtu,
+            if f.ipv6 { "IPv6" } else { "IPv4" },
+            f.ip_tcp_headers() + opts
+        ));
+    }
+    if f.mtu > 65_535 {
+        return Err(format!(
+            "invalid MTU {} B: an IP packet is at most 65535 B",
+            f.mtu
+        ));
+    }
+    Ok(f)
+}
+
+fn opt_f64(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, |x| json!(x))
+}
+
+fn to_json(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSource>) -> Value {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("bdp_bytes", opt_f64(p.bdp.map(|b| b.bytes())));
+    put("bdp_bits", opt_f64(p.bdp.map(|b| b.bits)));
+    put(
+        "window_limited_bps",
+        opt_f64(p.window_limited.map(Rate::bps)),
+    );
+    put("loss_limited_bps", opt_f64(p.loss_limited.map(Rate::bps)));
+    put("link_goodput_bps", opt_f64(p.link_goodput.map(Rate::bps)));
+    put("predicted_bps", opt_f64(p.predicted.map(|(r, _)| r.bps())));
+    put(
+        "limit",
+        p.predicted.map_or(Value::Null, |(_, l)| json!(l.name())),
+    );
+    put(
+        "window_needed_bytes",
+        p.window_needed.map_or(Value::Null, |b| json!(b.get())),
+    );
+    put(
+        "streams_needed",
+        p.streams_needed.map_or(Value::Null, |n| json!(n)),
+    );
+    put("rtt_ms", opt_f64(i.rtt.map(Rtt::ms)));
+    if let Some(RttSource::Distance { d, floor }) = source {
+        put("distance_km", json!(d.km()));
+        put("rtt_fibre_ms", json!(floor.ms()));
+        put("rtt_typical_ms", opt_f64(i.rtt.map(Rtt::ms)));
+    }
+    if let Some(r) = a.rate {
+        put("rate_bps", json!(r.bps()));
+    }
+    if let Some(w) = a.window {
+        put("window_bytes", json!(w.get()));
+        put("window_needs_scaling", json!(tcp::needs_scaling(w)));
+        put(
+            "window_scale_shift",
+            tcp::window_shift(w).map_or(Value::Null, |s| json!(s)),
+        );
+    }
+    if let Some(l) = a.loss {
+        put("loss", json!(l.probability()));
+    }
+    let f = i.framing;
+    put("mtu_bytes", json!(f.mtu));
+    put("mss_bytes", json!(f.mss().get()));
+    put("payload_bytes", json!(f.payload().get()));
+    put("wire_bytes_per_frame", json!(f.wire_bytes()));
+    put("efficiency", json!(f.efficiency()));
+    if let (Some(frame), Some(rate)) = (a.frame, a.rate) {
+        let (lo, hi) = ethernet::frame_rate_band(rate, frame);
+        put("frame_bytes", json!(frame.get()));
+        put(
+            "frames_per_second",
+            json!(ethernet::frame_rate(rate, frame).floor() as u64),
+        );
+        put("frames_per_second_min", json!(lo.floor() as u64));
+        put("frames_per_second_max", json!(hi.floor() as u64));
+    }
+    if let Some(s) = a.size {
+        put("size_bytes", json!(s.get()));
+        put("transfer_seconds", opt_f64(p.transfer_secs));
+    }
+    Value::Object(m)
+}
+
+fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSource>) -> String {
+    let mut s = String::new();
+    let f = i.framing;
+    let mut path = Vec::new();
+    if let Some(r) = a.rate {
+        path.push(format!("{} link", r.human()));
+    }
+    match (i.rtt, source) {
+        (Some(rtt), Some(RttSource::Distance { d, floor })) => path.push(format!(
+            "RTT {} (typical for {} km; light in fibre alone needs {})",
+            rtt.human(),
+            sig(d.km(), 6),
+            floor.human()
+        )),
+        (Some(rtt), _) => path.push(format!("RTT {}", rtt.human())),
+        _ => {}
+    }
+    if let Some(w) = a.window {
+        path.push(format!("window {}", w.human()));
+    }
+    if let Some(l) = a.loss {
+        path.push(format!("loss {}%", sig(l.probability() * 100.0, 3)));
+    }
+    let framing = format!(
+        "{}, MTU {}, {}{}",
+        if f.ipv6 { "IPv6" } else { "IPv4" },
+        f.mtu,
+        if f.timestamps {
+            "TCP timestamps"
+        } else {
+            "no TCP timestamps"
+        },
+        if f.vlan { ", 802.1Q" } else { "" }
+    );
+    s += &format!("Path: {} ({framing})\n\n", path.join(", "));
+
+    if let Some((rate, limit)) = p.predicted {
+        let why = match limit {
+            Limit::Window => "limited by the window",
+            Limit::Loss => "limited by packet loss",
+            Limit::Link => "limited by the link",
+        };
+        s += &format!("Predicted: {} per stream, {why}.\n", rate.human());
+        let mark = |l: Limit| if l == limit { "  <- binds" } else { "" };
+        if let (Some(r), Some(w), Some(rtt)) = (p.window_limited, a.window, i.rtt) {
+            s += &format!(
+                "  window limit   {:<44}{:>14}{}\n",
+                format!("{} per {} round trip", w.human(), rtt.human()),
+                r.human(),
+                mark(Limit::Window)
+            );
+        }
+        if let (Some(r), Some(l), Some(rtt)) = (p.loss_limited, a.loss, i.rtt) {
+            s += &format!(
+                "  loss limit     {:<44}{:>14}{}\n",
+                format!(
+                    "Mathis: {} B / {} x 1.22 / sqrt({})",
+                    f.payload().get(),
+                    rtt.human(),
+                    sig(l.probability(), 3)
+                ),
+                r.human(),
+                mark(Limit::Loss)
+            );
+        }
+        if let (Some(r), Some(rate)) = (p.link_goodput, a.rate) {
+            s += &format!(
+                "  link goodput   {:<44}{:>14}{}\n",
+                format!(
+                    "{} x {}/{} B ({}%)",
+                    rate.human(),
+                    f.payload().get(),
+                    f.wire_bytes(),
+                    sig(f.efficiency() * 100.0, 3)
+                ),
+                r.human(),
+                mark(Limit::Link)
+            );
+        }
+        if a.loss.is_none() && i.rtt.is_some() {
+            s += "  loss limit     not computed (no --loss given)\n";
+        }
+        if a.loss.is_some() {
+            s += "  (The Mathis bound models loss-based congestion control such as Reno and CUBIC; BBR does not slow down for random loss.)\n";
+        }
+        s += "\n";
+    }
+
+    if let (Some(bdp), Some(rate), Some(rtt)) = (p.bdp, a.rate, i.rtt) {
+        s += &format!(
+            "Bandwidth-delay product: {} x {} = {}, i.e. {} in flight.\n",
+            rate.human(),
+            rtt.human(),
+            sig_bits(bdp.bits),
+            bdp.ceil_bytes().human()
+        );
+        if let Some(need) = p.window_needed {
+            let scaling = if tcp::needs_scaling(need) {
+                match tcp::window_shift(need) {
+                    Some(sh) => format!(
+                        ",\nabove 65,535 B, so it needs RFC 7323 window scaling (shift {sh} or more)"
+                    ),
+                    None => ",\nmore than TCP can advertise even with window scaling".to_string(),
+                }
+            } else {
+                String::new()
+            };
+            s += &format!(
+                "To fill the link one stream needs a window of at least {}{scaling}",
+                need.human()
+            );
+            match (p.streams_needed, a.window, a.loss) {
+                (Some(n), Some(w), None) if n > 1 => {
+                    s += &format!(";\nor {} parallel streams of {} each.\n", thousands(n), w.human())
+                }
+                (Some(n), _, Some(_)) if n > 1 => s += &format!(
+                    ";\nwith this loss rate one stream cannot fill it whatever the window: it takes {} parallel streams.\n",
+                    thousands(n)
+                ),
+                _ => s += ".\n",
+            }
+        }
+        if let (Some(w), Some(g)) = (p.window_limited, p.link_goodput) {
+            if w < g {
+                s += &format!(
+                    "The window uses {}% of the link's goodput.\n",
+                    sig(w.bps() / g.bps() * 100.0, 3)
+                );
+            }
+        }
+    }
+    if let Some(w) = a.window {
+        if w > tcp::MAX_SCALED_WINDOW {
+            s += "Note: that window is larger than TCP can advertise (RFC 7323 caps it near 2^30 B).\n";
+        } else if p.bdp.is_none() && tcp::needs_scaling(w) {
+            s += &format!(
+                "A window of {} needs RFC 7323 window scaling (shift {}).\n",
+                w.human(),
+                tcp::window_shift(w).unwrap_or(tcp::MAX_WINDOW_SHIFT)
+            );
+        }
+    }
+    if let (Some(rtt), None, None) = (i.rtt, a.rate, a.window) {
+        if !matches!(source, Some(RttSource::Distance { .. })) {
+            s += &format!("RTT {}.\n", rtt.human());
+        }
+    }
+    if let (Some(frame), Some(rate)) = (a.frame, a.rate) {
+        let (lo, hi) = ethernet::frame_rate_band(rate, frame);
+        s += &format!(
+            "{}-byte frames at {}: {} frames/s (±100 ppm clock tolerance: {} – {}).\n",
+            frame.get(),
+            rate.human(),
+            thousands(ethernet::frame_rate(rate, frame).floor() as u64),
+            thousands(lo.floor() as u64),
+            thousands(hi.floor() as u64)
+        );
+    }
+    if let (Some(size), Some(secs), Some((rate, _))) = (a.size, p.transfer_secs, p.predicted) {
+        let t = Rtt::from_secs(secs).map_or_else(|| format!("{secs} s"), Rtt::human);
+        s += &format!("Moving {} at {} takes {t}.\n", size.human(), rate.human());
+    }
+    s
+}
+
+fn sig_bits(bits: f64) -> String {
+    let r = Rate::from_bps(bits).map(Rate::human).unwrap_or_default();
+    r.trim_end_matches("/s").to_string()
+}

@@ -1,0 +1,76 @@
+//! Flags and dispatch: parses the command line into typed configurations and
+//! hands them to the command that runs them.
+//!
+//! Bad input of any kind ends here with one line on stderr and exit code 2,
+//! the convention of clap and of iperf3's usage errors.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::calc::CalcArgs;
+
+/// Exit code for bad flags or values.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Why does my application use only 10 Mb/s when the link is 1 Gb/s?
+#[derive(Debug, Parser)]
+#[command(name = "plumb", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Model a path: BDP, window, loss and link limits, framing, frame rate, RTT from distance.
+    Calc(CalcArgs),
+}
+
+/// Parses the command line and runs the command.
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return Ok(clap_exit(e)),
+    };
+    match cli.command {
+        Command::Calc(args) => crate::calc::run(&args),
+    }
+}
+
+/// Prints help and version as clap does, but a usage error as one line.
+pub fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Nothing useful to do if stdout is gone.
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(EXIT_USAGE)
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("invalid arguments");
+            let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if msg.ends_with(':') {
+                if let Some(next) = lines.next() {
+                    msg = format!("{msg} {next}");
+                }
+            }
+            eprintln!("plumb: {msg} (see plumb --help)");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+/// Prints a usage error found after clap's own checks, as one line, and gives
+/// the usage exit code.
+pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("plumb: {msg}");
+    ExitCode::from(EXIT_USAGE)
+}

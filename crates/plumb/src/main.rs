@@ -1,0 +1,27 @@
+//! `plumb`: why does my application use only 10 Mb/s when the link is 1 Gb/s?
+//!
+//! The binary is glue: it turns flags into typed configurations for the library
+//! crates and maps their outcomes to exit codes. No formula, protocol decision
+//! or socket lives here.
+
+mod calc;
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match cli::run() {
+        Ok(code) => code,
+        Err(e) => {
+            // A closed stdout (`plumb calc … | head -1`) is not a failure.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("plumb: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

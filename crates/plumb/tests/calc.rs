@@ -1,0 +1,182 @@
+//! `plumb calc` through the real binary: the worked figures users check against,
+//! and every kind of bad input.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn plumb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(args)
+        .output()
+        .expect("run plumb")
+}
+
+fn calc_json(args: &[&str]) -> Value {
+    let mut all = vec!["calc", "--json"];
+    all.extend_from_slice(args);
+    let out = plumb(&all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing or not a number in {v}"))
+}
+
+#[test]
+fn backup_scenario() {
+    let v = calc_json(&["--rate", "1Gbit", "--rtt", "15ms", "--window", "17520"]);
+    assert!((num(&v, "window_limited_bps") - 9_344_000.0).abs() < 1.0);
+    assert!((num(&v, "predicted_bps") - 9_344_000.0).abs() < 1.0);
+    assert_eq!(v["limit"], "window");
+    assert_eq!(v["streams_needed"], 108);
+    assert_eq!(num(&v, "bdp_bytes"), 1_875_000.0);
+    assert_eq!(v["window_needed_bytes"], 1_875_000);
+    assert_eq!(num(&v, "rtt_ms"), 15.0);
+    assert!(
+        v["loss_limited_bps"].is_null(),
+        "no --loss: null, not guessed"
+    );
+    assert!(v.get("frames_per_second").is_none(), "no --frame: absent");
+    assert!((num(&v, "link_goodput_bps") / 1e6 - 949.28).abs() < 0.01);
+}
+
+#[test]
+fn unscaled_window_over_100ms() {
+    for w in ["65535", "64KiB", "64K"] {
+        let v = calc_json(&["--rtt", "100ms", "--window", w]);
+        assert_eq!(
+            format!("{:.2}", num(&v, "window_limited_bps") / 1e6),
+            "5.24",
+            "{w}"
+        );
+        assert!(v["link_goodput_bps"].is_null());
+    }
+}
+
+#[test]
+fn bandwidth_delay_products() {
+    assert_eq!(
+        num(
+            &calc_json(&["--rate", "10Mbps", "--rtt", "100ms"]),
+            "bdp_bytes"
+        ),
+        125_000.0
+    );
+    assert_eq!(
+        num(&calc_json(&["--rate", "1G", "--rtt", "0.01s"]), "bdp_bytes"),
+        1_250_000.0
+    );
+    let v = calc_json(&["--rate", "1G", "--rtt", "10ms"]);
+    assert_eq!(v["limit"], "link", "only the link bounds it");
+}
+
+#[test]
+fn framing_efficiency() {
+    let v = calc_json(&["--rate", "1G"]);
+    assert_eq!(format!("{:.1}", num(&v, "efficiency") * 100.0), "94.9");
+    assert_eq!(v["payload_bytes"], 1460);
+    assert_eq!(v["wire_bytes_per_frame"], 1538);
+    let ts = calc_json(&["--rate", "1G", "--timestamps"]);
+    assert_eq!(ts["payload_bytes"], 1448);
+    let v6 = calc_json(&["--rate", "1G", "--ipv6", "--vlan"]);
+    assert_eq!(v6["payload_bytes"], 1440);
+    assert_eq!(v6["wire_bytes_per_frame"], 1542);
+    let mss = calc_json(&["--rate", "1G", "--mss", "536"]);
+    assert_eq!(mss["mtu_bytes"], 576);
+}
+
+#[test]
+fn frame_rates() {
+    let v = calc_json(&["--rate", "1G", "--frame", "64"]);
+    assert_eq!(v["frames_per_second"], 1_488_095);
+    assert_eq!(v["frames_per_second_min"], 1_487_946);
+    assert_eq!(v["frames_per_second_max"], 1_488_244);
+    assert_eq!(
+        calc_json(&["--rate", "10G", "--frame", "64"])["frames_per_second"],
+        14_880_952
+    );
+}
+
+#[test]
+fn mathis() {
+    let v = calc_json(&["--rtt", "100ms", "--loss", "0.01%", "--mss", "1460"]);
+    assert_eq!(format!("{:.1}", num(&v, "loss_limited_bps") / 1e6), "14.3");
+    assert_eq!(v["limit"], "loss");
+    let same = calc_json(&["--rtt", "100ms", "--loss", "1e-4"]);
+    assert_eq!(num(&same, "loss_limited_bps"), num(&v, "loss_limited_bps"));
+}
+
+#[test]
+fn distance() {
+    let v = calc_json(&["--distance", "1000km"]);
+    assert_eq!(format!("{:.0}", num(&v, "rtt_fibre_ms")), "10");
+    assert_eq!(num(&v, "rtt_typical_ms"), 15.0);
+    assert_eq!(num(&v, "rtt_ms"), 15.0, "predictions use the typical RTT");
+}
+
+#[test]
+fn transfer_time() {
+    let v = calc_json(&[
+        "--rate", "1G", "--rtt", "15ms", "--window", "17520", "--size", "1TB",
+    ]);
+    let secs = num(&v, "transfer_seconds");
+    assert!((secs - 8e12 / 9_344_000.0).abs() < 1e-3, "{secs}");
+}
+
+#[test]
+fn text_names_the_limit_and_the_fix() {
+    let out = plumb(&[
+        "calc", "--rate", "1Gbit", "--rtt", "15ms", "--window", "17520",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "9.344 Mbit/s",
+        "limited by the window",
+        "1,875,000 B",
+        "108 parallel streams",
+        "window scaling",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["calc", "--rate", "1Gbananas", "--rtt", "1ms"][..],
+        &["calc", "--rate", "-1G"],
+        &["calc", "--rate", "0", "--rtt", "1ms"],
+        &["calc", "--rtt", "15ms", "--distance", "1000km"],
+        &["calc", "--window", "0", "--rtt", "1ms"],
+        &["calc", "--loss", "5", "--rtt", "1ms"],
+        &["calc", "--loss", "0%", "--rtt", "1ms"],
+        &["calc", "--rtt", "fast"],
+        &["calc", "--mss", "1460", "--mtu", "1500", "--rate", "1G"],
+        &["calc", "--mtu", "40", "--rate", "1G"],
+        &["calc", "--rate", "1G", "--frame", "10"],
+        &["calc", "--frame", "64"],
+        &["calc"],
+        &["calc", "--rtt", "1ms", "--bogus"],
+    ] {
+        let out = plumb(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("plumb: "), "{err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = plumb(&["calc", "--rate", "1Gbananas", "--rtt", "1ms"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("'1Gbananas'"),
+        "quotes the bad value"
+    );
+}
