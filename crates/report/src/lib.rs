@@ -1,0 +1,35 @@
+//! What a test measured, and the sinks that print it.
+//!
+//! This crate owns the *record* of a throughput test — its start, its intervals
+//! and its end, in the shape iperf3 reports them — and the printers that turn a
+//! record into iperf3's human layout ([`text::TextSink`]) or iperf3's `-J` JSON
+//! ([`json::JsonSink`]). The measuring engine pushes records into a [`Sink`]; it
+//! never formats anything itself, and the printers never compute statistics
+//! beyond summing what they are given.
+#![forbid(unsafe_code)]
+
+pub mod format;
+pub mod json;
+pub mod record;
+pub mod text;
+
+pub use record::*;
+
+/// Receives a test's record as it happens. Call order: [`Sink::start`] once,
+/// [`Sink::interval`] per reporting interval, then [`Sink::end`]; [`Sink::error`]
+/// may come at any point (after which `end` may still follow with partial
+/// results); [`Sink::finish`] last, once.
+pub trait Sink {
+    /// The test is set up: streams connected, parameters agreed.
+    fn start(&mut self, start: &StartRecord);
+    /// One reporting interval has passed.
+    fn interval(&mut self, interval: &IntervalRecord);
+    /// The test is over and both sides' results are in.
+    fn end(&mut self, end: &EndRecord);
+    /// Something went wrong; `msg` is one line for a person.
+    fn error(&mut self, msg: &str);
+    /// A free-form line (server banners, "Accepted connection from …").
+    fn note(&mut self, _line: &str) {}
+    /// Flushes whatever the sink holds back (the JSON document).
+    fn finish(&mut self) -> std::io::Result<()>;
+}
