@@ -1,0 +1,250 @@
+//! `sendmmsg` / `recvmmsg` over caller-owned slot buffers, with the
+//! `UDP_SEGMENT` (GSO) and `UDP_GRO` control messages.
+//!
+//! The header, iovec and control arrays live in a [`MmsgScratch`] allocated
+//! once; each call only rewrites their pointers, so the per-batch path does
+//! not allocate.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use super::cvt;
+
+/// Control space per message, in `u64` words (so it is `cmsghdr`-aligned).
+/// One `UDP_SEGMENT` or `UDP_GRO` cmsg needs `CMSG_SPACE(4)` = 24 bytes on
+/// 64-bit; 64 bytes leaves room should a caller enable one more cmsg.
+const CONTROL_WORDS: usize = 8;
+
+/// Preallocated `mmsghdr` / `iovec` / control arrays for up to `capacity`
+/// messages per call.
+pub struct MmsgScratch {
+    hdrs: Vec<libc::mmsghdr>,
+    iovs: Vec<libc::iovec>,
+    control: Vec<u64>,
+}
+
+// SAFETY: the raw pointers inside `hdrs`/`iovs` are only meaningful during a
+// single `sendmmsg`/`recvmmsg` call, which rewrites all of them first; between
+// calls they are stale values that nothing dereferences, so moving the
+// scratch to another thread cannot create shared access to anything.
+unsafe impl Send for MmsgScratch {}
+
+impl std::fmt::Debug for MmsgScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MmsgScratch")
+            .field("capacity", &self.hdrs.len())
+            .finish()
+    }
+}
+
+impl MmsgScratch {
+    /// Allocates arrays for `capacity` messages per call.
+    pub fn new(capacity: usize) -> Self {
+        // SAFETY: `mmsghdr` and `iovec` are plain C structs for which all-zero
+        // (null pointers, zero lengths) is a valid value.
+        let (hdr, iov) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        Self {
+            hdrs: vec![hdr; capacity],
+            iovs: vec![iov; capacity],
+            control: vec![0; capacity * CONTROL_WORDS],
+        }
+    }
+
+    /// Most messages one call can carry.
+    pub fn capacity(&self) -> usize {
+        self.hdrs.len()
+    }
+}
+
+/// What `recvmmsg` reported for one slot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecvMeta {
+    /// Bytes written into the slot.
+    pub len: usize,
+    /// `UDP_GRO` segment size when the kernel coalesced several datagrams
+    /// of this size (the last may be shorter) into the slot.
+    pub gro_segment: Option<u16>,
+    /// `MSG_TRUNC` was set: the datagram was larger than the slot.
+    pub truncated: bool,
+}
+
+fn invalid(msg: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// Sends `lens.len()` messages with one `sendmmsg`: message `i` is the first
+/// `lens[i]` bytes of slot `i` (`buf[i * slot_size..]`).
+///
+/// With `gso_segment = Some(s)` each message carries a `UDP_SEGMENT` cmsg
+/// and the kernel splits it into datagrams of `s` bytes (the last may be
+/// shorter). `to` is the destination for unconnected sockets.
+/// Returns how many messages the kernel accepted (may be fewer than asked).
+pub fn sendmmsg(
+    fd: BorrowedFd<'_>,
+    scratch: &mut MmsgScratch,
+    buf: &[u8],
+    slot_size: usize,
+    lens: &[usize],
+    gso_segment: Option<u16>,
+    to: Option<&socket2::SockAddr>,
+) -> io::Result<usize> {
+    let n = lens.len();
+    if n > scratch.capacity() {
+        return Err(invalid("more messages than the batch capacity"));
+    }
+    let fits = match n.checked_mul(slot_size) {
+        Some(need) => slot_size > 0 && need <= buf.len(),
+        None => false,
+    };
+    if !fits {
+        return Err(invalid("slots do not fit in the buffer"));
+    }
+    if lens.iter().any(|&l| l > slot_size) {
+        return Err(invalid("message longer than its slot"));
+    }
+    // SAFETY: CMSG_SPACE/CMSG_LEN are pure size computations.
+    let (space, cmsg_len) = unsafe {
+        (
+            libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize,
+            libc::CMSG_LEN(std::mem::size_of::<u16>() as u32),
+        )
+    };
+    debug_assert!(space <= CONTROL_WORDS * 8);
+    let (name, namelen) = match to {
+        Some(addr) => (addr.as_ptr() as *mut libc::c_void, addr.len()),
+        None => (std::ptr::null_mut(), 0),
+    };
+    for i in 0..n {
+        let iov = &mut scratch.iovs[i];
+        // The kernel only reads through iov_base for a send; the `*mut` is
+        // the C type's spelling, not a licence to write.
+        iov.iov_base = buf[i * slot_size..].as_ptr() as *mut libc::c_void;
+        iov.iov_len = lens[i];
+        let hdr = &mut scratch.hdrs[i];
+        hdr.msg_len = 0;
+        hdr.msg_hdr.msg_name = name;
+        hdr.msg_hdr.msg_namelen = namelen;
+        hdr.msg_hdr.msg_iov = iov;
+        hdr.msg_hdr.msg_iovlen = 1;
+        hdr.msg_hdr.msg_flags = 0;
+        match gso_segment {
+            Some(seg) => {
+                let control = &mut scratch.control[i * CONTROL_WORDS..(i + 1) * CONTROL_WORDS];
+                control.fill(0);
+                hdr.msg_hdr.msg_control = control.as_mut_ptr().cast();
+                hdr.msg_hdr.msg_controllen = space as _;
+                // SAFETY: the header points at `control`, which is aligned
+                // for `cmsghdr` and at least `space` bytes, so FIRSTHDR is
+                // non-null and the header plus 2 data bytes lie inside it.
+                unsafe {
+                    let cmsg = libc::CMSG_FIRSTHDR(&hdr.msg_hdr);
+                    (*cmsg).cmsg_level = libc::SOL_UDP;
+                    (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+                    (*cmsg).cmsg_len = cmsg_len as _;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), seg);
+                }
+            }
+            None => {
+                hdr.msg_hdr.msg_control = std::ptr::null_mut();
+                hdr.msg_hdr.msg_controllen = 0;
+            }
+        }
+    }
+    let vlen = libc::c_uint::try_from(n).map_err(|_| invalid("too many messages"))?;
+    // SAFETY: headers 0..n point at iovecs in `scratch.iovs`, which point into
+    // `buf` within bounds checked above; control pointers are null or into
+    // `scratch.control`; `to` outlives the call. All live until it returns.
+    let sent = cvt(unsafe { libc::sendmmsg(fd.as_raw_fd(), scratch.hdrs.as_mut_ptr(), vlen, 0) })?;
+    Ok(sent as usize)
+}
+
+/// Receives up to `meta.len()` messages (bounded by the scratch capacity
+/// and the slots in `buf`) with one `recvmmsg`, message `i` into slot `i`.
+///
+/// `flags` is passed through: `MSG_WAITFORONE` blocks (up to the socket's
+/// `SO_RCVTIMEO`) for the first message and then takes what is queued;
+/// `MSG_DONTWAIT` never blocks. Returns the number of messages received;
+/// `meta[..n]` describes them.
+pub fn recvmmsg(
+    fd: BorrowedFd<'_>,
+    scratch: &mut MmsgScratch,
+    buf: &mut [u8],
+    slot_size: usize,
+    meta: &mut [RecvMeta],
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    if slot_size == 0 {
+        return Err(invalid("zero slot size"));
+    }
+    let n = meta
+        .len()
+        .min(scratch.capacity())
+        .min(buf.len() / slot_size);
+    if n == 0 {
+        return Err(invalid("no room for any message"));
+    }
+    let base = buf.as_mut_ptr();
+    for i in 0..n {
+        let iov = &mut scratch.iovs[i];
+        // SAFETY: i < n <= buf.len() / slot_size, so the offset stays in `buf`.
+        iov.iov_base = unsafe { base.add(i * slot_size) }.cast();
+        iov.iov_len = slot_size;
+        let control = &mut scratch.control[i * CONTROL_WORDS..(i + 1) * CONTROL_WORDS];
+        let hdr = &mut scratch.hdrs[i];
+        hdr.msg_len = 0;
+        hdr.msg_hdr.msg_name = std::ptr::null_mut();
+        hdr.msg_hdr.msg_namelen = 0;
+        hdr.msg_hdr.msg_iov = iov;
+        hdr.msg_hdr.msg_iovlen = 1;
+        hdr.msg_hdr.msg_control = control.as_mut_ptr().cast();
+        hdr.msg_hdr.msg_controllen = std::mem::size_of_val(control) as _;
+        hdr.msg_hdr.msg_flags = 0;
+    }
+    let vlen = libc::c_uint::try_from(n).map_err(|_| invalid("too many messages"))?;
+    // SAFETY: as for sendmmsg, every pointer in headers 0..n refers to
+    // `buf` slots or `scratch.control` ranges of the stated lengths, all
+    // exclusively borrowed for the call; the timeout pointer is null.
+    let got = cvt(unsafe {
+        libc::recvmmsg(
+            fd.as_raw_fd(),
+            scratch.hdrs.as_mut_ptr(),
+            vlen,
+            flags,
+            std::ptr::null_mut(),
+        )
+    })? as usize;
+    for (hdr, m) in scratch.hdrs[..got].iter().zip(meta.iter_mut()) {
+        *m = RecvMeta {
+            len: (hdr.msg_len as usize).min(slot_size),
+            gro_segment: gro_segment(&hdr.msg_hdr),
+            truncated: hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+        };
+    }
+    Ok(got)
+}
+
+/// Finds the `UDP_GRO` cmsg (an `int` segment size) in a received header.
+fn gro_segment(msg: &libc::msghdr) -> Option<u16> {
+    // SAFETY: `msg` was just filled by recvmmsg; its control pointer and the
+    // kernel-updated length describe bytes inside `scratch.control`, and the
+    // CMSG macros only walk within that range.
+    let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
+    while !cmsg.is_null() {
+        // SAFETY: non-null and inside the control buffer (see above).
+        let hdr = unsafe { &*cmsg };
+        // SAFETY: pure size computation.
+        let min_len = unsafe { libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) };
+        if hdr.cmsg_level == libc::SOL_UDP
+            && hdr.cmsg_type == libc::UDP_GRO
+            && hdr.cmsg_len as usize >= min_len as usize
+        {
+            // SAFETY: the length check guarantees an int of data in bounds.
+            let seg: libc::c_int =
+                unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
+            return u16::try_from(seg).ok().filter(|&s| s > 0);
+        }
+        // SAFETY: same invariant as CMSG_FIRSTHDR.
+        cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
+    }
+    None
+}
