@@ -382,6 +382,21 @@ mod tests {
     }
 
     #[test]
+    fn oversize_datagram_is_reported_truncated() {
+        let (tx, rx) = udp_pair();
+        let mut out = UdpBatch::new(1, 3_000).expect("batch");
+        fill(out.slot_mut(0), 9);
+        assert_eq!(out.send(tx.as_fd(), &[3_000], None).expect("send"), 1);
+        let mut inb = UdpBatch::new(2, 1_000).expect("batch");
+        assert_eq!(inb.recv(rx.as_fd()).expect("recv"), 1);
+        let slot = inb.received(0).expect("slot 0");
+        assert!(slot.truncated);
+        assert_eq!(slot.data.len(), 1_000);
+        assert_eq!(check(slot.data), 9, "the prefix is still intact");
+        assert_eq!(inb.received(1), None);
+    }
+
+    #[test]
     fn recv_times_out_instead_of_hanging() {
         let (_tx, rx) = udp_pair();
         rx.set_read_timeout(Some(std::time::Duration::from_millis(50)))

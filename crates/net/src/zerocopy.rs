@@ -186,7 +186,9 @@ impl ZeroCopySender {
         let flags = libc::MSG_ZEROCOPY;
         let n = match sys::send_flags(sock, &self.buf[start..end], flags) {
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                self.reap_until(sock, |s| s.len < s.ring.len())?;
+                // Wait for at least one completion to free notification memory.
+                let before = self.len;
+                self.reap_until(sock, |s| s.len < before || s.len == 0)?;
                 // Reaping moved nothing this method relies on: same slice.
                 sys::send_flags(sock, &self.buf[start..end], flags)?
             }
@@ -453,6 +455,14 @@ mod tests {
             }
             total
         })
+    }
+
+    #[test]
+    fn senders_can_move_to_a_sending_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<ZeroCopySender>();
+        is_send::<MemfdSource>();
+        is_send::<crate::udp::UdpBatch>();
     }
 
     #[test]

@@ -114,28 +114,35 @@ pub fn sendmmsg(
         Some(addr) => (addr.as_ptr() as *mut libc::c_void, addr.len()),
         None => (std::ptr::null_mut(), 0),
     };
-    for i in 0..n {
-        let iov = &mut scratch.iovs[i];
+    // Write the iovecs and clear the control words first, then take each
+    // array's base pointer exactly once: no later `&mut` to an element can
+    // invalidate the pointers the headers hold.
+    for (i, (iov, &len)) in scratch.iovs.iter_mut().zip(lens).enumerate() {
         // The kernel only reads through iov_base for a send; the `*mut` is
         // the C type's spelling, not a licence to write.
         iov.iov_base = buf[i * slot_size..].as_ptr() as *mut libc::c_void;
-        iov.iov_len = lens[i];
-        let hdr = &mut scratch.hdrs[i];
+        iov.iov_len = len;
+    }
+    if gso_segment.is_some() {
+        scratch.control[..n * CONTROL_WORDS].fill(0);
+    }
+    let iovs = scratch.iovs.as_mut_ptr();
+    let control = scratch.control.as_mut_ptr();
+    for (i, hdr) in scratch.hdrs[..n].iter_mut().enumerate() {
         hdr.msg_len = 0;
         hdr.msg_hdr.msg_name = name;
         hdr.msg_hdr.msg_namelen = namelen;
-        hdr.msg_hdr.msg_iov = iov;
+        hdr.msg_hdr.msg_iov = iovs.wrapping_add(i);
         hdr.msg_hdr.msg_iovlen = 1;
         hdr.msg_hdr.msg_flags = 0;
         match gso_segment {
             Some(seg) => {
-                let control = &mut scratch.control[i * CONTROL_WORDS..(i + 1) * CONTROL_WORDS];
-                control.fill(0);
-                hdr.msg_hdr.msg_control = control.as_mut_ptr().cast();
+                hdr.msg_hdr.msg_control = control.wrapping_add(i * CONTROL_WORDS).cast();
                 hdr.msg_hdr.msg_controllen = space as _;
-                // SAFETY: the header points at `control`, which is aligned
-                // for `cmsghdr` and at least `space` bytes, so FIRSTHDR is
-                // non-null and the header plus 2 data bytes lie inside it.
+                // SAFETY: the header points at this message's CONTROL_WORDS
+                // u64s of `scratch.control` (in bounds: i < n <= capacity),
+                // aligned for `cmsghdr` and at least `space` bytes, so
+                // FIRSTHDR is non-null and header plus 2 data bytes fit.
                 unsafe {
                     let cmsg = libc::CMSG_FIRSTHDR(&hdr.msg_hdr);
                     (*cmsg).cmsg_level = libc::SOL_UDP;
@@ -183,21 +190,27 @@ pub fn recvmmsg(
     if n == 0 {
         return Err(invalid("no room for any message"));
     }
+    // Base pointers taken once, as in `sendmmsg`; offsets stay in bounds
+    // because i < n <= min(capacity, buf.len() / slot_size).
     let base = buf.as_mut_ptr();
+    let iovs = scratch.iovs.as_mut_ptr();
+    let control = scratch.control.as_mut_ptr();
     for i in 0..n {
-        let iov = &mut scratch.iovs[i];
-        // SAFETY: i < n <= buf.len() / slot_size, so the offset stays in `buf`.
-        iov.iov_base = unsafe { base.add(i * slot_size) }.cast();
-        iov.iov_len = slot_size;
-        let control = &mut scratch.control[i * CONTROL_WORDS..(i + 1) * CONTROL_WORDS];
+        let iov = libc::iovec {
+            iov_base: base.wrapping_add(i * slot_size).cast(),
+            iov_len: slot_size,
+        };
+        // SAFETY: `iovs` points at `scratch.iovs`, which has capacity >= n
+        // initialized elements; nothing else borrows that vector meanwhile.
+        unsafe { iovs.add(i).write(iov) };
         let hdr = &mut scratch.hdrs[i];
         hdr.msg_len = 0;
         hdr.msg_hdr.msg_name = std::ptr::null_mut();
         hdr.msg_hdr.msg_namelen = 0;
-        hdr.msg_hdr.msg_iov = iov;
+        hdr.msg_hdr.msg_iov = iovs.wrapping_add(i);
         hdr.msg_hdr.msg_iovlen = 1;
-        hdr.msg_hdr.msg_control = control.as_mut_ptr().cast();
-        hdr.msg_hdr.msg_controllen = std::mem::size_of_val(control) as _;
+        hdr.msg_hdr.msg_control = control.wrapping_add(i * CONTROL_WORDS).cast();
+        hdr.msg_hdr.msg_controllen = (CONTROL_WORDS * std::mem::size_of::<u64>()) as _;
         hdr.msg_hdr.msg_flags = 0;
     }
     let vlen = libc::c_uint::try_from(n).map_err(|_| invalid("too many messages"))?;

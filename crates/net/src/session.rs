@@ -1,0 +1,644 @@
+//! One running test, the same on both ends: its data streams and threads,
+//! the interval reporter, the results this end sends, and the end record built
+//! from both ends' results.
+//!
+//! The client and server drivers own the control connection and decide *when*
+//! things happen; a [`Session`] does them.
+
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use plumb_proto::params::TestParams;
+use plumb_proto::results::{PlumbResults, PlumbStreamInfo, Results, StreamResult, TcpInfoSummary};
+use plumb_report::{
+    CpuUtil, EndRecord, IntervalDetail, IntervalRecord, Protocol, StreamEnd, StreamInterval, TcpEnd, TcpSample,
+    Totals, UdpEnd,
+};
+
+use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
+use crate::host::{self, CpuSnapshot};
+use crate::sockopt;
+use crate::tcpinfo::{tcp_info, TcpInfo};
+use crate::zerocopy::MemfdSource;
+
+/// What both ends derive from the parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// TCP or UDP.
+    pub protocol: Protocol,
+    /// Block / datagram size.
+    pub len: usize,
+    /// Streams per direction.
+    pub parallel: usize,
+    /// Server sends.
+    pub reverse: bool,
+    /// Both send.
+    pub bidir: bool,
+    /// bit/s per stream, 0 = unlimited.
+    pub rate: u64,
+    /// 64-bit UDP sequence numbers.
+    pub seq64: bool,
+    /// Payload `0123456789…`.
+    pub repeating: bool,
+    /// Send with sendfile.
+    pub zerocopy: bool,
+    /// Receive with MSG_TRUNC.
+    pub skip_rx_copy: bool,
+    /// Seconds omitted.
+    pub omit: f64,
+    /// Seconds to run (0 = bounded by bytes/blocks).
+    pub time: f64,
+    /// Byte budget across streams (from `-n`, or `-k` × len).
+    pub budget: Option<u64>,
+}
+
+impl Plan {
+    /// Derives the plan from the agreed parameters.
+    pub fn of(p: &TestParams) -> Plan {
+        let protocol = if p.is_udp() { Protocol::Udp } else { Protocol::Tcp };
+        let len = p.len as usize;
+        let budget = if p.num > 0 {
+            Some(p.num)
+        } else if p.blockcount > 0 {
+            Some(p.blockcount.saturating_mul(len as u64))
+        } else {
+            None
+        };
+        let plumb = p.plumb.clone().unwrap_or_default();
+        Plan {
+            protocol,
+            len,
+            parallel: p.parallel.max(1) as usize,
+            reverse: p.reverse,
+            bidir: p.bidirectional,
+            rate: p.bandwidth,
+            seq64: p.udp_counters_64bit,
+            repeating: p.repeating_payload,
+            zerocopy: p.zerocopy,
+            skip_rx_copy: p.skip_rx_copy || plumb.skip_rx_copy,
+            omit: p.omit,
+            time: p.time,
+            budget,
+        }
+    }
+
+    /// Data connections the client opens.
+    pub fn total_streams(&self) -> usize {
+        self.parallel * if self.bidir { 2 } else { 1 }
+    }
+
+    /// Whether the client sends on the stream it opens `index`-th (bidir: its
+    /// first N streams send, the next N receive).
+    pub fn client_sends(&self, index: usize) -> bool {
+        if self.bidir {
+            index < self.parallel
+        } else {
+            !self.reverse
+        }
+    }
+}
+
+/// A data stream's socket.
+#[derive(Debug, Clone)]
+pub enum StreamSocket {
+    /// A TCP connection.
+    Tcp(Arc<TcpStream>),
+    /// A connected UDP socket.
+    Udp(Arc<UdpSocket>),
+}
+
+impl StreamSocket {
+    fn raw_fd(&self) -> i32 {
+        match self {
+            StreamSocket::Tcp(s) => s.as_raw_fd(),
+            StreamSocket::Udp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Snapshot {
+    bytes: u64,
+    packets: u64,
+    lost: i64,
+    ooo: i64,
+    retrans: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct TcpAcc {
+    max_cwnd: u64,
+    max_wnd: u64,
+    max_rtt: u64,
+    min_rtt: u64,
+    sum_rtt: u64,
+    samples: u64,
+}
+
+/// One data stream of the session.
+#[derive(Debug)]
+pub struct Stream {
+    /// iperf3 stream id (1, 3, 4, …).
+    pub id: u32,
+    /// This end sends on it.
+    pub sender: bool,
+    /// The socket.
+    pub socket: StreamSocket,
+    /// What its thread has done.
+    pub counters: Arc<Counters>,
+    thread: Option<JoinHandle<()>>,
+    last: Snapshot,
+    base: Snapshot,
+    tcp: TcpAcc,
+    end_secs: f64,
+}
+
+impl Stream {
+    /// A stream around a connected socket.
+    pub fn new(id: u32, sender: bool, socket: StreamSocket) -> Stream {
+        Stream {
+            id,
+            sender,
+            socket,
+            counters: Arc::new(Counters::default()),
+            thread: None,
+            last: Snapshot::default(),
+            base: Snapshot::default(),
+            tcp: TcpAcc { min_rtt: u64::MAX, ..TcpAcc::default() },
+            end_secs: 0.0,
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let c = &self.counters;
+        Snapshot {
+            bytes: c.bytes.load(Relaxed),
+            packets: c.packets.load(Relaxed),
+            lost: c.lost.load(Relaxed),
+            ooo: c.out_of_order.load(Relaxed),
+            retrans: self.last.retrans,
+        }
+    }
+
+    fn tcp_info(&self) -> Option<TcpInfo> {
+        match &self.socket {
+            StreamSocket::Tcp(s) => tcp_info(s.as_fd()).ok(),
+            StreamSocket::Udp(_) => None,
+        }
+    }
+}
+
+/// A test in progress on this end.
+#[derive(Debug)]
+pub struct Session {
+    /// The plan both ends follow.
+    pub plan: Plan,
+    /// Streams in creation order.
+    pub streams: Vec<Stream>,
+    /// Flags and budget shared with the threads.
+    pub shared: Arc<Shared>,
+    interval: Option<Duration>,
+    started: Option<Instant>,
+    /// Start of the counted period (after omit).
+    counted_from: Option<Instant>,
+    next_tick: Option<Instant>,
+    interval_start: f64,
+    cpu0: Option<CpuSnapshot>,
+    cpu: Option<(f64, f64, f64)>,
+    stopped_at: Option<Instant>,
+}
+
+impl Session {
+    /// A session that reports every `interval` seconds (0 = never).
+    pub fn new(plan: Plan, interval: f64) -> Session {
+        let shared = Arc::new(Shared::new(plan.budget));
+        Session {
+            interval: (interval > 0.0).then(|| Duration::from_secs_f64(interval)),
+            plan,
+            streams: Vec::new(),
+            shared,
+            started: None,
+            counted_from: None,
+            next_tick: None,
+            interval_start: 0.0,
+            cpu0: None,
+            cpu: None,
+            stopped_at: None,
+        }
+    }
+
+    /// Whether the session's threads are running.
+    pub fn running(&self) -> bool {
+        self.started.is_some()
+    }
+
+    /// Starts every stream's thread; `now` is TEST_RUNNING.
+    pub fn start(&mut self, now: Instant, drain: Drain) {
+        self.cpu0 = Some(CpuSnapshot::now());
+        self.started = Some(now);
+        self.counted_from = if self.plan.omit > 0.0 { None } else { Some(now) };
+        self.next_tick = self.interval.map(|i| now + i);
+        let plan = self.plan.clone();
+        for s in &mut self.streams {
+            let shared = Arc::clone(&self.shared);
+            let c = Arc::clone(&s.counters);
+            let sock = s.socket.clone();
+            let sender = s.sender;
+            let plan = plan.clone();
+            let handle = std::thread::Builder::new().name(format!("plumb-stream-{}", s.id)).spawn(move || {
+                match (sock, sender) {
+                    (StreamSocket::Tcp(t), true) => {
+                        let buf = datapath::payload(plan.len, plan.repeating);
+                        let src = if plan.zerocopy {
+                            match MemfdSource::new(&buf) {
+                                Ok(m) => TcpSource::SendFile(m),
+                                Err(_) => TcpSource::Copy(buf),
+                            }
+                        } else {
+                            TcpSource::Copy(buf)
+                        };
+                        datapath::tcp_send(&t, src, &shared, &c, plan.rate);
+                    }
+                    (StreamSocket::Tcp(t), false) => {
+                        datapath::tcp_recv(&t, plan.len.max(64 * 1024), plan.skip_rx_copy, &shared, &c, drain);
+                    }
+                    (StreamSocket::Udp(u), true) => {
+                        datapath::udp_send(&u, plan.len, plan.seq64, plan.repeating, &shared, &c, plan.rate);
+                    }
+                    (StreamSocket::Udp(u), false) => datapath::udp_recv(&u, plan.len, plan.seq64, &shared, &c),
+                }
+            });
+            match handle {
+                Ok(h) => s.thread = Some(h),
+                Err(e) => {
+                    if let Ok(mut slot) = s.counters.error.lock() {
+                        *slot = Some(format!("cannot start a thread: {e}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// When the driver should call [`Session::tick`] next.
+    pub fn poll_at(&self) -> Option<Instant> {
+        let omit_end = match (self.started, self.counted_from) {
+            (Some(s), None) => Some(s + Duration::from_secs_f64(self.plan.omit)),
+            _ => None,
+        };
+        match (self.next_tick, omit_end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Emits due intervals and ends the omit period when its time has come.
+    pub fn tick(&mut self, now: Instant, sink: &mut dyn plumb_report::Sink) {
+        let Some(started) = self.started else { return };
+        if self.counted_from.is_none() && now >= started + Duration::from_secs_f64(self.plan.omit) {
+            // Omit over: this interval ends here and counting restarts at zero.
+            let r = self.interval_record(now, true);
+            if let Some(r) = r {
+                if self.interval.is_some() {
+                    sink.interval(&r);
+                }
+            }
+            for s in &mut self.streams {
+                s.base = s.last;
+            }
+            self.counted_from = Some(now);
+            self.interval_start = 0.0;
+            self.next_tick = self.interval.map(|i| now + i);
+            self.cpu0 = Some(CpuSnapshot::now());
+            return;
+        }
+        if let (Some(t), Some(i)) = (self.next_tick, self.interval) {
+            if now >= t {
+                if let Some(r) = self.interval_record(now, self.counted_from.is_none()) {
+                    sink.interval(&r);
+                }
+                let mut next = t + i;
+                while next <= now {
+                    next += i;
+                }
+                self.next_tick = Some(next);
+            }
+        }
+    }
+
+    fn elapsed(&self, now: Instant) -> f64 {
+        let from = self.counted_from.or(self.started).unwrap_or(now);
+        now.saturating_duration_since(from).as_secs_f64()
+    }
+
+    fn interval_record(&mut self, now: Instant, omitted: bool) -> Option<IntervalRecord> {
+        let end = self.elapsed(now);
+        let start = self.interval_start;
+        self.interval_start = end;
+        if end - start < 1e-3 {
+            return None;
+        }
+        let mut streams = Vec::with_capacity(self.streams.len());
+        for s in &mut self.streams {
+            let snap = s.snapshot();
+            let bytes = snap.bytes.saturating_sub(s.last.bytes);
+            let detail = match (self.plan.protocol, s.sender) {
+                (Protocol::Tcp, true) => {
+                    let info = s.tcp_info();
+                    let sample = info.map(|i| {
+                        let total = u64::from(i.total_retrans);
+                        let sample = TcpSample {
+                            retransmits: total.saturating_sub(s.last.retrans),
+                            snd_cwnd: u64::from(i.snd_cwnd) * u64::from(i.snd_mss),
+                            snd_wnd: u64::from(i.snd_wnd.unwrap_or(0)),
+                            rtt: u64::from(i.rtt),
+                            rttvar: u64::from(i.rttvar),
+                            pmtu: u64::from(i.pmtu),
+                        };
+                        s.last.retrans = total;
+                        sample
+                    });
+                    if let Some(t) = sample {
+                        let a = &mut s.tcp;
+                        a.max_cwnd = a.max_cwnd.max(t.snd_cwnd);
+                        a.max_wnd = a.max_wnd.max(t.snd_wnd);
+                        a.max_rtt = a.max_rtt.max(t.rtt);
+                        a.min_rtt = a.min_rtt.min(t.rtt);
+                        a.sum_rtt += t.rtt;
+                        a.samples += 1;
+                    }
+                    IntervalDetail::Tcp(sample)
+                }
+                (Protocol::Tcp, false) => IntervalDetail::Tcp(None),
+                (Protocol::Udp, true) => IntervalDetail::UdpSender { packets: snap.packets - s.last.packets },
+                (Protocol::Udp, false) => IntervalDetail::UdpReceiver {
+                    jitter_ms: s.counters.jitter() * 1e3,
+                    lost: snap.lost - s.last.lost,
+                    packets: snap.packets as i64 - s.last.packets as i64,
+                },
+            };
+            let retrans = s.last.retrans;
+            s.last = Snapshot { retrans, ..snap };
+            streams.push(StreamInterval {
+                socket: s.socket.raw_fd(),
+                start,
+                end,
+                bytes,
+                sender: s.sender,
+                omitted,
+                detail,
+            });
+        }
+        Some(IntervalRecord { streams })
+    }
+
+    /// Tells the senders to stop (time up, budget spent, TEST_END).
+    pub fn stop_senders(&mut self, now: Instant) {
+        if self.stopped_at.is_none() {
+            self.stopped_at = Some(now);
+        }
+        self.shared.stop.store(true, Relaxed);
+    }
+
+    /// Tells receivers to finish once drained.
+    pub fn stop_receivers(&self) {
+        self.shared.stop_receivers.store(true, Relaxed);
+    }
+
+    /// Whether every sending thread has finished (budget spent, error).
+    pub fn senders_done(&self) -> bool {
+        self.streams.iter().filter(|s| s.sender).all(|s| s.counters.done.load(Relaxed))
+    }
+
+    /// Whether every stream's thread has finished.
+    pub fn all_done(&self) -> bool {
+        self.streams.iter().all(|s| s.thread.is_none() || s.counters.done.load(Relaxed))
+    }
+
+    /// The first error a stream thread reported.
+    pub fn stream_error(&self) -> Option<String> {
+        self.streams.iter().find_map(|s| s.counters.error.lock().ok().and_then(|e| e.clone()))
+    }
+
+    /// Ends the test on this end: stops everything, waits for the threads
+    /// (receivers drain first), emits the last partial interval and fixes
+    /// each stream's duration.
+    pub fn finish(&mut self, now: Instant, sink: &mut dyn plumb_report::Sink) {
+        self.stop_senders(now);
+        self.stop_receivers();
+        for s in &mut self.streams {
+            if let Some(h) = s.thread.take() {
+                let _ = h.join();
+            }
+        }
+        let end = Instant::now();
+        if self.started.is_some() {
+            if self.interval.is_some() {
+                if let Some(r) = self.interval_record(end, self.counted_from.is_none()) {
+                    sink.interval(&r);
+                }
+            }
+            let stop = self.stopped_at.unwrap_or(end);
+            let secs = self.elapsed(stop);
+            for s in &mut self.streams {
+                s.end_secs = secs;
+            }
+            if let Some(c0) = &self.cpu0 {
+                let wall = end.saturating_duration_since(self.counted_from.or(self.started).unwrap_or(end));
+                self.cpu = Some(CpuSnapshot::now().process_percent_since(c0, wall));
+            }
+        }
+    }
+
+    /// Final counters of a stream after the omit period.
+    fn totals(s: &Stream) -> Snapshot {
+        let now = s.snapshot();
+        Snapshot {
+            bytes: now.bytes.saturating_sub(s.base.bytes),
+            packets: now.packets.saturating_sub(s.base.packets),
+            lost: now.lost - s.base.lost,
+            ooo: now.ooo - s.base.ooo,
+            retrans: 0,
+        }
+    }
+
+    /// This end's results for the peer (the iperf3 results object), with
+    /// plumb's evidence under `plumb`.
+    pub fn local_results(&self, congestion: Option<String>) -> Results {
+        let (total, user, system) = self.cpu.unwrap_or((0.0, 0.0, 0.0));
+        let any_send = self.streams.iter().any(|s| s.sender);
+        let sender_has_retransmits = match (any_send, self.plan.protocol) {
+            (false, _) => -1,
+            (true, Protocol::Tcp) => 1,
+            (true, Protocol::Udp) => 0,
+        };
+        let mut plumb_streams = Vec::new();
+        let streams = self
+            .streams
+            .iter()
+            .map(|s| {
+                let t = Self::totals(s);
+                let info = s.tcp_info();
+                let retransmits = match (s.sender, self.plan.protocol, &info) {
+                    (true, Protocol::Tcp, Some(i)) => i64::from(i.total_retrans),
+                    _ => -1,
+                };
+                plumb_streams.push(stream_info(s, info.as_ref()));
+                let (jitter, errors, packets) = if s.sender {
+                    (0.0, 0, t.packets as i64)
+                } else {
+                    (s.counters.jitter(), t.lost, t.packets as i64)
+                };
+                StreamResult {
+                    id: s.id,
+                    bytes: t.bytes,
+                    retransmits,
+                    jitter,
+                    errors,
+                    omitted_errors: Some(0),
+                    omitted_packets: Some(0),
+                    packets: if self.plan.protocol == Protocol::Tcp { 0 } else { packets },
+                    start_time: 0.0,
+                    end_time: s.end_secs,
+                }
+            })
+            .collect();
+        Results {
+            cpu_util_total: total,
+            cpu_util_user: user,
+            cpu_util_system: system,
+            sender_has_retransmits,
+            congestion_used: congestion,
+            server_output_text: None,
+            server_output_json: None,
+            streams,
+            plumb: Some(PlumbResults {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                cpu_system_wide: None,
+                sysctl: host::tcp_sysctls(),
+                streams: plumb_streams,
+            }),
+        }
+    }
+
+    /// The end record from this end's counters and the peer's results.
+    pub fn end_record(&self, peer: &Results, local_cc: Option<String>) -> EndRecord {
+        let mut streams = Vec::with_capacity(self.streams.len());
+        for s in &self.streams {
+            let t = Self::totals(s);
+            let p = peer.streams.iter().find(|p| p.id == s.id);
+            let local = Totals { bytes: t.bytes, seconds: s.end_secs };
+            let remote = p.map_or(Totals::default(), |p| Totals { bytes: p.bytes, seconds: p.end_time - p.start_time });
+            let (sent, received) = if s.sender { (local, remote) } else { (remote, local) };
+            let retransmits = if s.sender {
+                match (self.plan.protocol, s.tcp_info()) {
+                    (Protocol::Tcp, Some(i)) => Some(i64::from(i.total_retrans)),
+                    _ => None,
+                }
+            } else {
+                p.map(|p| p.retransmits).filter(|r| *r >= 0)
+            };
+            let tcp = (s.sender && self.plan.protocol == Protocol::Tcp && s.tcp.samples > 0).then(|| TcpEnd {
+                max_snd_cwnd: s.tcp.max_cwnd,
+                max_snd_wnd: s.tcp.max_wnd,
+                max_rtt: s.tcp.max_rtt,
+                min_rtt: s.tcp.min_rtt,
+                mean_rtt: s.tcp.sum_rtt / s.tcp.samples,
+            });
+            let udp = (self.plan.protocol == Protocol::Udp).then(|| {
+                if s.sender {
+                    let p = p.cloned().unwrap_or_default();
+                    UdpEnd {
+                        jitter_ms: p.jitter * 1e3,
+                        lost: p.errors,
+                        packets: p.packets,
+                        sent_packets: t.packets as i64,
+                        out_of_order: 0,
+                    }
+                } else {
+                    UdpEnd {
+                        jitter_ms: s.counters.jitter() * 1e3,
+                        lost: t.lost,
+                        packets: t.packets as i64,
+                        sent_packets: p.map_or(0, |p| p.packets),
+                        out_of_order: t.ooo,
+                    }
+                }
+            });
+            streams.push(StreamEnd { socket: s.socket.raw_fd(), sender: s.sender, sent, received, retransmits, tcp, udp });
+        }
+        let (host_total, host_user, host_system) = self.cpu.unwrap_or((0.0, 0.0, 0.0));
+        let we_send = self.streams.iter().any(|s| s.sender);
+        let (snd_cc, rcv_cc) =
+            if we_send { (local_cc.clone(), peer.congestion_used.clone()) } else { (peer.congestion_used.clone(), local_cc) };
+        let local = self.local_results(None);
+        let plumb = serde_json::json!({
+            "local": local.plumb,
+            "remote": peer.plumb,
+        });
+        EndRecord {
+            protocol: self.plan.protocol,
+            bidir: self.plan.bidir,
+            streams,
+            cpu: CpuUtil {
+                host_total,
+                host_user,
+                host_system,
+                remote_total: peer.cpu_util_total,
+                remote_user: peer.cpu_util_user,
+                remote_system: peer.cpu_util_system,
+            },
+            sender_tcp_congestion: snd_cc,
+            receiver_tcp_congestion: rcv_cc,
+            plumb: Some(plumb),
+            server_output_text: peer.server_output_text.clone(),
+            server_output_json: peer.server_output_json.clone(),
+        }
+    }
+}
+
+fn stream_info(s: &Stream, info: Option<&TcpInfo>) -> PlumbStreamInfo {
+    let (sndbuf, rcvbuf, clamp, cc, mss) = match &s.socket {
+        StreamSocket::Tcp(t) => {
+            let fd = t.as_fd();
+            (
+                sockopt::send_buffer(fd).ok(),
+                sockopt::recv_buffer(fd).ok(),
+                sockopt::window_clamp(fd).ok(),
+                sockopt::congestion(fd).ok().map(|c| c.as_str().to_string()),
+                sockopt::max_segment(fd).ok(),
+            )
+        }
+        StreamSocket::Udp(u) => {
+            let fd = u.as_fd();
+            (sockopt::send_buffer(fd).ok(), sockopt::recv_buffer(fd).ok(), None, None, None)
+        }
+    };
+    PlumbStreamInfo {
+        id: s.id,
+        sndbuf_actual: sndbuf,
+        rcvbuf_actual: rcvbuf,
+        window_clamp: clamp,
+        mss,
+        congestion: cc,
+        tcp_info: info.map(|i| TcpInfoSummary {
+            busy_time_us: i.busy_time.unwrap_or(0),
+            rwnd_limited_us: i.rwnd_limited.unwrap_or(0),
+            sndbuf_limited_us: i.sndbuf_limited.unwrap_or(0),
+            delivery_rate_bps: i.delivery_rate.unwrap_or(0).saturating_mul(8),
+            min_rtt_us: u64::from(i.min_rtt.unwrap_or(0)),
+            rtt_us: u64::from(i.rtt),
+            rttvar_us: u64::from(i.rttvar),
+            snd_cwnd_bytes: u64::from(i.snd_cwnd) * u64::from(i.snd_mss),
+            snd_wnd: u64::from(i.snd_wnd.unwrap_or(0)),
+            total_retrans: u64::from(i.total_retrans),
+            bytes_retrans: i.bytes_retrans.unwrap_or(0),
+            pmtu: u64::from(i.pmtu),
+            snd_mss: u64::from(i.snd_mss),
+            rcv_space: u64::from(i.rcv_space),
+        }),
+    }
+}

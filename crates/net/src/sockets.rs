@@ -1,0 +1,225 @@
+//! Creating, binding, connecting and configuring the control and data sockets.
+//!
+//! Options that TCP negotiates in the handshake (buffer sizes → window scale,
+//! MSS, window clamp) are set before `connect` on the client and on the
+//! listening socket on the server, so that the handshake already carries them.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use plumb_proto::params::TestParams;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::config::Family;
+use crate::sockopt;
+
+/// Options for one data socket, from the test parameters and its role.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DataOptions {
+    /// SO_SNDBUF and SO_RCVBUF (`-w`).
+    pub window: Option<u32>,
+    /// TCP_MAXSEG (`-M`).
+    pub mss: Option<u32>,
+    /// TCP_NODELAY (`-N`).
+    pub nodelay: bool,
+    /// TCP_CONGESTION (`-C`).
+    pub congestion: Option<String>,
+    /// IP_TOS / IPV6_TCLASS.
+    pub tos: u8,
+    /// TCP_WINDOW_CLAMP, applied on receiving sockets only (`--rwin`).
+    pub rwin: Option<u32>,
+    /// SO_SNDBUF on sending sockets only (`--sndbuf`).
+    pub sndbuf: Option<u32>,
+}
+
+impl DataOptions {
+    /// The options both ends apply, from the parameters.
+    pub fn of(p: &TestParams) -> DataOptions {
+        let plumb = p.plumb.clone().unwrap_or_default();
+        DataOptions {
+            window: p.window,
+            mss: p.mss,
+            nodelay: p.nodelay,
+            congestion: p.congestion.clone(),
+            tos: p.tos.unwrap_or(0) as u8,
+            rwin: plumb.rwin,
+            sndbuf: plumb.sndbuf,
+        }
+    }
+
+    /// Whether the listener must be made anew with these options for the streams.
+    pub fn need_listener_options(&self) -> bool {
+        self.window.is_some() || self.mss.is_some() || self.rwin.is_some()
+    }
+}
+
+/// Why a data socket could not be set up as asked.
+fn opt_err(what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+/// Applies the options that must precede the handshake. `receiver`/`sender`
+/// say which role-specific options apply (a listener takes both possible).
+pub fn pre_connect(sock: &Socket, o: &DataOptions, sender: bool, receiver: bool, tcp: bool) -> io::Result<()> {
+    if let Some(w) = o.window {
+        sock.set_send_buffer_size(w as usize).map_err(|e| opt_err("cannot set the socket buffer (-w)", e))?;
+        sock.set_recv_buffer_size(w as usize).map_err(|e| opt_err("cannot set the socket buffer (-w)", e))?;
+    }
+    if sender {
+        if let Some(s) = o.sndbuf {
+            sock.set_send_buffer_size(s as usize).map_err(|e| opt_err("cannot set --sndbuf", e))?;
+        }
+    }
+    if tcp {
+        if let Some(m) = o.mss {
+            sockopt::set_max_segment(sock.as_fd(), m).map_err(|e| opt_err("cannot set the MSS (-M)", e))?;
+        }
+        if receiver {
+            if let Some(r) = o.rwin {
+                sockopt::set_window_clamp(sock.as_fd(), r).map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
+            }
+        }
+        if let Some(cc) = &o.congestion {
+            let name = sockopt::CongestionName::new(cc)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+            sockopt::set_congestion(sock.as_fd(), &name).map_err(|e| {
+                opt_err(&format!("congestion control '{cc}' is not available here (see /proc/sys/net/ipv4/tcp_available_congestion_control)"), e)
+            })?;
+        }
+        if o.nodelay {
+            sock.set_nodelay(true)?;
+        }
+    }
+    if o.tos != 0 {
+        // IPv4 TOS and IPv6 traffic class; one of them fails depending on the family.
+        let _ = sockopt::set_traffic_class(sock.as_fd(), o.tos);
+    }
+    Ok(())
+}
+
+/// Applies role-specific options again after accept, where inheritance from
+/// the listener may not cover them.
+pub fn post_accept(sock: &TcpStream, o: &DataOptions, sender: bool) -> io::Result<()> {
+    let fd = sock.as_fd();
+    if !sender {
+        if let Some(r) = o.rwin {
+            sockopt::set_window_clamp(fd, r).map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
+        }
+    } else if let Some(s) = o.sndbuf {
+        sockopt::set_send_buffer(fd, s).map_err(|e| opt_err("cannot set --sndbuf", e))?;
+    }
+    if o.nodelay {
+        sock.set_nodelay(true)?;
+    }
+    if let Some(cc) = &o.congestion {
+        if let Ok(name) = sockopt::CongestionName::new(cc) {
+            sockopt::set_congestion(fd, &name).map_err(|e| opt_err(&format!("congestion control '{cc}'"), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `host:port` for the family asked for.
+pub fn resolve(host: &str, port: u16, family: Family) -> io::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot resolve '{host}': {e}")))?
+        .filter(|a| match family {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        })
+        .collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("'{host}' has no address of the requested family")));
+    }
+    Ok(addrs)
+}
+
+/// Connects a TCP socket with options applied before the handshake.
+pub fn connect_tcp(
+    addr: SocketAddr,
+    bind: Option<IpAddr>,
+    local_port: Option<u16>,
+    timeout: Option<Duration>,
+    prepare: impl FnOnce(&Socket) -> io::Result<()>,
+) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    prepare(&sock)?;
+    if bind.is_some() || local_port.is_some() {
+        let ip = bind.unwrap_or(if addr.is_ipv4() { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V6(Ipv6Addr::UNSPECIFIED) });
+        sock.set_reuse_address(true)?;
+        sock.bind(&SockAddr::from(SocketAddr::new(ip, local_port.unwrap_or(0))))?;
+    }
+    match timeout {
+        Some(t) => sock.connect_timeout(&SockAddr::from(addr), t)?,
+        None => sock.connect(&SockAddr::from(addr))?,
+    }
+    Ok(sock.into())
+}
+
+/// A UDP socket connected to `addr`, optionally bound first.
+pub fn connect_udp(addr: SocketAddr, bind: Option<IpAddr>, local_port: Option<u16>, o: &DataOptions) -> io::Result<UdpSocket> {
+    let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    pre_connect(&sock, o, true, true, false)?;
+    // Room for bursts at high rates; the kernel caps it at rmem_max.
+    let _ = sock.set_recv_buffer_size(4 << 20);
+    let _ = sock.set_send_buffer_size(4 << 20);
+    let ip = bind.unwrap_or(if addr.is_ipv4() { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V6(Ipv6Addr::UNSPECIFIED) });
+    sock.bind(&SockAddr::from(SocketAddr::new(ip, local_port.unwrap_or(0))))?;
+    sock.connect(&SockAddr::from(addr))?;
+    Ok(sock.into())
+}
+
+fn listen_addr(port: u16, bind: Option<IpAddr>, family: Family) -> SocketAddr {
+    let ip = bind.unwrap_or(match family {
+        Family::V4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        _ => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    });
+    SocketAddr::new(ip, port)
+}
+
+fn dual_stack(sock: &Socket, addr: SocketAddr, family: Family) {
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        // [::] takes IPv4 clients too, unless -6 asked for IPv6 only.
+        let _ = sock.set_only_v6(family == Family::V6);
+    }
+}
+
+/// The server's TCP listener, with data-stream options when a test asks for them.
+pub fn listen_tcp(port: u16, bind: Option<IpAddr>, family: Family, o: Option<&DataOptions>) -> io::Result<TcpListener> {
+    let addr = listen_addr(port, bind, family);
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_reuse_address(true)?;
+    dual_stack(&sock, addr, family);
+    if let Some(o) = o {
+        pre_connect(&sock, o, false, true, true)?;
+    }
+    sock.bind(&SockAddr::from(addr)).map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+    sock.listen(128)?;
+    Ok(sock.into())
+}
+
+/// The server's UDP socket on the test port, waiting for a stream's hello.
+pub fn bind_udp(port: u16, bind: Option<IpAddr>, family: Family, o: &DataOptions) -> io::Result<UdpSocket> {
+    let addr = listen_addr(port, bind, family);
+    let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    dual_stack(&sock, addr, family);
+    pre_connect(&sock, o, true, true, false)?;
+    let _ = sock.set_recv_buffer_size(4 << 20);
+    let _ = sock.set_send_buffer_size(4 << 20);
+    sock.bind(&SockAddr::from(addr)).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))?;
+    Ok(sock.into())
+}
+
+/// Host part of an address as iperf3 prints it (IPv4-mapped shown as IPv4).
+pub fn host_string(a: &SocketAddr) -> String {
+    match a.ip() {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or_else(|| v6.to_string(), |v4| v4.to_string()),
+        IpAddr::V4(v4) => v4.to_string(),
+    }
+}
