@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use plumb_proto::udp::{self as wire, UdpReceiver};
+use plumb_proto::udp::{SeqWidth, UdpHeader, UdpReceiver};
 
 use crate::stream::{read_some, recv_trunc, write_some};
 use crate::sys::clock_monotonic;
@@ -116,7 +116,10 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
     // Random filler so that compressing links and dedup can't flatter the
     // result; xorshift seeded from the kernel is plenty for that.
     let mut seed = [0u8; 8];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| io::Read::read_exact(&mut f, &mut seed)).is_err() {
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut seed))
+        .is_err()
+    {
         seed = (Instant::now().elapsed().as_nanos() as u64 | 1).to_le_bytes();
     }
     let mut x = u64::from_le_bytes(seed) | 1;
@@ -132,7 +135,10 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
 }
 
 fn transient(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// Paces a sender to `rate` bit/s by sleeping between writes. It compares
@@ -147,7 +153,10 @@ pub struct Pacer {
 impl Pacer {
     /// A pacer for `bps` bit/s starting now; `None` for unlimited.
     pub fn new(bps: u64) -> Option<Pacer> {
-        (bps > 0).then(|| Pacer { ns_per_byte: 8e9 / bps as f64, next: Instant::now() })
+        (bps > 0).then(|| Pacer {
+            ns_per_byte: 8e9 / bps as f64,
+            next: Instant::now(),
+        })
     }
 
     /// Waits until `bytes` more may go, then books them.
@@ -180,7 +189,13 @@ pub enum TcpSource {
 
 /// Sends until stopped or the budget is spent; then shuts down the write side
 /// so the receiver sees the exact end of the stream.
-pub fn tcp_send(sock: &std::net::TcpStream, mut src: TcpSource, shared: &Shared, c: &Counters, bps: u64) {
+pub fn tcp_send(
+    sock: &std::net::TcpStream,
+    mut src: TcpSource,
+    shared: &Shared,
+    c: &Counters,
+    bps: u64,
+) {
     let _ = sock.set_write_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
     let block = match &src {
@@ -235,13 +250,28 @@ pub enum Drain {
 
 /// Receives until EOF or until stopped and drained; `skip_copy` discards with
 /// `MSG_TRUNC` instead of copying (the count stays exact).
-pub fn tcp_recv(sock: &std::net::TcpStream, len: usize, skip_copy: bool, shared: &Shared, c: &Counters, drain: Drain) {
+pub fn tcp_recv(
+    sock: &std::net::TcpStream,
+    len: usize,
+    skip_copy: bool,
+    shared: &Shared,
+    c: &Counters,
+    drain: Drain,
+) {
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
-    let mut buf = if skip_copy { Vec::new() } else { vec![0u8; len] };
+    let mut buf = if skip_copy {
+        Vec::new()
+    } else {
+        vec![0u8; len]
+    };
     let mut stopped_at: Option<Instant> = None;
     loop {
-        let r = if skip_copy { recv_trunc(fd, len) } else { read_some(fd, &mut buf) };
+        let r = if skip_copy {
+            recv_trunc(fd, len)
+        } else {
+            read_some(fd, &mut buf)
+        };
         match r {
             Ok(0) => break,
             Ok(n) => {
@@ -277,7 +307,15 @@ const UDP_BURST: usize = 32;
 
 /// Sends `len`-byte datagrams with iperf3's header (monotonic timestamp,
 /// sequence from 1) paced to `bps` (0 = as fast as possible).
-pub fn udp_send(sock: &std::net::UdpSocket, len: usize, seq64: bool, repeating: bool, shared: &Shared, c: &Counters, bps: u64) {
+pub fn udp_send(
+    sock: &std::net::UdpSocket,
+    len: usize,
+    seq64: bool,
+    repeating: bool,
+    shared: &Shared,
+    c: &Counters,
+    bps: u64,
+) {
     let _ = sock.set_write_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
     let mut buf = payload(len, repeating);
@@ -295,7 +333,10 @@ pub fn udp_send(sock: &std::net::UdpSocket, len: usize, seq64: bool, repeating: 
                 break 'outer;
             }
             seq += 1;
-            if wire::encode_header(&mut buf, sec, usec, seq, seq64).is_err() {
+            if (UdpHeader { sec, usec, seq })
+                .encode(SeqWidth::from_counters_64bit(seq64), &mut buf)
+                .is_err()
+            {
                 c.fail("datagram too short for the header");
                 break 'outer;
             }
@@ -312,7 +353,6 @@ pub fn udp_send(sock: &std::net::UdpSocket, len: usize, seq64: bool, repeating: 
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
                     // The receiver's port closed (test ended there); not our error.
-                    seq -= 1;
                     break 'outer;
                 }
                 Err(e) => {
@@ -331,11 +371,18 @@ fn send_dgram(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 
 /// Receives datagrams and keeps iperf3's loss, out-of-order and jitter
 /// counts (plus exact duplicates) until stopped.
-pub fn udp_recv(sock: &std::net::UdpSocket, len: usize, seq64: bool, shared: &Shared, c: &Counters) {
+pub fn udp_recv(
+    sock: &std::net::UdpSocket,
+    len: usize,
+    seq64: bool,
+    shared: &Shared,
+    c: &Counters,
+) {
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
     let mut buf = vec![0u8; len.max(64) + 64];
-    let mut stats = UdpReceiver::new(seq64);
+    let mut stats = UdpReceiver::new();
+    let width = SeqWidth::from_counters_64bit(seq64);
     let epoch = Instant::now();
     let (esec, eusec) = clock_monotonic();
     let epoch_mono = Duration::new(u64::from(esec), eusec * 1000);
@@ -344,13 +391,15 @@ pub fn udp_recv(sock: &std::net::UdpSocket, len: usize, seq64: bool, shared: &Sh
         match read_some(fd, &mut buf) {
             Ok(n) => {
                 let arrival = epoch_mono + epoch.elapsed();
-                if stats.record(&buf[..n], arrival).is_ok() {
+                if let Ok(h) = UdpHeader::decode(&buf[..n], width) {
+                    stats.record_header(&h, arrival);
+                    let st = stats.stats();
                     c.bytes.fetch_add(n as u64, Relaxed);
-                    c.packets.store(stats.packets(), Relaxed);
-                    c.lost.store(stats.lost(), Relaxed);
-                    c.out_of_order.store(stats.out_of_order(), Relaxed);
-                    c.duplicates.store(stats.duplicates(), Relaxed);
-                    c.jitter_bits.store(stats.jitter().to_bits(), Relaxed);
+                    c.packets.store(st.max_seq, Relaxed);
+                    c.lost.store(st.lost as i64, Relaxed);
+                    c.out_of_order.store(st.out_of_order as i64, Relaxed);
+                    c.duplicates.store(st.duplicates, Relaxed);
+                    c.jitter_bits.store(st.jitter.to_bits(), Relaxed);
                 }
             }
             Err(e) if transient(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
@@ -366,7 +415,9 @@ pub fn udp_recv(sock: &std::net::UdpSocket, len: usize, seq64: bool, shared: &Sh
             }
         }
         // A peer that keeps sending after the end cannot hold the thread.
-        if shared.stop_receivers.load(Relaxed) && stopped_at.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(1) {
+        if shared.stop_receivers.load(Relaxed)
+            && stopped_at.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(1)
+        {
             break;
         }
     }

@@ -5,8 +5,21 @@
 //! (per-block TCP read/write/discard), [`zerocopy`] (`MSG_ZEROCOPY`,
 //! `sendfile`, `splice`), [`udp`] (`sendmmsg`/`recvmmsg` with GSO/GRO) and
 //! [`host`] (CPU usage, sysctls, `uname`, affinity, link speed, routes).
+//!
+//! On top of them sits the one I/O layer that drives the sans-IO protocol of
+//! `plumb-proto`: [`client`] and [`server`] own the control connection,
+//! [`session`] a running test's streams, intervals and results, [`datapath`]
+//! the per-stream threads, [`sockets`] socket creation and options.
 
+pub mod client;
+pub mod config;
+pub mod datapath;
+pub mod errors;
 pub mod host;
+pub mod server;
+pub mod session;
+pub mod signals;
+pub mod sockets;
 pub mod sockopt;
 pub mod stream;
 pub mod sys;

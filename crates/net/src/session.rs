@@ -12,11 +12,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use plumb_proto::params::TestParams;
-use plumb_proto::results::{PlumbResults, PlumbStreamInfo, Results, StreamResult, TcpInfoSummary};
+use plumb_proto::params::{Protocol as WireProtocol, TestParams};
+use plumb_proto::results::{
+    CpuTimes, PlumbResults, PlumbStreamInfo, Results, StreamResult, TcpInfoSummary,
+};
 use plumb_report::{
-    CpuUtil, EndRecord, IntervalDetail, IntervalRecord, Protocol, StreamEnd, StreamInterval, TcpEnd, TcpSample,
-    Totals, UdpEnd,
+    CpuUtil, EndRecord, IntervalDetail, IntervalRecord, Protocol, StreamEnd, StreamInterval,
+    TcpEnd, TcpSample, Totals, UdpEnd,
 };
 
 use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
@@ -59,12 +61,17 @@ pub struct Plan {
 impl Plan {
     /// Derives the plan from the agreed parameters.
     pub fn of(p: &TestParams) -> Plan {
-        let protocol = if p.is_udp() { Protocol::Udp } else { Protocol::Tcp };
-        let len = p.len as usize;
+        let protocol = if p.protocol == WireProtocol::Udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
+        // Validated parameters are non-negative; clamp anyway rather than wrap.
+        let len = p.len.clamp(1, 1 << 20) as usize;
         let budget = if p.num > 0 {
-            Some(p.num)
+            Some(p.num as u64)
         } else if p.blockcount > 0 {
-            Some(p.blockcount.saturating_mul(len as u64))
+            Some((p.blockcount as u64).saturating_mul(len as u64))
         } else {
             None
         };
@@ -72,16 +79,16 @@ impl Plan {
         Plan {
             protocol,
             len,
-            parallel: p.parallel.max(1) as usize,
+            parallel: p.parallel.clamp(1, 128) as usize,
             reverse: p.reverse,
             bidir: p.bidirectional,
-            rate: p.bandwidth,
+            rate: p.bandwidth.max(0) as u64,
             seq64: p.udp_counters_64bit,
             repeating: p.repeating_payload,
             zerocopy: p.zerocopy,
             skip_rx_copy: p.skip_rx_copy || plumb.skip_rx_copy,
-            omit: p.omit,
-            time: p.time,
+            omit: p.omit.max(0) as f64,
+            time: p.time.max(0) as f64,
             budget,
         }
     }
@@ -168,7 +175,10 @@ impl Stream {
             thread: None,
             last: Snapshot::default(),
             base: Snapshot::default(),
-            tcp: TcpAcc { min_rtt: u64::MAX, ..TcpAcc::default() },
+            tcp: TcpAcc {
+                min_rtt: u64::MAX,
+                ..TcpAcc::default()
+            },
             end_secs: 0.0,
         }
     }
@@ -209,6 +219,7 @@ pub struct Session {
     interval_start: f64,
     cpu0: Option<CpuSnapshot>,
     cpu: Option<(f64, f64, f64)>,
+    cpu_system: Option<CpuTimes>,
     stopped_at: Option<Instant>,
 }
 
@@ -227,6 +238,7 @@ impl Session {
             interval_start: 0.0,
             cpu0: None,
             cpu: None,
+            cpu_system: None,
             stopped_at: None,
         }
     }
@@ -238,9 +250,13 @@ impl Session {
 
     /// Starts every stream's thread; `now` is TEST_RUNNING.
     pub fn start(&mut self, now: Instant, drain: Drain) {
-        self.cpu0 = Some(CpuSnapshot::now());
+        self.cpu0 = CpuSnapshot::take().ok();
         self.started = Some(now);
-        self.counted_from = if self.plan.omit > 0.0 { None } else { Some(now) };
+        self.counted_from = if self.plan.omit > 0.0 {
+            None
+        } else {
+            Some(now)
+        };
         self.next_tick = self.interval.map(|i| now + i);
         let plan = self.plan.clone();
         for s in &mut self.streams {
@@ -249,8 +265,9 @@ impl Session {
             let sock = s.socket.clone();
             let sender = s.sender;
             let plan = plan.clone();
-            let handle = std::thread::Builder::new().name(format!("plumb-stream-{}", s.id)).spawn(move || {
-                match (sock, sender) {
+            let handle = std::thread::Builder::new()
+                .name(format!("plumb-stream-{}", s.id))
+                .spawn(move || match (sock, sender) {
                     (StreamSocket::Tcp(t), true) => {
                         let buf = datapath::payload(plan.len, plan.repeating);
                         let src = if plan.zerocopy {
@@ -264,14 +281,30 @@ impl Session {
                         datapath::tcp_send(&t, src, &shared, &c, plan.rate);
                     }
                     (StreamSocket::Tcp(t), false) => {
-                        datapath::tcp_recv(&t, plan.len.max(64 * 1024), plan.skip_rx_copy, &shared, &c, drain);
+                        datapath::tcp_recv(
+                            &t,
+                            plan.len.max(64 * 1024),
+                            plan.skip_rx_copy,
+                            &shared,
+                            &c,
+                            drain,
+                        );
                     }
                     (StreamSocket::Udp(u), true) => {
-                        datapath::udp_send(&u, plan.len, plan.seq64, plan.repeating, &shared, &c, plan.rate);
+                        datapath::udp_send(
+                            &u,
+                            plan.len,
+                            plan.seq64,
+                            plan.repeating,
+                            &shared,
+                            &c,
+                            plan.rate,
+                        );
                     }
-                    (StreamSocket::Udp(u), false) => datapath::udp_recv(&u, plan.len, plan.seq64, &shared, &c),
-                }
-            });
+                    (StreamSocket::Udp(u), false) => {
+                        datapath::udp_recv(&u, plan.len, plan.seq64, &shared, &c)
+                    }
+                });
             match handle {
                 Ok(h) => s.thread = Some(h),
                 Err(e) => {
@@ -312,7 +345,7 @@ impl Session {
             self.counted_from = Some(now);
             self.interval_start = 0.0;
             self.next_tick = self.interval.map(|i| now + i);
-            self.cpu0 = Some(CpuSnapshot::now());
+            self.cpu0 = CpuSnapshot::take().ok();
             return;
         }
         if let (Some(t), Some(i)) = (self.next_tick, self.interval) {
@@ -373,7 +406,9 @@ impl Session {
                     IntervalDetail::Tcp(sample)
                 }
                 (Protocol::Tcp, false) => IntervalDetail::Tcp(None),
-                (Protocol::Udp, true) => IntervalDetail::UdpSender { packets: snap.packets - s.last.packets },
+                (Protocol::Udp, true) => IntervalDetail::UdpSender {
+                    packets: snap.packets - s.last.packets,
+                },
                 (Protocol::Udp, false) => IntervalDetail::UdpReceiver {
                     jitter_ms: s.counters.jitter() * 1e3,
                     lost: snap.lost - s.last.lost,
@@ -410,17 +445,24 @@ impl Session {
 
     /// Whether every sending thread has finished (budget spent, error).
     pub fn senders_done(&self) -> bool {
-        self.streams.iter().filter(|s| s.sender).all(|s| s.counters.done.load(Relaxed))
+        self.streams
+            .iter()
+            .filter(|s| s.sender)
+            .all(|s| s.counters.done.load(Relaxed))
     }
 
     /// Whether every stream's thread has finished.
     pub fn all_done(&self) -> bool {
-        self.streams.iter().all(|s| s.thread.is_none() || s.counters.done.load(Relaxed))
+        self.streams
+            .iter()
+            .all(|s| s.thread.is_none() || s.counters.done.load(Relaxed))
     }
 
     /// The first error a stream thread reported.
     pub fn stream_error(&self) -> Option<String> {
-        self.streams.iter().find_map(|s| s.counters.error.lock().ok().and_then(|e| e.clone()))
+        self.streams
+            .iter()
+            .find_map(|s| s.counters.error.lock().ok().and_then(|e| e.clone()))
     }
 
     /// Ends the test on this end: stops everything, waits for the threads
@@ -437,8 +479,17 @@ impl Session {
         let end = Instant::now();
         if self.started.is_some() {
             if self.interval.is_some() {
-                if let Some(r) = self.interval_record(end, self.counted_from.is_none()) {
-                    sink.interval(&r);
+                // A sender's test ended when it stopped sending, not when the threads were joined.
+                let all_send = self.streams.iter().all(|s| s.sender);
+                let last = if all_send {
+                    self.stopped_at.unwrap_or(end)
+                } else {
+                    end
+                };
+                if let Some(r) = self.interval_record(last, self.counted_from.is_none()) {
+                    if r.streams.iter().any(|s| s.bytes > 0) {
+                        sink.interval(&r);
+                    }
                 }
             }
             let stop = self.stopped_at.unwrap_or(end);
@@ -447,8 +498,16 @@ impl Session {
                 s.end_secs = secs;
             }
             if let Some(c0) = &self.cpu0 {
-                let wall = end.saturating_duration_since(self.counted_from.or(self.started).unwrap_or(end));
-                self.cpu = Some(CpuSnapshot::now().process_percent_since(c0, wall));
+                let wall = end
+                    .saturating_duration_since(self.counted_from.or(self.started).unwrap_or(end));
+                if let Ok(c1) = CpuSnapshot::take() {
+                    let u = c1.usage_since(c0, wall);
+                    self.cpu = Some((u.process_total, u.process_user, u.process_system));
+                    self.cpu_system = c0
+                        .system
+                        .zip(c1.system)
+                        .map(|(a, b)| system_percent(&a, &b));
+                }
             }
         }
     }
@@ -500,7 +559,11 @@ impl Session {
                     errors,
                     omitted_errors: Some(0),
                     omitted_packets: Some(0),
-                    packets: if self.plan.protocol == Protocol::Tcp { 0 } else { packets },
+                    packets: if self.plan.protocol == Protocol::Tcp {
+                        0
+                    } else {
+                        packets
+                    },
                     start_time: 0.0,
                     end_time: s.end_secs,
                 }
@@ -517,7 +580,7 @@ impl Session {
             streams,
             plumb: Some(PlumbResults {
                 version: env!("CARGO_PKG_VERSION").to_string(),
-                cpu_system_wide: None,
+                cpu_system_wide: self.cpu_system,
                 sysctl: host::tcp_sysctls(),
                 streams: plumb_streams,
             }),
@@ -530,9 +593,19 @@ impl Session {
         for s in &self.streams {
             let t = Self::totals(s);
             let p = peer.streams.iter().find(|p| p.id == s.id);
-            let local = Totals { bytes: t.bytes, seconds: s.end_secs };
-            let remote = p.map_or(Totals::default(), |p| Totals { bytes: p.bytes, seconds: p.end_time - p.start_time });
-            let (sent, received) = if s.sender { (local, remote) } else { (remote, local) };
+            let local = Totals {
+                bytes: t.bytes,
+                seconds: s.end_secs,
+            };
+            let remote = p.map_or(Totals::default(), |p| Totals {
+                bytes: p.bytes,
+                seconds: p.end_time - p.start_time,
+            });
+            let (sent, received) = if s.sender {
+                (local, remote)
+            } else {
+                (remote, local)
+            };
             let retransmits = if s.sender {
                 match (self.plan.protocol, s.tcp_info()) {
                     (Protocol::Tcp, Some(i)) => Some(i64::from(i.total_retrans)),
@@ -541,13 +614,16 @@ impl Session {
             } else {
                 p.map(|p| p.retransmits).filter(|r| *r >= 0)
             };
-            let tcp = (s.sender && self.plan.protocol == Protocol::Tcp && s.tcp.samples > 0).then(|| TcpEnd {
-                max_snd_cwnd: s.tcp.max_cwnd,
-                max_snd_wnd: s.tcp.max_wnd,
-                max_rtt: s.tcp.max_rtt,
-                min_rtt: s.tcp.min_rtt,
-                mean_rtt: s.tcp.sum_rtt / s.tcp.samples,
-            });
+            let tcp =
+                (s.sender && self.plan.protocol == Protocol::Tcp && s.tcp.samples > 0).then(|| {
+                    TcpEnd {
+                        max_snd_cwnd: s.tcp.max_cwnd,
+                        max_snd_wnd: s.tcp.max_wnd,
+                        max_rtt: s.tcp.max_rtt,
+                        min_rtt: s.tcp.min_rtt,
+                        mean_rtt: s.tcp.sum_rtt / s.tcp.samples,
+                    }
+                });
             let udp = (self.plan.protocol == Protocol::Udp).then(|| {
                 if s.sender {
                     let p = p.cloned().unwrap_or_default();
@@ -568,12 +644,23 @@ impl Session {
                     }
                 }
             });
-            streams.push(StreamEnd { socket: s.socket.raw_fd(), sender: s.sender, sent, received, retransmits, tcp, udp });
+            streams.push(StreamEnd {
+                socket: s.socket.raw_fd(),
+                sender: s.sender,
+                sent,
+                received,
+                retransmits,
+                tcp,
+                udp,
+            });
         }
         let (host_total, host_user, host_system) = self.cpu.unwrap_or((0.0, 0.0, 0.0));
         let we_send = self.streams.iter().any(|s| s.sender);
-        let (snd_cc, rcv_cc) =
-            if we_send { (local_cc.clone(), peer.congestion_used.clone()) } else { (peer.congestion_used.clone(), local_cc) };
+        let (snd_cc, rcv_cc) = if we_send {
+            (local_cc.clone(), peer.congestion_used.clone())
+        } else {
+            (peer.congestion_used.clone(), local_cc)
+        };
         let local = self.local_results(None);
         let plumb = serde_json::json!({
             "local": local.plumb,
@@ -614,7 +701,13 @@ fn stream_info(s: &Stream, info: Option<&TcpInfo>) -> PlumbStreamInfo {
         }
         StreamSocket::Udp(u) => {
             let fd = u.as_fd();
-            (sockopt::send_buffer(fd).ok(), sockopt::recv_buffer(fd).ok(), None, None, None)
+            (
+                sockopt::send_buffer(fd).ok(),
+                sockopt::recv_buffer(fd).ok(),
+                None,
+                None,
+                None,
+            )
         }
     };
     PlumbStreamInfo {
@@ -625,20 +718,38 @@ fn stream_info(s: &Stream, info: Option<&TcpInfo>) -> PlumbStreamInfo {
         mss,
         congestion: cc,
         tcp_info: info.map(|i| TcpInfoSummary {
-            busy_time_us: i.busy_time.unwrap_or(0),
-            rwnd_limited_us: i.rwnd_limited.unwrap_or(0),
-            sndbuf_limited_us: i.sndbuf_limited.unwrap_or(0),
-            delivery_rate_bps: i.delivery_rate.unwrap_or(0).saturating_mul(8),
-            min_rtt_us: u64::from(i.min_rtt.unwrap_or(0)),
-            rtt_us: u64::from(i.rtt),
-            rttvar_us: u64::from(i.rttvar),
-            snd_cwnd_bytes: u64::from(i.snd_cwnd) * u64::from(i.snd_mss),
-            snd_wnd: u64::from(i.snd_wnd.unwrap_or(0)),
-            total_retrans: u64::from(i.total_retrans),
-            bytes_retrans: i.bytes_retrans.unwrap_or(0),
-            pmtu: u64::from(i.pmtu),
-            snd_mss: u64::from(i.snd_mss),
-            rcv_space: u64::from(i.rcv_space),
+            busy_time_us: i.busy_time,
+            rwnd_limited_us: i.rwnd_limited,
+            sndbuf_limited_us: i.sndbuf_limited,
+            // TCP_INFO gives bytes per second.
+            delivery_rate_bps: i.delivery_rate.map(|r| r.saturating_mul(8)),
+            min_rtt_us: i.min_rtt.map(u64::from),
+            rtt_us: Some(u64::from(i.rtt)),
+            rttvar_us: Some(u64::from(i.rttvar)),
+            snd_cwnd_bytes: Some(u64::from(i.snd_cwnd) * u64::from(i.snd_mss)),
+            snd_wnd: i.snd_wnd.map(u64::from),
+            total_retrans: Some(u64::from(i.total_retrans)),
+            bytes_retrans: i.bytes_retrans,
+            pmtu: Some(u64::from(i.pmtu)),
+            snd_mss: Some(u64::from(i.snd_mss)),
+            rcv_space: Some(u64::from(i.rcv_space)),
         }),
+    }
+}
+
+/// System-wide CPU time shares between two /proc/stat readings, percent of
+/// all CPUs: the softirq share is where a receiving host's network stack shows.
+fn system_percent(a: &host::SystemCpuTimes, b: &host::SystemCpuTimes) -> CpuTimes {
+    let total = b.total().saturating_sub(a.total()).max(1) as f64;
+    let pct = |x: u64, y: u64| 100.0 * y.saturating_sub(x) as f64 / total;
+    CpuTimes {
+        user: pct(a.user, b.user),
+        nice: pct(a.nice, b.nice),
+        system: pct(a.system, b.system),
+        irq: pct(a.irq, b.irq),
+        softirq: pct(a.softirq, b.softirq),
+        iowait: pct(a.iowait, b.iowait),
+        steal: pct(a.steal, b.steal),
+        idle: pct(a.idle, b.idle),
     }
 }

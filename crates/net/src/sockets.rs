@@ -5,7 +5,9 @@
 //! listening socket on the server, so that the handshake already carries them.
 
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::net::{
+    IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket,
+};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -39,8 +41,8 @@ impl DataOptions {
     pub fn of(p: &TestParams) -> DataOptions {
         let plumb = p.plumb.clone().unwrap_or_default();
         DataOptions {
-            window: p.window,
-            mss: p.mss,
+            window: p.window.and_then(|w| u32::try_from(w).ok()),
+            mss: p.mss.and_then(|m| u32::try_from(m).ok()),
             nodelay: p.nodelay,
             congestion: p.congestion.clone(),
             tos: p.tos.unwrap_or(0) as u8,
@@ -62,23 +64,34 @@ fn opt_err(what: &str, e: io::Error) -> io::Error {
 
 /// Applies the options that must precede the handshake. `receiver`/`sender`
 /// say which role-specific options apply (a listener takes both possible).
-pub fn pre_connect(sock: &Socket, o: &DataOptions, sender: bool, receiver: bool, tcp: bool) -> io::Result<()> {
+pub fn pre_connect(
+    sock: &Socket,
+    o: &DataOptions,
+    sender: bool,
+    receiver: bool,
+    tcp: bool,
+) -> io::Result<()> {
     if let Some(w) = o.window {
-        sock.set_send_buffer_size(w as usize).map_err(|e| opt_err("cannot set the socket buffer (-w)", e))?;
-        sock.set_recv_buffer_size(w as usize).map_err(|e| opt_err("cannot set the socket buffer (-w)", e))?;
+        sock.set_send_buffer_size(w as usize)
+            .map_err(|e| opt_err("cannot set the socket buffer (-w)", e))?;
+        sock.set_recv_buffer_size(w as usize)
+            .map_err(|e| opt_err("cannot set the socket buffer (-w)", e))?;
     }
     if sender {
         if let Some(s) = o.sndbuf {
-            sock.set_send_buffer_size(s as usize).map_err(|e| opt_err("cannot set --sndbuf", e))?;
+            sock.set_send_buffer_size(s as usize)
+                .map_err(|e| opt_err("cannot set --sndbuf", e))?;
         }
     }
     if tcp {
         if let Some(m) = o.mss {
-            sockopt::set_max_segment(sock.as_fd(), m).map_err(|e| opt_err("cannot set the MSS (-M)", e))?;
+            sockopt::set_max_segment(sock.as_fd(), m)
+                .map_err(|e| opt_err("cannot set the MSS (-M)", e))?;
         }
         if receiver {
             if let Some(r) = o.rwin {
-                sockopt::set_window_clamp(sock.as_fd(), r).map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
+                sockopt::set_window_clamp(sock.as_fd(), r)
+                    .map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
             }
         }
         if let Some(cc) = &o.congestion {
@@ -105,7 +118,8 @@ pub fn post_accept(sock: &TcpStream, o: &DataOptions, sender: bool) -> io::Resul
     let fd = sock.as_fd();
     if !sender {
         if let Some(r) = o.rwin {
-            sockopt::set_window_clamp(fd, r).map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
+            sockopt::set_window_clamp(fd, r)
+                .map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
         }
     } else if let Some(s) = o.sndbuf {
         sockopt::set_send_buffer(fd, s).map_err(|e| opt_err("cannot set --sndbuf", e))?;
@@ -115,7 +129,8 @@ pub fn post_accept(sock: &TcpStream, o: &DataOptions, sender: bool) -> io::Resul
     }
     if let Some(cc) = &o.congestion {
         if let Ok(name) = sockopt::CongestionName::new(cc) {
-            sockopt::set_congestion(fd, &name).map_err(|e| opt_err(&format!("congestion control '{cc}'"), e))?;
+            sockopt::set_congestion(fd, &name)
+                .map_err(|e| opt_err(&format!("congestion control '{cc}'"), e))?;
         }
     }
     Ok(())
@@ -133,7 +148,10 @@ pub fn resolve(host: &str, port: u16, family: Family) -> io::Result<Vec<SocketAd
         })
         .collect();
     if addrs.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::NotFound, format!("'{host}' has no address of the requested family")));
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("'{host}' has no address of the requested family"),
+        ));
     }
     Ok(addrs)
 }
@@ -149,9 +167,16 @@ pub fn connect_tcp(
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     prepare(&sock)?;
     if bind.is_some() || local_port.is_some() {
-        let ip = bind.unwrap_or(if addr.is_ipv4() { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V6(Ipv6Addr::UNSPECIFIED) });
+        let ip = bind.unwrap_or(if addr.is_ipv4() {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        });
         sock.set_reuse_address(true)?;
-        sock.bind(&SockAddr::from(SocketAddr::new(ip, local_port.unwrap_or(0))))?;
+        sock.bind(&SockAddr::from(SocketAddr::new(
+            ip,
+            local_port.unwrap_or(0),
+        )))?;
     }
     match timeout {
         Some(t) => sock.connect_timeout(&SockAddr::from(addr), t)?,
@@ -161,14 +186,26 @@ pub fn connect_tcp(
 }
 
 /// A UDP socket connected to `addr`, optionally bound first.
-pub fn connect_udp(addr: SocketAddr, bind: Option<IpAddr>, local_port: Option<u16>, o: &DataOptions) -> io::Result<UdpSocket> {
+pub fn connect_udp(
+    addr: SocketAddr,
+    bind: Option<IpAddr>,
+    local_port: Option<u16>,
+    o: &DataOptions,
+) -> io::Result<UdpSocket> {
     let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     pre_connect(&sock, o, true, true, false)?;
     // Room for bursts at high rates; the kernel caps it at rmem_max.
     let _ = sock.set_recv_buffer_size(4 << 20);
     let _ = sock.set_send_buffer_size(4 << 20);
-    let ip = bind.unwrap_or(if addr.is_ipv4() { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V6(Ipv6Addr::UNSPECIFIED) });
-    sock.bind(&SockAddr::from(SocketAddr::new(ip, local_port.unwrap_or(0))))?;
+    let ip = bind.unwrap_or(if addr.is_ipv4() {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+    });
+    sock.bind(&SockAddr::from(SocketAddr::new(
+        ip,
+        local_port.unwrap_or(0),
+    )))?;
     sock.connect(&SockAddr::from(addr))?;
     Ok(sock.into())
 }
@@ -189,7 +226,12 @@ fn dual_stack(sock: &Socket, addr: SocketAddr, family: Family) {
 }
 
 /// The server's TCP listener, with data-stream options when a test asks for them.
-pub fn listen_tcp(port: u16, bind: Option<IpAddr>, family: Family, o: Option<&DataOptions>) -> io::Result<TcpListener> {
+pub fn listen_tcp(
+    port: u16,
+    bind: Option<IpAddr>,
+    family: Family,
+    o: Option<&DataOptions>,
+) -> io::Result<TcpListener> {
     let addr = listen_addr(port, bind, family);
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     sock.set_reuse_address(true)?;
@@ -197,13 +239,19 @@ pub fn listen_tcp(port: u16, bind: Option<IpAddr>, family: Family, o: Option<&Da
     if let Some(o) = o {
         pre_connect(&sock, o, false, true, true)?;
     }
-    sock.bind(&SockAddr::from(addr)).map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+    sock.bind(&SockAddr::from(addr))
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
     sock.listen(128)?;
     Ok(sock.into())
 }
 
 /// The server's UDP socket on the test port, waiting for a stream's hello.
-pub fn bind_udp(port: u16, bind: Option<IpAddr>, family: Family, o: &DataOptions) -> io::Result<UdpSocket> {
+pub fn bind_udp(
+    port: u16,
+    bind: Option<IpAddr>,
+    family: Family,
+    o: &DataOptions,
+) -> io::Result<UdpSocket> {
     let addr = listen_addr(port, bind, family);
     let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     sock.set_reuse_address(true)?;
@@ -212,14 +260,17 @@ pub fn bind_udp(port: u16, bind: Option<IpAddr>, family: Family, o: &DataOptions
     pre_connect(&sock, o, true, true, false)?;
     let _ = sock.set_recv_buffer_size(4 << 20);
     let _ = sock.set_send_buffer_size(4 << 20);
-    sock.bind(&SockAddr::from(addr)).map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))?;
+    sock.bind(&SockAddr::from(addr))
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot bind UDP {addr}: {e}")))?;
     Ok(sock.into())
 }
 
 /// Host part of an address as iperf3 prints it (IPv4-mapped shown as IPv4).
 pub fn host_string(a: &SocketAddr) -> String {
     match a.ip() {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or_else(|| v6.to_string(), |v4| v4.to_string()),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or_else(|| v6.to_string(), |v4| v4.to_string()),
         IpAddr::V4(v4) => v4.to_string(),
     }
 }

@@ -9,22 +9,46 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::calc::CalcArgs;
+use crate::measure::MeasureArgs;
 
 /// Exit code for bad flags or values.
 pub const EXIT_USAGE: u8 = 2;
 
 /// Why does my application use only 10 Mb/s when the link is 1 Gb/s?
+///
+/// Measure with iperf3's flags (`plumb -s`, `plumb -c HOST`), or use a subcommand.
 #[derive(Debug, Parser)]
-#[command(name = "plumb", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "plumb",
+    about,
+    long_about = None,
+    disable_version_flag = true,
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  plumb -s                                  run a server (iperf3-compatible)\n  plumb -c 127.0.0.1 -t 5                   measure against a plumb or iperf3 server\n  plumb calc --rate 1G --rtt 15ms --window 17520"
+)]
 pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    measure: MeasureArgs,
+    /// Print the version
+    #[arg(short = 'v', long = "version")]
+    version: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Model a path: BDP, window, loss and link limits, framing, frame rate, RTT from distance.
     Calc(CalcArgs),
+    /// Run a server (the same as plumb -s).
+    Server(MeasureArgs),
+    /// Run a client against HOST (the same as plumb -c HOST).
+    Client {
+        /// Server to measure against
+        host: String,
+        #[command(flatten)]
+        measure: MeasureArgs,
+    },
 }
 
 /// Parses the command line and runs the command.
@@ -33,8 +57,24 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Ok(cli) => cli,
         Err(e) => return Ok(clap_exit(e)),
     };
+    if cli.version {
+        println!(
+            "plumb {} (speaks iperf 3 protocol)",
+            env!("CARGO_PKG_VERSION")
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     match cli.command {
-        Command::Calc(args) => crate::calc::run(&args),
+        Some(Command::Calc(args)) => crate::calc::run(&args),
+        Some(Command::Server(mut m)) => {
+            m.server = true;
+            crate::measure::run(&m)
+        }
+        Some(Command::Client { host, mut measure }) => {
+            measure.client = Some(host);
+            crate::measure::run(&measure)
+        }
+        None => crate::measure::run(&cli.measure),
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod calc;
 mod cli;
+mod measure;
 
 use std::process::ExitCode;
 

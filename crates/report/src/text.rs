@@ -37,6 +37,11 @@ impl<W: Write> TextSink<W> {
         }
     }
 
+    /// The writer, e.g. the captured bytes of a `Vec<u8>`.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
     /// Gives back the writer.
     pub fn into_inner(self) -> W {
         self.out

@@ -1,0 +1,487 @@
+//! The client driver: one loop that moves bytes between the control socket
+//! and [`ClientControl`], opens the data streams when told, keeps the test's
+//! time, and hands records to the sink.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use plumb_proto::client::{ClientControl, ClientEvent};
+use plumb_proto::params::{PlumbParams, Protocol as WireProtocol, TestParams};
+use plumb_proto::results::Results;
+use plumb_proto::{stream_id, udp, Cookie};
+use plumb_report::{Connected, Protocol, Role, Sink, StartRecord, TestStart};
+
+use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
+use crate::datapath::Drain;
+use crate::errors::{server_error_text, TestError};
+use crate::session::{Plan, Session, Stream, StreamSocket};
+use crate::signals;
+use crate::sockets::{self, DataOptions};
+use crate::{host, sockopt};
+
+/// How long the client waits for the server at each step of the handshake
+/// and of the results exchange.
+const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The parameters the client sends for `cfg`, and the datagram size for UDP.
+pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
+    let s = &cfg.spec;
+    let udp = s.transport == Transport::Udp;
+    let mut p = TestParams {
+        protocol: if udp {
+            WireProtocol::Udp
+        } else {
+            WireProtocol::Tcp
+        },
+        ..TestParams::default()
+    };
+    // The wire carries whole seconds; the client keeps the exact time itself.
+    p.omit = s.omit.ceil() as i64;
+    p.time = s.time.ceil() as i64;
+    p.num = i64::try_from(s.bytes).unwrap_or(i64::MAX);
+    p.blockcount = i64::try_from(s.blocks).unwrap_or(i64::MAX);
+    p.mss = s.mss.map(i64::from);
+    p.nodelay = s.nodelay;
+    p.parallel = i64::from(s.parallel);
+    p.reverse = s.reverse;
+    p.bidirectional = s.bidir;
+    p.window = s.window.map(i64::from);
+    p.len = i64::from(s.len.unwrap_or(if udp {
+        // iperf3 sizes UDP datagrams to the control connection's MSS.
+        control_mss
+            .filter(|m| (16..=65_507).contains(m))
+            .unwrap_or(1460)
+    } else {
+        DEFAULT_TCP_LEN
+    }));
+    p.bandwidth = i64::try_from(
+        s.bandwidth
+            .unwrap_or(if udp { DEFAULT_UDP_RATE } else { 0 }),
+    )
+    .unwrap_or(i64::MAX);
+    p.pacing_timer = Some(1000);
+    p.tos = (s.tos != 0).then_some(i64::from(s.tos));
+    p.title.clone_from(&s.title);
+    p.extra_data.clone_from(&s.extra_data);
+    p.congestion.clone_from(&s.congestion);
+    p.get_server_output = s.get_server_output;
+    p.udp_counters_64bit = s.udp_counters_64bit;
+    p.repeating_payload = s.repeating_payload;
+    p.zerocopy = s.zerocopy;
+    p.client_version = "3.12".to_string();
+    p.plumb = Some(PlumbParams {
+        rwin: s.rwin,
+        sndbuf: s.sndbuf,
+        skip_rx_copy: s.skip_rx_copy,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    });
+    p
+}
+
+fn random_cookie() -> Cookie {
+    let mut r = [0u8; 36];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut r))
+        .is_err()
+    {
+        // Uniqueness per test is all that matters; the clock is unique enough.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        for (i, b) in r.iter_mut().enumerate() {
+            *b = (t >> (i % 16 * 8)) as u8 ^ i as u8;
+        }
+    }
+    Cookie::from_random(&r)
+}
+
+/// Runs one test against `cfg.host`, reporting into `sink`.
+pub fn run(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
+    let r = run_inner(cfg, sink);
+    if let Err(e) = &r {
+        sink.error(&e.to_string());
+    }
+    r
+}
+
+fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
+    signals::install();
+    let addrs = sockets::resolve(&cfg.host, cfg.port, cfg.family).map_err(TestError::Connect)?;
+    sink.note(&format!(
+        "Connecting to host {}, port {}",
+        cfg.host, cfg.port
+    ));
+    let mut last = None;
+    let mut control = None;
+    for a in &addrs {
+        match sockets::connect_tcp(*a, cfg.bind, None, cfg.connect_timeout, |_| Ok(())) {
+            Ok(s) => {
+                control = Some((s, *a));
+                break;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    let Some((mut ctl, server)) = control else {
+        return Err(TestError::Connect(
+            last.unwrap_or_else(|| io::Error::other("no address")),
+        ));
+    };
+    ctl.set_nodelay(true).map_err(TestError::Control)?;
+    let control_mss = sockopt::max_segment(ctl.as_fd()).ok();
+    let params = params(cfg, control_mss);
+    if cfg.spec.reverse {
+        sink.note(&format!(
+            "Reverse mode, remote host {} is sending",
+            cfg.host
+        ));
+    }
+    let cookie = random_cookie();
+    let mut machine = ClientControl::new(cookie, params.clone());
+    let mut plan = Plan::of(&params);
+    plan.time = cfg.spec.time;
+    plan.omit = cfg.spec.omit;
+    let opts = DataOptions::of(&params);
+    let mut session = Session::new(plan.clone(), cfg.spec.interval);
+    let mut deadline: Option<Instant> = None;
+    let mut ended = false;
+    let mut step_deadline = Instant::now() + STEP_TIMEOUT;
+    let mut server_results: Option<Results> = None;
+    let mut out = Vec::with_capacity(1024);
+    let mut buf = vec![0u8; 16 * 1024];
+    let local_cc = || {
+        params.congestion.clone().or_else(|| {
+            host::tcp_sysctls()
+                .get("net.ipv4.tcp_congestion_control")
+                .cloned()
+        })
+    };
+    loop {
+        out.clear();
+        while machine.poll_transmit(&mut out) {}
+        if !out.is_empty() {
+            ctl.write_all(&out).map_err(TestError::Control)?;
+        }
+        while let Some(ev) = machine.poll_event() {
+            step_deadline = Instant::now() + STEP_TIMEOUT;
+            match ev {
+                ClientEvent::CreateStreams => {
+                    connect_streams(cfg, server, &cookie, &plan, &opts, &mut session)?;
+                }
+                ClientEvent::TestStart => {
+                    sink.start(&start_record(
+                        cfg,
+                        &cookie,
+                        &params,
+                        &session,
+                        &ctl,
+                        control_mss,
+                    ));
+                }
+                ClientEvent::TestRunning => {
+                    let now = Instant::now();
+                    session.start(
+                        now,
+                        Drain::UntilEof {
+                            limit: Duration::from_secs(5),
+                        },
+                    );
+                    if plan.time > 0.0 {
+                        deadline = Some(now + Duration::from_secs_f64(plan.time + plan.omit));
+                    }
+                }
+                ClientEvent::ResultsRequested => {
+                    // Receivers drain to the server's FIN so the counts are exact.
+                    session.finish(Instant::now(), sink);
+                    machine
+                        .send_results(&session.local_results(local_cc()))
+                        .map_err(|e| TestError::Protocol(e.to_string()))?;
+                }
+                ClientEvent::ServerResults(r) => server_results = Some(*r),
+                ClientEvent::DisplayResults => {
+                    let peer = server_results.take().unwrap_or_default();
+                    let end = session.end_record(&peer, local_cc());
+                    sink.end(&end);
+                }
+                ClientEvent::Done => {
+                    out.clear();
+                    while machine.poll_transmit(&mut out) {}
+                    let _ = ctl.write_all(&out);
+                    let _ = ctl.shutdown(std::net::Shutdown::Both);
+                    return Ok(());
+                }
+                ClientEvent::AccessDenied => return Err(TestError::Busy),
+                ClientEvent::ServerError { code, errno } => {
+                    return Err(TestError::Server(server_error_text(code, errno)));
+                }
+                ClientEvent::ServerTerminated => {
+                    session.finish(Instant::now(), sink);
+                    return Err(TestError::Server("the server has terminated".into()));
+                }
+                ClientEvent::PeerClosed { .. } => {
+                    session.finish(Instant::now(), sink);
+                    return Err(TestError::ControlClosed);
+                }
+                ClientEvent::ProtocolError(e) => {
+                    session.finish(Instant::now(), sink);
+                    return Err(TestError::Protocol(e.to_string()));
+                }
+                other => {
+                    session.finish(Instant::now(), sink);
+                    return Err(TestError::Protocol(format!("unexpected event {other:?}")));
+                }
+            }
+        }
+        out.clear();
+        while machine.poll_transmit(&mut out) {}
+        if !out.is_empty() {
+            ctl.write_all(&out).map_err(TestError::Control)?;
+            continue;
+        }
+        let now = Instant::now();
+        if signals::interrupted() {
+            let _ = machine.terminate();
+            out.clear();
+            while machine.poll_transmit(&mut out) {}
+            let _ = ctl.write_all(&out);
+            session.finish(now, sink);
+            return Err(TestError::Interrupted);
+        }
+        if session.running() {
+            let time_up = deadline.is_some_and(|d| now >= d);
+            let budget_done = plan.budget.is_some() && session.senders_done();
+            let all_senders_failed = session.streams.iter().any(|s| s.sender)
+                && session.senders_done()
+                && plan.budget.is_none();
+            if !ended
+                && (time_up
+                    || budget_done
+                    || all_senders_failed
+                    || (plan.budget.is_some() && receivers_got_budget(&session, &plan)))
+            {
+                ended = true;
+                session.stop_senders(now);
+                // Let sender threads leave their loops before the server tears down.
+                wait_senders(&session, Duration::from_secs(2));
+                machine
+                    .test_end()
+                    .map_err(|e| TestError::Protocol(e.to_string()))?;
+                step_deadline = now + STEP_TIMEOUT;
+                if let Some(e) = session.stream_error() {
+                    sink.note(&format!("warning: {e}"));
+                }
+                continue;
+            }
+            // After the end check: at the deadline the last interval is the one finish() emits.
+            session.tick(now, sink);
+        }
+        if now > step_deadline && (!session.running() || ended) {
+            session.finish(now, sink);
+            return Err(TestError::Timeout);
+        }
+        let mut wake = now + Duration::from_millis(250);
+        for t in [session.poll_at(), deadline, Some(step_deadline)]
+            .into_iter()
+            .flatten()
+        {
+            wake = wake.min(t);
+        }
+        if !readable(&ctl, wake.saturating_duration_since(now)) {
+            continue;
+        }
+        match ctl.read(&mut buf) {
+            Ok(0) => machine.handle_eof(now_since_start()),
+            Ok(n) => machine.handle_input(&buf[..n], now_since_start()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                session.finish(Instant::now(), sink);
+                return Err(TestError::Control(e));
+            }
+        }
+    }
+}
+
+/// Waits up to `wait` for the control socket; `poll` has millisecond
+/// resolution where a socket timeout would round to the scheduler tick.
+pub(crate) fn readable(s: &TcpStream, wait: Duration) -> bool {
+    let ms = i32::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
+    match crate::sys::poll_one(s.as_fd(), libc::POLLIN, ms) {
+        Ok(r) => r != 0,
+        // EINTR and friends: let the caller's loop look at its clocks and flags again.
+        Err(_) => false,
+    }
+}
+
+/// In reverse `-n`/`-k` tests the client counts what it received.
+fn receivers_got_budget(s: &Session, plan: &Plan) -> bool {
+    let Some(b) = plan.budget else { return false };
+    if s.streams.iter().any(|st| st.sender) {
+        return false;
+    }
+    let got: u64 = s
+        .streams
+        .iter()
+        .map(|st| st.counters.bytes.load(std::sync::atomic::Ordering::Relaxed))
+        .sum();
+    got >= b
+}
+
+fn wait_senders(s: &Session, limit: Duration) {
+    let t0 = Instant::now();
+    while !s.senders_done() && t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn now_since_start() -> Duration {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
+}
+
+fn connect_streams(
+    cfg: &ClientConfig,
+    server: SocketAddr,
+    cookie: &Cookie,
+    plan: &Plan,
+    opts: &DataOptions,
+    session: &mut Session,
+) -> Result<(), TestError> {
+    let timeout = cfg.connect_timeout.or(Some(Duration::from_secs(10)));
+    for i in 0..plan.total_streams() {
+        let sender = plan.client_sends(i);
+        let port = cfg.cport.map(|p| p.saturating_add(i as u16));
+        let socket = match plan.protocol {
+            Protocol::Tcp => {
+                let mut s = sockets::connect_tcp(server, cfg.bind, port, timeout, |sock| {
+                    sockets::pre_connect(sock, opts, sender, !sender, true)
+                })
+                .map_err(TestError::Stream)?;
+                s.write_all(cookie.as_bytes()).map_err(TestError::Stream)?;
+                StreamSocket::Tcp(Arc::new(s))
+            }
+            Protocol::Udp => {
+                let s = sockets::connect_udp(server, cfg.bind, port, opts)
+                    .map_err(TestError::Stream)?;
+                udp_hello(&s, !sender).map_err(TestError::Stream)?;
+                StreamSocket::Udp(Arc::new(s))
+            }
+        };
+        session
+            .streams
+            .push(Stream::new(stream_id(i), sender, socket));
+    }
+    Ok(())
+}
+
+/// The UDP "connect": hello, then the server's reply (a receiving stream may
+/// see a couple of data datagrams first).
+fn udp_hello(s: &UdpSocket, receiving: bool) -> io::Result<()> {
+    s.send(&udp::HELLO)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut buf = [0u8; 65_536];
+    for _ in 0..(if receiving { 3 } else { 1 }) {
+        let n = s.recv(&mut buf).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("no UDP reply from the server (is UDP blocked?): {e}"),
+            )
+        })?;
+        if udp::is_reply(&buf[..n]) {
+            return Ok(());
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "the server's UDP reply was not 6789",
+    ))
+}
+
+fn start_record(
+    cfg: &ClientConfig,
+    cookie: &Cookie,
+    p: &TestParams,
+    session: &Session,
+    ctl: &TcpStream,
+    control_mss: Option<u32>,
+) -> StartRecord {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let connected = session
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let (l, r) = match &s.socket {
+                StreamSocket::Tcp(t) => (t.local_addr().ok()?, t.peer_addr().ok()?),
+                StreamSocket::Udp(u) => (u.local_addr().ok()?, u.peer_addr().ok()?),
+            };
+            Some(Connected {
+                socket: match &s.socket {
+                    StreamSocket::Tcp(t) => std::os::fd::AsRawFd::as_raw_fd(&**t),
+                    StreamSocket::Udp(u) => std::os::fd::AsRawFd::as_raw_fd(&**u),
+                },
+                local_host: sockets::host_string(&l),
+                local_port: l.port(),
+                remote_host: sockets::host_string(&r),
+                remote_port: r.port(),
+            })
+        })
+        .collect();
+    let (sndbuf, rcvbuf) = session
+        .streams
+        .first()
+        .map(|s| match &s.socket {
+            StreamSocket::Tcp(t) => (
+                sockopt::send_buffer(t.as_fd()).unwrap_or(0),
+                sockopt::recv_buffer(t.as_fd()).unwrap_or(0),
+            ),
+            StreamSocket::Udp(u) => (
+                sockopt::send_buffer(u.as_fd()).unwrap_or(0),
+                sockopt::recv_buffer(u.as_fd()).unwrap_or(0),
+            ),
+        })
+        .unwrap_or((0, 0));
+    let _ = ctl;
+    StartRecord {
+        role: Role::Client,
+        version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
+        system_info: host::uname().to_string(),
+        timesecs: now.as_secs(),
+        timemillis: now.subsec_millis(),
+        connecting_to: Some((cfg.host.clone(), cfg.port)),
+        accepted_connection: None,
+        cookie: cookie.as_str().into_owned(),
+        tcp_mss: p.mss.map(|m| m as u32),
+        tcp_mss_default: control_mss,
+        sock_bufsize: p.window.unwrap_or(0).max(0) as u64,
+        sndbuf_actual: u64::from(sndbuf),
+        rcvbuf_actual: u64::from(rcvbuf),
+        test: TestStart {
+            protocol: session.plan.protocol,
+            num_streams: p.parallel as u32,
+            blksize: p.len as u64,
+            omit: cfg.spec.omit,
+            duration: cfg.spec.time,
+            bytes: p.num as u64,
+            blocks: p.blockcount as u64,
+            reverse: p.reverse,
+            bidir: p.bidirectional,
+            tos: p.tos.unwrap_or(0) as u32,
+            target_bitrate: p.bandwidth as u64,
+            interval: cfg.spec.interval,
+        },
+        connected,
+        title: p.title.clone(),
+        extra_data: p.extra_data.clone(),
+    }
+}

@@ -1,0 +1,495 @@
+//! `plumb -s` / `plumb -c HOST` (and `plumb server` / `plumb client HOST`):
+//! iperf3's flags, turned into a [`ClientConfig`] or [`ServerConfig`].
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use plumb_model::{Bytes, Rate};
+use plumb_net::config::{
+    ClientConfig, Family, ServerConfig, TestSpec, Transport, DEFAULT_PORT, MAX_STREAMS,
+};
+use plumb_report::json::JsonSink;
+use plumb_report::text::TextSink;
+use plumb_report::Sink;
+
+use crate::cli::usage_error;
+
+/// iperf3's client and server flags.
+#[derive(Debug, Args, Clone, Default)]
+pub struct MeasureArgs {
+    /// Run as a server
+    #[arg(short = 's', long = "server", conflicts_with = "client")]
+    pub server: bool,
+    /// Run as a client, connecting to HOST
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    pub client: Option<String>,
+    /// Server port to listen on / connect to [default: 5201]
+    #[arg(short = 'p', long = "port")]
+    pub port: Option<u16>,
+    /// Seconds to transmit [default: 10]
+    #[arg(short = 't', long = "time", allow_hyphen_values = true)]
+    pub time: Option<f64>,
+    /// Bytes to transmit instead of a time (64K, 1G, …)
+    #[arg(short = 'n', long = "bytes", value_parser = parse_bytes, allow_hyphen_values = true)]
+    pub bytes: Option<Bytes>,
+    /// Blocks (packets) to transmit instead of a time
+    #[arg(short = 'k', long = "blockcount", value_parser = parse_count, allow_hyphen_values = true)]
+    pub blocks: Option<u64>,
+    /// Seconds between periodic reports (0 = none) [default: 1]
+    #[arg(short = 'i', long = "interval", allow_hyphen_values = true)]
+    pub interval: Option<f64>,
+    /// Parallel streams [default: 1]
+    #[arg(short = 'P', long = "parallel", allow_hyphen_values = true)]
+    pub parallel: Option<i64>,
+    /// Reverse: the server sends, the client receives
+    #[arg(short = 'R', long = "reverse")]
+    pub reverse: bool,
+    /// Both directions at once
+    #[arg(long = "bidir", conflicts_with = "reverse")]
+    pub bidir: bool,
+    /// UDP instead of TCP
+    #[arg(short = 'u', long = "udp")]
+    pub udp: bool,
+    /// Target bitrate per stream, bits/s (0 = unlimited) [UDP default: 1M]; RATE[/BURST] accepted
+    #[arg(short = 'b', long = "bitrate", allow_hyphen_values = true)]
+    pub bitrate: Option<String>,
+    /// Block (TCP) or datagram (UDP) length [default: 128K TCP, 1460 UDP]
+    #[arg(short = 'l', long = "length", value_parser = parse_bytes, allow_hyphen_values = true)]
+    pub length: Option<Bytes>,
+    /// Socket buffer size for both ends (SO_SNDBUF/SO_RCVBUF; the kernel doubles it)
+    #[arg(short = 'w', long = "window", value_parser = parse_bytes, allow_hyphen_values = true)]
+    pub window: Option<Bytes>,
+    /// TCP maximum segment size
+    #[arg(short = 'M', long = "set-mss", value_parser = parse_bytes, allow_hyphen_values = true)]
+    pub mss: Option<Bytes>,
+    /// TCP_NODELAY on the data streams
+    #[arg(short = 'N', long = "no-delay")]
+    pub nodelay: bool,
+    /// TCP congestion control algorithm (cubic, bbr, reno, …)
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
+    /// Seconds to omit from the start of the statistics
+    #[arg(short = 'O', long = "omit", allow_hyphen_values = true)]
+    pub omit: Option<f64>,
+    /// Output iperf3's JSON
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+    /// Server: handle one test, then exit
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    /// Bind to this local address
+    #[arg(short = 'B', long = "bind")]
+    pub bind: Option<IpAddr>,
+    /// IPv4 only
+    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
+    pub v4: bool,
+    /// IPv6 only
+    #[arg(short = '6', long = "version6")]
+    pub v6: bool,
+    /// Client: first local port for the data streams
+    #[arg(long = "cport")]
+    pub cport: Option<u16>,
+    /// IP type of service byte (decimal, 0x hex or 0 octal)
+    #[arg(short = 'S', long = "tos", conflicts_with = "dscp")]
+    pub tos: Option<String>,
+    /// DSCP value (0-63 or a name such as af11, ef, cs1)
+    #[arg(long = "dscp")]
+    pub dscp: Option<String>,
+    /// Prefix every output line with this title
+    #[arg(short = 'T', long = "title")]
+    pub title: Option<String>,
+    /// Data string to include in the JSON output
+    #[arg(long = "extra-data")]
+    pub extra_data: Option<String>,
+    /// Write the output to this file
+    #[arg(long = "logfile")]
+    pub logfile: Option<std::path::PathBuf>,
+    /// Flush output after every line
+    #[arg(long = "forceflush")]
+    pub forceflush: bool,
+    /// Zero-copy send (sendfile)
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy: bool,
+    /// Client: give up connecting after this many milliseconds
+    #[arg(long = "connect-timeout")]
+    pub connect_timeout: Option<u64>,
+    /// Give up when no data has arrived for this many milliseconds [default: 120000]
+    #[arg(long = "rcv-timeout")]
+    pub rcv_timeout: Option<u64>,
+    /// Ask the server for its report and print it too
+    #[arg(long = "get-server-output")]
+    pub get_server_output: bool,
+    /// 64-bit UDP sequence numbers
+    #[arg(long = "udp-counters-64bit")]
+    pub udp_counters_64bit: bool,
+    /// Send the pattern 0123456789… instead of random bytes
+    #[arg(long = "repeating-payload")]
+    pub repeating_payload: bool,
+    /// Clamp the receiver's advertised TCP window to exactly this (TCP_WINDOW_CLAMP)
+    #[arg(long = "rwin", value_parser = parse_bytes)]
+    pub rwin: Option<Bytes>,
+    /// Set only the sender's SO_SNDBUF
+    #[arg(long = "sndbuf", value_parser = parse_bytes)]
+    pub sndbuf: Option<Bytes>,
+    /// Receiver discards data without copying it (MSG_TRUNC); counts stay exact
+    #[arg(long = "skip-rx-copy")]
+    pub skip_rx_copy: bool,
+}
+
+fn parse_bytes(s: &str) -> Result<Bytes, String> {
+    Bytes::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    let b = Bytes::parse(s).map_err(|e| e.to_string().replace("invalid size", "invalid count"))?;
+    Ok(b.get())
+}
+
+fn u32_of(what: &str, b: Bytes, max: u64) -> Result<u32, String> {
+    if b.get() > max {
+        return Err(format!("{what} {} is too large (at most {max})", b.get()));
+    }
+    Ok(b.get() as u32)
+}
+
+/// Parses a TOS byte as iperf3 does: decimal, `0x` hex or leading-`0` octal.
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        u32::from_str_radix(&t[1..], 8)
+    } else {
+        t.parse::<u32>()
+    };
+    match v {
+        Ok(v) if v <= 255 => Ok(v as u8),
+        _ => Err(format!(
+            "invalid TOS '{s}': expected 0-255 (decimal, 0x hex or 0 octal)"
+        )),
+    }
+}
+
+/// DSCP by number or RFC 4594 name, shifted into the TOS byte.
+fn parse_dscp(s: &str) -> Result<u8, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let named = match t.as_str() {
+        "ef" => Some(46),
+        "va" => Some(44),
+        "le" => Some(1),
+        "df" | "be" => Some(0),
+        _ => None,
+    };
+    let v = if let Some(v) = named {
+        v
+    } else if let Some(n) = t
+        .strip_prefix("cs")
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| *n <= 7)
+    {
+        n * 8
+    } else if let Some((c, d)) = t.strip_prefix("af").and_then(|r| {
+        let mut ch = r.chars();
+        Some((ch.next()?.to_digit(10)?, ch.next()?.to_digit(10)?)).filter(|_| ch.next().is_none())
+    }) {
+        if !(1..=4).contains(&c) || !(1..=3).contains(&d) {
+            return Err(format!("invalid DSCP '{s}': AF classes are af11 to af43"));
+        }
+        c * 8 + d * 2
+    } else {
+        match parse_tos(&t) {
+            Ok(v) if v <= 63 => u32::from(v),
+            _ => {
+                return Err(format!(
+                    "invalid DSCP '{s}': expected 0-63 or a name (ef, af11…af43, cs0…cs7)"
+                ))
+            }
+        }
+    };
+    Ok((v << 2) as u8)
+}
+
+/// Parses `-b RATE[/BURST]`; `0` means unlimited.
+fn parse_bitrate(s: &str) -> Result<u64, String> {
+    let rate = s.split('/').next().unwrap_or(s).trim();
+    if let Some(b) = s.split('/').nth(1) {
+        match b.trim().parse::<u32>() {
+            Ok(n) if (1..=1000).contains(&n) => {}
+            _ => return Err(format!("invalid burst '{b}' in '-b {s}': expected 1-1000")),
+        }
+    }
+    if rate
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse::<f64>()
+        == Ok(0.0)
+    {
+        return Ok(0);
+    }
+    Rate::parse(rate)
+        .map(|r| r.bps().round() as u64)
+        .map_err(|e| e.to_string())
+}
+
+/// Checks the flags and builds the test the client asks for.
+pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
+    let mut t = TestSpec::default();
+    if a.udp {
+        t.transport = Transport::Udp;
+    }
+    if let Some(time) = a.time {
+        if !(0.0..=86_400.0).contains(&time) || !time.is_finite() {
+            return Err(format!(
+                "invalid time '{time}': expected 0 to 86400 seconds"
+            ));
+        }
+        t.time = time;
+        t.time_given = true;
+    }
+    if a.bytes.is_some() && a.blocks.is_some() {
+        return Err("-n (bytes) and -k (blocks) cannot be used together".into());
+    }
+    t.bytes = a.bytes.map_or(0, Bytes::get);
+    t.blocks = a.blocks.unwrap_or(0);
+    if (t.bytes > 0 || t.blocks > 0) && !t.time_given {
+        t.time = 0.0;
+    }
+    if let Some(i) = a.interval {
+        if !(i == 0.0 || (0.1..=60.0).contains(&i)) {
+            return Err(format!(
+                "invalid interval '{i}': expected 0 (none) or 0.1 to 60 seconds"
+            ));
+        }
+        t.interval = i;
+    }
+    if let Some(p) = a.parallel {
+        if !(1..=i64::from(MAX_STREAMS)).contains(&p) {
+            return Err(format!(
+                "invalid number of streams '{p}': expected 1 to {MAX_STREAMS}"
+            ));
+        }
+        t.parallel = p as u32;
+    }
+    if let Some(o) = a.omit {
+        if !(0.0..=600.0).contains(&o) {
+            return Err(format!("invalid omit '{o}': expected 0 to 600 seconds"));
+        }
+        t.omit = o;
+    }
+    t.reverse = a.reverse;
+    t.bidir = a.bidir;
+    if let Some(l) = a.length {
+        let (lo, hi) = if a.udp { (16, 65_507) } else { (1, 1 << 20) };
+        if !(lo..=hi).contains(&l.get()) {
+            return Err(format!(
+                "invalid length {} B: {} blocks must be {lo} to {hi} bytes",
+                l.get(),
+                if a.udp { "UDP" } else { "TCP" }
+            ));
+        }
+        t.len = Some(l.get() as u32);
+    }
+    if let Some(b) = &a.bitrate {
+        t.bandwidth = Some(parse_bitrate(b)?);
+    }
+    if let Some(w) = a.window {
+        t.window = Some(u32_of("window", w, 512 << 20)?);
+    }
+    if let Some(m) = a.mss {
+        if !(88..=9216).contains(&m.get()) {
+            return Err(format!("invalid MSS {} B: expected 88 to 9216", m.get()));
+        }
+        t.mss = Some(m.get() as u32);
+    }
+    t.nodelay = a.nodelay;
+    if let Some(cc) = &a.congestion {
+        if cc.is_empty()
+            || cc.len() > 15
+            || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(format!(
+                "invalid congestion control '{cc}': expected a name such as cubic, bbr or reno"
+            ));
+        }
+        t.congestion = Some(cc.clone());
+    }
+    if let Some(tos) = &a.tos {
+        t.tos = parse_tos(tos)?;
+    }
+    if let Some(d) = &a.dscp {
+        t.tos = parse_dscp(d)?;
+    }
+    t.title.clone_from(&a.title);
+    t.extra_data.clone_from(&a.extra_data);
+    t.get_server_output = a.get_server_output;
+    t.udp_counters_64bit = a.udp_counters_64bit;
+    t.repeating_payload = a.repeating_payload;
+    t.zerocopy = a.zerocopy;
+    if a.udp && (a.rwin.is_some() || a.sndbuf.is_some() || a.zerocopy || a.mss.is_some()) {
+        return Err("--rwin, --sndbuf, -M and -Z apply to TCP, not UDP (-u)".into());
+    }
+    if let Some(r) = a.rwin {
+        t.rwin = Some(u32_of("--rwin", r, 1 << 30)?);
+    }
+    if let Some(s) = a.sndbuf {
+        t.sndbuf = Some(u32_of("--sndbuf", s, 1 << 30)?);
+    }
+    t.skip_rx_copy = a.skip_rx_copy;
+    Ok(t)
+}
+
+fn family(a: &MeasureArgs) -> Family {
+    if a.v4 {
+        Family::V4
+    } else if a.v6 {
+        Family::V6
+    } else {
+        Family::Any
+    }
+}
+
+/// The output sink the flags ask for: iperf3 JSON or text, to stdout or `--logfile`.
+pub fn sink(a: &MeasureArgs) -> anyhow::Result<Box<dyn Sink>> {
+    let out: Box<dyn Write> = match &a.logfile {
+        Some(path) => Box::new(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| anyhow::anyhow!("cannot open log file {}: {e}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout()),
+    };
+    Ok(if a.json {
+        Box::new(JsonSink::new(out))
+    } else {
+        Box::new(TextSink::new(out, a.forceflush || a.logfile.is_some()))
+    })
+}
+
+/// Runs the client or the server the flags ask for.
+pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
+    if a.server {
+        if a.client.is_some() {
+            return Ok(usage_error("-s and -c cannot be used together"));
+        }
+        let cfg = ServerConfig {
+            port: a.port.unwrap_or(DEFAULT_PORT),
+            bind: a.bind,
+            family: family(a),
+            one_off: a.one_off,
+            rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
+            interval: a.interval.unwrap_or(1.0),
+            ..ServerConfig::default()
+        };
+        let json = a.json;
+        let logfile = a.logfile.clone();
+        let forceflush = a.forceflush;
+        let make_sink = move || -> Box<dyn Sink> {
+            let out: Box<dyn Write> = match &logfile {
+                Some(p) => match OpenOptions::new().create(true).append(true).open(p) {
+                    Ok(f) => Box::new(f),
+                    Err(_) => Box::new(std::io::stdout()),
+                },
+                None => Box::new(std::io::stdout()),
+            };
+            if json {
+                Box::new(JsonSink::new(out))
+            } else {
+                Box::new(TextSink::new(out, forceflush))
+            }
+        };
+        return Ok(match plumb_net::server::run(&cfg, &make_sink) {
+            Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("plumb: {e}");
+                ExitCode::from(1)
+            }
+        });
+    }
+    let Some(host) = a.client.clone() else {
+        return Ok(usage_error(
+            "give -s to run a server or -c HOST to run a client (see plumb --help)",
+        ));
+    };
+    let spec = match test_spec(a) {
+        Ok(s) => s,
+        Err(msg) => return Ok(usage_error(msg)),
+    };
+    let cfg = ClientConfig {
+        host,
+        port: a.port.unwrap_or(DEFAULT_PORT),
+        bind: a.bind,
+        cport: a.cport,
+        family: family(a),
+        connect_timeout: a.connect_timeout.map(Duration::from_millis),
+        rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
+        spec,
+    };
+    let mut sink = sink(a)?;
+    let outcome = plumb_net::client::run(&cfg, sink.as_mut());
+    sink.finish()?;
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            // The sink has the error in its output (JSON "error" key or text);
+            // stderr gets the one line too unless JSON went to stdout already.
+            if !a.json {
+                eprintln!("plumb: {e}");
+            }
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tos_and_dscp() {
+        assert_eq!(parse_tos("0x10"), Ok(16));
+        assert_eq!(parse_tos("020"), Ok(16));
+        assert_eq!(parse_tos("16"), Ok(16));
+        assert!(parse_tos("256").is_err());
+        assert_eq!(parse_dscp("ef"), Ok(184));
+        assert_eq!(parse_dscp("af11"), Ok(40));
+        assert_eq!(parse_dscp("cs1"), Ok(32));
+        assert_eq!(parse_dscp("46"), Ok(184));
+        assert!(parse_dscp("af51").is_err());
+        assert!(parse_dscp("64").is_err());
+    }
+
+    #[test]
+    fn bitrates() {
+        assert_eq!(parse_bitrate("100M"), Ok(100_000_000));
+        assert_eq!(parse_bitrate("0"), Ok(0));
+        assert_eq!(parse_bitrate("1G/10"), Ok(1_000_000_000));
+        assert!(parse_bitrate("1G/0").is_err());
+        assert!(parse_bitrate("fast").is_err());
+    }
+
+    #[test]
+    fn spec_checks() {
+        let a = MeasureArgs {
+            parallel: Some(0),
+            ..MeasureArgs::default()
+        };
+        assert!(test_spec(&a).is_err());
+        let a = MeasureArgs {
+            bytes: Some(Bytes(1000)),
+            ..MeasureArgs::default()
+        };
+        let t = test_spec(&a).expect("valid");
+        assert_eq!((t.bytes, t.time), (1000, 0.0));
+        let a = MeasureArgs {
+            udp: true,
+            rwin: Some(Bytes(17_520)),
+            ..MeasureArgs::default()
+        };
+        assert!(test_spec(&a).is_err());
+    }
+}
