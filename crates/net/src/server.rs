@@ -26,44 +26,61 @@ const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
 /// Past the test's own length, how long a test may run before the server gives up.
 const WATCHDOG_SLACK: Duration = Duration::from_secs(40);
 
+/// What `serve` learnt about the connection besides its outcome.
+#[derive(Debug, Default)]
+struct Served {
+    /// The client got as far as sending parameters: this was a test.
+    got_params: bool,
+    /// The listener was made anew with data-stream options.
+    listener_changed: bool,
+}
+
 /// Serves tests until interrupted (or after one with `-1`).
 pub fn run(cfg: &ServerConfig, make_sink: &dyn Fn() -> Box<dyn Sink>) -> Result<(), TestError> {
     signals::install();
     let mut listener =
         sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None).map_err(TestError::Connect)?;
     let mut test_no = 1u64;
+    let mut sink = make_sink();
+    let mut banner = true;
     loop {
-        let mut banner = make_sink();
-        banner.note("-----------------------------------------------------------");
-        banner.note(&format!(
-            "Server listening on {} (test #{test_no})",
-            cfg.port
-        ));
-        banner.note("-----------------------------------------------------------");
-        let _ = banner.finish();
+        if banner {
+            sink.note("-----------------------------------------------------------");
+            sink.note(&format!(
+                "Server listening on {} (test #{test_no})",
+                cfg.port
+            ));
+            sink.note("-----------------------------------------------------------");
+        }
         let Some((ctl, peer)) = accept_until_signal(&listener) else {
+            let _ = sink.finish();
             return Ok(());
         };
-        let mut sink = make_sink();
-        let outcome = serve(cfg, &mut listener, ctl, peer, sink.as_mut());
+        let mut served = Served::default();
+        let outcome = serve(cfg, &mut listener, ctl, peer, sink.as_mut(), &mut served);
+        if served.listener_changed {
+            // The next test must not inherit this one's buffer sizes, MSS or clamp.
+            listener = sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None)
+                .map_err(TestError::Connect)?;
+        }
+        // A connection that never sent parameters (a port scan, a health check)
+        // is not a test: it does not use up a -1 server and prints no report.
+        banner = served.got_params;
+        let host = sockets::host_string(&peer);
+        if !served.got_params {
+            if let Err(e) = &outcome {
+                eprintln!("plumb server: connection from {host} without a test: {e}");
+            }
+            continue;
+        }
         if let Err(e) = &outcome {
             sink.error(&e.to_string());
         }
         let _ = sink.finish();
+        sink = make_sink();
         match &outcome {
-            Ok(summary) => eprintln!(
-                "plumb server: test #{test_no} from {}: {summary}",
-                sockets::host_string(&peer)
-            ),
-            Err(e) => eprintln!(
-                "plumb server: test #{test_no} from {}: ended: {e}",
-                sockets::host_string(&peer)
-            ),
-        }
-        // A test that changed the listener's options must not leave them behind.
-        if listener.local_addr().is_err() {
-            listener = sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None)
-                .map_err(TestError::Connect)?;
+            Ok(summary) => eprintln!("plumb server: test #{test_no} from {host}: {summary}"),
+            Err(e) => eprintln!("plumb server: test #{test_no} from {host}: ended: {e}"),
         }
         if cfg.one_off || signals::interrupted() {
             return outcome.map(|_| ());
@@ -156,6 +173,7 @@ fn serve(
     mut ctl: TcpStream,
     peer: SocketAddr,
     sink: &mut dyn Sink,
+    served: &mut Served,
 ) -> Result<String, TestError> {
     let _ = ctl.set_nodelay(true);
     let epoch = Instant::now();
@@ -184,6 +202,9 @@ fn serve(
                 ServerEvent::Cookie(c) => cookie = Some(c),
                 ServerEvent::Params(p) => {
                     let p = *p;
+                    served.got_params = true;
+                    served.listener_changed = p.protocol == plumb_proto::params::Protocol::Tcp
+                        && DataOptions::of(&p).need_listener_options();
                     tee.note(&format!(
                         "Accepted connection from {}, port {}",
                         sockets::host_string(&peer),
@@ -208,10 +229,20 @@ fn serve(
                             )));
                         }
                     }
+                    // The data listener must be ready before CREATE_STREAMS: a
+                    // client's first UDP hello follows it within microseconds.
+                    let udp = match prepare_streams(cfg, listener, &plan, &opts) {
+                        Ok(u) => u,
+                        Err(e) => {
+                            let _ = machine.server_error(202, e.raw_os_error().unwrap_or(0));
+                            flush(&mut machine, &mut ctl, &mut out)?;
+                            return Err(TestError::Stream(e));
+                        }
+                    };
                     let _ = machine.create_streams();
                     flush(&mut machine, &mut ctl, &mut out)?;
                     let mut s = Session::new(plan.clone(), cfg.interval);
-                    if let Err(e) = accept_streams(cfg, listener, &c, &plan, &opts, &mut s) {
+                    if let Err(e) = accept_streams(listener, udp, &c, &plan, &opts, &mut s, cfg) {
                         let _ = machine.server_error(204, e.raw_os_error().unwrap_or(0));
                         flush(&mut machine, &mut ctl, &mut out)?;
                         return Err(TestError::Stream(e));
@@ -390,24 +421,41 @@ fn close_streams(s: &Session) {
     }
 }
 
-fn accept_streams(
+/// Readies what the data streams connect to: a listener carrying the
+/// test's TCP options (they must be in the SYN-ACK), or the UDP socket.
+fn prepare_streams(
     cfg: &ServerConfig,
     listener: &mut TcpListener,
+    plan: &Plan,
+    opts: &DataOptions,
+) -> io::Result<Option<UdpSocket>> {
+    let port = listener.local_addr()?.port();
+    match plan.protocol {
+        plumb_report::Protocol::Tcp => {
+            if opts.need_listener_options() {
+                *listener = sockets::listen_tcp(port, cfg.bind, cfg.family, Some(opts))?;
+            }
+            Ok(None)
+        }
+        plumb_report::Protocol::Udp => {
+            Ok(Some(sockets::bind_udp(port, cfg.bind, cfg.family, opts)?))
+        }
+    }
+}
+
+fn accept_streams(
+    listener: &mut TcpListener,
+    udp: Option<UdpSocket>,
     cookie: &Cookie,
     plan: &Plan,
     opts: &DataOptions,
     session: &mut Session,
+    cfg: &ServerConfig,
 ) -> io::Result<()> {
     let deadline = Instant::now() + STREAMS_TIMEOUT;
     let n = plan.total_streams();
-    match plan.protocol {
-        plumb_report::Protocol::Tcp => {
-            if opts.need_listener_options() {
-                // Buffer sizes, MSS and clamp must be on the listener to be in the SYN-ACK.
-                let addr = listener.local_addr()?;
-                let fresh = sockets::listen_tcp(addr.port(), cfg.bind, cfg.family, Some(opts))?;
-                *listener = fresh;
-            }
+    match (plan.protocol, udp) {
+        (plumb_report::Protocol::Tcp, _) => {
             while session.streams.len() < n {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -438,9 +486,12 @@ fn accept_streams(
                 ));
             }
         }
-        plumb_report::Protocol::Udp => {
+        (plumb_report::Protocol::Udp, None) => {
+            return Err(io::Error::other("no UDP socket was prepared"));
+        }
+        (plumb_report::Protocol::Udp, Some(first)) => {
             let addr = listener.local_addr()?;
-            let mut waiting = sockets::bind_udp(addr.port(), cfg.bind, cfg.family, opts)?;
+            let mut waiting = first;
             let mut hello = [0u8; 65_536];
             while session.streams.len() < n {
                 let left = deadline.saturating_duration_since(Instant::now());

@@ -1,0 +1,202 @@
+//! Shared helpers for tests that run the real binaries on loopback.
+//!
+//! Every child process is bounded in time and killed when its handle drops, so
+//! a failing test cannot leave a server behind.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The plumb binary under test.
+pub fn plumb_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_plumb")
+}
+
+/// Debian's iperf3, which scripts/test installs.
+pub fn iperf3_bin() -> &'static str {
+    let ok = Command::new("iperf3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "iperf3 not found on PATH: scripts/test installs Debian's iperf3 (apt-get install iperf3)"
+    );
+    "iperf3"
+}
+
+/// A port no other test in this process uses; each test binary gets its own range.
+pub fn port(base: u16) -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let pid_off = (std::process::id() % 50) as u16 * 20;
+    base + pid_off + NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A server process that is killed when dropped.
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+}
+
+impl Server {
+    /// Starts `bin args… -p port` and waits until it accepts connections.
+    pub fn start(bin: &str, args: &[&str], port: u16) -> Server {
+        let child = Command::new(bin)
+            .args(args)
+            .args(["-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+        let mut s = Server {
+            child: Some(child),
+            port,
+        };
+        let t0 = Instant::now();
+        loop {
+            // Look, don't touch: a probe connection would be the one test of a `-1` server.
+            if listening(port) {
+                break;
+            }
+            if let Some(c) = s.child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    panic!("{bin} exited early: {st}");
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{bin} did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+
+    /// Waits (bounded) for a `-1` server to exit and returns its output.
+    pub fn finish(mut self, limit: Duration) -> Output {
+        let mut child = self.child.take().expect("running");
+        let t0 = Instant::now();
+        loop {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            if t0.elapsed() > limit {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().expect("server output")
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Runs a command to completion, killing it after `limit`.
+pub fn run(bin: &str, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break st;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let st = child.wait().expect("wait");
+            let stdout = t_out.join().unwrap_or_default();
+            panic!(
+                "{bin} {args:?} ran past {limit:?}; stdout: {}",
+                String::from_utf8_lossy(&stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+    }
+}
+
+/// Parses a `-J` document, failing the test with the output if it is not one.
+pub fn json(out: &Output, who: &str) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{who}: not JSON ({e}); status {}; stdout: {}; stderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A number at a JSON path like `end.sum_received.bytes`.
+pub fn num(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = &cur[k];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} missing in {}", truncate(v)))
+}
+
+fn truncate(v: &Value) -> String {
+    let s = v.to_string();
+    s.chars().take(2000).collect()
+}
+
+/// Asserts a `-J` document has no error and the iperf3 sections.
+pub fn assert_clean(v: &Value, who: &str) {
+    assert!(v.get("error").is_none(), "{who}: error {}", v["error"]);
+    for k in ["start", "intervals", "end"] {
+        assert!(v.get(k).is_some(), "{who}: no {k}");
+    }
+}
+
+/// Whether some socket listens on TCP `port` (from /proc/net/tcp and tcp6).
+pub fn listening(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
+            })
+        })
+    })
+}

@@ -1,0 +1,159 @@
+//! Interop with Debian's iperf3 (3.12) in both directions, through the real
+//! binaries on loopback: a stock client against `plumb -s`, and `plumb -c`
+//! against a stock `iperf3 -s`. Each run checks both sides' JSON.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Who {
+    Plumb,
+    Iperf3,
+}
+
+fn bin(w: Who) -> &'static str {
+    match w {
+        Who::Plumb => plumb_bin(),
+        Who::Iperf3 => iperf3_bin(),
+    }
+}
+
+/// Runs one test: returns (client JSON, server JSON).
+fn pair(client: Who, server: Who, args: &[&str]) -> (Value, Value) {
+    let port = port(24_000);
+    let srv = Server::start(bin(server), &["-s", "-1", "-J"], port);
+    let mut cargs = vec!["-c", "127.0.0.1", "-J"];
+    cargs.extend_from_slice(args);
+    let p = port.to_string();
+    cargs.extend_from_slice(&["-p", &p]);
+    let out = run(bin(client), &cargs, Duration::from_secs(30));
+    let c = json(&out, "client");
+    let s = json(&srv.finish(Duration::from_secs(10)), "server");
+    assert_clean(&c, "client");
+    assert_clean(&s, "server");
+    (c, s)
+}
+
+/// TCP: the receiver's count matches what the sender sent (exactly when plumb
+/// receives; stock iperf3 3.12 stops counting at TEST_END, so allow in-flight bytes).
+fn check_tcp(c: &Value, s: &Value, exact: bool, reverse_group: &str) {
+    let sent = num(c, &format!("end.sum_sent{reverse_group}.bytes"));
+    let recv = num(c, &format!("end.sum_received{reverse_group}.bytes"));
+    assert!(sent > 1e6, "sent only {sent} B");
+    if exact {
+        assert_eq!(sent, recv, "bytes sent {sent} != received {recv}");
+    } else {
+        assert!(
+            recv <= sent && recv >= 0.98 * sent,
+            "received {recv} of {sent}"
+        );
+    }
+    let bps = num(
+        c,
+        &format!("end.sum_received{reverse_group}.bits_per_second"),
+    );
+    assert!(bps > 1e8, "implausibly slow on loopback: {bps} bit/s");
+    // Both ends report the same test.
+    assert_eq!(c["start"]["cookie"], s["start"]["cookie"]);
+}
+
+fn check_udp(c: &Value, target: f64) {
+    let recv = num(c, "end.sum_received.bits_per_second");
+    let lost = num(c, "end.sum.lost_percent");
+    assert!(
+        recv > 0.7 * target && recv < 1.1 * target,
+        "UDP received {recv} bit/s for target {target}"
+    );
+    assert!(lost < 5.0, "UDP loss {lost}%");
+    assert!(num(c, "end.sum.packets") > 100.0);
+}
+
+#[test]
+fn stock_client_to_plumb_server_tcp() {
+    let (c, s) = pair(Who::Iperf3, Who::Plumb, &["-t", "2"]);
+    check_tcp(&c, &s, true, "");
+}
+
+#[test]
+fn plumb_client_to_stock_server_tcp() {
+    let (c, s) = pair(Who::Plumb, Who::Iperf3, &["-t", "2"]);
+    check_tcp(&c, &s, false, "");
+}
+
+#[test]
+fn stock_client_to_plumb_server_reverse() {
+    let (c, s) = pair(Who::Iperf3, Who::Plumb, &["-t", "2", "-R"]);
+    check_tcp(&c, &s, false, "");
+    assert_eq!(c["end"]["sum_received"]["sender"], false);
+}
+
+#[test]
+fn plumb_client_to_stock_server_reverse() {
+    let (c, s) = pair(Who::Plumb, Who::Iperf3, &["-t", "2", "-R"]);
+    check_tcp(&c, &s, true, "");
+}
+
+#[test]
+fn stock_client_to_plumb_server_parallel() {
+    let (c, s) = pair(Who::Iperf3, Who::Plumb, &["-t", "2", "-P", "4"]);
+    check_tcp(&c, &s, true, "");
+    assert_eq!(c["end"]["streams"].as_array().map(Vec::len), Some(4));
+    assert_eq!(s["end"]["streams"].as_array().map(Vec::len), Some(4));
+}
+
+#[test]
+fn plumb_client_to_stock_server_parallel() {
+    let (c, s) = pair(Who::Plumb, Who::Iperf3, &["-t", "2", "-P", "4"]);
+    check_tcp(&c, &s, false, "");
+    assert_eq!(c["end"]["streams"].as_array().map(Vec::len), Some(4));
+}
+
+#[test]
+fn stock_client_to_plumb_server_bidir() {
+    let (c, s) = pair(Who::Iperf3, Who::Plumb, &["-t", "2", "--bidir"]);
+    check_tcp(&c, &s, true, "");
+    check_tcp(&c, &s, false, "_bidir_reverse");
+}
+
+#[test]
+fn plumb_client_to_stock_server_bidir() {
+    let (c, s) = pair(Who::Plumb, Who::Iperf3, &["-t", "2", "--bidir"]);
+    check_tcp(&c, &s, false, "");
+    check_tcp(&c, &s, true, "_bidir_reverse");
+}
+
+#[test]
+fn stock_client_to_plumb_server_udp() {
+    let (c, _) = pair(Who::Iperf3, Who::Plumb, &["-t", "2", "-u", "-b", "200M"]);
+    check_udp(&c, 200e6);
+}
+
+#[test]
+fn plumb_client_to_stock_server_udp() {
+    let (c, _) = pair(Who::Plumb, Who::Iperf3, &["-t", "2", "-u", "-b", "200M"]);
+    check_udp(&c, 200e6);
+}
+
+#[test]
+fn stock_client_to_plumb_server_udp_reverse() {
+    let (c, _) = pair(
+        Who::Iperf3,
+        Who::Plumb,
+        &["-t", "2", "-u", "-b", "200M", "-R"],
+    );
+    check_udp(&c, 200e6);
+}
+
+#[test]
+fn plumb_client_to_stock_server_udp_reverse() {
+    let (c, _) = pair(
+        Who::Plumb,
+        Who::Iperf3,
+        &["-t", "2", "-u", "-b", "200M", "-R"],
+    );
+    check_udp(&c, 200e6);
+}
