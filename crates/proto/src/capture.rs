@@ -25,6 +25,65 @@ pub const SERVER_RESULTS: &str = concat!(
     r#""end_time":2.001074}]}"#
 );
 
+use crate::params::TestParams;
+use crate::results::{Results, StreamResult};
+
+/// [`PARAMS`], typed.
+pub fn captured_params() -> TestParams {
+    TestParams {
+        time: 2,
+        bandwidth: 200_000_000,
+        client_version: "3.12".into(),
+        ..TestParams::default()
+    }
+}
+
+/// [`CLIENT_RESULTS`], typed.
+pub fn captured_client() -> Results {
+    Results {
+        cpu_util_total: 4.7310405731833773,
+        cpu_util_user: 0.0,
+        cpu_util_system: 4.7310405731833773,
+        sender_has_retransmits: 1,
+        congestion_used: Some("bbr".into()),
+        streams: vec![StreamResult {
+            id: 1,
+            bytes: 50_069_504,
+            retransmits: 0,
+            jitter: 0.0,
+            errors: 0,
+            packets: 0,
+            start_time: 0.0,
+            end_time: 2.000107,
+            ..StreamResult::default()
+        }],
+        ..Results::default()
+    }
+}
+
+/// [`SERVER_RESULTS`], typed.
+pub fn captured_server() -> Results {
+    Results {
+        cpu_util_total: 0.99875517904982836,
+        cpu_util_user: 0.38708884303612379,
+        cpu_util_system: 0.61156639053396367,
+        sender_has_retransmits: -1,
+        congestion_used: Some("bbr".into()),
+        streams: vec![StreamResult {
+            id: 1,
+            bytes: 50_069_504,
+            retransmits: -1,
+            jitter: 0.0,
+            errors: 0,
+            packets: 0,
+            start_time: 0.0,
+            end_time: 2.001074,
+            ..StreamResult::default()
+        }],
+        ..Results::default()
+    }
+}
+
 /// A length-prefixed frame around `json`.
 pub fn frame(json: &str) -> Vec<u8> {
     let len = u32::try_from(json.len()).expect("test JSON fits a u32");

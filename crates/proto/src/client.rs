@@ -168,11 +168,16 @@ pub struct ClientControl {
     test_end_sent: bool,
     eof: bool,
     test_start_time: Option<Duration>,
+    /// The latest `now` given, for messages handled when a command resumes reading.
+    now: Duration,
 }
 
 enum Step {
+    /// The message took this many bytes.
     Consumed(usize),
-    NeedMore,
+    /// More bytes, or a command from the driver, are needed.
+    Wait,
+    /// Nothing more is read.
     Stop,
 }
 
@@ -201,6 +206,7 @@ impl ClientControl {
             test_end_sent: false,
             eof: false,
             test_start_time: None,
+            now: Duration::ZERO,
         }
     }
 
@@ -230,36 +236,45 @@ impl ClientControl {
     }
 
     /// Feeds bytes read from the control connection. Partial messages are
-    /// buffered; several messages in one read are all handled.
+    /// buffered; several messages in one read are all handled. While the
+    /// driver owes us its results, only the server's abort messages are read.
     pub fn handle_input(&mut self, bytes: &[u8], now: Duration) {
+        self.now = now;
         if self.phase == ClientPhase::Closed || self.eof {
             return;
         }
         self.inbuf.extend_from_slice(bytes);
+        self.process();
+    }
+
+    /// Reports that the server closed the control connection. Bytes already
+    /// given are handled first.
+    pub fn handle_eof(&mut self, now: Duration) {
+        self.now = now;
+        self.eof = true;
+        self.process();
+    }
+
+    /// Handles buffered input as far as the phase allows, then a pending EOF.
+    fn process(&mut self) {
         let buf = std::mem::take(&mut self.inbuf);
         let mut pos = 0;
         while pos < buf.len() {
-            match self.step(&buf[pos..], now) {
+            match self.step(&buf[pos..]) {
                 Step::Consumed(n) => pos += n,
-                Step::NeedMore => break,
-                Step::Stop => {
-                    pos = buf.len();
-                }
+                Step::Wait => break,
+                Step::Stop => pos = buf.len(),
             }
         }
         self.inbuf = buf;
         self.inbuf.drain(..pos);
+        let held_for_driver = self.phase == ClientPhase::ResultsRequested && !self.inbuf.is_empty();
+        if self.eof && self.phase != ClientPhase::Closed && !held_for_driver {
+            self.finish_at_eof();
+        }
     }
 
-    /// Reports that the server closed the control connection.
-    pub fn handle_eof(&mut self, _now: Duration) {
-        if self.eof {
-            return;
-        }
-        self.eof = true;
-        if self.phase == ClientPhase::Closed {
-            return;
-        }
+    fn finish_at_eof(&mut self) {
         let buf = std::mem::take(&mut self.inbuf);
         let event = match buf.first() {
             None => ClientEvent::PeerClosed {
@@ -326,6 +341,7 @@ impl ClientControl {
         }
         framing::write_frame(results, "results", &mut self.outbuf)?;
         self.phase = ClientPhase::AwaitServerResults;
+        self.process();
         Ok(())
     }
 
@@ -353,20 +369,21 @@ impl ClientControl {
     }
 
     /// Handles the message at the start of `buf` (never empty).
-    fn step(&mut self, buf: &[u8], now: Duration) -> Step {
+    fn step(&mut self, buf: &[u8]) -> Step {
+        let abort = ABORT_BYTES.contains(&buf[0]);
         match self.phase {
             ClientPhase::Closed => Step::Stop,
-            ClientPhase::AwaitServerResults if !ABORT_BYTES.contains(&buf[0]) => {
-                self.read_results(buf)
-            }
-            _ => self.read_state(buf, now),
+            ClientPhase::AwaitServerResults if !abort => self.read_results(buf),
+            // The server sends nothing before our results unless it aborts.
+            ClientPhase::ResultsRequested if !abort => Step::Wait,
+            _ => self.read_state(buf),
         }
     }
 
     fn read_results(&mut self, buf: &[u8]) -> Step {
         let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Step::NeedMore,
+            Ok(None) => return Step::Wait,
             Err(e) => return self.fail(e),
         };
         match framing::decode_json::<Results>(body, &self.limits, "results") {
@@ -380,7 +397,7 @@ impl ClientControl {
         }
     }
 
-    fn read_state(&mut self, buf: &[u8], now: Duration) -> Step {
+    fn read_state(&mut self, buf: &[u8]) -> Step {
         let state = match State::from_byte(buf[0]) {
             Ok(state) => state,
             Err(e) => return self.fail(e),
@@ -388,7 +405,7 @@ impl ClientControl {
         let (event, next) = match (self.phase, state) {
             (_, State::ServerError) => {
                 let Some(msg) = buf.get(..SERVER_ERROR_LEN) else {
-                    return Step::NeedMore;
+                    return Step::Wait;
                 };
                 let event = ClientEvent::ServerError {
                     code: read_i32(&msg[1..5]),
@@ -414,7 +431,7 @@ impl ClientControl {
                 ClientPhase::AwaitTestStart,
             ),
             (ClientPhase::AwaitTestStart, State::TestStart) => {
-                self.test_start_time = Some(now);
+                self.test_start_time = Some(self.now);
                 (Some(ClientEvent::TestStart), ClientPhase::AwaitTestRunning)
             }
             (ClientPhase::AwaitTestRunning, State::TestRunning) => {

@@ -568,3 +568,444 @@ impl<'de> Deserialize<'de> for TestParams {
         Map::<String, Value>::deserialize(deserializer).map(|map| TestParams::from_object(&map))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{self, captured_params};
+    use crate::framing::encode_json;
+    use proptest::prelude::*;
+
+    fn decode(json: &str) -> TestParams {
+        serde_json::from_str(json).expect("decodes")
+    }
+
+    fn encode(params: &TestParams) -> String {
+        String::from_utf8(encode_json(params, "parameters").expect("encodes")).expect("UTF-8")
+    }
+
+    #[test]
+    fn encodes_the_captured_tcp_parameters_byte_for_byte() {
+        assert_eq!(encode(&captured_params()), capture::PARAMS);
+    }
+
+    #[test]
+    fn decodes_the_captured_parameters() {
+        assert_eq!(decode(capture::PARAMS), captured_params());
+    }
+
+    #[test]
+    fn every_key_in_emission_order_with_its_type() {
+        let params = TestParams {
+            protocol: Protocol::Udp,
+            omit: 1,
+            server_affinity: Some(2),
+            time: 3,
+            num: 4,
+            blockcount: 5,
+            mss: Some(1400),
+            nodelay: true,
+            parallel: 2,
+            reverse: true,
+            bidirectional: true,
+            mptcp: true,
+            window: Some(65536),
+            len: 1460,
+            bandwidth: 1_048_576,
+            fqrate: 1000,
+            pacing_timer: Some(1000),
+            burst: Some(10),
+            gso: Some(0),
+            gso_dg_size: Some(0),
+            gso_bf_size: Some(65507),
+            gro: Some(0),
+            gro_bf_size: Some(65507),
+            tos: Some(184),
+            flowlabel: Some(7),
+            title: Some("t".into()),
+            extra_data: Some("x".into()),
+            congestion: Some("bbr".into()),
+            congestion_used: Some("cubic".into()),
+            get_server_output: true,
+            udp_counters_64bit: true,
+            repeating_payload: true,
+            zerocopy: true,
+            dont_fragment: true,
+            authtoken: Some("abc=".into()),
+            skip_rx_copy: true,
+            client_version: "3.21+".into(),
+            plumb: Some(PlumbParams {
+                version: "0.1.0".into(),
+                rwin: Some(1 << 20),
+                sndbuf: None,
+                skip_rx_copy: true,
+            }),
+        };
+        let expected = concat!(
+            r#"{"udp":true,"omit":1,"server_affinity":2,"time":3,"num":4,"blockcount":5,"MSS":1400,"#,
+            r#""nodelay":true,"parallel":2,"reverse":true,"bidirectional":true,"mptcp":true,"#,
+            r#""window":65536,"len":1460,"bandwidth":1048576,"fqrate":1000,"pacing_timer":1000,"#,
+            r#""burst":10,"gso":0,"gso_dg_size":0,"gso_bf_size":65507,"gro":0,"gro_bf_size":65507,"#,
+            r#""TOS":184,"flowlabel":7,"title":"t","extra_data":"x","congestion":"bbr","#,
+            r#""congestion_used":"cubic","get_server_output":1,"udp_counters_64bit":1,"#,
+            r#""repeating_payload":1,"zerocopy":1,"dont_fragment":1,"authtoken":"abc=","#,
+            r#""skip_rx_copy":1,"client_version":"3.21+","#,
+            r#""plumb":{"version":"0.1.0","rwin":1048576,"skip_rx_copy":true}}"#
+        );
+        assert_eq!(encode(&params), expected);
+        assert_eq!(decode(expected), params);
+    }
+
+    #[test]
+    fn flags_that_are_off_are_never_sent() {
+        let json = encode(&TestParams::default());
+        for key in [
+            "nodelay",
+            "reverse",
+            "bidirectional",
+            "mptcp",
+            "get_server_output",
+            "zerocopy",
+            "udp_counters_64bit",
+            "repeating_payload",
+            "dont_fragment",
+            "skip_rx_copy",
+            "bandwidth",
+            "fqrate",
+            "udp",
+            "sctp",
+            "false",
+        ] {
+            assert!(!json.contains(key), "{key} in {json}");
+        }
+    }
+
+    #[test]
+    fn flags_accept_booleans_numbers_and_presence() {
+        let on = [
+            r#"true"#, r#"1"#, r#"2.5"#, r#""yes""#, r#"[]"#, r#"{}"#, "-1",
+        ];
+        let off = [r#"false"#, r#"0"#, r#"0.0"#, r#"null"#];
+        for value in on {
+            let p = decode(&format!(r#"{{"reverse":{value},"zerocopy":{value}}}"#));
+            assert!(p.reverse && p.zerocopy, "{value}");
+        }
+        for value in off {
+            let p = decode(&format!(r#"{{"reverse":{value},"zerocopy":{value}}}"#));
+            assert!(!p.reverse && !p.zerocopy, "{value}");
+        }
+        assert!(!decode("{}").reverse);
+    }
+
+    #[test]
+    fn protocol_key_last_in_iperf3_order_wins() {
+        assert_eq!(decode("{}").protocol, Protocol::Tcp);
+        assert_eq!(decode(r#"{"udp":true}"#).protocol, Protocol::Udp);
+        assert_eq!(decode(r#"{"sctp":1,"tcp":true}"#).protocol, Protocol::Sctp);
+        assert_eq!(decode(r#"{"tcp":true,"udp":true}"#).protocol, Protocol::Udp);
+        assert_eq!(decode(r#"{"udp":false}"#).protocol, Protocol::Tcp);
+    }
+
+    #[test]
+    fn numbers_are_read_leniently() {
+        let p = decode(
+            r#"{"time":2.9,"parallel":4.0,"MSS":18446744073709551615,"window":-3,"len":1e3,"burst":"5","title":7,"pacing_timer":null}"#,
+        );
+        assert_eq!(p.time, 2);
+        assert_eq!(p.parallel, 4);
+        assert_eq!(p.mss, Some(-1));
+        assert_eq!(p.window, Some(-3));
+        assert_eq!(p.len, 1000);
+        // Wrongly typed keys are ignored, as 3.18+ servers do.
+        assert_eq!(p.burst, None);
+        assert_eq!(p.title, None);
+        assert_eq!(p.pacing_timer, None);
+    }
+
+    #[test]
+    fn absent_keys_take_defaults_and_unknown_keys_are_ignored() {
+        let p = decode(r#"{"udp":true,"whatever":{"deep":[1,2]},"len":1460}"#);
+        assert_eq!(p.time, 10);
+        assert_eq!(p.parallel, 1);
+        assert_eq!(p.len, 1460);
+        assert_eq!(p.client_version, "");
+        assert_eq!(p.pacing_timer, None);
+    }
+
+    #[test]
+    fn wrong_top_level_type_is_an_error() {
+        assert!(serde_json::from_str::<TestParams>("[1,2]").is_err());
+        assert!(serde_json::from_str::<TestParams>("\"tcp\"").is_err());
+    }
+
+    #[test]
+    fn plumb_object_is_tolerant() {
+        let p = decode(r#"{"plumb":{"version":"9.0","rwin":4096,"future":[1],"sndbuf":8192}}"#);
+        assert_eq!(
+            p.plumb,
+            Some(PlumbParams {
+                version: "9.0".into(),
+                rwin: Some(4096),
+                sndbuf: Some(8192),
+                skip_rx_copy: false,
+            })
+        );
+        // Missing fields default; an unusable object is dropped, not fatal.
+        assert_eq!(
+            decode(r#"{"plumb":{}}"#).plumb,
+            Some(PlumbParams::default())
+        );
+        assert_eq!(decode(r#"{"plumb":{"rwin":"big"}}"#).plumb, None);
+        assert_eq!(decode(r#"{"plumb":3,"time":4}"#).time, 4);
+    }
+
+    #[test]
+    fn validate_reports_iperf3_codes_and_the_value() {
+        let base = captured_params();
+        assert_eq!(base.validate(), Ok(()));
+        let udp = TestParams {
+            protocol: Protocol::Udp,
+            len: 1460,
+            ..base.clone()
+        };
+        assert_eq!(udp.validate(), Ok(()));
+        let cases: Vec<(TestParams, i32, &str)> = vec![
+            (
+                TestParams {
+                    omit: 601,
+                    ..base.clone()
+                },
+                12,
+                "omit of 601 s is outside 0..=600",
+            ),
+            (
+                TestParams {
+                    omit: -1,
+                    ..base.clone()
+                },
+                12,
+                "omit of -1",
+            ),
+            (
+                TestParams {
+                    time: 86_401,
+                    ..base.clone()
+                },
+                5,
+                "time of 86401 s",
+            ),
+            (
+                TestParams {
+                    mss: Some(32_768),
+                    ..base.clone()
+                },
+                10,
+                "MSS of 32768",
+            ),
+            (
+                TestParams {
+                    parallel: 0,
+                    ..base.clone()
+                },
+                6,
+                "parallel of 0 streams",
+            ),
+            (
+                TestParams {
+                    parallel: 129,
+                    ..base.clone()
+                },
+                6,
+                "parallel of 129",
+            ),
+            (
+                TestParams {
+                    window: Some(512 * 1024 * 1024 + 1),
+                    ..base.clone()
+                },
+                8,
+                "window of 536870913",
+            ),
+            (
+                TestParams {
+                    len: 0,
+                    ..base.clone()
+                },
+                7,
+                "block length of 0",
+            ),
+            (
+                TestParams {
+                    len: 1024 * 1024 + 1,
+                    ..base.clone()
+                },
+                7,
+                "block length of 1048577",
+            ),
+            (
+                TestParams {
+                    len: 15,
+                    ..udp.clone()
+                },
+                20,
+                "UDP datagram length of 15",
+            ),
+            (
+                TestParams {
+                    len: 65_508,
+                    ..udp.clone()
+                },
+                20,
+                "UDP datagram length of 65508",
+            ),
+            (
+                TestParams {
+                    burst: Some(0),
+                    ..base.clone()
+                },
+                15,
+                "burst of 0",
+            ),
+            (
+                TestParams {
+                    burst: Some(1001),
+                    ..base.clone()
+                },
+                15,
+                "burst of 1001",
+            ),
+            (
+                TestParams {
+                    tos: Some(256),
+                    ..base.clone()
+                },
+                21,
+                "TOS of 256",
+            ),
+            (
+                TestParams {
+                    flowlabel: Some(0x10_0000),
+                    ..base.clone()
+                },
+                127,
+                "flow label of 1048576",
+            ),
+            (
+                TestParams {
+                    bandwidth: -5,
+                    ..base.clone()
+                },
+                114,
+                "bandwidth of -5 is negative",
+            ),
+            (
+                TestParams {
+                    num: -1,
+                    ..base.clone()
+                },
+                114,
+                "num of -1 is negative",
+            ),
+            (
+                TestParams {
+                    gro_bf_size: Some(-2),
+                    ..base.clone()
+                },
+                114,
+                "gro_bf_size of -2",
+            ),
+        ];
+        for (params, code, message) in cases {
+            let err = params.validate().expect_err(message);
+            assert_eq!(err.code(), code, "{err}");
+            assert!(err.to_string().starts_with(message), "{err} vs {message}");
+        }
+        // Edges that are allowed.
+        let edges = TestParams {
+            omit: 600,
+            time: 86_400,
+            mss: Some(32_767),
+            parallel: 128,
+            window: Some(512 * 1024 * 1024),
+            len: 1024 * 1024,
+            burst: Some(1000),
+            tos: Some(255),
+            flowlabel: Some(0xF_FFFF),
+            ..base
+        };
+        assert_eq!(edges.validate(), Ok(()));
+    }
+
+    fn opt_int() -> impl Strategy<Value = Option<i64>> {
+        proptest::option::of(any::<i64>())
+    }
+
+    fn opt_text() -> impl Strategy<Value = Option<String>> {
+        proptest::option::of(any::<String>())
+    }
+
+    prop_compose! {
+        fn arb_params()(
+            protocol in prop_oneof![Just(Protocol::Tcp), Just(Protocol::Udp), Just(Protocol::Sctp)],
+            ints in proptest::array::uniform8(any::<i64>()),
+            opts in proptest::array::uniform14(opt_int()),
+            flags in proptest::array::uniform10(any::<bool>()),
+            texts in (opt_text(), opt_text(), opt_text(), opt_text(), opt_text()),
+            client_version in any::<String>(),
+            plumb in proptest::option::of((any::<String>(), proptest::option::of(any::<u32>()),
+                                           proptest::option::of(any::<u32>()), any::<bool>())),
+        ) -> TestParams {
+            TestParams {
+                protocol,
+                omit: ints[0],
+                server_affinity: opts[0],
+                time: ints[1],
+                num: ints[2],
+                blockcount: ints[3],
+                mss: opts[1],
+                nodelay: flags[0],
+                parallel: ints[4],
+                reverse: flags[1],
+                bidirectional: flags[2],
+                mptcp: flags[3],
+                window: opts[2],
+                len: ints[5],
+                bandwidth: ints[6],
+                fqrate: ints[7],
+                pacing_timer: opts[3],
+                burst: opts[4],
+                gso: opts[5],
+                gso_dg_size: opts[6],
+                gso_bf_size: opts[7],
+                gro: opts[8],
+                gro_bf_size: opts[9],
+                tos: opts[10],
+                flowlabel: opts[11],
+                title: texts.0,
+                extra_data: texts.1,
+                congestion: texts.2,
+                congestion_used: texts.3,
+                get_server_output: flags[4],
+                udp_counters_64bit: flags[5],
+                repeating_payload: flags[6],
+                zerocopy: flags[7],
+                dont_fragment: flags[8],
+                authtoken: texts.4,
+                skip_rx_copy: flags[9],
+                client_version,
+                plumb: plumb.map(|(version, rwin, sndbuf, skip_rx_copy)| PlumbParams {
+                    version, rwin, sndbuf, skip_rx_copy,
+                }),
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn encode_decode_round_trip(params in arb_params()) {
+            let json = encode_json(&params, "parameters").expect("encodes");
+            let back: TestParams = serde_json::from_slice(&json).expect("decodes");
+            prop_assert_eq!(back, params);
+        }
+    }
+}

@@ -212,3 +212,231 @@ pub struct TcpInfoSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rcv_space: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{self, captured_client, captured_server};
+    use crate::framing::{decode_json, encode_json, JsonLimits};
+    use proptest::prelude::*;
+
+    fn decode(json: &str) -> Result<Results, crate::ProtoError> {
+        decode_json(json.as_bytes(), &JsonLimits::default(), "results")
+    }
+
+    fn encode(results: &Results) -> String {
+        String::from_utf8(encode_json(results, "results").expect("encodes")).expect("UTF-8")
+    }
+
+    #[test]
+    fn decodes_both_captured_results() {
+        assert_eq!(decode(capture::CLIENT_RESULTS), Ok(captured_client()));
+        // 18446744073709551615 is 3.12's spelling of −1.
+        assert_eq!(decode(capture::SERVER_RESULTS), Ok(captured_server()));
+    }
+
+    #[test]
+    fn encodes_like_iperf3_but_with_a_signed_minus_one() {
+        assert_eq!(encode(&captured_client()), capture::CLIENT_RESULTS);
+        let expected = capture::SERVER_RESULTS.replace("18446744073709551615", "-1");
+        assert_eq!(encode(&captured_server()), expected);
+    }
+
+    #[test]
+    fn udp_receiver_results_keep_their_jitter_digits() {
+        let json = concat!(
+            r#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":-1,"#,
+            r#""streams":[{"id":1,"bytes":262144,"retransmits":-1,"jitter":2.4152191404253245e-05,"#,
+            r#""errors":0,"omitted_errors":0,"omitted_packets":0,"packets":8,"start_time":0,"end_time":1.000005}]}"#
+        );
+        let results = decode(json).expect("decodes");
+        assert_eq!(results.streams[0].jitter, 2.4152191404253245e-05);
+        assert_eq!(results.streams[0].omitted_packets, Some(0));
+        assert_eq!(encode(&results), json);
+    }
+
+    #[test]
+    fn optional_and_old_fields_may_be_absent() {
+        let json = concat!(
+            r#"{"cpu_util_total":1.5,"cpu_util_user":1,"cpu_util_system":0.5,"sender_has_retransmits":0,"#,
+            r#""streams":[{"id":3,"bytes":10.0,"retransmits":-1,"jitter":0,"errors":2,"packets":9}],"#,
+            r#""server_output_text":"hello","future_key":[1]}"#
+        );
+        let results = decode(json).expect("decodes");
+        let stream = &results.streams[0];
+        assert_eq!(
+            (stream.id, stream.bytes, stream.errors, stream.packets),
+            (3, 10, 2, 9)
+        );
+        assert_eq!((stream.start_time, stream.end_time), (0.0, 0.0));
+        assert_eq!(stream.omitted_errors, None);
+        assert_eq!(results.server_output_text.as_deref(), Some("hello"));
+        assert_eq!(results.congestion_used, None);
+        assert_eq!(results.plumb, None);
+    }
+
+    #[test]
+    fn required_fields_and_types_are_enforced() {
+        let bad = [
+            r#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":1,"sender_has_retransmits":0}"#,
+            r#"{"cpu_util_total":"1","cpu_util_user":1,"cpu_util_system":1,"sender_has_retransmits":0,"streams":[]}"#,
+            r#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":1,"sender_has_retransmits":0,"streams":[{"id":1}]}"#,
+            r#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":1,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":-5,"retransmits":0,"jitter":0,"errors":0,"packets":0}]}"#,
+            r#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":1,"sender_has_retransmits":true,"streams":[]}"#,
+            r#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":1,"sender_has_retransmits":0,"streams":{}}"#,
+            r#"[]"#,
+        ];
+        for json in bad {
+            let err = decode(json).expect_err(json);
+            assert!(
+                err.to_string().starts_with("invalid results JSON: "),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn non_finite_floats_are_sent_as_zero() {
+        let results = Results {
+            cpu_util_total: f64::NAN,
+            cpu_util_user: f64::INFINITY,
+            ..Results::default()
+        };
+        let json = encode(&results);
+        assert!(
+            json.starts_with(r#"{"cpu_util_total":0,"cpu_util_user":0,"#),
+            "{json}"
+        );
+        assert_eq!(decode(&json).map(|r| r.cpu_util_total), Ok(0.0));
+    }
+
+    #[test]
+    fn plumb_extras_travel_and_bad_ones_are_dropped() {
+        let mut results = captured_client();
+        results.plumb = Some(PlumbResults {
+            version: "0.1.0".into(),
+            cpu_system_wide: Some(CpuTimes {
+                softirq: 12.5,
+                idle: 80.0,
+                ..CpuTimes::default()
+            }),
+            sysctl: [("net.core.rmem_max".to_owned(), "212992".to_owned())].into(),
+            streams: vec![PlumbStreamInfo {
+                id: 1,
+                sndbuf_actual: Some(425_984),
+                congestion: Some("cubic".into()),
+                tcp_info: Some(TcpInfoSummary {
+                    rtt_us: Some(1234),
+                    rwnd_limited_us: Some(0),
+                    ..TcpInfoSummary::default()
+                }),
+                ..PlumbStreamInfo::default()
+            }],
+        });
+        let json = encode(&results);
+        assert!(
+            json.contains(r#""plumb":{"version":"0.1.0","cpu_system_wide":{"#),
+            "{json}"
+        );
+        assert_eq!(decode(&json), Ok(results.clone()));
+
+        let broken = json.replace(r#""rtt_us":1234"#, r#""rtt_us":"slow""#);
+        let decoded = decode(&broken).expect("iperf3 part still decodes");
+        assert_eq!(decoded.plumb, None);
+        assert_eq!(decoded.streams, results.streams);
+    }
+
+    fn finite() -> impl Strategy<Value = f64> {
+        any::<f64>().prop_filter("JSON carries finite numbers only", |v| v.is_finite())
+    }
+
+    prop_compose! {
+        fn arb_stream()(
+            id in any::<u32>(), bytes in any::<u64>(), retransmits in any::<i64>(), jitter in finite(),
+            errors in any::<i64>(), omitted in proptest::option::of((any::<i64>(), any::<i64>())),
+            packets in any::<i64>(), start_time in finite(), end_time in finite(),
+        ) -> StreamResult {
+            StreamResult {
+                id, bytes, retransmits, jitter, errors,
+                omitted_errors: omitted.map(|o| o.0),
+                omitted_packets: omitted.map(|o| o.1),
+                packets, start_time, end_time,
+            }
+        }
+    }
+
+    prop_compose! {
+        fn arb_plumb()(
+            version in any::<String>(),
+            cpu in proptest::option::of(proptest::array::uniform8(finite())),
+            sysctl in proptest::collection::btree_map(any::<String>(), any::<String>(), 0..3),
+            streams in proptest::collection::vec(
+                (any::<u32>(), proptest::option::of(any::<u32>()), proptest::option::of(any::<String>()),
+                 proptest::option::of(proptest::array::uniform14(proptest::option::of(any::<u64>())))),
+                0..3),
+        ) -> PlumbResults {
+            PlumbResults {
+                version,
+                cpu_system_wide: cpu.map(|c| CpuTimes {
+                    user: c[0], nice: c[1], system: c[2], irq: c[3],
+                    softirq: c[4], iowait: c[5], steal: c[6], idle: c[7],
+                }),
+                sysctl,
+                streams: streams.into_iter().map(|(id, buf, congestion, info)| PlumbStreamInfo {
+                    id,
+                    sndbuf_actual: buf,
+                    rcvbuf_actual: buf,
+                    window_clamp: None,
+                    mss: buf,
+                    congestion,
+                    tcp_info: info.map(|t| TcpInfoSummary {
+                        busy_time_us: t[0], rwnd_limited_us: t[1], sndbuf_limited_us: t[2],
+                        delivery_rate_bps: t[3], min_rtt_us: t[4], rtt_us: t[5], rttvar_us: t[6],
+                        snd_cwnd_bytes: t[7], snd_wnd: t[8], total_retrans: t[9],
+                        bytes_retrans: t[10], pmtu: t[11], snd_mss: t[12], rcv_space: t[13],
+                    }),
+                }).collect(),
+            }
+        }
+    }
+
+    prop_compose! {
+        fn arb_results()(
+            cpu in proptest::array::uniform3(finite()),
+            sender_has_retransmits in any::<i64>(),
+            congestion_used in proptest::option::of(any::<String>()),
+            server_output_text in proptest::option::of(any::<String>()),
+            server_output_json in proptest::option::of(
+                // Integral floats come back as JSON integers (iperf3 does not
+                // distinguish them), so the passthrough gets fractional ones.
+                (any::<String>(), finite().prop_filter("fractional", |f| f.fract() != 0.0), any::<i64>())
+                    .prop_map(|(k, f, i)| {
+                    serde_json::json!({ "end": { k: [f, i, null, true] } })
+                })),
+            streams in proptest::collection::vec(arb_stream(), 0..4),
+            plumb in proptest::option::of(arb_plumb()),
+        ) -> Results {
+            Results {
+                cpu_util_total: cpu[0],
+                cpu_util_user: cpu[1],
+                cpu_util_system: cpu[2],
+                sender_has_retransmits,
+                congestion_used,
+                server_output_text,
+                server_output_json,
+                streams,
+                plumb,
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn encode_decode_round_trip(results in arb_results()) {
+            let json = encode_json(&results, "results").expect("encodes");
+            let limits = JsonLimits { max_len: usize::MAX, ..JsonLimits::default() };
+            let back: Results = decode_json(&json, &limits, "results").expect("decodes");
+            prop_assert_eq!(back, results);
+        }
+    }
+}

@@ -169,8 +169,11 @@ pub struct ServerControl {
 }
 
 enum Step {
+    /// The message took this many bytes.
     Consumed(usize),
-    NeedMore,
+    /// More bytes, or a command from the driver, are needed.
+    Wait,
+    /// Nothing more is read.
     Stop,
 }
 
@@ -208,35 +211,58 @@ impl ServerControl {
     }
 
     /// Feeds bytes read from the control connection.
+    ///
+    /// Partial messages are buffered. While the machine waits for a command
+    /// (from `Params` until `start_test`, after `TestEnd`, after
+    /// `ClientResults`) the client has nothing to say but CLIENT_TERMINATE;
+    /// other bytes stay buffered until the command is given.
     pub fn handle_input(&mut self, bytes: &[u8], now: Duration) {
         self.handle_timeout(now);
         if self.phase == ServerPhase::Closed || self.eof {
             return;
         }
         self.inbuf.extend_from_slice(bytes);
+        self.process();
+    }
+
+    /// Reports that the client closed the control connection. Bytes already
+    /// given are handled first.
+    pub fn handle_eof(&mut self, now: Duration) {
+        self.handle_timeout(now);
+        self.eof = true;
+        self.process();
+    }
+
+    /// Handles buffered input as far as the phase allows, then a pending EOF.
+    fn process(&mut self) {
         let buf = std::mem::take(&mut self.inbuf);
         let mut pos = 0;
         while pos < buf.len() {
             match self.step(&buf[pos..]) {
                 Step::Consumed(n) => pos += n,
-                Step::NeedMore => break,
+                Step::Wait => break,
                 Step::Stop => pos = buf.len(),
             }
         }
         self.inbuf = buf;
         self.inbuf.drain(..pos);
+        let held_for_driver = self.waits_for_driver() && !self.inbuf.is_empty();
+        if self.eof && self.phase != ServerPhase::Closed && !held_for_driver {
+            self.finish_at_eof();
+        }
     }
 
-    /// Reports that the client closed the control connection.
-    pub fn handle_eof(&mut self, now: Duration) {
-        self.handle_timeout(now);
-        if self.eof {
-            return;
-        }
-        self.eof = true;
-        if self.phase == ServerPhase::Closed {
-            return;
-        }
+    fn waits_for_driver(&self) -> bool {
+        matches!(
+            self.phase,
+            ServerPhase::ParamsReceived
+                | ServerPhase::CreatingStreams
+                | ServerPhase::TestEnded
+                | ServerPhase::ResultsReceived
+        )
+    }
+
+    fn finish_at_eof(&mut self) {
         let buf = std::mem::take(&mut self.inbuf);
         let event = match (self.phase, buf.len()) {
             (ServerPhase::AwaitDone, 0) => ServerEvent::Done { clean: false },
@@ -304,6 +330,7 @@ impl ServerControl {
             ServerPhase::CreatingStreams,
         )?;
         self.outbuf.push(State::CreateStreams.to_byte());
+        self.process();
         Ok(())
     }
 
@@ -316,6 +343,7 @@ impl ServerControl {
         )?;
         self.outbuf
             .extend_from_slice(&[State::TestStart.to_byte(), State::TestRunning.to_byte()]);
+        self.process();
         Ok(())
     }
 
@@ -327,6 +355,7 @@ impl ServerControl {
             ServerPhase::AwaitClientResults,
         )?;
         self.outbuf.push(State::ExchangeResults.to_byte());
+        self.process();
         Ok(())
     }
 
@@ -338,6 +367,7 @@ impl ServerControl {
         framing::write_frame(results, "results", &mut self.outbuf)?;
         self.outbuf.push(State::DisplayResults.to_byte());
         self.phase = ServerPhase::AwaitDone;
+        self.process();
         Ok(())
     }
 
@@ -407,11 +437,12 @@ impl ServerControl {
 
     /// Handles the message at the start of `buf` (never empty).
     fn step(&mut self, buf: &[u8]) -> Step {
+        let abort = ABORT_BYTES.contains(&buf[0]);
         match self.phase {
             ServerPhase::Closed => Step::Stop,
             ServerPhase::AwaitCookie => {
                 let Some(bytes) = buf.first_chunk::<COOKIE_LEN>() else {
-                    return Step::NeedMore;
+                    return Step::Wait;
                 };
                 let cookie = Cookie::from_wire(bytes);
                 self.cookie = Some(cookie);
@@ -420,10 +451,11 @@ impl ServerControl {
                 self.phase = ServerPhase::AwaitParams;
                 Step::Consumed(COOKIE_LEN)
             }
-            ServerPhase::AwaitParams if !ABORT_BYTES.contains(&buf[0]) => self.read_params(buf),
-            ServerPhase::AwaitClientResults if !ABORT_BYTES.contains(&buf[0]) => {
-                self.read_results(buf)
-            }
+            ServerPhase::AwaitParams if !abort => self.read_params(buf),
+            ServerPhase::AwaitClientResults if !abort => self.read_results(buf),
+            // The client sends nothing while we wait for the driver, except
+            // when it is interrupted; anything else waits for the command.
+            _ if self.waits_for_driver() && !abort => Step::Wait,
             _ => self.read_state(buf[0]),
         }
     }
@@ -431,7 +463,7 @@ impl ServerControl {
     fn read_params(&mut self, buf: &[u8]) -> Step {
         let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Step::NeedMore,
+            Ok(None) => return Step::Wait,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
         let params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters") {
@@ -450,7 +482,7 @@ impl ServerControl {
     fn read_results(&mut self, buf: &[u8]) -> Step {
         let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Step::NeedMore,
+            Ok(None) => return Step::Wait,
             Err(e) => return self.fail(e),
         };
         match framing::decode_json::<Results>(body, &self.limits, "results") {
@@ -503,4 +535,540 @@ fn server_error_bytes(code: i32, errno: i32) -> [u8; 9] {
     out[1..5].copy_from_slice(&code.to_be_bytes());
     out[5..9].copy_from_slice(&errno.to_be_bytes());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture;
+    use crate::capture::{captured_client, captured_params, captured_server};
+    use crate::params::Protocol;
+    use proptest::prelude::*;
+
+    fn at(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    fn server() -> ServerControl {
+        ServerControl::new(ServerLimits::default(), at(0))
+    }
+
+    fn drain(server: &mut ServerControl) -> (Vec<u8>, Vec<ServerEvent>) {
+        let mut out = Vec::new();
+        let _ = server.poll_transmit(&mut out);
+        let events = std::iter::from_fn(|| server.poll_event()).collect();
+        (out, events)
+    }
+
+    /// Everything the 3.12 client wrote on the control connection (spec §11).
+    fn client_bytes() -> Vec<u8> {
+        let mut bytes = capture::COOKIE.to_vec();
+        bytes.extend(capture::frame(capture::PARAMS));
+        bytes.push(0x04);
+        bytes.extend(capture::frame(capture::CLIENT_RESULTS));
+        bytes.push(0x10);
+        bytes
+    }
+
+    /// What we must write back: the capture, except that we print −1 signed.
+    fn expected_server_bytes() -> Vec<u8> {
+        let mut bytes = vec![0x09, 0x0a, 0x01, 0x02, 0x0d];
+        bytes.extend(capture::frame(
+            &capture::SERVER_RESULTS.replace("18446744073709551615", "-1"),
+        ));
+        bytes.push(0x0e);
+        bytes
+    }
+
+    /// Runs a server over `chunks`, reacting to events as a driver would.
+    fn run(chunks: &[&[u8]]) -> (Vec<u8>, Vec<ServerEvent>) {
+        let mut server = server();
+        let mut out = Vec::new();
+        let mut events = Vec::new();
+        for (i, chunk) in chunks.iter().enumerate() {
+            server.handle_input(chunk, at(i as u64));
+            let _ = server.poll_transmit(&mut out);
+            while let Some(event) = server.poll_event() {
+                match &event {
+                    ServerEvent::Params(_) => {
+                        server.create_streams().expect("after params");
+                        server.start_test().expect("after create_streams");
+                    }
+                    ServerEvent::TestEnd => server.request_results().expect("after TEST_END"),
+                    ServerEvent::ClientResults(_) => server
+                        .send_results(&captured_server())
+                        .expect("after results"),
+                    _ => {}
+                }
+                events.push(event);
+                let _ = server.poll_transmit(&mut out);
+            }
+        }
+        (out, events)
+    }
+
+    fn expected_events() -> Vec<ServerEvent> {
+        vec![
+            ServerEvent::Cookie(Cookie::from_wire(capture::COOKIE)),
+            ServerEvent::Params(Box::new(captured_params())),
+            ServerEvent::TestEnd,
+            ServerEvent::ClientResults(Box::new(captured_client())),
+            ServerEvent::Done { clean: true },
+        ]
+    }
+
+    #[test]
+    fn replays_the_captured_test_step_by_step() {
+        let mut s = server();
+        s.handle_input(capture::COOKIE, at(0));
+        assert_eq!(
+            drain(&mut s),
+            (
+                vec![0x09],
+                vec![ServerEvent::Cookie(Cookie::from_wire(capture::COOKIE))]
+            )
+        );
+        assert_eq!(s.cookie().map(Cookie::as_bytes), Some(capture::COOKIE));
+
+        s.handle_input(&capture::frame(capture::PARAMS), at(1));
+        assert_eq!(
+            drain(&mut s),
+            (
+                vec![],
+                vec![ServerEvent::Params(Box::new(captured_params()))]
+            )
+        );
+        assert_eq!(s.poll_timeout(), None, "handshake complete");
+
+        s.create_streams().expect("allowed");
+        assert_eq!(drain(&mut s), (vec![0x0a], vec![]));
+        s.start_test().expect("allowed");
+        assert_eq!(drain(&mut s), (vec![0x01, 0x02], vec![]));
+
+        s.handle_input(&[0x04], at(2000));
+        assert_eq!(drain(&mut s), (vec![], vec![ServerEvent::TestEnd]));
+        s.request_results().expect("allowed");
+        assert_eq!(drain(&mut s), (vec![0x0d], vec![]));
+
+        s.handle_input(&capture::frame(capture::CLIENT_RESULTS), at(2001));
+        assert_eq!(
+            drain(&mut s),
+            (
+                vec![],
+                vec![ServerEvent::ClientResults(Box::new(captured_client()))]
+            )
+        );
+        s.send_results(&captured_server()).expect("allowed");
+        let (out, events) = drain(&mut s);
+        assert_eq!(out, expected_server_bytes()[5..]);
+        assert_eq!(out.last(), Some(&0x0e));
+        assert!(events.is_empty());
+
+        s.handle_input(&[0x10], at(2002));
+        assert_eq!(
+            drain(&mut s),
+            (vec![], vec![ServerEvent::Done { clean: true }])
+        );
+        assert!(s.is_closed());
+    }
+
+    #[test]
+    fn whole_transcript_in_one_read_or_byte_by_byte() {
+        let bytes = client_bytes();
+        assert_eq!(run(&[&bytes]), (expected_server_bytes(), expected_events()));
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(run(&singles), (expected_server_bytes(), expected_events()));
+    }
+
+    #[test]
+    fn split_at_every_byte_boundary() {
+        let bytes = client_bytes();
+        for cut in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(
+                run(&[a, b]),
+                (expected_server_bytes(), expected_events()),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    fn after_cookie(rest: &[u8]) -> (Vec<u8>, Vec<ServerEvent>) {
+        let mut s = server();
+        s.handle_input(capture::COOKIE, at(0));
+        let _ = drain(&mut s);
+        s.handle_input(rest, at(1));
+        drain(&mut s)
+    }
+
+    fn rejection(code: i32) -> Vec<u8> {
+        let mut bytes = vec![0xFE];
+        bytes.extend(code.to_be_bytes());
+        bytes.extend([0, 0, 0, 0]);
+        bytes
+    }
+
+    #[test]
+    fn oversized_parameter_length_is_rejected_at_once() {
+        let (out, events) = after_cookie(&[0xFF, 0xFF, 0xFF, 0xFF]);
+        assert_eq!(out, rejection(114));
+        assert_eq!(
+            events,
+            [ServerEvent::Rejected {
+                code: 114,
+                message: "JSON length 4294967295 exceeds the 65536-byte limit".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn configured_length_limit_applies() {
+        let limits = ServerLimits {
+            max_json_len: 100,
+            ..ServerLimits::default()
+        };
+        let mut s = ServerControl::new(limits, at(0));
+        s.handle_input(capture::COOKIE, at(0));
+        s.handle_input(&[0, 0, 0, 0x91], at(0));
+        let (_, events) = drain(&mut s);
+        assert!(matches!(
+            &events[..],
+            [ServerEvent::Cookie(_), ServerEvent::Rejected { code: 114, message }]
+                if message == "JSON length 145 exceeds the 100-byte limit"
+        ));
+    }
+
+    #[test]
+    fn invalid_parameter_json_is_rejected() {
+        let (out, events) = after_cookie(&capture::frame(r#"{"tcp":true,"time":"#));
+        assert_eq!(out, rejection(114));
+        match &events[..] {
+            [ServerEvent::Rejected { code: 114, message }] => {
+                assert!(
+                    message.starts_with("invalid parameters JSON: EOF"),
+                    "{message}"
+                )
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let (_, events) = after_cookie(&capture::frame("[1,2,3]"));
+        assert!(matches!(
+            &events[..],
+            [ServerEvent::Rejected { code: 114, .. }]
+        ));
+    }
+
+    #[test]
+    fn deeply_nested_parameters_are_rejected_without_recursion() {
+        let deep = "[".repeat(10_000);
+        let (out, events) = after_cookie(&capture::frame(&deep));
+        assert_eq!(out, rejection(114));
+        assert_eq!(
+            events,
+            [ServerEvent::Rejected {
+                code: 114,
+                message: "JSON nesting exceeds 32 levels at byte 32".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn out_of_range_parameters_get_their_iperf3_code() {
+        let json = r#"{"tcp":true,"omit":0,"time":2,"parallel":200,"len":131072,"client_version":"3.21+"}"#;
+        let (out, events) = after_cookie(&capture::frame(json));
+        assert_eq!(out, rejection(6));
+        assert_eq!(
+            events,
+            [ServerEvent::Rejected {
+                code: 6,
+                message: "parallel of 200 streams is outside 1..=128".into()
+            }]
+        );
+        let udp_len = r#"{"udp":true,"len":8}"#;
+        let (out, _) = after_cookie(&capture::frame(udp_len));
+        assert_eq!(out, rejection(20));
+    }
+
+    #[test]
+    fn lenient_parameters_are_accepted() {
+        let json = r#"{"udp":1,"reverse":1,"len":1460.0,"parallel":2,"x":{"y":null}}"#;
+        let (_, events) = after_cookie(&capture::frame(json));
+        match &events[..] {
+            [ServerEvent::Params(p)] => {
+                assert_eq!(p.protocol, Protocol::Udp);
+                assert!(p.reverse);
+                assert_eq!((p.len, p.parallel), (1460, 2));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn running() -> ServerControl {
+        let mut s = server();
+        s.handle_input(capture::COOKIE, at(0));
+        s.handle_input(&capture::frame(capture::PARAMS), at(0));
+        s.create_streams().expect("allowed");
+        s.start_test().expect("allowed");
+        let _ = drain(&mut s);
+        s
+    }
+
+    #[test]
+    fn unknown_and_unexpected_state_bytes_are_protocol_errors() {
+        let mut s = running();
+        s.handle_input(&[0x05, 0x04], at(5));
+        let (out, events) = drain(&mut s);
+        assert!(out.is_empty());
+        assert_eq!(
+            events,
+            [ServerEvent::ProtocolError(ProtoError::UnknownState(5))]
+        );
+        // The 04 after the bad byte was not read.
+        s.handle_input(&[0x04], at(6));
+        assert_eq!(drain(&mut s), (vec![], vec![]));
+        assert!(s.is_closed());
+
+        let mut s = running();
+        s.handle_input(&[0x10], at(5));
+        let (_, events) = drain(&mut s);
+        match &events[..] {
+            [ServerEvent::ProtocolError(e)] => {
+                assert_eq!(
+                    e.to_string(),
+                    "unexpected state IPERF_DONE (0x10) while running the test"
+                )
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn wrongly_typed_results_are_a_protocol_error() {
+        let mut s = running();
+        s.handle_input(&[0x04], at(5));
+        s.request_results().expect("allowed");
+        let _ = drain(&mut s);
+        let bad = r#"{"cpu_util_total":"high","cpu_util_user":0,"cpu_util_system":0,"sender_has_retransmits":1,"streams":[]}"#;
+        s.handle_input(&capture::frame(bad), at(6));
+        let (out, events) = drain(&mut s);
+        assert!(out.is_empty());
+        assert!(
+            matches!(
+                &events[..],
+                [ServerEvent::ProtocolError(ProtoError::InvalidJson {
+                    what: "results",
+                    ..
+                })]
+            ),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn client_terminate_anywhere_after_the_cookie() {
+        let mut s = running();
+        s.handle_input(&[0x0C], at(5));
+        assert_eq!(drain(&mut s), (vec![], vec![ServerEvent::ClientTerminated]));
+        assert!(s.is_closed());
+
+        // In place of the results frame.
+        let mut s = running();
+        s.handle_input(&[0x04], at(5));
+        s.request_results().expect("allowed");
+        s.handle_input(&[0x0C], at(6));
+        assert_eq!(
+            drain(&mut s).1,
+            [ServerEvent::TestEnd, ServerEvent::ClientTerminated]
+        );
+
+        // While the driver is still setting up streams.
+        let mut s = server();
+        s.handle_input(capture::COOKIE, at(0));
+        s.handle_input(&capture::frame(capture::PARAMS), at(0));
+        s.handle_input(&[0x0C], at(0));
+        assert_eq!(drain(&mut s).1.last(), Some(&ServerEvent::ClientTerminated));
+    }
+
+    #[test]
+    fn eof_handling_depends_on_the_phase() {
+        // A bare close after our results is a (noted) normal end.
+        let mut s = running();
+        s.handle_input(&[0x04], at(5));
+        s.request_results().expect("allowed");
+        s.handle_input(&capture::frame(capture::CLIENT_RESULTS), at(6));
+        s.send_results(&captured_server()).expect("allowed");
+        let _ = drain(&mut s);
+        s.handle_eof(at(7));
+        assert_eq!(drain(&mut s).1, [ServerEvent::Done { clean: false }]);
+        s.handle_eof(at(8));
+        assert_eq!(drain(&mut s).1, []);
+
+        let mut s = running();
+        s.handle_eof(at(5));
+        assert_eq!(
+            drain(&mut s).1,
+            [ServerEvent::PeerClosed {
+                phase: ServerPhase::Running
+            }]
+        );
+
+        // A truncated frame, then EOF.
+        let mut s = server();
+        let params = capture::frame(capture::PARAMS);
+        s.handle_input(capture::COOKIE, at(0));
+        s.handle_input(&params[..70], at(1));
+        s.handle_eof(at(2));
+        let (_, events) = drain(&mut s);
+        assert_eq!(
+            events.last(),
+            Some(&ServerEvent::ProtocolError(ProtoError::Truncated {
+                what: "parameters",
+                have: 70,
+                need: 149
+            }))
+        );
+
+        let mut s = server();
+        s.handle_input(&capture::COOKIE[..10], at(0));
+        s.handle_eof(at(1));
+        assert_eq!(
+            drain(&mut s).1,
+            [ServerEvent::ProtocolError(ProtoError::Truncated {
+                what: "cookie",
+                have: 10,
+                need: 37
+            })]
+        );
+    }
+
+    #[test]
+    fn handshake_must_finish_in_time() {
+        let limits = ServerLimits {
+            handshake_timeout: Duration::from_secs(10),
+            ..ServerLimits::default()
+        };
+        let mut s = ServerControl::new(limits, at(1000));
+        assert_eq!(s.poll_timeout(), Some(at(11_000)));
+        s.handle_timeout(at(10_999));
+        assert_eq!(drain(&mut s).1, []);
+        s.handle_input(capture::COOKIE, at(5000));
+        assert_eq!(
+            s.poll_timeout(),
+            Some(at(11_000)),
+            "cookie alone is not enough"
+        );
+        s.handle_timeout(at(11_000));
+        let (_, events) = drain(&mut s);
+        assert_eq!(
+            events,
+            [
+                ServerEvent::Cookie(Cookie::from_wire(capture::COOKIE)),
+                ServerEvent::TimedOut {
+                    phase: ServerPhase::AwaitParams
+                }
+            ]
+        );
+        assert_eq!(s.poll_timeout(), None);
+
+        // Input that arrives after the deadline is not read.
+        let mut s = ServerControl::new(limits, at(0));
+        s.handle_input(capture::COOKIE, at(10_000));
+        assert_eq!(
+            drain(&mut s),
+            (
+                vec![],
+                vec![ServerEvent::TimedOut {
+                    phase: ServerPhase::AwaitCookie
+                }]
+            )
+        );
+    }
+
+    #[test]
+    fn refusal_error_and_terminate_bytes() {
+        let mut s = server();
+        s.refuse().expect("allowed");
+        assert_eq!(drain(&mut s).0, [0xFF]);
+        assert!(s.is_closed());
+        assert!(s.refuse().is_err());
+
+        let mut s = server();
+        s.handle_input(capture::COOKIE, at(0));
+        s.handle_input(&capture::frame(capture::PARAMS), at(0));
+        s.server_error(142, 13).expect("allowed");
+        let (out, _) = drain(&mut s);
+        assert_eq!(out, [0x09, 0xFE, 0, 0, 0, 0x8E, 0, 0, 0, 0x0D]);
+
+        let mut s = running();
+        s.terminate().expect("allowed");
+        assert_eq!(drain(&mut s).0, [0x0B]);
+        s.handle_input(&[0x10], at(1));
+        assert_eq!(drain(&mut s).1, [], "input after the end is ignored");
+    }
+
+    #[test]
+    fn commands_out_of_order_are_refused() {
+        let mut s = server();
+        assert_eq!(
+            s.start_test(),
+            Err(ProtoError::OutOfOrder {
+                command: "start_test",
+                phase: "waiting for the cookie"
+            })
+        );
+        assert!(s.create_streams().is_err());
+        assert!(s.request_results().is_err());
+        assert!(s.send_results(&captured_server()).is_err());
+        let mut s = running();
+        assert!(s.create_streams().is_err());
+        assert!(s.request_results().is_err());
+        assert_eq!(drain(&mut s), (vec![], vec![]));
+    }
+
+    #[test]
+    fn data_stream_cookie_check_is_reexported() {
+        let cookie = Cookie::from_wire(capture::COOKIE);
+        assert!(matches(&cookie, capture::COOKIE));
+        assert!(!matches(&cookie, &[b'a'; 37]));
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+            cuts in proptest::collection::vec(1usize..64, 1..16),
+        ) {
+            let mut chunks = Vec::new();
+            let mut rest = &bytes[..];
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (a, b) = rest.split_at((*cut).min(rest.len()));
+                chunks.push(a);
+                rest = b;
+            }
+            let _ = run(&chunks);
+            let mut s = server();
+            for chunk in &chunks {
+                s.handle_input(chunk, at(0));
+            }
+            s.handle_eof(at(1));
+            let _ = drain(&mut s);
+            prop_assert!(s.is_closed());
+        }
+
+        #[test]
+        fn any_bytes_after_a_valid_handshake_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..512),
+        ) {
+            let mut input = capture::COOKIE.to_vec();
+            input.extend(capture::frame(capture::PARAMS));
+            input.push(0x04);
+            input.extend(&bytes);
+            let (out, events) = run(&[&input]);
+            prop_assert!(out.starts_with(&[0x09, 0x0a, 0x01, 0x02, 0x0d]));
+            prop_assert!(events.len() >= 3);
+        }
+    }
 }

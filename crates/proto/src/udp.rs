@@ -306,3 +306,232 @@ impl SeenWindow {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn handshake_values() {
+        assert_eq!(HELLO, [0x39, 0x38, 0x37, 0x36]);
+        assert_eq!(REPLY, [0x36, 0x37, 0x38, 0x39]);
+        assert!(is_reply(&REPLY));
+        assert!(is_reply(&LEGACY_REPLY));
+        assert!(!is_reply(&HELLO));
+        assert!(!is_reply(b"678"));
+        // A data datagram starting with the reply bytes is still data.
+        assert!(!is_reply(b"6789\0\0\0\0\0\0\0\x01\0\0\0\0"));
+    }
+
+    #[test]
+    fn decodes_the_captured_first_datagram() {
+        let mut datagram = vec![0xAA; 32768];
+        datagram[..12].copy_from_slice(&[0, 0, 0x01, 0x71, 0, 0x05, 0xfe, 0x25, 0, 0, 0, 1]);
+        let header = UdpHeader::decode(&datagram, SeqWidth::Bits32).expect("decodes");
+        assert_eq!(
+            header,
+            UdpHeader {
+                sec: 369,
+                usec: 392_741,
+                seq: 1
+            }
+        );
+    }
+
+    #[test]
+    fn encodes_32_and_64_bit_headers() {
+        let header = UdpHeader {
+            sec: 0x0102_0304,
+            usec: 999_999,
+            seq: 0x1_0000_0005,
+        };
+        let mut d32 = [0xEE; 16];
+        header.encode(SeqWidth::Bits32, &mut d32).expect("fits");
+        assert_eq!(
+            d32,
+            [1, 2, 3, 4, 0, 0x0F, 0x42, 0x3F, 0, 0, 0, 5, 0xEE, 0xEE, 0xEE, 0xEE]
+        );
+        // 32-bit counters truncate, as iperf3's do.
+        assert_eq!(
+            UdpHeader::decode(&d32, SeqWidth::Bits32).map(|h| h.seq),
+            Ok(5)
+        );
+
+        let mut d64 = [0xEE; 20];
+        header.encode(SeqWidth::Bits64, &mut d64).expect("fits");
+        assert_eq!(&d64[8..16], &[0, 0, 0, 1, 0, 0, 0, 5]);
+        assert_eq!(&d64[16..], &[0xEE; 4]);
+        assert_eq!(UdpHeader::decode(&d64, SeqWidth::Bits64), Ok(header));
+    }
+
+    #[test]
+    fn datagrams_below_16_bytes_are_refused() {
+        let err = UdpHeader::decode(&[0; 15], SeqWidth::Bits32).expect_err("too short");
+        assert_eq!(
+            err.to_string(),
+            "UDP datagram of 15 bytes is shorter than the 16-byte minimum"
+        );
+        let header = UdpHeader {
+            sec: 0,
+            usec: 0,
+            seq: 1,
+        };
+        assert_eq!(
+            header.encode(SeqWidth::Bits64, &mut [0; 12]),
+            Err(ProtoError::DatagramTooShort { len: 12, min: 16 })
+        );
+    }
+
+    #[test]
+    fn stamps_come_from_the_monotonic_time() {
+        let header = UdpHeader::stamped(7, Duration::new(369, 392_741_999));
+        assert_eq!(
+            header,
+            UdpHeader {
+                sec: 369,
+                usec: 392_741,
+                seq: 7
+            }
+        );
+    }
+
+    fn feed(seqs: &[u64]) -> UdpStats {
+        let mut rx = UdpReceiver::new();
+        for &seq in seqs {
+            rx.record(seq, 0, 0, Duration::ZERO);
+        }
+        rx.stats()
+    }
+
+    #[test]
+    fn in_order_stream_has_no_loss() {
+        let s = feed(&[1, 2, 3, 4]);
+        assert_eq!(
+            (s.max_seq, s.lost, s.out_of_order, s.duplicates, s.received),
+            (4, 0, 0, 0, 4)
+        );
+        assert_eq!(s.lost_percent(), 0.0);
+    }
+
+    #[test]
+    fn gap_counts_as_loss() {
+        let s = feed(&[1, 2, 6, 7]);
+        assert_eq!((s.max_seq, s.lost, s.out_of_order), (7, 3, 0));
+        assert!((s.lost_percent() - 300.0 / 7.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn late_arrivals_are_taken_back_from_loss() {
+        // 5 opens a gap of 2 (3, 4); both arrive late.
+        let s = feed(&[1, 2, 5, 3, 4, 6]);
+        assert_eq!(
+            (s.max_seq, s.lost, s.out_of_order, s.duplicates),
+            (6, 0, 2, 0)
+        );
+    }
+
+    #[test]
+    fn duplicates_are_out_of_order_for_iperf3_and_counted_apart() {
+        // iperf3 would report 0 lost here although 2 never arrived: the
+        // duplicate 3 cancels the loss. Its numbers are kept; `duplicates` tells.
+        let s = feed(&[1, 3, 3]);
+        assert_eq!(
+            (s.max_seq, s.lost, s.out_of_order, s.duplicates),
+            (3, 0, 1, 1)
+        );
+        // With no loss to take back, loss stays at 0.
+        let s = feed(&[1, 2, 2, 2, 1]);
+        assert_eq!(
+            (s.max_seq, s.lost, s.out_of_order, s.duplicates),
+            (2, 0, 3, 3)
+        );
+    }
+
+    #[test]
+    fn duplicate_window_forgets_old_numbers() {
+        let far = 1 + DUPLICATE_WINDOW;
+        let s = feed(&[1, far, 1, 1, 2, 2]);
+        // 1 is now too old to be judged; 2 is just inside the window.
+        assert_eq!(s.duplicates, 1);
+        assert_eq!(s.out_of_order, 4);
+        let s = feed(&[1, far, far - 1, far - 1, far]);
+        assert_eq!(s.duplicates, 2);
+        // A slot reused after the window wrapped is not mistaken for a duplicate.
+        let s = feed(&[
+            5,
+            5 + DUPLICATE_WINDOW - 1,
+            5 + DUPLICATE_WINDOW,
+            5 + DUPLICATE_WINDOW - 1,
+        ]);
+        assert_eq!(s.duplicates, 1);
+    }
+
+    #[test]
+    fn jitter_matches_rfc3550_by_hand() {
+        // Sent every 10 ms; transits 5, 7, 4, 4 ms.
+        let sends = [(100, 0), (100, 10_000), (100, 20_000), (100, 30_000)];
+        let arrivals = [100.005, 100.017, 100.024, 100.034];
+        let mut rx = UdpReceiver::new();
+        for (i, ((sec, usec), at)) in sends.iter().zip(arrivals).enumerate() {
+            rx.record(i as u64 + 1, *sec, *usec, Duration::from_secs_f64(at));
+        }
+        // J1 = 0; J2 = 0.002/16 = 0.000125; J3 = J2 + (0.003 - J2)/16 = 0.0003046875;
+        // J4 = J3 * 15/16 = 0.00028564453125.
+        let jitter = rx.stats().jitter;
+        assert!((jitter - 0.000_285_644_531_25).abs() < 1e-15, "{jitter}");
+    }
+
+    #[test]
+    fn transit_is_absolute_and_microsecond_truncated() {
+        // The sender's uptime is ahead of ours: |arrival − stamp|.
+        let t = transit_secs(369, 392_741, Duration::from_millis(10_500));
+        assert_eq!(t, 358.0 + 892_741.0 / 1_000_000.0);
+        // Nanoseconds are dropped as iperf3's clock reading does.
+        assert_eq!(
+            transit_secs(1, 0, Duration::new(1, 1_999)),
+            1.0 / 1_000_000.0
+        );
+        // The first datagram only primes the filter.
+        let mut rx = UdpReceiver::new();
+        rx.record(1, 0, 0, Duration::from_secs(3));
+        assert_eq!(rx.stats().jitter, 0.0);
+    }
+
+    proptest! {
+        #[test]
+        fn header_round_trip(sec in any::<u32>(), usec in any::<u32>(), seq in any::<u64>(), len in 16usize..64) {
+            let header = UdpHeader { sec, usec, seq };
+            let mut buf = vec![0u8; len];
+            header.encode(SeqWidth::Bits64, &mut buf).expect("long enough");
+            prop_assert_eq!(UdpHeader::decode(&buf, SeqWidth::Bits64), Ok(header));
+            header.encode(SeqWidth::Bits32, &mut buf).expect("long enough");
+            let back = UdpHeader::decode(&buf, SeqWidth::Bits32).expect("decodes");
+            prop_assert_eq!(back, UdpHeader { seq: seq & 0xFFFF_FFFF, ..header });
+        }
+
+        #[test]
+        fn duplicates_are_exact_within_the_window(seqs in proptest::collection::vec(0u64..2000, 0..300)) {
+            let s = feed(&seqs);
+            let mut seen = HashSet::new();
+            let expected = seqs.iter().filter(|seq| !seen.insert(**seq)).count() as u64;
+            prop_assert_eq!(s.duplicates, expected);
+            prop_assert!(s.duplicates <= s.out_of_order);
+            prop_assert_eq!(s.received, seqs.len() as u64);
+            prop_assert_eq!(s.max_seq, seqs.iter().copied().max().unwrap_or(0));
+        }
+
+        #[test]
+        fn any_sequence_is_handled(seqs in proptest::collection::vec(any::<u64>(), 0..50),
+                                   stamps in proptest::collection::vec((any::<u32>(), any::<u32>(), any::<u64>()), 50)) {
+            let mut rx = UdpReceiver::new();
+            for (seq, (sec, usec, nanos)) in seqs.iter().zip(stamps) {
+                rx.record(*seq, sec, usec, Duration::from_nanos(nanos));
+            }
+            let s = rx.stats();
+            prop_assert!(s.jitter.is_finite() && s.jitter >= 0.0);
+            prop_assert!(s.lost < u64::MAX);
+        }
+    }
+}
