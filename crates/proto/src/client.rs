@@ -237,7 +237,8 @@ impl ClientControl {
 
     /// Feeds bytes read from the control connection. Partial messages are
     /// buffered; several messages in one read are all handled. While the
-    /// driver owes us its results, only the server's abort messages are read.
+    /// driver owes a command (`test_end` once running, `send_results` when
+    /// asked) only the server's abort messages are read; the rest waits.
     pub fn handle_input(&mut self, bytes: &[u8], now: Duration) {
         self.now = now;
         if self.phase == ClientPhase::Closed || self.eof {
@@ -268,9 +269,18 @@ impl ClientControl {
         }
         self.inbuf = buf;
         self.inbuf.drain(..pos);
-        let held_for_driver = self.phase == ClientPhase::ResultsRequested && !self.inbuf.is_empty();
+        let held_for_driver = self.waits_for_driver() && !self.inbuf.is_empty();
         if self.eof && self.phase != ClientPhase::Closed && !held_for_driver {
             self.finish_at_eof();
+        }
+    }
+
+    /// Whether the driver owes a command before the server may speak again.
+    fn waits_for_driver(&self) -> bool {
+        match self.phase {
+            ClientPhase::Running => !self.test_end_sent,
+            ClientPhase::ResultsRequested => true,
+            _ => false,
         }
     }
 
@@ -331,6 +341,7 @@ impl ClientControl {
         }
         self.test_end_sent = true;
         self.outbuf.push(State::TestEnd.to_byte());
+        self.process();
         Ok(())
     }
 
@@ -374,8 +385,9 @@ impl ClientControl {
         match self.phase {
             ClientPhase::Closed => Step::Stop,
             ClientPhase::AwaitServerResults if !abort => self.read_results(buf),
-            // The server sends nothing before our results unless it aborts.
-            ClientPhase::ResultsRequested if !abort => Step::Wait,
+            // The server sends nothing before our TEST_END or our results
+            // unless it aborts; anything else waits for the command.
+            _ if self.waits_for_driver() && !abort => Step::Wait,
             _ => self.read_state(buf),
         }
     }
@@ -462,4 +474,410 @@ fn read_i32(bytes: &[u8]) -> i32 {
     let mut word = [0u8; 4];
     word.copy_from_slice(&bytes[..4]);
     i32::from_be_bytes(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{self, captured_client, captured_params, captured_server};
+    use proptest::prelude::*;
+
+    fn at(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    fn client() -> ClientControl {
+        ClientControl::new(Cookie::from_wire(capture::COOKIE), captured_params())
+    }
+
+    fn drain(client: &mut ClientControl) -> (Vec<u8>, Vec<ClientEvent>) {
+        let mut out = Vec::new();
+        let mut events = Vec::new();
+        // Events first: DISPLAY_RESULTS queues IPERF_DONE as it is handed out.
+        while let Some(event) = client.poll_event() {
+            events.push(event);
+        }
+        let _ = client.poll_transmit(&mut out);
+        (out, events)
+    }
+
+    /// Everything the 3.12 server wrote on the control connection, with our −1.
+    fn server_bytes() -> Vec<u8> {
+        let mut bytes = vec![0x09, 0x0a, 0x01, 0x02, 0x0d];
+        bytes.extend(capture::frame(capture::SERVER_RESULTS));
+        bytes.push(0x0e);
+        bytes
+    }
+
+    fn expected_client_bytes() -> Vec<u8> {
+        let mut bytes = capture::COOKIE.to_vec();
+        bytes.extend(capture::frame(capture::PARAMS));
+        bytes.push(0x04);
+        bytes.extend(capture::frame(capture::CLIENT_RESULTS));
+        bytes.push(0x10);
+        bytes
+    }
+
+    fn expected_events() -> Vec<ClientEvent> {
+        vec![
+            ClientEvent::CreateStreams,
+            ClientEvent::TestStart,
+            ClientEvent::TestRunning,
+            ClientEvent::ResultsRequested,
+            ClientEvent::ServerResults(Box::new(captured_server())),
+            ClientEvent::DisplayResults,
+            ClientEvent::Done,
+        ]
+    }
+
+    /// Runs a client over `chunks`, reacting as a driver would: TEST_END as
+    /// soon as the test runs, the captured results when asked.
+    fn run(chunks: &[&[u8]]) -> (Vec<u8>, Vec<ClientEvent>) {
+        let mut client = client();
+        let mut out = Vec::new();
+        let mut events = Vec::new();
+        let _ = client.poll_transmit(&mut out);
+        for (i, chunk) in chunks.iter().enumerate() {
+            client.handle_input(chunk, at(i as u64));
+            while let Some(event) = client.poll_event() {
+                let done = match &event {
+                    ClientEvent::TestRunning => client.test_end(),
+                    ClientEvent::ResultsRequested => client.send_results(&captured_client()),
+                    _ => Ok(()),
+                };
+                if let Err(e) = done {
+                    assert!(client.is_closed(), "{e}");
+                }
+                events.push(event);
+            }
+            let _ = client.poll_transmit(&mut out);
+        }
+        (out, events)
+    }
+
+    #[test]
+    fn replays_the_captured_test_step_by_step() {
+        let mut c = client();
+        assert_eq!(drain(&mut c), (capture::COOKIE.to_vec(), vec![]));
+
+        c.handle_input(&[0x09], at(0));
+        let (out, events) = drain(&mut c);
+        assert_eq!(&out[..4], &[0, 0, 0, 0x91]);
+        assert_eq!(&out[4..], capture::PARAMS.as_bytes(), "145-byte parameters");
+        assert!(events.is_empty());
+
+        c.handle_input(&[0x0a], at(1));
+        assert_eq!(drain(&mut c), (vec![], vec![ClientEvent::CreateStreams]));
+        c.handle_input(&[0x01, 0x02], at(2));
+        assert_eq!(
+            drain(&mut c),
+            (
+                vec![],
+                vec![ClientEvent::TestStart, ClientEvent::TestRunning]
+            )
+        );
+        assert_eq!(c.test_start_time(), Some(at(2)));
+
+        c.test_end().expect("allowed");
+        assert_eq!(drain(&mut c).0, [0x04]);
+        c.handle_input(&[0x0d], at(2002));
+        assert_eq!(drain(&mut c), (vec![], vec![ClientEvent::ResultsRequested]));
+        c.send_results(&captured_client()).expect("allowed");
+        assert_eq!(drain(&mut c).0, capture::frame(capture::CLIENT_RESULTS));
+
+        c.handle_input(&capture::frame(capture::SERVER_RESULTS), at(2003));
+        assert_eq!(
+            drain(&mut c),
+            (
+                vec![],
+                vec![ClientEvent::ServerResults(Box::new(captured_server()))]
+            )
+        );
+        c.handle_input(&[0x0e], at(2004));
+        let mut out = Vec::new();
+        assert!(!c.poll_transmit(&mut out), "IPERF_DONE waits for the event");
+        assert_eq!(c.poll_event(), Some(ClientEvent::DisplayResults));
+        assert!(c.poll_transmit(&mut out));
+        assert_eq!(out, [0x10]);
+        assert_eq!(c.poll_event(), Some(ClientEvent::Done));
+        assert_eq!(c.poll_event(), None);
+        assert!(c.is_closed());
+        c.handle_eof(at(2005));
+        assert_eq!(drain(&mut c), (vec![], vec![]));
+    }
+
+    #[test]
+    fn whole_transcript_in_one_read_or_byte_by_byte() {
+        let bytes = server_bytes();
+        assert_eq!(run(&[&bytes]), (expected_client_bytes(), expected_events()));
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(run(&singles), (expected_client_bytes(), expected_events()));
+    }
+
+    #[test]
+    fn split_at_every_byte_boundary() {
+        let bytes = server_bytes();
+        for cut in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(
+                run(&[a, b]),
+                (expected_client_bytes(), expected_events()),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    fn running() -> ClientControl {
+        let mut c = client();
+        c.handle_input(&[0x09, 0x0a, 0x01, 0x02], at(0));
+        let _ = drain(&mut c);
+        c
+    }
+
+    fn awaiting_server_results() -> ClientControl {
+        let mut c = running();
+        c.test_end().expect("allowed");
+        c.handle_input(&[0x0d], at(1));
+        c.send_results(&captured_client()).expect("allowed");
+        let _ = drain(&mut c);
+        c
+    }
+
+    #[test]
+    fn busy_server_refuses() {
+        let mut c = client();
+        c.handle_input(&[0xFF], at(0));
+        let (out, events) = drain(&mut c);
+        assert_eq!(out, capture::COOKIE);
+        assert_eq!(events, [ClientEvent::AccessDenied]);
+        assert!(c.is_closed());
+    }
+
+    #[test]
+    fn server_error_with_one_or_two_words() {
+        // 3.12 auth failure: code 142 and no errno word, then close.
+        let mut c = client();
+        c.handle_input(&[0x09, 0xFE, 0, 0, 0], at(0));
+        c.handle_input(&[0x8E], at(1));
+        assert_eq!(drain(&mut c).1, []);
+        c.handle_eof(at(2));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ServerError {
+                code: 142,
+                errno: 0
+            }]
+        );
+
+        let mut c = running();
+        c.handle_input(&[0xFE, 0, 0, 0, 160, 0, 0, 0, 4], at(5));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ServerError {
+                code: 160,
+                errno: 4
+            }]
+        );
+
+        let mut c = client();
+        c.handle_input(&[0xFE, 0, 0], at(0));
+        c.handle_eof(at(1));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ProtocolError(ProtoError::Truncated {
+                what: "SERVER_ERROR message",
+                have: 3,
+                need: 9
+            })]
+        );
+    }
+
+    #[test]
+    fn eof_instead_of_create_streams_is_a_refusal() {
+        let mut c = client();
+        c.handle_input(&[0x09], at(0));
+        c.handle_eof(at(1));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::PeerClosed {
+                state: State::CreateStreams
+            }]
+        );
+        let mut c = running();
+        c.handle_eof(at(1));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::PeerClosed {
+                state: State::ExchangeResults
+            }]
+        );
+    }
+
+    #[test]
+    fn server_terminate_is_answered_with_iperf_done() {
+        let mut c = running();
+        c.handle_input(&[0x0B], at(5));
+        assert_eq!(
+            drain(&mut c),
+            (vec![0x10], vec![ClientEvent::ServerTerminated])
+        );
+        // Also in place of the server's results frame.
+        let mut c = awaiting_server_results();
+        c.handle_input(&[0x0B], at(5));
+        assert_eq!(
+            drain(&mut c),
+            (vec![0x10], vec![ClientEvent::ServerTerminated])
+        );
+    }
+
+    #[test]
+    fn hostile_server_results() {
+        let mut c = awaiting_server_results();
+        c.handle_input(&[0x00, 0x10, 0x00, 0x00], at(5));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ProtocolError(ProtoError::FrameTooLong {
+                len: 1 << 20,
+                max: MAX_JSON_LEN
+            })]
+        );
+
+        let mut c = awaiting_server_results();
+        c.handle_input(&capture::frame(&"{".repeat(10_000)), at(5));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ProtocolError(ProtoError::JsonTooDeep {
+                max: MAX_JSON_DEPTH,
+                offset: MAX_JSON_DEPTH
+            })]
+        );
+
+        let mut c = awaiting_server_results();
+        c.handle_input(&capture::frame(r#"{"cpu_util_total":1}"#), at(5));
+        match &drain(&mut c).1[..] {
+            [ClientEvent::ProtocolError(e)] => {
+                assert!(e.to_string().contains("missing field"), "{e}")
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+
+        let mut c = awaiting_server_results();
+        let frame = capture::frame(capture::SERVER_RESULTS);
+        c.handle_input(&frame[..100], at(5));
+        c.handle_eof(at(6));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ProtocolError(ProtoError::Truncated {
+                what: "server results",
+                have: 100,
+                need: frame.len()
+            })]
+        );
+    }
+
+    #[test]
+    fn unknown_and_misplaced_states_are_protocol_errors() {
+        let mut c = client();
+        c.handle_input(&[0x03], at(0));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ProtocolError(ProtoError::UnknownState(3))]
+        );
+
+        let mut c = client();
+        c.handle_input(&[0x09, 0x01, 0x0a], at(0));
+        let (_, events) = drain(&mut c);
+        match &events[..] {
+            [ClientEvent::ProtocolError(e)] => assert_eq!(
+                e.to_string(),
+                "unexpected state TEST_START (0x01) while waiting for CREATE_STREAMS"
+            ),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(c.is_closed());
+    }
+
+    #[test]
+    fn server_results_before_ours_wait_for_the_driver() {
+        let mut c = running();
+        c.test_end().expect("allowed");
+        let mut input = vec![0x0d];
+        input.extend(capture::frame(capture::SERVER_RESULTS));
+        input.push(0x0e);
+        c.handle_input(&input, at(1));
+        assert_eq!(drain(&mut c).1, [ClientEvent::ResultsRequested]);
+        c.send_results(&captured_client()).expect("allowed");
+        let (_, events) = drain(&mut c);
+        assert_eq!(
+            events[0],
+            ClientEvent::ServerResults(Box::new(captured_server()))
+        );
+        assert_eq!(
+            events[1..],
+            [ClientEvent::DisplayResults, ClientEvent::Done]
+        );
+    }
+
+    #[test]
+    fn commands_out_of_order_are_refused() {
+        let mut c = client();
+        assert_eq!(
+            c.test_end(),
+            Err(ProtoError::OutOfOrder {
+                command: "test_end",
+                phase: "waiting for PARAM_EXCHANGE"
+            })
+        );
+        assert!(c.send_results(&captured_client()).is_err());
+        let mut c = running();
+        c.test_end().expect("first");
+        assert!(c.test_end().is_err(), "only once");
+        c.terminate().expect("allowed");
+        assert_eq!(drain(&mut c).0, [0x04, 0x0C]);
+        assert!(c.terminate().is_err());
+    }
+
+    #[test]
+    fn limits_are_configurable() {
+        let limits = ClientLimits {
+            max_json_len: 10,
+            max_json_depth: 2,
+        };
+        let mut c = ClientControl::with_limits(
+            Cookie::from_wire(capture::COOKIE),
+            captured_params(),
+            limits,
+        );
+        c.handle_input(&[0x09, 0x0a, 0x01, 0x02], at(0));
+        c.test_end().expect("allowed");
+        c.handle_input(&[0x0d], at(1));
+        c.send_results(&captured_client()).expect("allowed");
+        let _ = drain(&mut c);
+        c.handle_input(&[0, 0, 0, 11], at(2));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ProtocolError(ProtoError::FrameTooLong {
+                len: 11,
+                max: 10
+            })]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+            cut in 1usize..64,
+        ) {
+            let chunks: Vec<&[u8]> = bytes.chunks(cut).collect();
+            let _ = run(&chunks);
+            let mut c = client();
+            for chunk in &chunks {
+                c.handle_input(chunk, at(0));
+            }
+            c.handle_eof(at(1));
+            let _ = drain(&mut c);
+            prop_assert!(c.is_closed());
+        }
+    }
 }

@@ -303,6 +303,8 @@ mod tests {
     }
 
     #[test]
+    // The literals are iperf3's printed digits, 17 significant ones.
+    #[allow(clippy::excessive_precision)]
     fn numbers_look_like_iperf3s() {
         let cases = [
             (0.0, "0"),
