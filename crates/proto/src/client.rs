@@ -19,6 +19,8 @@ use crate::state::State;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientLimits {
     /// Largest server results message, bytes (a `-J` report can be big).
+    /// Keep it under 184 MB: a longer length prefix would start with a byte
+    /// the machine reads as an abort message.
     pub max_json_len: usize,
     /// Deepest JSON nesting accepted.
     pub max_json_depth: usize,
@@ -154,8 +156,13 @@ const SERVER_ERROR_LEN: usize = 9;
 /// `TestRunning` (send/receive until the test is over, then `test_end()`),
 /// `ResultsRequested` (`send_results()`), `ServerResults`, `DisplayResults`
 /// (close data streams), `Done` (write the queued IPERF_DONE, close).
-/// Handle events before the next `poll_transmit` so data streams close
-/// before IPERF_DONE goes out, as in iperf3.
+/// IPERF_DONE is queued only as `DisplayResults` is handed out, so closing
+/// the data streams in that event's handler keeps iperf3's order (data FINs
+/// before IPERF_DONE) whatever the loop order.
+///
+/// Events describe input already read; a command issued in response may
+/// fail with [`ProtoError::OutOfOrder`] if later input (e.g. ACCESS_DENIED)
+/// has closed the machine meanwhile. Check [`is_closed`](Self::is_closed).
 #[derive(Debug)]
 pub struct ClientControl {
     cookie: Cookie,
@@ -175,8 +182,10 @@ pub struct ClientControl {
 enum Step {
     /// The message took this many bytes.
     Consumed(usize),
-    /// More bytes, or a command from the driver, are needed.
-    Wait,
+    /// The message is incomplete; more bytes are needed.
+    NeedBytes,
+    /// The driver owes a command before this input may be read.
+    Held,
     /// Nothing more is read.
     Stop,
 }
@@ -260,16 +269,21 @@ impl ClientControl {
     fn process(&mut self) {
         let buf = std::mem::take(&mut self.inbuf);
         let mut pos = 0;
+        let mut held_for_driver = false;
         while pos < buf.len() {
             match self.step(&buf[pos..]) {
                 Step::Consumed(n) => pos += n,
-                Step::Wait => break,
+                Step::NeedBytes => break,
+                Step::Held => {
+                    held_for_driver = true;
+                    break;
+                }
                 Step::Stop => pos = buf.len(),
             }
         }
         self.inbuf = buf;
         self.inbuf.drain(..pos);
-        let held_for_driver = self.waits_for_driver() && !self.inbuf.is_empty();
+        // EOF is reported once the held input has been read, not before.
         if self.eof && self.phase != ClientPhase::Closed && !held_for_driver {
             self.finish_at_eof();
         }
@@ -387,7 +401,7 @@ impl ClientControl {
             ClientPhase::AwaitServerResults if !abort => self.read_results(buf),
             // The server sends nothing before our TEST_END or our results
             // unless it aborts; anything else waits for the command.
-            _ if self.waits_for_driver() && !abort => Step::Wait,
+            _ if self.waits_for_driver() && !abort => Step::Held,
             _ => self.read_state(buf),
         }
     }
@@ -395,7 +409,7 @@ impl ClientControl {
     fn read_results(&mut self, buf: &[u8]) -> Step {
         let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Step::Wait,
+            Ok(None) => return Step::NeedBytes,
             Err(e) => return self.fail(e),
         };
         match framing::decode_json::<Results>(body, &self.limits, "results") {
@@ -417,7 +431,7 @@ impl ClientControl {
         let (event, next) = match (self.phase, state) {
             (_, State::ServerError) => {
                 let Some(msg) = buf.get(..SERVER_ERROR_LEN) else {
-                    return Step::Wait;
+                    return Step::NeedBytes;
                 };
                 let event = ClientEvent::ServerError {
                     code: read_i32(&msg[1..5]),
@@ -689,6 +703,20 @@ mod tests {
                 have: 3,
                 need: 9
             })]
+        );
+    }
+
+    #[test]
+    fn short_server_error_then_eof_while_the_driver_owes_test_end() {
+        let mut c = running();
+        c.handle_input(&[0xFE, 0, 0, 0, 0x8E], at(1));
+        c.handle_eof(at(2));
+        assert_eq!(
+            drain(&mut c).1,
+            [ClientEvent::ServerError {
+                code: 142,
+                errno: 0
+            }]
         );
     }
 

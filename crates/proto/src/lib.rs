@@ -54,6 +54,8 @@ pub mod udp;
 
 #[cfg(test)]
 mod capture;
+#[cfg(test)]
+mod pair;
 
 pub use client::{ClientControl, ClientEvent, ClientLimits, ClientPhase};
 pub use cookie::Cookie;

@@ -2,7 +2,7 @@
 //!
 //! This module owns the order of the server's control messages and the
 //! handshake deadline. Listening, accepting data streams, checking their
-//! cookies (with [`matches`]) and refusing a second client while a test runs
+//! cookies (with [`matches()`]) and refusing a second client while a test runs
 //! are the driver's.
 
 use std::collections::VecDeque;
@@ -22,7 +22,8 @@ pub const ERROR_RECV_PARAMS: i32 = 114;
 /// Limits on what a [`ServerControl`] accepts from a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
-    /// Largest parameters or results message, bytes.
+    /// Largest parameters or results message, bytes. Keep it under 201 MB:
+    /// a longer length prefix would start with CLIENT_TERMINATE's byte.
     pub max_json_len: usize,
     /// Deepest JSON nesting accepted.
     pub max_json_depth: usize,
@@ -156,6 +157,10 @@ const ABORT_BYTES: [u8; 1] = [0x0C];
 /// `TestEnd` (close data streams, `request_results()`), `ClientResults`
 /// (`send_results()`), `Done` (close). A connection arriving while another
 /// test runs gets a fresh machine and [`refuse`](Self::refuse) at once.
+///
+/// Events describe input already read; a command issued in response may
+/// fail with [`ProtoError::OutOfOrder`] if later input (e.g. CLIENT_TERMINATE)
+/// has closed the machine meanwhile. Check [`is_closed`](Self::is_closed).
 #[derive(Debug)]
 pub struct ServerControl {
     limits: JsonLimits,
@@ -171,8 +176,10 @@ pub struct ServerControl {
 enum Step {
     /// The message took this many bytes.
     Consumed(usize),
-    /// More bytes, or a command from the driver, are needed.
-    Wait,
+    /// The message is incomplete; more bytes are needed.
+    NeedBytes,
+    /// The driver owes a command before this input may be read.
+    Held,
     /// Nothing more is read.
     Stop,
 }
@@ -237,16 +244,21 @@ impl ServerControl {
     fn process(&mut self) {
         let buf = std::mem::take(&mut self.inbuf);
         let mut pos = 0;
+        let mut held_for_driver = false;
         while pos < buf.len() {
             match self.step(&buf[pos..]) {
                 Step::Consumed(n) => pos += n,
-                Step::Wait => break,
+                Step::NeedBytes => break,
+                Step::Held => {
+                    held_for_driver = true;
+                    break;
+                }
                 Step::Stop => pos = buf.len(),
             }
         }
         self.inbuf = buf;
         self.inbuf.drain(..pos);
-        let held_for_driver = self.waits_for_driver() && !self.inbuf.is_empty();
+        // EOF is reported once the held input has been read, not before.
         if self.eof && self.phase != ServerPhase::Closed && !held_for_driver {
             self.finish_at_eof();
         }
@@ -442,7 +454,7 @@ impl ServerControl {
             ServerPhase::Closed => Step::Stop,
             ServerPhase::AwaitCookie => {
                 let Some(bytes) = buf.first_chunk::<COOKIE_LEN>() else {
-                    return Step::Wait;
+                    return Step::NeedBytes;
                 };
                 let cookie = Cookie::from_wire(bytes);
                 self.cookie = Some(cookie);
@@ -455,7 +467,7 @@ impl ServerControl {
             ServerPhase::AwaitClientResults if !abort => self.read_results(buf),
             // The client sends nothing while we wait for the driver, except
             // when it is interrupted; anything else waits for the command.
-            _ if self.waits_for_driver() && !abort => Step::Wait,
+            _ if self.waits_for_driver() && !abort => Step::Held,
             _ => self.read_state(buf[0]),
         }
     }
@@ -463,7 +475,7 @@ impl ServerControl {
     fn read_params(&mut self, buf: &[u8]) -> Step {
         let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Step::Wait,
+            Ok(None) => return Step::NeedBytes,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
         let params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters") {
@@ -482,7 +494,7 @@ impl ServerControl {
     fn read_results(&mut self, buf: &[u8]) -> Step {
         let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
             Ok(Some(frame)) => frame,
-            Ok(None) => return Step::Wait,
+            Ok(None) => return Step::NeedBytes,
             Err(e) => return self.fail(e),
         };
         match framing::decode_json::<Results>(body, &self.limits, "results") {
@@ -940,6 +952,30 @@ mod tests {
                 have: 10,
                 need: 37
             })]
+        );
+    }
+
+    #[test]
+    fn eof_waits_for_input_held_for_the_driver() {
+        let mut s = server();
+        let mut input = capture::COOKIE.to_vec();
+        input.extend(capture::frame(capture::PARAMS));
+        input.push(0x04);
+        s.handle_input(&input, at(0));
+        s.handle_eof(at(1));
+        let (_, events) = drain(&mut s);
+        assert_eq!(events.len(), 2, "cookie and params only: {events:?}");
+        s.create_streams().expect("allowed");
+        assert_eq!(drain(&mut s).1, []);
+        s.start_test().expect("allowed");
+        assert_eq!(
+            drain(&mut s).1,
+            [
+                ServerEvent::TestEnd,
+                ServerEvent::PeerClosed {
+                    phase: ServerPhase::TestEnded
+                }
+            ]
         );
     }
 
