@@ -348,8 +348,21 @@ mod tests {
         }
 
         #[test]
-        fn depth_scan_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512), max in 0usize..40) {
-            let _ = check_depth(&bytes, max);
+        fn depth_scan_is_consistent(bytes in proptest::collection::vec(
+            prop_oneof![Just(b'['), Just(b'{'), Just(b']'), Just(b'"'), Just(b'\\'), any::<u8>()], 0..512),
+            max in 0usize..40,
+        ) {
+            match check_depth(&bytes, max) {
+                Ok(()) => prop_assert!(check_depth(&bytes, max + 1).is_ok()),
+                Err(ProtoError::JsonTooDeep { max: m, offset }) => {
+                    prop_assert_eq!(m, max);
+                    let opener = matches!(bytes[offset], b'[' | b'{');
+                    prop_assert!(opener);
+                    // The first byte over the limit is reported.
+                    prop_assert!(check_depth(&bytes[..offset], max).is_ok());
+                }
+                Err(other) => prop_assert!(false, "unexpected {other}"),
+            }
         }
     }
 }

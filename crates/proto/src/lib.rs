@@ -39,6 +39,15 @@
 //! ```
 //! Either side may abort: the server with `FF` (busy), `FE` + code + errno
 //! (error) or `0B` (terminated), the client with `0C` (terminated).
+//!
+//! # Not here
+//! - Authentication (§10): the `authtoken` string is carried, but making
+//!   and checking it (RSA, users file) is the driver's.
+//! - Timers other than the server's handshake deadline: the test duration,
+//!   the server watchdog, `--rcv-timeout` and 3.15+ control-read timeouts are
+//!   kept by the driver, which has the clock.
+//! - Per-interval statistics and the `-J` report.
+//! - Matching results to streams by ID (error 208) and stream bookkeeping.
 #![forbid(unsafe_code)]
 
 pub mod client;

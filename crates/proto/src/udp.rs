@@ -277,6 +277,25 @@ impl SeenWindow {
         ((index / 64) as usize, 1 << (index % 64))
     }
 
+    /// Clears the slots of `count` (< window) numbers from `from` on, a word
+    /// at a time, so even a hostile jump costs at most ~1000 word operations.
+    fn clear_span(&mut self, from: u64, count: u64) {
+        let mut index = from % DUPLICATE_WINDOW;
+        let mut left = count;
+        while left > 0 {
+            let bit = index % 64;
+            let n = left.min(64 - bit);
+            let mask = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << bit
+            };
+            self.bits[(index / 64) as usize] &= !mask;
+            left -= n;
+            index = (index + n) % DUPLICATE_WINDOW;
+        }
+    }
+
     fn insert(&mut self, seq: u64) -> Seen {
         if seq > self.top {
             // Numbers between the old top and `seq` have not arrived; their
@@ -284,10 +303,7 @@ impl SeenWindow {
             if seq - self.top >= DUPLICATE_WINDOW {
                 self.bits.fill(0);
             } else {
-                for skipped in self.top + 1..seq {
-                    let (word, mask) = SeenWindow::slot(skipped);
-                    self.bits[word] &= !mask;
-                }
+                self.clear_span(self.top + 1, seq - self.top - 1);
             }
             self.top = seq;
             let (word, mask) = SeenWindow::slot(seq);
@@ -520,6 +536,25 @@ mod tests {
             prop_assert!(s.duplicates <= s.out_of_order);
             prop_assert_eq!(s.received, seqs.len() as u64);
             prop_assert_eq!(s.max_seq, seqs.iter().copied().max().unwrap_or(0));
+        }
+
+        #[test]
+        fn duplicates_match_a_reference_across_window_jumps(
+            seqs in proptest::collection::vec(
+                prop_oneof![0u64..300_000, (0u64..300_000).prop_map(|s| s / 64 * 64)], 0..300),
+        ) {
+            let s = feed(&seqs);
+            let mut seen = HashSet::new();
+            let mut top = 0;
+            let mut expected = 0;
+            for &seq in &seqs {
+                if seq <= top && top - seq < DUPLICATE_WINDOW && seen.contains(&seq) {
+                    expected += 1;
+                }
+                seen.insert(seq);
+                top = top.max(seq);
+            }
+            prop_assert_eq!(s.duplicates, expected);
         }
 
         #[test]
