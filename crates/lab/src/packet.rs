@@ -7,7 +7,7 @@
 //! the delay line), so a long fat pipe full of ACKs does not pin 64 KiB each.
 //! In steady state packets are recycled, not allocated.
 
-use crate::wire::{write_segment, Layout, VnetHdr, MAX_SEGMENT_FRAME, VNET_HDR_LEN};
+use crate::wire::{write_segments, Layout, VnetHdr, MAX_SEGMENT_FRAME, VNET_HDR_LEN};
 
 /// Size of a large buffer: any TUN frame (virtio header + 64 KiB IP packet).
 pub const LARGE_BUF: usize = VNET_HDR_LEN + 65_536;
@@ -136,8 +136,9 @@ impl Packet {
     }
 
     /// Calls `write` with every frame that has to go out for this packet: the
-    /// packet itself if intact, else each surviving segment, cut out by
-    /// [`write_segment`] into `scratch`.
+    /// packet itself if intact, else each run of consecutive surviving
+    /// segments, cut out by [`write_segments`] into `scratch` (a smaller GSO
+    /// packet, or a plain one for a run of one).
     ///
     /// `scratch` must hold [`MAX_SEGMENT_FRAME`] bytes (it is grown if not;
     /// keep it around to avoid allocating).
@@ -153,12 +154,18 @@ impl Packet {
             scratch.resize(MAX_SEGMENT_FRAME, 0);
         }
         let layout = self.layout();
-        for i in 0..layout.segments {
+        let mut i = 0;
+        while i < layout.segments {
             if self.segment_dropped(i) {
+                i += 1;
                 continue;
             }
+            let first = i;
+            while i < layout.segments && !self.segment_dropped(i) {
+                i += 1;
+            }
             // The link only marks segments of splittable layouts; this cannot fail.
-            if let Some(n) = write_segment(self.ip(), &layout, i, scratch) {
+            if let Some(n) = write_segments(self.ip(), &layout, first, i - first, scratch) {
                 write(&scratch[..n])?;
             }
         }
@@ -265,7 +272,7 @@ impl Pool {
 mod tests {
     use super::*;
     use crate::wire::l4_checksum_ok;
-    use crate::wire::testpkt::{build, Spec};
+    use crate::wire::testpkt::{build, resegment, seq_of, Spec};
 
     #[test]
     fn intact_packet_is_written_as_is() {
@@ -290,15 +297,18 @@ mod tests {
         p.mark_dropped(3);
         let mut seqs = Vec::new();
         let mut scratch = Vec::new();
+        let mut frames = 0;
         p.for_each_frame::<()>(&mut scratch, |b| {
-            let mut b = b.to_vec();
-            assert!(crate::wire::complete_checksum(&mut b));
-            assert!(l4_checksum_ok(&b[VNET_HDR_LEN..]));
-            let tcp = &b[VNET_HDR_LEN + 20..];
-            seqs.push(u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]));
+            frames += 1;
+            for mut seg in resegment(b) {
+                assert!(crate::wire::complete_checksum(&mut seg));
+                assert!(l4_checksum_ok(&seg[VNET_HDR_LEN..]));
+                seqs.push(seq_of(&seg));
+            }
             Ok(())
         })
         .expect("infallible");
+        assert_eq!(frames, 2, "runs 1-2 and 4-6 go out as two GSO packets");
         let base = Spec::default().seq;
         let want: Vec<u32> = [1u32, 2, 4, 5, 6]
             .iter()

@@ -270,38 +270,58 @@ fn clamp_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// Buffer size that always fits one segment written by [`write_segment`].
+/// Buffer size that always fits a frame written by [`write_segments`].
 pub const MAX_SEGMENT_FRAME: usize = VNET_HDR_LEN + 65_535;
 
-/// Writes segment `index` of the GSO packet `ip` (laid out as `layout`) into
-/// `out` as a complete TUN frame, and returns the frame's length.
+/// Writes segment `index` of the GSO packet `ip` into `out` as a plain
+/// (non-GSO) TUN frame; see [`write_segments`].
+pub fn write_segment(ip: &[u8], layout: &Layout, index: u32, out: &mut [u8]) -> Option<usize> {
+    write_segments(ip, layout, index, 1, out)
+}
+
+/// Writes segments `first .. first + count` of the GSO packet `ip` (laid out
+/// as `layout`) into `out` as one TUN frame, and returns the frame's length.
+///
+/// One segment becomes a plain packet; a longer run stays a (smaller) GSO
+/// packet with the same `gso_size`, which the receiving stack takes whole —
+/// so dropping one segment of a 64 KiB packet costs two writes, not 44.
 ///
 /// The frame is a [`VNET_HDR_LEN`]-byte virtio header saying `NEEDS_CSUM`
 /// with `csum_start`/`csum_offset` pointing at the TCP/UDP checksum, followed
 /// by the IP packet: headers copied, then fixed up the way the kernel's own
 /// GSO does it (`tcp_gso_segment`, `inet_gso_segment`, `ipv6_gso_segment`):
 /// - IPv4 total length and header checksum; the IP ID is the original plus
-///   `index` (the kernel increments it per segment);
+///   `first` (the kernel increments it per segment);
 /// - IPv6 payload length;
-/// - TCP sequence number advanced by `index × gso_size`; FIN and PSH kept only
-///   on the last segment, CWR only on the first;
+/// - TCP sequence number advanced by `first × gso_size`; FIN and PSH kept only
+///   if the run ends with the last segment, CWR only if it starts with the first;
 /// - UDP length;
 /// - the L4 checksum field seeded with the pseudo-header sum, as
 ///   `CHECKSUM_PARTIAL` expects (the receiver trusts it; [`complete_checksum`]
 ///   finishes it when a full checksum is needed).
 ///
 /// Returns `None` (and writes nothing meaningful) if the layout is not
-/// splittable, `index` is out of range, `ip` does not match `layout`, or `out`
-/// is too small.
-pub fn write_segment(ip: &[u8], layout: &Layout, index: u32, out: &mut [u8]) -> Option<usize> {
+/// splittable, the run is empty or out of range, `ip` does not match
+/// `layout`, or `out` is too small.
+pub fn write_segments(
+    ip: &[u8],
+    layout: &Layout,
+    first: u32,
+    count: u32,
+    out: &mut [u8],
+) -> Option<usize> {
     let split = layout.split?;
     let gso_len = u64::from(layout.header_len) + u64::from(layout.payload_len);
-    if index >= layout.segments || ip.len() as u64 != gso_len {
+    let end = first.checked_add(count)?;
+    if count == 0 || end > layout.segments || ip.len() as u64 != gso_len {
         return None;
     }
     let hl = layout.header_len as usize;
-    let pay = layout.segment_payload(index) as usize;
-    let start = hl + index as usize * layout.gso_size as usize;
+    let gso = layout.gso_size as usize;
+    let start = hl + first as usize * gso;
+    let pay: usize = (first..end)
+        .map(|i| layout.segment_payload(i) as usize)
+        .sum();
     let seg_len = hl + pay;
     let frame_len = VNET_HDR_LEN + seg_len;
     let frame = out.get_mut(..frame_len)?;
@@ -313,7 +333,7 @@ pub fn write_segment(ip: &[u8], layout: &Layout, index: u32, out: &mut [u8]) -> 
         IpVersion::V4 => {
             let ihl = usize::from(p[0] & 0x0f) * 4;
             put16(p, 2, seg_len as u16);
-            let id = get16(p, 4).wrapping_add(index as u16);
+            let id = get16(p, 4).wrapping_add(first as u16);
             put16(p, 4, id);
             put16(p, 10, 0);
             let c = internet_checksum(&p[..ihl]);
@@ -329,34 +349,52 @@ pub fn write_segment(ip: &[u8], layout: &Layout, index: u32, out: &mut [u8]) -> 
     let l4_len = seg_len - l4;
     let (proto, csum_offset) = match split.transport {
         Transport::Tcp => {
-            let seq = get32(p, l4 + 4).wrapping_add(index.wrapping_mul(layout.gso_size));
+            let seq = get32(p, l4 + 4).wrapping_add(first.wrapping_mul(layout.gso_size));
             put32(p, l4 + 4, seq);
             let mut flags = p[l4 + 13];
-            if index + 1 < layout.segments {
+            if end < layout.segments {
                 flags &= !(TCP_FIN | TCP_PSH);
             }
-            if index > 0 {
+            if first > 0 {
                 flags &= !TCP_CWR;
             }
             p[l4 + 13] = flags;
             (6u8, 16u16)
         }
         Transport::Udp => {
+            // A USO packet's UDP length covers the whole run, as in the
+            // kernel's own (udp_send_skb); segmentation rewrites it per segment.
             put16(p, l4 + 4, l4_len as u16);
             (17u8, 6u16)
         }
     };
     let seed = fold(pseudo_header_sum(src, dst, proto, l4_len as u32));
     put16(p, l4 + usize::from(csum_offset), seed);
-    VnetHdr {
-        flags: VnetHdr::NEEDS_CSUM,
-        gso_type: VnetHdr::GSO_NONE,
-        hdr_len: hl as u16,
-        gso_size: 0,
-        csum_start: split.l4_offset,
-        csum_offset,
-    }
-    .emit(vnet);
+    let vh = if count == 1 {
+        VnetHdr {
+            flags: VnetHdr::NEEDS_CSUM,
+            gso_type: VnetHdr::GSO_NONE,
+            hdr_len: hl as u16,
+            gso_size: 0,
+            csum_start: split.l4_offset,
+            csum_offset,
+        }
+    } else {
+        let gso_type = match (split.transport, split.ip) {
+            (Transport::Tcp, IpVersion::V4) => VnetHdr::GSO_TCPV4,
+            (Transport::Tcp, IpVersion::V6) => VnetHdr::GSO_TCPV6,
+            (Transport::Udp, _) => VnetHdr::GSO_UDP_L4,
+        };
+        VnetHdr {
+            flags: VnetHdr::NEEDS_CSUM,
+            gso_type,
+            hdr_len: hl as u16,
+            gso_size: layout.gso_size as u16,
+            csum_start: split.l4_offset,
+            csum_offset,
+        }
+    };
+    vh.emit(vnet);
     Some(frame_len)
 }
 
@@ -492,6 +530,29 @@ pub(crate) mod testpkt {
                 tcp_flags: 0x18 | TCP_FIN | TCP_CWR,
             }
         }
+    }
+
+    /// Cuts a TUN frame (GSO or not) into the plain frames of its segments.
+    pub fn resegment(frame: &[u8]) -> Vec<Vec<u8>> {
+        let h = VnetHdr::parse(frame).expect("virtio header");
+        let ip = &frame[VNET_HDR_LEN..];
+        let l = Layout::of(ip, Some(&h));
+        if l.split.is_none() {
+            return vec![frame.to_vec()];
+        }
+        let mut out = vec![0u8; MAX_SEGMENT_FRAME];
+        (0..l.segments)
+            .map(|i| {
+                let n = write_segment(ip, &l, i, &mut out).expect("segment");
+                out[..n].to_vec()
+            })
+            .collect()
+    }
+
+    /// TCP sequence number of a frame with a virtio header and IPv4.
+    pub fn seq_of(frame: &[u8]) -> u32 {
+        let tcp = &frame[VNET_HDR_LEN + 20..];
+        u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]])
     }
 
     /// Builds `[virtio hdr][IP][TCP 32 B with timestamps | UDP][payload]` with
@@ -671,6 +732,52 @@ mod tests {
             payload: 100,
             ..Spec::default()
         });
+    }
+
+    /// A run written as a smaller GSO packet must segment into exactly the
+    /// segments the original would have given.
+    #[test]
+    fn runs_resegment_like_the_original() {
+        for spec in [
+            Spec::default(),
+            Spec {
+                v6: true,
+                ..Spec::default()
+            },
+            Spec {
+                udp: true,
+                payload: 9000,
+                gso_size: 1000,
+                ..Spec::default()
+            },
+        ] {
+            let frame = build(&spec);
+            let h = VnetHdr::parse(&frame).expect("header");
+            let ip = &frame[VNET_HDR_LEN..];
+            let layout = Layout::of(ip, Some(&h));
+            let n = layout.segments;
+            let mut run = vec![0u8; MAX_SEGMENT_FRAME];
+            let mut a = vec![0u8; MAX_SEGMENT_FRAME];
+            let mut b = vec![0u8; MAX_SEGMENT_FRAME];
+            for (first, count) in [(0, 2), (1, n - 1), (2, 3), (0, n)] {
+                let len = write_segments(ip, &layout, first, count, &mut run).expect("run");
+                let rh = VnetHdr::parse(&run).expect("run header");
+                assert_eq!(rh.gso_kind(), h.gso_kind());
+                let rip = &run[VNET_HDR_LEN..len];
+                let rl = Layout::of(rip, Some(&rh));
+                assert_eq!(rl.segments, count);
+                let mut whole = run[..len].to_vec();
+                assert!(complete_checksum(&mut whole));
+                assert!(l4_checksum_ok(&whole[VNET_HDR_LEN..]), "run checksum");
+                for k in 0..count {
+                    let la = write_segment(rip, &rl, k, &mut a).expect("a");
+                    let lb = write_segment(ip, &layout, first + k, &mut b).expect("b");
+                    assert_eq!(&a[..la], &b[..lb], "run ({first}, {count}) segment {k}");
+                }
+            }
+            assert!(write_segments(ip, &layout, 1, n, &mut run).is_none());
+            assert!(write_segments(ip, &layout, 0, 0, &mut run).is_none());
+        }
     }
 
     #[test]

@@ -1,0 +1,793 @@
+//! The lab: two network namespaces joined through the emulated link.
+//!
+//! Owns: the topology's life cycle — namespaces `plumb-<pid>-<n>-near` and
+//! `…-far`, one TUN device in each (`near` has 198.18.0.1, `far` 198.18.0.2,
+//! RFC 2544 benchmarking addresses, each a /32 with the other as peer), the
+//! two forwarder threads, and removing all of it again: on drop, on
+//! SIGINT/SIGTERM if [`Lab::install_signal_cleanup`] was called, and for
+//! crashed earlier runs via [`Lab::cleanup_stale`].
+//!
+//! ```text
+//!  netns near                       this process                      netns far
+//!  198.18.0.1 ── tun plumbXn ──▶ [ read → Link near→far → write ] ──▶ tun plumbXf ── 198.18.0.2
+//!             ◀──────────────── [ write ← Link far→near ← read ] ◀──
+//! ```
+//!
+//! The TUN devices are created in the caller's namespace with offloads on and
+//! then moved; their descriptors stay valid, and since the devices are not
+//! persistent, closing them (even by crashing) deletes the devices.
+
+use std::fs;
+use std::io::Write as _;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::emu::{ConfigError, Link, LinkConfig, LossModel, QueueLimit, Rate, ETHERNET_OVERHEAD};
+use crate::forward::{DirectionStats, Forwarder, Shared};
+use crate::sys::{self, Tun};
+
+/// Address of the near end.
+pub const NEAR_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+/// Address of the far end.
+pub const FAR_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+
+/// One end of the lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The end at 198.18.0.1.
+    Near,
+    /// The end at 198.18.0.2.
+    Far,
+}
+
+impl Side {
+    fn index(self) -> usize {
+        match self {
+            Side::Near => 0,
+            Side::Far => 1,
+        }
+    }
+
+    fn role(self) -> &'static str {
+        match self {
+            Side::Near => "near",
+            Side::Far => "far",
+        }
+    }
+
+    /// The other end.
+    pub fn other(self) -> Side {
+        match self {
+            Side::Near => Side::Far,
+            Side::Far => Side::Near,
+        }
+    }
+}
+
+/// One direction of the lab's link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Packets sent by the near end.
+    NearToFar,
+    /// Packets sent by the far end.
+    FarToNear,
+}
+
+impl Direction {
+    /// The side whose packets travel this way.
+    pub fn from_side(self) -> Side {
+        match self {
+            Direction::NearToFar => Side::Near,
+            Direction::FarToNear => Side::Far,
+        }
+    }
+}
+
+/// How to build a [`Lab`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabConfig {
+    /// The link for packets from near to far.
+    pub near_to_far: LinkConfig,
+    /// The link for packets from far to near.
+    pub far_to_near: LinkConfig,
+    /// MTU of both TUN devices (68–65535).
+    pub mtu: u32,
+    /// Ask TUN for `virtio_net_hdr` and TSO/USO offloads, so 64 KiB GSO packets
+    /// cross the forwarder whole. Off = one MTU-sized packet per read.
+    pub offload: bool,
+    /// `txqueuelen` of the TUN devices: the ring the sending stack fills and
+    /// the forwarder drains. Big, so that only the emulated queue drops.
+    pub txqueuelen: u32,
+    /// How long before a release the forwarder stops sleeping and polls.
+    pub spin: Duration,
+    /// Raise the maximum TCP socket buffers (`net.ipv4.tcp_rmem`/`tcp_wmem`,
+    /// third field) in both namespaces to this many bytes. None keeps the
+    /// kernel's defaults (4 MiB for sending), which cap one flow at about
+    /// `4 MiB / RTT` — often exactly what a diagnosis wants to show.
+    pub tcp_buffer_max: Option<u32>,
+    /// `SCHED_FIFO` priority for the forwarder threads (None = normal
+    /// scheduling). Default `Some(10)`: on a busy machine ordinary threads
+    /// wait milliseconds for a CPU, which would show up as jitter the link
+    /// was not configured to have. The forwarders sleep whenever nothing is
+    /// due and spin at most [`spin`](LabConfig::spin) per release, and the
+    /// kernel's RT throttling bounds them anyway. Ignored (silently) without
+    /// CAP_SYS_NICE; see [`DirectionStats::realtime`](crate::forward::DirectionStats::realtime).
+    pub realtime: Option<i32>,
+}
+
+impl LabConfig {
+    /// A symmetric link of `rate` each way with round-trip propagation delay
+    /// `rtt` split half/half, a drop-tail queue of one BDP (`rate × rtt`) in
+    /// each direction, no loss, MTU 1500, offloads on.
+    pub fn new(rate: Rate, rtt: Duration) -> LabConfig {
+        let mut near_to_far = LinkConfig::new(rate, rtt / 2);
+        let mut far_to_near = LinkConfig::new(rate, rtt - rtt / 2);
+        near_to_far.queue_bytes = QueueLimit::Bdp(1.0).to_bytes(rate, rtt);
+        far_to_near.queue_bytes = near_to_far.queue_bytes;
+        near_to_far.seed = 0x706c_756d_6201;
+        far_to_near.seed = 0x706c_756d_6202;
+        LabConfig {
+            near_to_far,
+            far_to_near,
+            mtu: 1500,
+            offload: true,
+            txqueuelen: 20_000,
+            spin: Duration::from_micros(50),
+            tcp_buffer_max: None,
+            realtime: Some(10),
+        }
+    }
+
+    /// Round-trip propagation delay (the sum of the one-way delays).
+    pub fn rtt(&self) -> Duration {
+        self.near_to_far.delay + self.far_to_near.delay
+    }
+
+    /// Sets both queues, converting `limit` with each direction's rate and
+    /// the round trip.
+    pub fn with_queue(mut self, limit: QueueLimit) -> LabConfig {
+        let rtt = self.rtt();
+        self.near_to_far.queue_bytes = limit.to_bytes(self.near_to_far.rate, rtt);
+        self.far_to_near.queue_bytes = limit.to_bytes(self.far_to_near.rate, rtt);
+        self
+    }
+
+    /// Sets the loss model of one direction.
+    pub fn with_loss(mut self, dir: Direction, loss: LossModel) -> LabConfig {
+        self.link_mut(dir).loss = loss;
+        self
+    }
+
+    /// Seeds both directions' RNGs from one number.
+    pub fn with_seed(mut self, seed: u64) -> LabConfig {
+        self.near_to_far.seed = seed;
+        self.far_to_near.seed = seed ^ 0x9e37_79b9_7f4a_7c15;
+        self
+    }
+
+    /// The link of one direction.
+    pub fn link(&self, dir: Direction) -> &LinkConfig {
+        match dir {
+            Direction::NearToFar => &self.near_to_far,
+            Direction::FarToNear => &self.far_to_near,
+        }
+    }
+
+    /// The link of one direction, mutably.
+    pub fn link_mut(&mut self, dir: Direction) -> &mut LinkConfig {
+        match dir {
+            Direction::NearToFar => &mut self.near_to_far,
+            Direction::FarToNear => &mut self.far_to_near,
+        }
+    }
+
+    fn validate(&self) -> Result<(), LabError> {
+        if !(68..=65_535).contains(&self.mtu) {
+            return Err(LabError::Invalid(format!(
+                "MTU {} is not in 68..=65535",
+                self.mtu
+            )));
+        }
+        for (name, l) in [
+            ("near→far", &self.near_to_far),
+            ("far→near", &self.far_to_near),
+        ] {
+            let frame = u64::from(self.mtu + ETHERNET_OVERHEAD);
+            if l.queue_bytes < frame {
+                return Err(LabError::Invalid(format!(
+                    "{name} queue of {} B cannot hold one {frame} B frame",
+                    l.queue_bytes
+                )));
+            }
+        }
+        if self.txqueuelen == 0 {
+            return Err(LabError::Invalid("txqueuelen 0".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Why the lab could not do something.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LabError {
+    /// Missing privileges.
+    #[error("plumb lab needs root (CAP_NET_ADMIN) to create network namespaces and TUN devices")]
+    NotRoot,
+    /// No TUN driver.
+    #[error("/dev/net/tun is missing; load the tun module (modprobe tun)")]
+    NoTun,
+    /// A link parameter makes no sense.
+    #[error("invalid link configuration: {0}")]
+    Config(#[from] ConfigError),
+    /// A lab parameter makes no sense.
+    #[error("invalid lab configuration: {0}")]
+    Invalid(String),
+    /// An `ip` (or other) command failed.
+    #[error("`{command}` failed: {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// A system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A measurement did not complete.
+    #[error("measurement failed: {0}")]
+    Measure(String),
+}
+
+pub(crate) fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> LabError {
+    let context = context.into();
+    move |source| LabError::Io { context, source }
+}
+
+/// Runs `ip ARGS…`, feeding `stdin` if given (for `-batch -`).
+fn ip(args: &[&str], stdin: Option<&str>) -> Result<(), LabError> {
+    let cmdline = format!("ip {}", args.join(" "));
+    let mut child = Command::new("ip")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(io_err(format!("running {cmdline}")))?;
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input.as_bytes())
+            .map_err(io_err(format!("writing to {cmdline}")))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(io_err(format!("waiting for {cmdline}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        if let Some(input) = stdin {
+            stderr = format!("{stderr} (batch: {})", input.trim().replace('\n', "; "));
+        }
+        Err(LabError::Command {
+            command: cmdline,
+            stderr,
+        })
+    }
+}
+
+const NETNS_DIR: &str = "/run/netns";
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_SYS_ADMIN: u32 = 21;
+
+static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
+
+/// Namespaces of live labs in this process, for the signal handler's thread.
+static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<String>> {
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn base36(mut n: u64, width: usize) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    while n > 0 || out.len() < width {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+    }
+    out.reverse();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Deletes namespaces when dropped, so a failure halfway through
+/// [`Lab::start`] leaves nothing behind.
+#[derive(Debug)]
+struct Namespaces(Vec<String>);
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            // Best effort: if it is already gone there is nothing to do.
+            let _ = ip(&["netns", "del", ns], None);
+            live().retain(|n| n != ns);
+        }
+    }
+}
+
+/// A running lab. Dropping it stops the forwarders and deletes the devices
+/// and namespaces.
+#[derive(Debug)]
+pub struct Lab {
+    config: LabConfig,
+    netns: [String; 2],
+    devices: [String; 2],
+    offloads: u32,
+    forwarders: Vec<JoinHandle<()>>,
+    shared: [Arc<Shared>; 2],
+    /// Dropped before `namespaces` (field order), so devices go first.
+    tuns: Option<[Arc<Tun>; 2]>,
+    namespaces: Namespaces,
+}
+
+impl Lab {
+    /// Checks privileges, removes stale namespaces of dead processes, builds
+    /// the topology and starts forwarding.
+    ///
+    /// Errors: [`LabError::NotRoot`] without CAP_NET_ADMIN and CAP_SYS_ADMIN,
+    /// [`LabError::NoTun`] without `/dev/net/tun`, otherwise whatever step
+    /// failed (everything created so far is removed again).
+    pub fn start(config: LabConfig) -> Result<Lab, LabError> {
+        Lab::check_privileges()?;
+        config.validate()?;
+        let links = [
+            Link::new(config.near_to_far.clone())?,
+            Link::new(config.far_to_near.clone())?,
+        ];
+        // Best effort: a stale namespace does not stop us, names are unique.
+        let _ = Lab::cleanup_stale();
+
+        let pid = std::process::id();
+        let n = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
+        let netns = [Side::Near, Side::Far].map(|s| format!("plumb-{pid}-{n}-{}", s.role()));
+        // ≤ 15 bytes: "plumb" + 5 (pid) + ≤4 (counter) + 1.
+        let devices = ["n", "f"].map(|r| {
+            format!(
+                "plumb{}{}{r}",
+                base36(u64::from(pid), 5),
+                base36(u64::from(n) % 1_679_616, 1)
+            )
+        });
+
+        // Devices first: if anything below fails, dropping them deletes them.
+        let tuns = [0, 1].map(|i| {
+            Tun::create(&devices[i], config.offload, config.offload)
+                .map(Arc::new)
+                .map_err(io_err(format!("creating TUN device {}", devices[i])))
+        });
+        let [near_tun, far_tun] = tuns;
+        let tuns = [near_tun?, far_tun?];
+
+        let namespaces = Namespaces(Vec::new());
+        let mut namespaces = namespaces;
+        for ns in &netns {
+            live().push(ns.clone());
+            namespaces.0.push(ns.clone());
+            ip(&["netns", "add", ns], None)?;
+        }
+        for ns in &netns {
+            configure_sysctls(ns, config.tcp_buffer_max)?;
+        }
+        let batch = format!(
+            "link set dev {} netns {}\nlink set dev {} netns {}\n",
+            devices[0], netns[0], devices[1], netns[1]
+        );
+        ip(&["-batch", "-"], Some(&batch))?;
+        for (i, (local, peer)) in [(NEAR_ADDR, FAR_ADDR), (FAR_ADDR, NEAR_ADDR)]
+            .into_iter()
+            .enumerate()
+        {
+            let dev = &devices[i];
+            let batch = format!(
+                "link set dev lo up\n\
+                 link set dev {dev} mtu {mtu} txqueuelen {q} up\n\
+                 addr add {local}/32 peer {peer}/32 dev {dev}\n",
+                mtu = config.mtu,
+                q = config.txqueuelen,
+            );
+            ip(&["-n", &netns[i], "-batch", "-"], Some(&batch))?;
+        }
+
+        let epoch = Instant::now();
+        let shared = [Arc::new(Shared::default()), Arc::new(Shared::default())];
+        let mut lab = Lab {
+            offloads: tuns[0].offloads(),
+            config,
+            netns,
+            devices,
+            forwarders: Vec::new(),
+            shared,
+            tuns: Some(tuns.clone()),
+            namespaces,
+        };
+        let [l0, l1] = links;
+        for (i, link) in [l0, l1].into_iter().enumerate() {
+            let fwd = Forwarder {
+                src: tuns[i].clone(),
+                dst: tuns[1 - i].clone(),
+                link,
+                spin: lab.config.spin,
+                realtime: lab.config.realtime,
+                epoch,
+                shared: lab.shared[i].clone(),
+            };
+            let name = if i == 0 {
+                "plumb-fwd-n2f"
+            } else {
+                "plumb-fwd-f2n"
+            };
+            let h = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || fwd.run())
+                .map_err(io_err("spawning forwarder thread"))?;
+            lab.forwarders.push(h);
+        }
+        Ok(lab)
+    }
+
+    /// [`LabError::NotRoot`] unless the process may create namespaces and TUN
+    /// devices; [`LabError::NoTun`] if the TUN driver is missing.
+    pub fn check_privileges() -> Result<(), LabError> {
+        let caps = sys::effective_capabilities().map_err(io_err("reading capabilities"))?;
+        let need = (1u64 << CAP_NET_ADMIN) | (1u64 << CAP_SYS_ADMIN);
+        if caps & need != need {
+            return Err(LabError::NotRoot);
+        }
+        if !std::path::Path::new("/dev/net/tun").exists() {
+            return Err(LabError::NoTun);
+        }
+        Ok(())
+    }
+
+    /// Removes `plumb-<pid>-…` namespaces left behind by processes that no
+    /// longer exist (killed before they could clean up). Namespaces of live
+    /// processes, including this one, are left alone. Returns how many were
+    /// removed.
+    pub fn cleanup_stale() -> Result<usize, LabError> {
+        let entries = match fs::read_dir(NETNS_DIR) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io_err(format!("listing {NETNS_DIR}"))(e)),
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = stale_owner(&name) else {
+                continue;
+            };
+            if pid == std::process::id() || PathBuf::from(format!("/proc/{pid}")).exists() {
+                continue;
+            }
+            ip(&["netns", "del", &name], None)?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
+    /// On SIGINT or SIGTERM, delete the namespaces of every live lab in this
+    /// process, then let the signal take its default course (the process
+    /// dies, which closes the TUN descriptors and so deletes the devices).
+    ///
+    /// The handler itself only writes a byte to a pipe (async-signal-safe); a
+    /// helper thread does the cleanup. Idempotent.
+    pub fn install_signal_cleanup() -> Result<(), LabError> {
+        static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+        let r = INSTALLED.get_or_init(|| {
+            let rd = sys::install_signal_pipe(&[libc::SIGINT, libc::SIGTERM])
+                .map_err(|e| e.to_string())?;
+            std::thread::Builder::new()
+                .name("plumb-lab-signals".into())
+                .spawn(move || {
+                    if let Some(sig) = sys::read_byte(std::os::fd::AsFd::as_fd(&rd)) {
+                        let names: Vec<String> = live().clone();
+                        for ns in names {
+                            let _ = ip(&["netns", "del", &ns], None);
+                        }
+                        sys::reraise_default(libc::c_int::from(sig));
+                    }
+                })
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        r.clone().map_err(LabError::Measure)
+    }
+
+    /// The configuration the lab runs with.
+    pub fn config(&self) -> &LabConfig {
+        &self.config
+    }
+
+    /// Name of a side's network namespace (usable with `ip netns exec`).
+    pub fn namespace_name(&self, side: Side) -> &str {
+        &self.netns[side.index()]
+    }
+
+    /// Name of a side's TUN device (inside its namespace).
+    pub fn device_name(&self, side: Side) -> &str {
+        &self.devices[side.index()]
+    }
+
+    /// Path of a side's namespace, for `setns`.
+    pub fn namespace_path(&self, side: Side) -> PathBuf {
+        PathBuf::from(NETNS_DIR).join(self.namespace_name(side))
+    }
+
+    /// 198.18.0.1.
+    pub fn near_addr(&self) -> Ipv4Addr {
+        NEAR_ADDR
+    }
+
+    /// 198.18.0.2.
+    pub fn far_addr(&self) -> Ipv4Addr {
+        FAR_ADDR
+    }
+
+    /// A side's address.
+    pub fn addr(&self, side: Side) -> Ipv4Addr {
+        match side {
+            Side::Near => NEAR_ADDR,
+            Side::Far => FAR_ADDR,
+        }
+    }
+
+    /// `TUN_F_*` offload bits the kernel accepted (0 = offloads off).
+    pub fn offloads(&self) -> u32 {
+        self.offloads
+    }
+
+    /// A command that runs `program` inside a side's namespace (via
+    /// `ip netns exec`); add arguments and spawn it as usual.
+    pub fn command(&self, side: Side, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", self.namespace_name(side), program]);
+        c
+    }
+
+    /// Moves the *calling thread* into a side's namespace: sockets it opens
+    /// afterwards live there. Use a dedicated thread (see [`Lab::spawn_in`]).
+    pub fn enter(&self, side: Side) -> Result<(), LabError> {
+        let path = self.namespace_path(side);
+        sys::enter_netns(&path).map_err(io_err(format!("entering {}", path.display())))
+    }
+
+    /// Runs `f` on a new thread inside a side's namespace.
+    pub fn spawn_in<T: Send + 'static>(
+        &self,
+        side: Side,
+        f: impl FnOnce() -> Result<T, LabError> + Send + 'static,
+    ) -> Result<JoinHandle<Result<T, LabError>>, LabError> {
+        let path = self.namespace_path(side);
+        std::thread::Builder::new()
+            .name(format!("plumb-{}", side.role()))
+            .spawn(move || {
+                sys::enter_netns(&path).map_err(io_err(format!("entering {}", path.display())))?;
+                f()
+            })
+            .map_err(io_err("spawning thread"))
+    }
+
+    /// Per-direction counters (a few milliseconds old at most).
+    pub fn stats(&self) -> LabStats {
+        let get = |i: usize| {
+            self.shared[i]
+                .stats
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        };
+        LabStats {
+            near_to_far: get(0),
+            far_to_near: get(1),
+        }
+    }
+
+    /// The kernel's counters of a side's TUN device. `tx_dropped` counts
+    /// packets the stack sent that the forwarder never saw (device queue full):
+    /// it should stay 0, or losses happen outside the emulated link.
+    pub fn device_counters(&self, side: Side) -> Result<DeviceCounters, LabError> {
+        let dev = self.device_name(side);
+        let files: Vec<String> = ["tx_packets", "tx_dropped", "rx_packets", "rx_dropped"]
+            .iter()
+            .map(|f| format!("/sys/class/net/{dev}/statistics/{f}"))
+            .collect();
+        let out = self
+            .command(side, "cat")
+            .args(&files)
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(io_err("reading device counters"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Vec<u64> = text
+            .split_whitespace()
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        match v[..] {
+            [tx_packets, tx_dropped, rx_packets, rx_dropped] => Ok(DeviceCounters {
+                tx_packets,
+                tx_dropped,
+                rx_packets,
+                rx_dropped,
+            }),
+            _ => Err(LabError::Command {
+                command: format!("cat {}", files.join(" ")),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }),
+        }
+    }
+
+    /// Stops the forwarders and removes devices and namespaces, reporting the
+    /// first error (dropping the lab does the same, silently).
+    pub fn stop(mut self) -> Result<LabStats, LabError> {
+        self.halt();
+        let stats = self.stats();
+        self.tuns = None;
+        let names = std::mem::take(&mut self.namespaces.0);
+        let mut first = None;
+        for ns in &names {
+            if let Err(e) = ip(&["netns", "del", ns], None) {
+                first.get_or_insert(e);
+            }
+            live().retain(|n| n != ns);
+        }
+        first.map_or(Ok(stats), Err)
+    }
+
+    fn halt(&mut self) {
+        for s in &self.shared {
+            s.stop.store(true, Ordering::Relaxed);
+        }
+        for h in self.forwarders.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.halt();
+        // Close the devices before deleting the namespaces they live in.
+        self.tuns = None;
+    }
+}
+
+/// `plumb-<pid>-<n>-<role>` → pid.
+fn stale_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("plumb-")?;
+    let mut parts = rest.splitn(3, '-');
+    let pid = parts.next()?.parse().ok()?;
+    parts.next()?.parse::<u32>().ok()?;
+    matches!(parts.next()?, "near" | "far").then_some(pid)
+}
+
+/// IPv4 only (nothing may leave with an address outside 198.18.0.0/15, and
+/// IPv6 would add link-local chatter), and no TCP metrics cache, so every
+/// connection starts from scratch rather than from the last one's ssthresh.
+fn configure_sysctls(ns: &str, tcp_buffer_max: Option<u32>) -> Result<(), LabError> {
+    let path = PathBuf::from(NETNS_DIR).join(ns);
+    let ns_name = ns.to_owned();
+    // /proc/sys/net shows the namespace of the thread that opens it.
+    let h = std::thread::Builder::new()
+        .name("plumb-sysctl".into())
+        .spawn(move || -> Result<(), LabError> {
+            sys::enter_netns(&path).map_err(io_err(format!("entering {ns_name}")))?;
+            let mut settings = vec![
+                ("net/ipv6/conf/all/disable_ipv6", "1".to_owned()),
+                ("net/ipv6/conf/default/disable_ipv6", "1".to_owned()),
+                ("net/ipv4/tcp_no_metrics_save", "1".to_owned()),
+            ];
+            if let Some(max) = tcp_buffer_max {
+                settings.push(("net/ipv4/tcp_rmem", format!("4096 131072 {max}")));
+                settings.push(("net/ipv4/tcp_wmem", format!("4096 16384 {max}")));
+            }
+            for (key, val) in settings {
+                let p = format!("/proc/sys/{key}");
+                match fs::write(&p, &val) {
+                    Ok(()) => {}
+                    // No IPv6 in this kernel: nothing to disable.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && key.contains("ipv6") => {}
+                    Err(e) => return Err(io_err(format!("writing {p} in {ns_name}"))(e)),
+                }
+            }
+            Ok(())
+        })
+        .map_err(io_err("spawning sysctl thread"))?;
+    h.join()
+        .map_err(|_| LabError::Measure("sysctl thread panicked".into()))?
+}
+
+/// Counters of both directions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabStats {
+    /// Packets sent by the near end.
+    pub near_to_far: DirectionStats,
+    /// Packets sent by the far end.
+    pub far_to_near: DirectionStats,
+}
+
+impl LabStats {
+    /// One direction's counters.
+    pub fn direction(&self, dir: Direction) -> &DirectionStats {
+        match dir {
+            Direction::NearToFar => &self.near_to_far,
+            Direction::FarToNear => &self.far_to_near,
+        }
+    }
+}
+
+/// Kernel counters of a TUN device (`/sys/class/net/DEV/statistics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Packets the stack sent into the device.
+    pub tx_packets: u64,
+    /// Of those, dropped because the forwarder did not read fast enough.
+    pub tx_dropped: u64,
+    /// Packets the forwarder wrote into the device.
+    pub rx_packets: u64,
+    /// Of those, dropped by the device or stack on receipt.
+    pub rx_dropped: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_names_parse() {
+        assert_eq!(stale_owner("plumb-123-4-near"), Some(123));
+        assert_eq!(stale_owner("plumb-123-4-far"), Some(123));
+        assert_eq!(stale_owner("plumb-123-4-mid"), None);
+        assert_eq!(stale_owner("plumb-x-4-far"), None);
+        assert_eq!(stale_owner("other-1-1-far"), None);
+    }
+
+    #[test]
+    fn device_names_fit() {
+        let name = format!("plumb{}{}n", base36(4_194_304, 5), base36(1_679_615, 1));
+        assert!(name.len() <= 15, "{name}");
+        assert_eq!(base36(0, 1), "0");
+        assert_eq!(base36(35, 2), "0z");
+    }
+
+    #[test]
+    fn config_defaults_and_validation() {
+        let rate = Rate::from_gbps(1.0).expect("rate");
+        let c = LabConfig::new(rate, Duration::from_millis(15));
+        assert_eq!(c.rtt(), Duration::from_millis(15));
+        assert_eq!(c.near_to_far.queue_bytes, 1_875_000);
+        assert!(c.validate().is_ok());
+        let c = c.with_queue(QueueLimit::Bytes(100));
+        assert!(matches!(c.validate(), Err(LabError::Invalid(_))));
+    }
+
+    #[test]
+    fn not_root_message() {
+        assert_eq!(
+            LabError::NotRoot.to_string(),
+            "plumb lab needs root (CAP_NET_ADMIN) to create network namespaces and TUN devices"
+        );
+    }
+}
