@@ -253,7 +253,8 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         }
         if session.running() {
             let time_up = deadline.is_some_and(|d| now >= d);
-            let budget_done = plan.budget.is_some() && session.senders_done();
+            let we_send = session.streams.iter().any(|s| s.sender);
+            let budget_done = plan.budget.is_some() && we_send && session.senders_done();
             let all_senders_failed = session.streams.iter().any(|s| s.sender)
                 && session.senders_done()
                 && plan.budget.is_none();

@@ -60,7 +60,7 @@ pub fn run(cfg: &ServerConfig, make_sink: &dyn Fn() -> Box<dyn Sink>) -> Result<
         let outcome = serve(cfg, &mut listener, ctl, peer, sink.as_mut(), &mut served);
         if served.listener_changed {
             // The next test must not inherit this one's buffer sizes, MSS or clamp.
-            listener = sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None)
+            sockets::rebind_listener(&mut listener, cfg.bind, cfg.family, None)
                 .map_err(TestError::Connect)?;
         }
         // A connection that never sent parameters (a port scan, a health check)
@@ -429,15 +429,15 @@ fn prepare_streams(
     plan: &Plan,
     opts: &DataOptions,
 ) -> io::Result<Option<UdpSocket>> {
-    let port = listener.local_addr()?.port();
     match plan.protocol {
         plumb_report::Protocol::Tcp => {
             if opts.need_listener_options() {
-                *listener = sockets::listen_tcp(port, cfg.bind, cfg.family, Some(opts))?;
+                sockets::rebind_listener(listener, cfg.bind, cfg.family, Some(opts))?;
             }
             Ok(None)
         }
         plumb_report::Protocol::Udp => {
+            let port = listener.local_addr()?.port();
             Ok(Some(sockets::bind_udp(port, cfg.bind, cfg.family, opts)?))
         }
     }

@@ -90,6 +90,7 @@ pub fn pre_connect(
         }
         if receiver {
             if let Some(r) = o.rwin {
+                lock_rcvbuf_for_clamp(sock.as_fd(), o, r)?;
                 sockopt::set_window_clamp(sock.as_fd(), r)
                     .map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
             }
@@ -112,12 +113,30 @@ pub fn pre_connect(
     Ok(())
 }
 
+/// Receive-buffer autotuning rewrites TCP_WINDOW_CLAMP as the buffer grows
+/// ("make the window clamp follow along" in tcp_rcv_space_adjust); a fixed
+/// SO_RCVBUF turns autotuning off. Four times the clamp (the kernel doubles it
+/// again) keeps the buffer from becoming the limit instead of the clamp.
+fn lock_rcvbuf_for_clamp(
+    fd: std::os::fd::BorrowedFd<'_>,
+    o: &DataOptions,
+    clamp: u32,
+) -> io::Result<()> {
+    if o.window.is_none() {
+        let want = clamp.saturating_mul(4).max(64 * 1024);
+        sockopt::set_recv_buffer(fd, want)
+            .map_err(|e| opt_err("cannot size the receive buffer for --rwin", e))?;
+    }
+    Ok(())
+}
+
 /// Applies role-specific options again after accept, where inheritance from
 /// the listener may not cover them.
 pub fn post_accept(sock: &TcpStream, o: &DataOptions, sender: bool) -> io::Result<()> {
     let fd = sock.as_fd();
     if !sender {
         if let Some(r) = o.rwin {
+            lock_rcvbuf_for_clamp(fd, o, r)?;
             sockopt::set_window_clamp(fd, r)
                 .map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
         }
@@ -273,4 +292,32 @@ pub fn host_string(a: &SocketAddr) -> String {
             .map_or_else(|| v6.to_string(), |v4| v4.to_string()),
         IpAddr::V4(v4) => v4.to_string(),
     }
+}
+
+/// Replaces the server's listener with one on the same port carrying `o`
+/// (or none). Two listeners cannot share a port, so the old one is closed
+/// first; the port is unbound for the moment in between, when no client of
+/// the current test is connecting.
+pub fn rebind_listener(
+    listener: &mut TcpListener,
+    bind: Option<IpAddr>,
+    family: Family,
+    o: Option<&DataOptions>,
+) -> io::Result<()> {
+    let port = listener.local_addr()?.port();
+    let placeholder = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    drop(std::mem::replace(listener, placeholder));
+    let mut last = None;
+    // Bounded: a few tries over ~200 ms if the kernel still holds the port.
+    for _ in 0..10 {
+        match listen_tcp(port, bind, family, o) {
+            Ok(l) => {
+                *listener = l;
+                return Ok(());
+            }
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("cannot listen again")))
 }

@@ -169,7 +169,10 @@ pub fn json(out: &Output, who: &str) -> Value {
 pub fn num(v: &Value, path: &str) -> f64 {
     let mut cur = v;
     for k in path.split('.') {
-        cur = &cur[k];
+        cur = match k.parse::<usize>() {
+            Ok(i) => &cur[i],
+            Err(_) => &cur[k],
+        };
     }
     cur.as_f64()
         .unwrap_or_else(|| panic!("{path} missing in {}", truncate(v)))

@@ -1,0 +1,473 @@
+//! plumb ↔ plumb through the real binary on loopback: every iperf3 flag plumb
+//! takes, the counting guarantees, and the errors a user can run into.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// plumb client against a `plumb -s -1 -J`; returns (client JSON, server JSON).
+fn pp(args: &[&str]) -> (Value, Value) {
+    let port = port(26_000);
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
+    let p = port.to_string();
+    let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-J"];
+    a.extend_from_slice(args);
+    let out = run(plumb_bin(), &a, Duration::from_secs(40));
+    let c = json(&out, "client");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = json(&srv.finish(Duration::from_secs(10)), "server");
+    assert_clean(&c, "client");
+    assert_clean(&s, "server");
+    (c, s)
+}
+
+fn exact_tcp(c: &Value) -> f64 {
+    let sent = num(c, "end.sum_sent.bytes");
+    let recv = num(c, "end.sum_received.bytes");
+    assert_eq!(sent, recv, "sent {sent} != received {recv}");
+    for (i, st) in c["end"]["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(st["sender"]["bytes"], st["receiver"]["bytes"], "stream {i}");
+    }
+    sent
+}
+
+fn intervals(c: &Value) -> &Vec<Value> {
+    c["intervals"].as_array().expect("intervals")
+}
+
+#[test]
+fn bytes_budget_is_exact() {
+    let (c, s) = pp(&["-n", "10M"]);
+    assert_eq!(exact_tcp(&c), 10.0 * 1024.0 * 1024.0);
+    assert_eq!(num(&s, "end.sum_received.bytes"), 10.0 * 1024.0 * 1024.0);
+}
+
+#[test]
+fn block_budget_is_exact() {
+    let (c, _) = pp(&["-k", "100", "-l", "64K"]);
+    assert_eq!(exact_tcp(&c), 100.0 * 65_536.0);
+}
+
+#[test]
+fn reverse_bytes_budget_is_exact() {
+    let (c, _) = pp(&["-n", "3M", "-R"]);
+    assert_eq!(exact_tcp(&c), 3.0 * 1024.0 * 1024.0);
+}
+
+#[test]
+fn eight_streams_count_exactly() {
+    let (c, s) = pp(&["-t", "2", "-P", "8"]);
+    exact_tcp(&c);
+    assert_eq!(c["end"]["streams"].as_array().map(Vec::len), Some(8));
+    assert_eq!(
+        num(&s, "end.sum_received.bytes"),
+        num(&c, "end.sum_sent.bytes")
+    );
+}
+
+#[test]
+fn intervals_add_up_to_the_total() {
+    let (c, _) = pp(&["-t", "2", "-i", "0.5"]);
+    let iv = intervals(&c);
+    assert!(
+        (4..=5).contains(&iv.len()),
+        "{} intervals for -t 2 -i 0.5",
+        iv.len()
+    );
+    let secs: f64 = iv
+        .iter()
+        .map(|i| i["sum"]["seconds"].as_f64().unwrap_or(0.0))
+        .sum();
+    let bytes: f64 = iv
+        .iter()
+        .map(|i| i["sum"]["bytes"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!(
+        (secs - num(&c, "end.sum_sent.seconds")).abs() < 0.05,
+        "intervals {secs} s"
+    );
+    assert_eq!(
+        bytes,
+        num(&c, "end.sum_sent.bytes"),
+        "interval bytes add up to the sender's total"
+    );
+    // Each interval starts where the last ended.
+    for w in iv.windows(2) {
+        assert_eq!(w[0]["sum"]["end"], w[1]["sum"]["start"]);
+    }
+}
+
+#[test]
+fn omitted_intervals_are_left_out() {
+    let (c, _) = pp(&["-t", "2", "-O", "1"]);
+    let iv = intervals(&c);
+    assert_eq!(iv[0]["sum"]["omitted"], true);
+    let counted: Vec<&Value> = iv.iter().filter(|i| i["sum"]["omitted"] == false).collect();
+    let bytes: f64 = counted
+        .iter()
+        .map(|i| i["sum"]["bytes"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert_eq!(
+        bytes,
+        num(&c, "end.sum_sent.bytes"),
+        "the summary holds only the counted intervals"
+    );
+    let secs = num(&c, "end.sum_sent.seconds");
+    assert!((secs - 2.0).abs() < 0.1, "counted {secs} s");
+    // Each end starts counting at its own end of the omit period, so the two
+    // counts differ by what was in flight at that moment: well under 1 %.
+    let (sent, recv) = (
+        num(&c, "end.sum_sent.bytes"),
+        num(&c, "end.sum_received.bytes"),
+    );
+    assert!(
+        (sent - recv).abs() <= sent * 0.01,
+        "sent {sent}, received {recv}"
+    );
+}
+
+#[test]
+fn zerocopy_and_skip_rx_copy() {
+    let (c, _) = pp(&["-t", "1", "-Z"]);
+    exact_tcp(&c);
+    let (c, _) = pp(&["-t", "1", "--skip-rx-copy"]);
+    exact_tcp(&c);
+}
+
+#[test]
+fn rwin_reaches_the_receiving_socket() {
+    // The clamp's effect on the rate is checked in the lab at MTU 1500 and
+    // 15 ms (loopback's 64 KB segments are larger than the clamp). Here: the
+    // server got --rwin and locked its receive buffer at four times the clamp
+    // (doubled by Linux) so that autotuning cannot lift the window past it.
+    let (c, _) = pp(&["-t", "1", "--rwin", "17520"]);
+    exact_tcp(&c);
+    let remote = &c["end"]["plumb"]["remote"]["streams"][0];
+    assert_eq!(remote["rcvbuf_actual"], 2 * 4 * 17_520, "{remote}");
+    let local = &c["end"]["plumb"]["local"]["streams"][0];
+    assert_ne!(
+        local["rcvbuf_actual"],
+        2 * 4 * 17_520,
+        "the sender's buffer is left alone: {local}"
+    );
+}
+
+#[test]
+fn sndbuf_sets_only_the_sender() {
+    let (c, _) = pp(&["-t", "1", "--sndbuf", "64K"]);
+    let local = &c["end"]["plumb"]["local"]["streams"][0];
+    // Linux doubles the request.
+    assert_eq!(local["sndbuf_actual"], 131_072, "{local}");
+}
+
+#[test]
+fn window_mss_nodelay_congestion_tos() {
+    let (c, s) = pp(&[
+        "-t", "1", "-w", "256K", "-M", "1000", "-N", "-C", "reno", "-S", "0x10",
+    ]);
+    assert_eq!(c["start"]["sock_bufsize"], 262_144);
+    assert!(num(&c, "start.sndbuf_actual") >= 262_144.0);
+    assert_eq!(c["start"]["tcp_mss"], 1000);
+    let mss = num(&c, "end.plumb.local.streams.0.tcp_info.snd_mss");
+    assert!(mss <= 1000.0, "snd_mss {mss}");
+    assert_eq!(c["end"]["sender_tcp_congestion"], "reno");
+    assert_eq!(c["end"]["receiver_tcp_congestion"], "reno");
+    assert_eq!(c["start"]["test_start"]["tos"], 16);
+    assert_eq!(s["start"]["test_start"]["tos"], 16);
+    exact_tcp(&c);
+}
+
+#[test]
+fn dscp_title_extra_data() {
+    let (c, _) = pp(&[
+        "-t",
+        "1",
+        "--dscp",
+        "ef",
+        "-T",
+        "backup",
+        "--extra-data",
+        "run 7",
+    ]);
+    assert_eq!(c["start"]["test_start"]["tos"], 184);
+    assert_eq!(c["title"], "backup");
+    assert_eq!(c["extra_data"], "run 7");
+}
+
+#[test]
+fn server_output_comes_back() {
+    let (c, _) = pp(&["-t", "1", "--get-server-output"]);
+    let text = c["server_output_text"]
+        .as_str()
+        .expect("server_output_text");
+    assert!(text.contains("receiver"), "{text}");
+}
+
+#[test]
+fn udp_counts_loss_and_jitter() {
+    let (c, s) = pp(&[
+        "-t",
+        "2",
+        "-u",
+        "-b",
+        "50M",
+        "-l",
+        "1400",
+        "--udp-counters-64bit",
+        "--repeating-payload",
+    ]);
+    let sent = num(&c, "end.sum_sent.packets");
+    let got = num(&s, "end.sum_received.packets");
+    let lost = num(&c, "end.sum.lost_packets");
+    assert!(sent > 1000.0);
+    assert_eq!(
+        num(&c, "end.sum.packets"),
+        sent,
+        "receiver saw the last sequence number"
+    );
+    assert!(lost >= 0.0 && lost <= sent * 0.05, "lost {lost} of {sent}");
+    assert!(got >= sent - lost, "{got}");
+    let rate = num(&c, "end.sum_received.bits_per_second");
+    assert!(rate > 40e6 && rate < 55e6, "UDP at -b 50M received {rate}");
+    assert!(num(&c, "end.sum.jitter_ms") >= 0.0);
+}
+
+#[test]
+fn udp_reverse_and_bidir() {
+    let (c, _) = pp(&["-t", "1", "-u", "-b", "20M", "-R"]);
+    assert!(num(&c, "end.sum_received.bits_per_second") > 15e6);
+    let (c, _) = pp(&["-t", "1", "-u", "-b", "20M", "--bidir"]);
+    assert!(num(&c, "end.sum_received.bits_per_second") > 15e6);
+    assert!(num(&c, "end.sum_received_bidir_reverse.bits_per_second") > 15e6);
+}
+
+#[test]
+fn cport_bind_and_families() {
+    let cport = port(27_500);
+    let cp = cport.to_string();
+    let (c, _) = pp(&["-t", "1", "--cport", &cp, "-B", "127.0.0.1", "-4"]);
+    assert_eq!(c["start"]["connected"][0]["local_port"], cport);
+    assert_eq!(c["start"]["connected"][0]["local_host"], "127.0.0.1");
+    exact_tcp(&c);
+}
+
+#[test]
+fn ipv6_loopback() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("no IPv6 loopback here; skipped");
+        return;
+    }
+    let port = port(26_500);
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J", "-6"], port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["-c", "::1", "-p", &p, "-J", "-t", "1", "-6"],
+        Duration::from_secs(20),
+    );
+    let c = json(&out, "client");
+    assert_clean(&c, "client");
+    assert_eq!(c["start"]["connected"][0]["remote_host"], "::1");
+    exact_tcp(&c);
+    drop(srv);
+}
+
+#[test]
+fn logfile_and_forceflush() {
+    let dir = std::env::temp_dir().join(format!("plumb-log-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let log = dir.join("client.log");
+    let port = port(26_700);
+    let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let p = port.to_string();
+    let l = log.to_string_lossy().to_string();
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--logfile",
+            &l,
+            "--forceflush",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty(), "output went to the log file");
+    let text = std::fs::read_to_string(&log).expect("log written");
+    assert!(
+        text.contains("sender") && text.contains("receiver"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(srv);
+}
+
+#[test]
+fn text_output_reads_like_iperf3() {
+    let port = port(26_800);
+    let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1"],
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "Connecting to host 127.0.0.1",
+        "[ ID] Interval",
+        "Bitrate",
+        "sender",
+        "receiver",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+    let srv_out = srv.finish(Duration::from_secs(10));
+    let st = String::from_utf8_lossy(&srv_out.stdout);
+    assert!(
+        st.contains("Server listening on") && st.contains("Accepted connection from"),
+        "{st}"
+    );
+}
+
+#[test]
+fn one_off_server_exits_after_one_test() {
+    let port = port(26_900);
+    let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1"],
+        Duration::from_secs(20),
+    );
+    assert!(out.status.success());
+    let done = srv.finish(Duration::from_secs(5));
+    assert!(
+        done.status.success(),
+        "-1 server exited by itself with success"
+    );
+}
+
+#[test]
+fn busy_server_refuses_a_second_client() {
+    let port = port(27_000);
+    let srv = Server::start(plumb_bin(), &["-s"], port);
+    let p = port.to_string();
+    let first = std::thread::spawn({
+        let p = p.clone();
+        move || {
+            run(
+                plumb_bin(),
+                &["-c", "127.0.0.1", "-p", &p, "-t", "3"],
+                Duration::from_secs(20),
+            )
+        }
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    let second = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(second.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("busy"), "{err}");
+    assert!(
+        first.join().expect("first client").status.success(),
+        "the running test is undisturbed"
+    );
+    // And the server serves the next one.
+    let third = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
+        Duration::from_secs(20),
+    );
+    assert_clean(&json(&third, "third"), "third");
+    drop(srv);
+}
+
+#[test]
+fn refused_is_one_line_and_exit_1() {
+    let port = port(27_100).to_string();
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "--connect-timeout",
+            "500",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unable to connect") && err.contains("refused"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &port, "-t", "1", "-J"],
+        Duration::from_secs(10),
+    );
+    let v = json(&out, "refused -J");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("unable to connect")),
+        "{v}"
+    );
+}
+
+#[test]
+fn bad_flags_are_one_line_and_exit_2() {
+    for args in [
+        &["-c", "127.0.0.1", "-P", "0"][..],
+        &["-c", "127.0.0.1", "-P", "200"],
+        &["-c", "127.0.0.1", "-l", "0"],
+        &["-c", "127.0.0.1", "-u", "-l", "8"],
+        &["-c", "127.0.0.1", "-b", "fast"],
+        &["-c", "127.0.0.1", "-t", "-1"],
+        &["-c", "127.0.0.1", "-n", "1M", "-k", "10"],
+        &["-c", "127.0.0.1", "-S", "300"],
+        &["-c", "127.0.0.1", "--dscp", "af51"],
+        &["-c", "127.0.0.1", "-u", "--rwin", "1000"],
+        &["-c", "127.0.0.1", "-R", "--bidir"],
+        &["-c"],
+        &["-s", "-c", "127.0.0.1"],
+        &["--bogus"],
+        &[],
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(5));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
