@@ -502,10 +502,16 @@ fn accept_streams(
                     ));
                 }
                 waiting.set_read_timeout(Some(left))?;
-                let (_, from) = waiting.recv_from(&mut hello)?;
+                let from = match waiting.recv_from(&mut hello) {
+                    Ok((_, from)) => from,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
                 waiting.connect(from)?;
-                waiting.send(&udp::REPLY)?;
+                // The next stream's hello follows our reply at once: its socket
+                // must be bound before the reply goes out.
                 let next = sockets::bind_udp(addr.port(), cfg.bind, cfg.family, opts)?;
+                waiting.send(&udp::REPLY)?;
                 let stream: UdpSocket = std::mem::replace(&mut waiting, next);
                 let i = session.streams.len();
                 let sender = !plan.client_sends(i);

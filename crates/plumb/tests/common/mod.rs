@@ -137,7 +137,7 @@ pub fn run(bin: &str, args: &[&str], limit: Duration) -> Output {
         }
         if t0.elapsed() > limit {
             let _ = child.kill();
-            let st = child.wait().expect("wait");
+            let _ = child.wait();
             let stdout = t_out.join().unwrap_or_default();
             panic!(
                 "{bin} {args:?} ran past {limit:?}; stdout: {}",
