@@ -55,7 +55,9 @@ pub struct TransferOptions {
     /// Bytes in the first `warmup` after the first byte are not counted in
     /// [`TransferReport::goodput_bps`] (slow start).
     pub warmup: Duration,
-    /// `TCP_WINDOW_CLAMP` on the receiver's listening socket.
+    /// `TCP_WINDOW_CLAMP` on the receiver's listening socket, re-asserted on
+    /// the connection whenever the kernel raised it (see
+    /// [`TransferReport::clamp_reasserted`]).
     pub window_clamp: Option<u32>,
     /// `TCP_CONGESTION` on the sender (e.g. "reno"); None = system default.
     pub congestion: Option<String>,
@@ -89,6 +91,13 @@ pub struct TransferReport {
     pub overall_bps: f64,
     /// Sender's `TCP_INFO` at the end.
     pub sender: TcpInfo,
+    /// How often the receiver found its window clamp raised by the kernel
+    /// and set it again. Linux ≥ 6.8 recomputes `window_clamp` from the
+    /// receive buffer whenever the skb scaling ratio changes (typically once,
+    /// at the first data), so a clamp set only on the listener ends up as a
+    /// 64 KiB window (the clamp did disable window scaling) instead of the
+    /// requested one.
+    pub clamp_reasserted: u32,
 }
 
 const PROBE_PINGS: usize = 8;
@@ -257,6 +266,7 @@ impl Lab {
             goodput_bps: rx.goodput_bps,
             overall_bps: rx.bytes as f64 * 8.0 / rx.elapsed.as_secs_f64().max(1e-9),
             sender: info,
+            clamp_reasserted: rx.clamp_reasserted,
         })
     }
 }
@@ -355,6 +365,7 @@ struct Received {
     bytes: u64,
     elapsed: Duration,
     goodput_bps: f64,
+    clamp_reasserted: u32,
 }
 
 fn receive(l: &TcpListener, o: &TransferOptions, limit: Duration) -> Result<Received, LabError> {
@@ -384,7 +395,14 @@ fn receive(l: &TcpListener, o: &TransferOptions, limit: Duration) -> Result<Rece
     let mut first: Option<Instant> = None;
     let mut warm: Option<(Instant, u64)> = None;
     let mut last = Instant::now();
+    let mut clamp_reasserted = 0;
     while start.elapsed() < limit {
+        if let Some(c) = o.window_clamp {
+            if sys::tcp_window_clamp(stream.as_fd()).is_ok_and(|now| now != c) {
+                sys::set_tcp_window_clamp(stream.as_fd(), c).map_err(io_err("TCP_WINDOW_CLAMP"))?;
+                clamp_reasserted += 1;
+            }
+        }
         if let Some(f) = first {
             if f.elapsed() >= o.duration {
                 break;
@@ -412,6 +430,7 @@ fn receive(l: &TcpListener, o: &TransferOptions, limit: Duration) -> Result<Rece
         bytes,
         elapsed,
         goodput_bps: (bytes - b0) as f64 * 8.0 / window,
+        clamp_reasserted,
     })
 }
 

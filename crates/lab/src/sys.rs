@@ -291,6 +291,23 @@ pub fn set_tcp_window_clamp(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
     )
 }
 
+/// Current `TCP_WINDOW_CLAMP` of a TCP socket.
+pub fn tcp_window_clamp(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let mut val: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the kernel writes one c_int into `val`, bounded by `len`.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_WINDOW_CLAMP,
+            (&mut val as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(val.max(0) as u32)
+}
+
 /// `TCP_CONGESTION`: choose the congestion control algorithm (e.g. "reno").
 pub fn set_tcp_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
     // SAFETY: the option value is `name.len()` bytes at `name.as_ptr()`.
