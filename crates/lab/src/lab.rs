@@ -157,6 +157,15 @@ impl LabConfig {
         self
     }
 
+    /// Splits the round trip unevenly: `near_to_far` one way, `far_to_near`
+    /// back. Queue limits are left as they are (set them afterwards with
+    /// [`with_queue`](LabConfig::with_queue) to size them for the new RTT).
+    pub fn with_delays(mut self, near_to_far: Duration, far_to_near: Duration) -> LabConfig {
+        self.near_to_far.delay = near_to_far;
+        self.far_to_near.delay = far_to_near;
+        self
+    }
+
     /// Sets the loss model of one direction.
     pub fn with_loss(mut self, dir: Direction, loss: LossModel) -> LabConfig {
         self.link_mut(dir).loss = loss;
@@ -248,6 +257,9 @@ pub enum LabError {
     /// A measurement did not complete.
     #[error("measurement failed: {0}")]
     Measure(String),
+    /// The SIGINT/SIGTERM cleanup could not be installed.
+    #[error("installing signal cleanup: {0}")]
+    Signal(String),
 }
 
 pub(crate) fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> LabError {
@@ -513,7 +525,7 @@ impl Lab {
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         });
-        r.clone().map_err(LabError::Measure)
+        r.clone().map_err(LabError::Signal)
     }
 
     /// The configuration the lab runs with.
@@ -779,6 +791,11 @@ mod tests {
         assert_eq!(c.rtt(), Duration::from_millis(15));
         assert_eq!(c.near_to_far.queue_bytes, 1_875_000);
         assert!(c.validate().is_ok());
+        let c = c
+            .with_delays(Duration::from_millis(5), Duration::from_millis(35))
+            .with_queue(QueueLimit::Delay(Duration::from_millis(10)));
+        assert_eq!(c.rtt(), Duration::from_millis(40));
+        assert_eq!(c.far_to_near.queue_bytes, 1_250_000);
         let c = c.with_queue(QueueLimit::Bytes(100));
         assert!(matches!(c.validate(), Err(LabError::Invalid(_))));
     }
