@@ -1,0 +1,313 @@
+//! Evidence: everything a test recorded that bears on what limited it, parsed
+//! once from the client's `-J` document into typed fields.
+//!
+//! plumb's document carries the sender's and receiver's `TCP_INFO` summaries,
+//! socket buffers, CPU and TCP sysctls under `end.plumb`; a stock iperf3
+//! document carries only the sender's RTT, windows and retransmits. What
+//! cannot be known is listed in [`Evidence::unknown`], never guessed.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Where the link rate came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LinkSource {
+    /// The user said so (`--link`) or the lab configured it.
+    Given,
+    /// The speed of the interface the route uses (`/sys/class/net/IF/speed`).
+    Interface(String),
+    /// The test's own best interval: a lower bound, not the link.
+    BestInterval,
+}
+
+/// The bottleneck link's line rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkRate {
+    /// bit/s on the wire.
+    pub bps: f64,
+    /// How it is known.
+    pub source: LinkSource,
+}
+
+/// One sending stream's TCP state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamTcp {
+    /// Payload bytes per segment (`tcpi_snd_mss`).
+    pub mss: Option<u64>,
+    /// Smallest RTT TCP saw, µs.
+    pub min_rtt_us: Option<u64>,
+    /// Smoothed RTT, µs (mean over the intervals when known).
+    pub srtt_us: Option<u64>,
+    /// Largest congestion window, bytes.
+    pub max_cwnd: Option<u64>,
+    /// Largest window the receiver advertised, bytes.
+    pub max_snd_wnd: Option<u64>,
+    /// Retransmitted segments.
+    pub retransmits: Option<u64>,
+    /// Retransmitted bytes.
+    pub bytes_retrans: Option<u64>,
+    /// Bytes this stream sent.
+    pub bytes_sent: u64,
+    /// Time with data outstanding, µs (includes the two below).
+    pub busy_us: Option<u64>,
+    /// Time limited by the receive window, µs.
+    pub rwnd_limited_us: Option<u64>,
+    /// Time limited by the send buffer, µs.
+    pub sndbuf_limited_us: Option<u64>,
+    /// SO_SNDBUF granted, bytes.
+    pub sndbuf_actual: Option<u64>,
+}
+
+/// One end's CPU over the test.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Cpu {
+    /// The process, percent of one core (iperf3's measure; can exceed 100).
+    pub process_pct: f64,
+    /// The whole machine busy, percent of all cores.
+    pub system_busy_pct: Option<f64>,
+    /// Softirq share of all cores, percent.
+    pub softirq_pct: Option<f64>,
+}
+
+/// Everything known about one test.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// TCP (UDP tests are not diagnosed).
+    pub tcp: bool,
+    /// The server sent (`-R`).
+    pub reverse: bool,
+    /// Both sent; only the client-to-server direction is diagnosed.
+    pub bidir: bool,
+    /// Seconds counted.
+    pub duration_s: f64,
+    /// Receiver-measured goodput of the diagnosed direction, bit/s.
+    pub measured_bps: f64,
+    /// The best reporting interval, bit/s.
+    pub best_interval_bps: f64,
+    /// Application rate cap over all streams (`-b` × streams), bit/s.
+    pub target_bps: Option<f64>,
+    /// The link rate, if known.
+    pub link: Option<LinkRate>,
+    /// Sending streams.
+    pub streams: Vec<StreamTcp>,
+    /// Receiver SO_RCVBUF granted, bytes (first stream).
+    pub rcvbuf_actual: Option<u64>,
+    /// Congestion control of the sender.
+    pub congestion: Option<String>,
+    /// CPU of the sending end.
+    pub cpu_sender: Option<Cpu>,
+    /// CPU of the receiving end.
+    pub cpu_receiver: Option<Cpu>,
+    /// TCP sysctls of the sending end.
+    pub sysctl_sender: BTreeMap<String, String>,
+    /// TCP sysctls of the receiving end.
+    pub sysctl_receiver: BTreeMap<String, String>,
+    /// Whether the sender is this host (the client).
+    pub sender_is_local: bool,
+    /// The peer is plumb (its evidence is in the document).
+    pub peer_is_plumb: bool,
+    /// What could not be known from this document.
+    pub unknown: Vec<String>,
+}
+
+fn u(v: &Value) -> Option<u64> {
+    v.as_u64()
+        .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+}
+
+fn f(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+fn sysctls(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Evidence {
+    /// Reads a client's `-J` document. `link` is the link rate when known.
+    pub fn from_json(doc: &Value, link: Option<LinkRate>) -> Result<Evidence, String> {
+        let ts = &doc["start"]["test_start"];
+        let end = &doc["end"];
+        if end.get("sum_received").is_none() {
+            return Err(match doc["error"].as_str() {
+                Some(e) => format!("the test did not complete: {e}"),
+                None => {
+                    "the document has no end.sum_received: not a completed iperf3/plumb test".into()
+                }
+            });
+        }
+        let mut ev = Evidence {
+            tcp: ts["protocol"].as_str() != Some("UDP"),
+            reverse: u(&ts["reverse"]) == Some(1),
+            bidir: u(&ts["bidir"]) == Some(1),
+            duration_s: f(&end["sum_received"]["seconds"]).unwrap_or(0.0),
+            measured_bps: f(&end["sum_received"]["bits_per_second"]).unwrap_or(0.0),
+            congestion: end["sender_tcp_congestion"].as_str().map(str::to_string),
+            link,
+            ..Evidence::default()
+        };
+        ev.sender_is_local = !ev.reverse;
+        let per_stream = u(&ts["target_bitrate"]).filter(|b| *b > 0);
+        let n = u(&ts["num_streams"]).unwrap_or(1).max(1);
+        ev.target_bps = per_stream.map(|b| b as f64 * n as f64);
+        ev.best_interval_bps = doc["intervals"]
+            .as_array()
+            .map(|iv| {
+                iv.iter()
+                    .filter(|i| i["sum"]["omitted"] != true)
+                    .filter_map(|i| f(&i["sum"]["bits_per_second"]))
+                    .fold(0.0, f64::max)
+            })
+            .unwrap_or(0.0);
+        let plumb = &end["plumb"];
+        ev.peer_is_plumb = plumb["remote"].is_object();
+        let (snd, rcv) = if ev.sender_is_local {
+            (&plumb["local"], &plumb["remote"])
+        } else {
+            (&plumb["remote"], &plumb["local"])
+        };
+        ev.sysctl_sender = sysctls(&snd["sysctl"]);
+        ev.sysctl_receiver = sysctls(&rcv["sysctl"]);
+        ev.rcvbuf_actual = u(&rcv["streams"][0]["rcvbuf_actual"]);
+        let cpu = &end["cpu_utilization_percent"];
+        let wide = |side: &Value| {
+            let c = &side["cpu_system_wide"];
+            let idle = f(&c["idle"]);
+            (idle.map(|i| 100.0 - i), f(&c["softirq"]))
+        };
+        let (sw_busy, sw_soft) = wide(snd);
+        let (rw_busy, rw_soft) = wide(rcv);
+        let (snd_pct, rcv_pct) = if ev.sender_is_local {
+            (f(&cpu["host_total"]), f(&cpu["remote_total"]))
+        } else {
+            (f(&cpu["remote_total"]), f(&cpu["host_total"]))
+        };
+        ev.cpu_sender = snd_pct.map(|p| Cpu {
+            process_pct: p,
+            system_busy_pct: sw_busy,
+            softirq_pct: sw_soft,
+        });
+        ev.cpu_receiver = rcv_pct.map(|p| Cpu {
+            process_pct: p,
+            system_busy_pct: rw_busy,
+            softirq_pct: rw_soft,
+        });
+
+        // The diagnosed direction's streams: in bidir the client's sending ones.
+        let streams = end["streams"].as_array().cloned().unwrap_or_default();
+        let plumb_streams = snd["streams"].as_array().cloned().unwrap_or_default();
+        for (i, s) in streams.iter().enumerate() {
+            let sender = &s["sender"];
+            if ev.bidir && sender["sender"] != true {
+                continue;
+            }
+            let info = plumb_streams
+                .get(i)
+                .map(|p| &p["tcp_info"])
+                .unwrap_or(&Value::Null);
+            let sndbuf = plumb_streams.get(i).and_then(|p| u(&p["sndbuf_actual"]));
+            let mut st = StreamTcp {
+                mss: u(&info["snd_mss"]),
+                min_rtt_us: u(&info["min_rtt_us"]).or_else(|| u(&sender["min_rtt"])),
+                srtt_us: u(&sender["mean_rtt"])
+                    .filter(|r| *r > 0)
+                    .or_else(|| u(&info["rtt_us"])),
+                max_cwnd: u(&sender["max_snd_cwnd"]).or_else(|| u(&info["snd_cwnd_bytes"])),
+                max_snd_wnd: u(&sender["max_snd_wnd"]).or_else(|| u(&info["snd_wnd"])),
+                retransmits: u(&sender["retransmits"]).or_else(|| u(&info["total_retrans"])),
+                bytes_retrans: u(&info["bytes_retrans"]),
+                bytes_sent: u(&sender["bytes"]).unwrap_or(0),
+                busy_us: u(&info["busy_time_us"]),
+                rwnd_limited_us: u(&info["rwnd_limited_us"]),
+                sndbuf_limited_us: u(&info["sndbuf_limited_us"]),
+                sndbuf_actual: sndbuf,
+            };
+            // A stock iperf3 sender reports -1 (as a huge unsigned) when it cannot count.
+            if st.retransmits.is_some_and(|r| r > u64::from(u32::MAX)) {
+                st.retransmits = None;
+            }
+            ev.streams.push(st);
+        }
+        if ev.streams.iter().all(|s| s.busy_us.is_none()) {
+            ev.unknown.push(if ev.peer_is_plumb || ev.sender_is_local {
+                "the sender's TCP limit counters (busy, rwnd_limited, sndbuf_limited): kernel too old".into()
+            } else {
+                "the sender's TCP limit counters: the sending server is not plumb".into()
+            });
+        }
+        if !ev.peer_is_plumb {
+            ev.unknown.push(
+                "the remote host's TCP settings, buffers and system CPU: the peer is not plumb"
+                    .into(),
+            );
+        }
+        if ev.link.is_none() {
+            ev.unknown
+                .push("the link rate: give --link (e.g. --link 1g)".into());
+        }
+        Ok(ev)
+    }
+
+    /// The RTT to reason with: the mean smoothed RTT, else the minimum, seconds.
+    pub fn rtt_s(&self) -> Option<f64> {
+        let pick = |f: fn(&StreamTcp) -> Option<u64>| {
+            let v: Vec<u64> = self
+                .streams
+                .iter()
+                .filter_map(f)
+                .filter(|r| *r > 0)
+                .collect();
+            (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64 / v.len() as f64 / 1e6)
+        };
+        pick(|s| s.srtt_us).or_else(|| pick(|s| s.min_rtt_us))
+    }
+
+    /// The smallest RTT seen, seconds.
+    pub fn min_rtt_s(&self) -> Option<f64> {
+        self.streams
+            .iter()
+            .filter_map(|s| s.min_rtt_us)
+            .filter(|r| *r > 0)
+            .min()
+            .map(|r| r as f64 / 1e6)
+    }
+
+    /// Payload bytes per segment (first stream that knows it).
+    pub fn mss(&self) -> Option<u64> {
+        self.streams.iter().find_map(|s| s.mss)
+    }
+
+    /// Fraction of the test a counter covers, summed over streams.
+    pub fn fraction(&self, pick: fn(&StreamTcp) -> Option<u64>) -> Option<f64> {
+        let total: Vec<u64> = self.streams.iter().filter_map(pick).collect();
+        if total.is_empty() || self.duration_s <= 0.0 {
+            return None;
+        }
+        let secs = total.iter().sum::<u64>() as f64 / 1e6 / self.streams.len() as f64;
+        Some((secs / self.duration_s).min(1.0))
+    }
+
+    /// Retransmitted segments over segments sent, when both are known.
+    pub fn loss_rate(&self) -> Option<f64> {
+        let mss = self.mss().unwrap_or(1448).max(1);
+        let retr: u64 = self.streams.iter().filter_map(|s| s.retransmits).sum();
+        let sent: u64 = self.streams.iter().map(|s| s.bytes_sent).sum();
+        if self.streams.iter().all(|s| s.retransmits.is_none()) || sent == 0 {
+            return None;
+        }
+        Some(retr as f64 / (sent as f64 / mss as f64).max(1.0))
+    }
+
+    /// The summed largest advertised windows, bytes.
+    pub fn window(&self) -> Option<u64> {
+        let w: Vec<u64> = self.streams.iter().filter_map(|s| s.max_snd_wnd).collect();
+        (!w.is_empty()).then(|| w.iter().sum())
+    }
+}

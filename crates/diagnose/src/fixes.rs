@@ -1,0 +1,266 @@
+//! The fixes for each limit, per operating system, with what the model
+//! expects them to yield.
+//!
+//! Buffer advice follows ESnet's host-tuning guidance: size buffers at twice
+//! the bandwidth-delay product so that the window, not the buffer
+//! bookkeeping, is what fills the pipe.
+
+use plumb_model::units::thousands;
+use plumb_model::{tcp, Bytes};
+
+use crate::evidence::Evidence;
+use crate::rules::{Finding, Fix, Limit};
+
+fn fix(os: &str, note: &str, expected: Option<f64>, commands: &[String]) -> Fix {
+    Fix {
+        os: os.into(),
+        commands: commands.to_vec(),
+        expected_bps: expected,
+        note: note.into(),
+    }
+}
+
+/// What to change for `limit`.
+pub fn for_limit(limit: Limit, ev: &Evidence, findings: &[Finding]) -> Vec<Fix> {
+    let rtt = ev.rtt_s().unwrap_or(0.0);
+    let link = ev.link.as_ref().map(|l| l.bps);
+    let goodput = findings
+        .iter()
+        .find(|f| f.limit == Limit::Link)
+        .map(|f| f.predicted_bps);
+    // What the model expects once this limit is gone: the link, unless loss caps it.
+    let loss_cap = findings
+        .iter()
+        .find(|f| f.limit == Limit::Loss)
+        .map(|f| f.predicted_bps);
+    let link_goodput = link.map(|l| l * crate::rules::efficiency(1448, true));
+    let expect = match (link_goodput.or(goodput), loss_cap) {
+        (Some(g), Some(l)) => Some(g.min(l)),
+        (g, l) => g.or(l),
+    };
+    let bdp = link
+        .filter(|_| rtt > 0.0)
+        .map(|l| (l * rtt / 8.0).ceil() as u64);
+    let buf = bdp.map(|b| (2 * b).max(4 << 20));
+    let per_stream = findings
+        .first()
+        .map(|f| f.predicted_bps / ev.streams.len().max(1) as f64);
+    let streams = link
+        .zip(per_stream)
+        .filter(|(_, p)| *p > 0.0)
+        .map(|(l, p)| (l * 0.95 / p).ceil() as u64)
+        .filter(|n| *n > 1);
+    let mut out = Vec::new();
+    match limit {
+        Limit::ReceiveWindow | Limit::SendBuffer => {
+            let recv = limit == Limit::ReceiveWindow;
+            let (side, core, tcp_key) = if recv {
+                ("receiver", "rmem_max", "tcp_rmem")
+            } else {
+                ("sender", "wmem_max", "tcp_wmem")
+            };
+            let b = buf.unwrap_or(64 << 20);
+            let need = bdp.map_or_else(
+                || "the bandwidth-delay product (give --link to compute it)".to_string(),
+                |x| {
+                    format!(
+                        "{} B (the bandwidth-delay product; {} B with ESnet's 2x margin)",
+                        thousands(x),
+                        thousands(b)
+                    )
+                },
+            );
+            let shift = bdp
+                .and_then(|x| tcp::window_shift(Bytes(x)))
+                .unwrap_or(tcp::MAX_WINDOW_SHIFT);
+            out.push(fix(
+                "linux",
+                &format!("on the {side}: let autotuning reach {need}"),
+                expect,
+                &[
+                    format!("sysctl -w net.core.{core}={b}"),
+                    format!(
+                        "sysctl -w net.ipv4.{tcp_key}=\"4096 {} {b}\"",
+                        if recv { 131_072 } else { 16_384 }
+                    ),
+                    "sysctl -w net.ipv4.tcp_window_scaling=1".into(),
+                    format!(
+                        "and stop the application from fixing its buffer (SO_{}BUF), or set it to {b}",
+                        if recv { "RCV" } else { "SND" }
+                    ),
+                ],
+            ));
+            if recv {
+                out.push(fix(
+                    "windows",
+                    "Vista and later: receive-window autotuning and RFC 7323 scaling",
+                    expect,
+                    &[
+                        "netsh int tcp set global autotuninglevel=normal".into(),
+                        "netsh int tcp show global   (check: Receive Window Auto-Tuning Level = normal)".into(),
+                    ],
+                ));
+                out.push(fix(
+                    "windows-legacy",
+                    &format!(
+                        "Windows 2000/2003/XP: scaling is off and the window is 17,520 B; turn on RFC 1323 scaling (window shift {shift}) and set the window"
+                    ),
+                    expect,
+                    &[
+                        "reg add HKLM\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters /v Tcp1323Opts /t REG_DWORD /d 1".into(),
+                        format!(
+                            "reg add HKLM\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters /v GlobalMaxTcpWindowSize /t REG_DWORD /d {}",
+                            b.min(1 << 30)
+                        ),
+                        format!(
+                            "reg add HKLM\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters /v TcpWindowSize /t REG_DWORD /d {}",
+                            b.min(1 << 30)
+                        ),
+                        "reboot".into(),
+                    ],
+                ));
+            } else {
+                out.push(fix(
+                    "windows",
+                    "the send buffer is the application's: have it set SO_SNDBUF, or use overlapped sends (Windows autotunes sends since Vista)",
+                    expect,
+                    &[format!("setsockopt(SO_SNDBUF, {b}) in the sending application")],
+                ));
+            }
+            let mac_key = if recv {
+                "net.inet.tcp.autorcvbufmax"
+            } else {
+                "net.inet.tcp.autosndbufmax"
+            };
+            out.push(fix(
+                "macos",
+                "raise the socket-buffer ceiling and autotuning maximum",
+                expect,
+                &[
+                    format!("sysctl -w kern.ipc.maxsockbuf={}", 2 * b),
+                    format!("sysctl -w {mac_key}={b}"),
+                ],
+            ));
+            let bsd_key = if recv {
+                "net.inet.tcp.recvbuf_max"
+            } else {
+                "net.inet.tcp.sendbuf_max"
+            };
+            out.push(fix(
+                "freebsd",
+                "raise the socket-buffer ceiling and autotuning maximum",
+                expect,
+                &[
+                    format!("sysctl kern.ipc.maxsockbuf={}", 2 * b),
+                    format!("sysctl {bsd_key}={b}"),
+                ],
+            ));
+            if let Some(n) = streams {
+                out.push(fix(
+                    "application",
+                    "or, without touching the hosts: parallel streams, each with today's window",
+                    expect,
+                    &[format!("{n} parallel streams (plumb -c HOST -P {n}; rsync/backup tools: parallel jobs)")],
+                ));
+            }
+        }
+        Limit::Loss => {
+            out.push(fix(
+                "path",
+                "find where packets are lost and remove it: the model says loss, not the hosts, holds the rate",
+                expect.map(|e| link_goodput.map_or(e, |g| g.max(e))),
+                &[
+                    "ip -s link   (errors and drops on each interface on the path)".into(),
+                    "ethtool -S IF | grep -i -E 'err|drop|crc'".into(),
+                    "check duplex/speed negotiation, optics, and queue drops on switches and routers".into(),
+                ],
+            ));
+            out.push(fix(
+                "linux",
+                "a congestion control that does not treat random loss as congestion",
+                None,
+                &[
+                    "sysctl -w net.core.default_qdisc=fq".into(),
+                    "sysctl -w net.ipv4.tcp_congestion_control=bbr".into(),
+                ],
+            ));
+            if let Some(n) = streams {
+                out.push(fix(
+                    "application",
+                    "parallel streams share the loss and multiply the Mathis bound",
+                    loss_cap.map(|l| l * n as f64 / ev.streams.len().max(1) as f64),
+                    &[format!("{n} parallel streams (plumb -c HOST -P {n})")],
+                ));
+            }
+        }
+        Limit::Link => {
+            out.push(fix(
+                "path",
+                "nothing to fix: the link is full; only a faster link raises it",
+                None,
+                &[],
+            ));
+        }
+        Limit::Cpu => {
+            out.push(fix(
+                "linux",
+                "spend fewer cycles per byte, or more cores",
+                None,
+                &[
+                    "plumb -c HOST -Z   (zero-copy send)".into(),
+                    "plumb -c HOST -P 2 (one stream per core)".into(),
+                    "ethtool -K IF gso on gro on tso on   (segmentation offloads)".into(),
+                    "spread interrupts: check /proc/interrupts and irqbalance, enable RSS".into(),
+                ],
+            ));
+        }
+        Limit::Application => {
+            out.push(fix(
+                "application",
+                "the sender does not offer more data: raise or remove its rate cap, write larger blocks, keep more writes outstanding",
+                expect,
+                &["plumb -c HOST -b 0   (no cap)".into(), "in the application: larger write(2) sizes, asynchronous I/O".into()],
+            ));
+        }
+        Limit::PathMtu => {
+            out.push(fix(
+                "linux",
+                "let TCP find the path MTU even where ICMP is filtered, and check every hop's MTU",
+                expect,
+                &[
+                    "sysctl -w net.ipv4.tcp_mtu_probing=1".into(),
+                    "ip link show   (MTU of each interface; 1500 on Ethernet)".into(),
+                    "tracepath HOST   (where the path MTU drops)".into(),
+                ],
+            ));
+            out.push(fix(
+                "windows",
+                "check the interface MTU and PMTU discovery",
+                expect,
+                &[
+                    "netsh interface ipv4 show subinterfaces".into(),
+                    "netsh interface ipv4 set subinterface \"Ethernet\" mtu=1500 store=persistent"
+                        .into(),
+                ],
+            ));
+        }
+        Limit::Congestion => {
+            out.push(fix(
+                "application",
+                "a longer transfer lets slow start finish; short transfers never reach the link rate",
+                expect,
+                &["plumb -c HOST -t 30".into()],
+            ));
+            out.push(fix(
+                "linux",
+                "a larger initial window or BBR gets up to speed faster",
+                None,
+                &[
+                    "ip route change DEST via GW initcwnd 32".into(),
+                    "sysctl -w net.ipv4.tcp_congestion_control=bbr".into(),
+                ],
+            ));
+        }
+    }
+    out
+}
