@@ -257,6 +257,7 @@ pub fn tcp_recv(
     shared: &Shared,
     c: &Counters,
     drain: Drain,
+    clamp: Option<u32>,
 ) {
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
@@ -266,6 +267,7 @@ pub fn tcp_recv(
         vec![0u8; len]
     };
     let mut stopped_at: Option<Instant> = None;
+    let mut reads: u64 = 0;
     loop {
         let r = if skip_copy {
             recv_trunc(fd, len)
@@ -276,6 +278,16 @@ pub fn tcp_recv(
             Ok(0) => break,
             Ok(n) => {
                 c.bytes.fetch_add(n as u64, Relaxed);
+                reads += 1;
+                // Linux 6.x raises TCP_WINDOW_CLAMP when data starts to flow (and
+                // receive autotuning moves it with the buffer); --rwin must hold, so
+                // look again after reads 1, 2, 4, ... and then every 4096th: a
+                // getsockopt on a vanishing share of reads.
+                if let Some(want) = clamp {
+                    if reads.is_power_of_two() || reads % 4096 == 0 {
+                        keep_clamp(fd, want);
+                    }
+                }
             }
             Err(e) if transient(&e) => {
                 if shared.stop_receivers.load(Relaxed) {
@@ -300,6 +312,13 @@ pub fn tcp_recv(
         }
     }
     c.done.store(true, Relaxed);
+}
+
+/// Puts the window clamp back to `want` if the kernel has raised it.
+fn keep_clamp(fd: BorrowedFd<'_>, want: u32) {
+    if crate::sockopt::window_clamp(fd).is_ok_and(|now| now > want) {
+        let _ = crate::sockopt::set_window_clamp(fd, want);
+    }
 }
 
 /// Datagrams a UDP sender hands the kernel per pacing step at most.

@@ -56,6 +56,8 @@ pub struct Plan {
     pub time: f64,
     /// Byte budget across streams (from `-n`, or `-k` × len).
     pub budget: Option<u64>,
+    /// `--rwin`: the receive window clamp receiving streams hold.
+    pub rwin: Option<u32>,
 }
 
 impl Plan {
@@ -90,6 +92,7 @@ impl Plan {
             omit: p.omit.max(0) as f64,
             time: p.time.max(0) as f64,
             budget,
+            rwin: plumb.rwin,
         }
     }
 
@@ -288,6 +291,7 @@ impl Session {
                             &shared,
                             &c,
                             drain,
+                            plan.rwin,
                         );
                     }
                     (StreamSocket::Udp(u), true) => {
@@ -583,6 +587,8 @@ impl Session {
                 cpu_system_wide: self.cpu_system,
                 sysctl: host::tcp_sysctls(),
                 streams: plumb_streams,
+                // The server driver fills this in when tests overlap.
+                concurrent_tests: None,
             }),
         }
     }
