@@ -93,7 +93,7 @@ pub fn for_limit(limit: Limit, ev: &Evidence, findings: &[Finding]) -> Vec<Fix> 
             if recv {
                 out.push(fix(
                     "windows",
-                    "Vista and later: receive-window autotuning and RFC 7323 scaling",
+                    "turn receive-window autotuning (and with it RFC 7323 scaling) on",
                     expect,
                     &[
                         "netsh int tcp set global autotuninglevel=normal".into(),
@@ -103,7 +103,7 @@ pub fn for_limit(limit: Limit, ev: &Evidence, findings: &[Finding]) -> Vec<Fix> 
                 out.push(fix(
                     "windows-legacy",
                     &format!(
-                        "Windows 2000/2003/XP: scaling is off and the window is 17,520 B; turn on RFC 1323 scaling (window shift {shift}) and set the window"
+                        "window scaling is off and the window is 17,520 B by default; turn on RFC 1323 scaling (window shift {shift}) and set the window"
                     ),
                     expect,
                     &[

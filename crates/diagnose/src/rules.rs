@@ -418,9 +418,16 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         }
     }
 
-    // The link: nearly all of its goodput.
+    // The link: nearly all of its goodput. More than it can carry means the
+    // stated link rate is wrong, not that the link limits.
     if let (Some(g), Some(l)) = (link_goodput, &ev.link) {
-        if measured >= 0.9 * g {
+        if measured > 1.1 * g && !matches!(l.source, LinkSource::BestInterval) {
+            unknown.push(format!(
+                "the link rate: {} measured is more than a {} link carries, so the link is faster than stated",
+                mbps(measured),
+                mbps(l.bps)
+            ));
+        } else if measured >= 0.9 * g {
             findings.push(Finding {
                 limit: Limit::Link,
                 predicted_bps: g,
@@ -431,7 +438,10 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
                     mbps(g),
                     mbps(l.bps)
                 ),
-                evidence: vec![line("link rate", l.bps / 1e6, "Mbit/s"), line("link TCP goodput", g / 1e6, "Mbit/s")],
+                evidence: vec![
+                    line("link rate", l.bps / 1e6, "Mbit/s"),
+                    line("link TCP goodput", g / 1e6, "Mbit/s"),
+                ],
                 confidence: if matches!(l.source, LinkSource::BestInterval) { Confidence::Low } else { Confidence::High },
             });
         }
@@ -487,7 +497,11 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         measured / 1e6,
         "Mbit/s",
     ));
-    if let Some(l) = &ev.link {
+    if let Some(l) = ev
+        .link
+        .as_ref()
+        .filter(|_| !evidence.iter().any(|e| e.what == "link rate"))
+    {
         evidence.push(line(
             &format!(
                 "link rate ({})",
@@ -668,6 +682,17 @@ mod tests {
         let d = diagnose(&ev(935e6, stream(8 << 20, 15_000, 5.0)));
         assert_eq!(d.limit, Some(Limit::Link));
         assert!(d.summary.contains("Nothing to fix"), "{}", d.summary);
+    }
+
+    #[test]
+    fn a_link_slower_than_measured_is_not_believed() {
+        let d = diagnose(&ev(3e9, stream(8 << 20, 100, 5.0)));
+        assert_ne!(d.limit, Some(Limit::Link));
+        assert!(
+            d.unknown.iter().any(|u| u.contains("faster than stated")),
+            "{:?}",
+            d.unknown
+        );
     }
 
     #[test]

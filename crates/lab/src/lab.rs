@@ -572,10 +572,12 @@ impl Lab {
     }
 
     /// A command that runs `program` inside a side's namespace (via
-    /// `ip netns exec`); add arguments and spawn it as usual.
+    /// `ip netns exec`); add arguments and spawn it as usual. The process is
+    /// killed if the spawning thread dies first, so it cannot outlive the lab.
     pub fn command(&self, side: Side, program: &str) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", self.namespace_name(side), program]);
+        sys::kill_with_parent(&mut c);
         c
     }
 

@@ -566,3 +566,27 @@ mod tests {
         assert!(effective_capabilities().is_ok());
     }
 }
+
+/// Makes `cmd`'s process receive SIGKILL when the thread that spawns it dies,
+/// so a program the lab runs inside a namespace cannot outlive the lab (a
+/// namespace whose name is deleted lives on while a process is inside it).
+pub fn kill_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec and only
+    // calls prctl(2), which is async-signal-safe; it touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) == -1
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}

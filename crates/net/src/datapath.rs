@@ -39,6 +39,9 @@ pub struct Counters {
     pub duplicates: AtomicU64,
     /// UDP receiver: RFC 3550 jitter in seconds, as `f64` bits.
     pub jitter_bits: AtomicU64,
+    /// Receiver: when the last byte arrived after the stop, as nanoseconds
+    /// since [`epoch`] (0 = nothing arrived after the stop).
+    pub last_rx_ns: AtomicU64,
     /// The thread has finished (EOF, stop, budget spent or error).
     pub done: AtomicBool,
     /// Why the thread ended early, if it did.
@@ -55,6 +58,12 @@ impl Counters {
             slot.get_or_insert_with(|| e.to_string());
         }
     }
+}
+
+/// The process-wide instant that [`Counters::last_rx_ns`] counts from.
+pub fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
 }
 
 /// State every stream of one test shares.
@@ -267,7 +276,6 @@ pub fn tcp_recv(
         vec![0u8; len]
     };
     let mut stopped_at: Option<Instant> = None;
-    let mut reads: u64 = 0;
     loop {
         let r = if skip_copy {
             recv_trunc(fd, len)
@@ -278,15 +286,18 @@ pub fn tcp_recv(
             Ok(0) => break,
             Ok(n) => {
                 c.bytes.fetch_add(n as u64, Relaxed);
-                reads += 1;
-                // Linux 6.x raises TCP_WINDOW_CLAMP when data starts to flow (and
-                // receive autotuning moves it with the buffer); --rwin must hold, so
-                // look again after reads 1, 2, 4, ... and then every 4096th: a
-                // getsockopt on a vanishing share of reads.
+                // Bytes drained after the stop still count, so the receiver's
+                // duration must run to the last of them. Only the drain reads
+                // the clock, never the steady state.
+                if shared.stop_receivers.load(Relaxed) {
+                    c.last_rx_ns.store(epoch().elapsed().as_nanos() as u64, Relaxed);
+                }
+                // Linux 6.x raises TCP_WINDOW_CLAMP when data starts to flow and
+                // as the receive buffer is tuned; --rwin must hold all the time, so
+                // look after every read. A clamped window keeps reads few and
+                // small, so one getsockopt per read costs nothing measurable.
                 if let Some(want) = clamp {
-                    if reads.is_power_of_two() || reads % 4096 == 0 {
-                        keep_clamp(fd, want);
-                    }
+                    keep_clamp(fd, want);
                 }
             }
             Err(e) if transient(&e) => {

@@ -498,8 +498,17 @@ impl Session {
             }
             let stop = self.stopped_at.unwrap_or(end);
             let secs = self.elapsed(stop);
+            let epoch = crate::datapath::epoch();
+            let from = self.counted_from.or(self.started).unwrap_or(end);
             for s in &mut self.streams {
-                s.end_secs = secs;
+                // A receiver ran until the last byte it drained after the stop.
+                let last = s.counters.last_rx_ns.load(Relaxed);
+                let until = if !s.sender && last > 0 {
+                    (epoch + Duration::from_nanos(last)).max(stop)
+                } else {
+                    stop
+                };
+                s.end_secs = if until > stop { until.saturating_duration_since(from).as_secs_f64() } else { secs };
             }
             if let Some(c0) = &self.cpu0 {
                 let wall = end

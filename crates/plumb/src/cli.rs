@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 use crate::calc::CalcArgs;
 use crate::measure::MeasureArgs;
+use crate::why::WhyArgs;
 
 /// Exit code for bad flags or values.
 pub const EXIT_USAGE: u8 = 2;
@@ -38,8 +39,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The backup scenario on an emulated 1 Gbit/s, 15 ms link: the old window, then autotuned.
+    Demo(crate::demo::DemoArgs),
     /// Model a path: BDP, window, loss and link limits, framing, frame rate, RTT from distance.
     Calc(CalcArgs),
+    /// Say what limits a transfer: test HOST (or read --from, or use the model) and explain.
+    Why(WhyArgs),
+    /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
+    Lab(crate::lab::LabArgs),
     /// Run a server (the same as plumb -s).
     Server(MeasureArgs),
     /// Run a client against HOST (the same as plumb -c HOST).
@@ -66,6 +73,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Some(Command::Calc(args)) => crate::calc::run(&args),
+        Some(Command::Demo(args)) => crate::demo::run(&args),
+        Some(Command::Why(args)) => crate::why::run(&args),
+        Some(Command::Lab(args)) => crate::lab::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
             crate::measure::run(&m)
@@ -113,4 +123,16 @@ pub fn clap_exit(e: clap::Error) -> ExitCode {
 pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("plumb: {msg}");
     ExitCode::from(EXIT_USAGE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn flag_definitions_are_consistent() {
+        // Duplicate names, bad defaults and conflicting groups panic here, not in front of a user.
+        Cli::command().debug_assert();
+    }
 }

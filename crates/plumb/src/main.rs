@@ -6,7 +6,10 @@
 
 mod calc;
 mod cli;
+mod demo;
+mod lab;
 mod measure;
+mod why;
 
 use std::process::ExitCode;
 

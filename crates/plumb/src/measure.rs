@@ -138,6 +138,19 @@ pub struct MeasureArgs {
     /// Receiver discards data without copying it (MSG_TRUNC); counts stay exact
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// Client: after the test, say what limited it (see plumb why)
+    #[arg(long = "why")]
+    pub why: bool,
+    /// With --why: the bottleneck link's rate (1g, 100M)
+    #[arg(long = "link", value_parser = parse_rate_arg)]
+    pub link: Option<Rate>,
+    /// Also write the -J document to this file (used by plumb lab)
+    #[arg(long = "json-file", hide = true)]
+    pub json_file: Option<std::path::PathBuf>,
+}
+
+fn parse_rate_arg(s: &str) -> Result<Rate, String> {
+    Rate::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_bytes(s: &str) -> Result<Bytes, String> {
@@ -370,6 +383,22 @@ pub fn sink(a: &MeasureArgs) -> anyhow::Result<Box<dyn Sink>> {
     })
 }
 
+/// The client run the flags describe, for a checked `spec`.
+pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> ClientConfig {
+    ClientConfig {
+        host: a.client.clone().unwrap_or_default(),
+        port: a.port.unwrap_or(DEFAULT_PORT),
+        bind: a.bind,
+        cport: a.cport,
+        family: family(a),
+        connect_timeout: a.connect_timeout.map(Duration::from_millis),
+        rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
+        spec,
+        // Client authentication flags are wired in with the server's auth.
+        auth: None,
+    }
+}
+
 /// Runs the client or the server the flags ask for.
 pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if a.server {
@@ -415,22 +444,31 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             "give -s to run a server or -c HOST to run a client (see plumb --help)",
         ));
     };
+    let _ = host;
+    if a.why {
+        return crate::why::test_and_explain(a, a.link);
+    }
     let spec = match test_spec(a) {
         Ok(s) => s,
         Err(msg) => return Ok(usage_error(msg)),
     };
-    let cfg = ClientConfig {
-        host,
-        port: a.port.unwrap_or(DEFAULT_PORT),
-        bind: a.bind,
-        cport: a.cport,
-        family: family(a),
-        connect_timeout: a.connect_timeout.map(Duration::from_millis),
-        rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
-        spec,
-    };
+    let cfg = client_config(a, spec);
     let mut sink = sink(a)?;
-    let outcome = plumb_net::client::run(&cfg, sink.as_mut());
+    let outcome = match &a.json_file {
+        None => plumb_net::client::run(&cfg, sink.as_mut()),
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            let mut json = JsonSink::new(file);
+            let mut tee = plumb_report::Tee {
+                first: sink.as_mut(),
+                second: &mut json,
+            };
+            let r = plumb_net::client::run(&cfg, &mut tee);
+            json.finish()?;
+            r
+        }
+    };
     sink.finish()?;
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),

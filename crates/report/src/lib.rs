@@ -33,3 +33,38 @@ pub trait Sink {
     /// Flushes whatever the sink holds back (the JSON document).
     fn finish(&mut self) -> std::io::Result<()>;
 }
+
+/// Sends every record to two sinks: a printer and a capture, say.
+pub struct Tee<'a> {
+    /// The first sink (finished by [`Sink::finish`]).
+    pub first: &'a mut dyn Sink,
+    /// The second sink (also finished).
+    pub second: &'a mut dyn Sink,
+}
+
+impl Sink for Tee<'_> {
+    fn start(&mut self, s: &StartRecord) {
+        self.first.start(s);
+        self.second.start(s);
+    }
+    fn interval(&mut self, i: &IntervalRecord) {
+        self.first.interval(i);
+        self.second.interval(i);
+    }
+    fn end(&mut self, e: &EndRecord) {
+        self.first.end(e);
+        self.second.end(e);
+    }
+    fn error(&mut self, m: &str) {
+        self.first.error(m);
+        self.second.error(m);
+    }
+    fn note(&mut self, l: &str) {
+        self.first.note(l);
+        self.second.note(l);
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.first.finish()?;
+        self.second.finish()
+    }
+}

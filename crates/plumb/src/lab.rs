@@ -1,0 +1,531 @@
+//! `plumb lab`: a long fat network on this machine — two namespaces joined by
+//! the userspace link emulator — with plumb (or any program) run across it,
+//! and the model's prediction printed beside what was measured.
+
+use std::io::Write;
+use std::process::{Child, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use plumb_diagnose::evidence::LinkRate;
+use plumb_diagnose::{diagnose, Evidence, LinkSource};
+use plumb_lab::emu::{GilbertElliott, LossModel, QueueLimit, Reorder};
+use plumb_lab::{Direction, Lab, LabConfig, LabError, Side};
+use plumb_model::units::sig;
+use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
+use serde_json::{json, Value};
+
+use crate::cli::usage_error;
+
+/// Flags of `plumb lab`.
+#[derive(Debug, Args, Clone)]
+#[command(
+    after_help = "Examples:\n  plumb lab --rate 1gbit --rtt 15ms -- --rwin 17520 -t 5\n  plumb lab --rate 100m --rtt 40ms --loss 0.5% -- -C reno -t 10\n  plumb lab --rate 1g --rtt 15ms --exec 'rsync -a big/ $PLUMB_FAR:/tmp/'\n  plumb lab --rate 1g --rtt 15ms --hold"
+)]
+pub struct LabArgs {
+    /// Link rate, each direction: 1gbit, 100M
+    #[arg(long, value_parser = parse_rate, default_value = "1gbit")]
+    pub rate: Rate,
+    /// Round-trip propagation delay, split evenly between the directions
+    #[arg(long, value_parser = parse_rtt, default_value = "15ms")]
+    pub rtt: Rtt,
+    /// Random loss on the near-to-far (data) direction: 0.1%, 1e-3
+    #[arg(long, value_parser = parse_loss)]
+    pub loss: Option<LossRate>,
+    /// Make --loss bursty (Gilbert-Elliott) with this mean burst length in packets
+    #[arg(long, requires = "loss")]
+    pub loss_burst: Option<f64>,
+    /// Drop-tail queue: 1.5BDP, 2MB, 20ms [default: 1BDP]
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Extra delay per packet, up to this much, without reordering
+    #[arg(long, value_parser = parse_rtt)]
+    pub jitter: Option<Rtt>,
+    /// Reorder this share of packets (they skip ahead by 1 ms)
+    #[arg(long, value_parser = parse_loss)]
+    pub reorder: Option<LossRate>,
+    /// Duplicate this share of packets
+    #[arg(long, value_parser = parse_loss)]
+    pub duplicate: Option<LossRate>,
+    /// Seed of the loss and jitter random numbers, to repeat a run
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run this shell command in "near" instead of plumb (PLUMB_FAR holds the far address)
+    #[arg(long)]
+    pub exec: Option<String>,
+    /// Run this shell command in "far" instead of a plumb server (PLUMB_NEAR holds the near address)
+    #[arg(long)]
+    pub far_exec: Option<String>,
+    /// Keep the link up until Ctrl-C and print how to enter each side
+    #[arg(long, conflicts_with = "exec")]
+    pub hold: bool,
+    /// Also say what limited the transfer (plumb why)
+    #[arg(long)]
+    pub why: bool,
+    /// One JSON document: the client's, plus "lab" and "model" (and "diagnosis")
+    #[arg(short = 'J', long)]
+    pub json: bool,
+    /// plumb client flags, after --
+    #[arg(last = true, allow_hyphen_values = true)]
+    pub client: Vec<String>,
+}
+
+fn parse_rate(s: &str) -> Result<Rate, String> {
+    Rate::parse(s).map_err(|e| e.to_string())
+}
+fn parse_rtt(s: &str) -> Result<Rtt, String> {
+    Rtt::parse(s).map_err(|e| e.to_string())
+}
+fn parse_loss(s: &str) -> Result<LossRate, String> {
+    LossRate::parse(s).map_err(|e| e.to_string())
+}
+
+/// Parses `--queue`: `1.5BDP`, `2MB`, `20ms`.
+fn parse_queue(s: &str) -> Result<QueueLimit, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    if let Some(n) = lower.strip_suffix("bdp") {
+        let f: f64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("invalid queue '{s}': expected e.g. 1.5BDP, 2MB or 20ms"))?;
+        if !(f > 0.0 && f <= 1000.0) {
+            return Err(format!(
+                "invalid queue '{s}': a BDP multiple must be above 0 and at most 1000"
+            ));
+        }
+        return Ok(QueueLimit::Bdp(f));
+    }
+    if lower.ends_with("ms")
+        || lower.ends_with("us")
+        || (lower.ends_with('s') && !lower.ends_with("bs"))
+    {
+        let d = Rtt::parse(t).map_err(|e| e.to_string())?;
+        return Ok(QueueLimit::Delay(Duration::from_secs_f64(d.secs())));
+    }
+    let b =
+        Bytes::parse(t).map_err(|e| format!("{e}; or a delay (20ms) or BDP multiple (1.5BDP)"))?;
+    Ok(QueueLimit::Bytes(b.get()))
+}
+
+/// The emulator configuration the flags describe.
+pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
+    let rate = plumb_lab::emu::Rate::from_mbps(a.rate.bps() / 1e6).ok_or_else(|| {
+        format!(
+            "invalid rate '{}': the lab needs at least 1 kbit/s",
+            a.rate.human()
+        )
+    })?;
+    if a.rtt.secs() > 10.0 {
+        return Err(format!(
+            "invalid RTT {}: the lab emulates at most 10 s",
+            a.rtt.human()
+        ));
+    }
+    let mut cfg = LabConfig::new(rate, Duration::from_secs_f64(a.rtt.secs()));
+    if let Some(q) = &a.queue {
+        cfg = cfg.with_queue(parse_queue(q)?);
+    }
+    if let Some(l) = a.loss {
+        let model = match a.loss_burst {
+            Some(b) => LossModel::GilbertElliott(
+                GilbertElliott::from_loss_and_burst(l.probability(), b)
+                    .map_err(|e| format!("invalid --loss-burst: {e}"))?,
+            ),
+            None => LossModel::Bernoulli(l.probability()),
+        };
+        cfg = cfg.with_loss(Direction::NearToFar, model);
+    }
+    if let Some(seed) = a.seed {
+        cfg = cfg.with_seed(seed);
+    }
+    for dir in [Direction::NearToFar, Direction::FarToNear] {
+        let link = cfg.link_mut(dir);
+        if let Some(j) = a.jitter {
+            link.jitter = Duration::from_secs_f64(j.secs());
+        }
+        if let Some(r) = a.reorder {
+            link.reorder = Some(Reorder {
+                probability: r.probability(),
+                advance: Duration::from_millis(1),
+            });
+        }
+        if let Some(d) = a.duplicate {
+            link.duplicate = d.probability();
+        }
+    }
+    Ok(cfg)
+}
+
+/// Kills a child when dropped: nothing the lab starts outlives it.
+pub(crate) struct Reaper(pub(crate) Option<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn lab_error(e: &LabError) -> ExitCode {
+    eprintln!("plumb: {e}");
+    ExitCode::from(1)
+}
+
+/// Runs `plumb lab`.
+pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    let cfg = match lab_config(a) {
+        Ok(c) => c,
+        Err(msg) => return Ok(usage_error(msg)),
+    };
+    if !a.client.is_empty() && a.exec.is_some() {
+        return Ok(usage_error(
+            "--exec runs your program instead of the plumb client: drop the client flags after --",
+        ));
+    }
+    if let Err(e) = Lab::check_privileges() {
+        return Ok(lab_error(&e));
+    }
+    if let Err(e) = Lab::install_signal_cleanup() {
+        return Ok(lab_error(&e));
+    }
+    let lab = match Lab::start(cfg) {
+        Ok(l) => l,
+        Err(e) => return Ok(lab_error(&e)),
+    };
+    let probe = lab.probe().ok();
+    let far = lab.far_addr().to_string();
+    let near = lab.near_addr().to_string();
+    if !a.json {
+        println!("{}", lab_line(a, probe.as_ref()));
+    }
+    if a.hold {
+        return hold(&lab, a);
+    }
+
+    // The far side: a plumb server, or the user's program.
+    let exe = std::env::current_exe()?;
+    let exe_s = exe.to_string_lossy().to_string();
+    let port = 5201u16;
+    let server = match &a.far_exec {
+        Some(cmd) => {
+            let mut c = lab.command(Side::Far, "sh");
+            c.args(["-c", cmd])
+                .env("PLUMB_NEAR", &near)
+                .env("PLUMB_FAR", &far)
+                .stdin(Stdio::null());
+            Reaper(Some(c.spawn()?))
+        }
+        None => start_server(&lab, &exe_s, port)?,
+    };
+
+    // The near side: the user's program, or the plumb client.
+    if let Some(cmd) = &a.exec {
+        let mut c = lab.command(Side::Near, "sh");
+        c.args(["-c", cmd])
+            .env("PLUMB_FAR", &far)
+            .env("PLUMB_NEAR", &near);
+        let status = c.status()?;
+        drop(server);
+        report_emulator(&lab, a.json);
+        return Ok(status
+            .code()
+            .map_or(ExitCode::from(1), |c| ExitCode::from(c.clamp(0, 255) as u8)));
+    }
+    let (status, doc) = run_client(&lab, &exe_s, port, &a.client, a.json)?;
+    drop(server);
+    let Some(mut doc) = doc else {
+        eprintln!("plumb: the client produced no result");
+        return Ok(ExitCode::from(1));
+    };
+    let model = model_for(a, &doc);
+    let stats = lab.stats();
+    let lab_json = lab_json(a, probe.as_ref(), &stats);
+    let diagnosis = a.why.then(|| {
+        let link = Some(LinkRate {
+            bps: a.rate.bps(),
+            source: LinkSource::Given,
+        });
+        Evidence::from_json(&doc, link).map(|ev| (diagnose(&ev), ev))
+    });
+    if a.json {
+        if let Some(o) = doc.as_object_mut() {
+            o.insert("lab".into(), lab_json);
+            o.insert("model".into(), model.0.clone());
+            if let Some(Ok((d, _))) = &diagnosis {
+                o.insert("diagnosis".into(), crate::why::diagnosis_json(d));
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("\n{}", model.1);
+        match &diagnosis {
+            Some(Ok((d, ev))) => println!("\n{}", crate::why::render(d, ev)),
+            Some(Err(e)) => eprintln!("plumb: cannot diagnose: {e}"),
+            None => {}
+        }
+        report_emulator(&lab, false);
+    }
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Starts a plumb server in the far namespace and waits until it listens.
+pub(crate) fn start_server(lab: &Lab, exe: &str, port: u16) -> anyhow::Result<Reaper> {
+    let mut c = lab.command(Side::Far, exe);
+    c.args(["-s", "-p", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let r = Reaper(Some(c.spawn()?));
+    wait_listening(lab, port)?;
+    Ok(r)
+}
+
+/// Runs the plumb client in the near namespace against the far server; its
+/// text report goes to stdout unless `quiet`, its -J document comes back.
+pub(crate) fn run_client(
+    lab: &Lab,
+    exe: &str,
+    port: u16,
+    args: &[String],
+    quiet: bool,
+) -> anyhow::Result<(std::process::ExitStatus, Option<Value>)> {
+    let json_path =
+        std::env::temp_dir().join(format!("plumb-lab-{}-{port}.json", std::process::id()));
+    let mut c = lab.command(Side::Near, exe);
+    c.args(["-c", &lab.far_addr().to_string(), "-p", &port.to_string()])
+        .args(args);
+    c.arg("--json-file").arg(&json_path);
+    if quiet {
+        c.stdout(Stdio::null());
+    }
+    let status = c.status()?;
+    let doc = std::fs::read_to_string(&json_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let _ = std::fs::remove_file(&json_path);
+    Ok((status, doc))
+}
+
+/// Waits (bounded) until the far server listens.
+fn wait_listening(lab: &Lab, port: u16) -> anyhow::Result<()> {
+    let want = format!(":{port:04X}");
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        // /proc/net/* shows the namespace of the reading thread.
+        let want = want.clone();
+        let seen = lab
+            .spawn_in(Side::Far, move || {
+                Ok(["/proc/thread-self/net/tcp6", "/proc/thread-self/net/tcp"]
+                    .iter()
+                    .any(|f| {
+                        std::fs::read_to_string(f).is_ok_and(|t| {
+                            t.lines().skip(1).any(|l| {
+                                let c: Vec<&str> = l.split_whitespace().collect();
+                                c.len() > 3 && c[1].ends_with(&want) && c[3] == "0A"
+                            })
+                        })
+                    }))
+            })
+            .ok()
+            .and_then(|h| h.join().ok())
+            .and_then(Result::ok)
+            .unwrap_or(false);
+        if seen {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    anyhow::bail!("the plumb server in the far namespace did not start listening")
+}
+
+pub(crate) fn lab_line(a: &LabArgs, probe: Option<&plumb_lab::measure::Probe>) -> String {
+    let mut s = format!(
+        "Lab link: {} each way, RTT {}",
+        a.rate.human(),
+        a.rtt.human()
+    );
+    if let Some(l) = a.loss {
+        s += &format!(", loss {}%", sig(l.probability() * 100.0, 3));
+        if let Some(b) = a.loss_burst {
+            s += &format!(" in bursts of {b}");
+        }
+    }
+    if let Some(p) = probe {
+        s += &format!(
+            "; measured before the test: RTT {} (min of {}), rate {}",
+            Rtt::from_secs(p.rtt_min.as_secs_f64()).map_or_else(|| "?".into(), Rtt::human),
+            p.rtt_samples,
+            p.rate.map_or_else(
+                || "unknown".into(),
+                |r| format!("{} Mbit/s", sig(r.bps() as f64 / 1e6, 4))
+            )
+        );
+    }
+    s
+}
+
+fn lab_json(
+    a: &LabArgs,
+    probe: Option<&plumb_lab::measure::Probe>,
+    stats: &plumb_lab::LabStats,
+) -> Value {
+    let d = &stats.near_to_far;
+    json!({
+        "configured": {
+            "rate_bps": a.rate.bps(),
+            "rtt_ms": a.rtt.ms(),
+            "loss": a.loss.map(LossRate::probability),
+            "loss_burst": a.loss_burst,
+            "queue": a.queue,
+            "jitter_ms": a.jitter.map(Rtt::ms),
+            "seed": a.seed,
+        },
+        "measured": probe.map(|p| json!({
+            "rtt_min_ms": p.rtt_min.as_secs_f64() * 1e3,
+            "rtt_median_ms": p.rtt_median.as_secs_f64() * 1e3,
+            "rate_bps": p.rate.map(|r| r.bps()),
+        })),
+        "emulator": {
+            "segments_delivered": d.link.delivered.segments,
+            "segments_dropped_queue": d.link.dropped_queue.segments,
+            "segments_dropped_loss": d.link.dropped_loss.segments,
+            "max_queue_bytes": d.link.max_queue_bytes,
+            "release_error_p50_us": d.release_error.quantile(0.5).as_secs_f64() * 1e6,
+            "release_error_p99_us": d.release_error.quantile(0.99).as_secs_f64() * 1e6,
+        },
+    })
+}
+
+fn report_emulator(lab: &Lab, json: bool) {
+    if json {
+        return;
+    }
+    let s = lab.stats();
+    let d = &s.near_to_far;
+    println!(
+        "Emulator near->far: {} segments delivered, {} dropped by the queue, {} by loss; release error p99 {} us",
+        d.link.delivered.segments,
+        d.link.dropped_queue.segments,
+        d.link.dropped_loss.segments,
+        sig(d.release_error.quantile(0.99).as_secs_f64() * 1e6, 3)
+    );
+}
+
+/// The model's prediction for this link and these client flags, as JSON and a line.
+fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
+    let flag = |name: &str| {
+        a.client
+            .iter()
+            .position(|x| x == name)
+            .and_then(|i| a.client.get(i + 1))
+            .and_then(|v| Bytes::parse(v).ok())
+    };
+    let streams = a
+        .client
+        .iter()
+        .position(|x| x == "-P" || x == "--parallel")
+        .and_then(|i| a.client.get(i + 1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(1)
+        .max(1);
+    // The window one stream gets: the receiver's clamp, else nothing known (autotuned).
+    let window = flag("--rwin");
+    let framing = Framing {
+        timestamps: true,
+        ..Framing::default()
+    };
+    let input = PathInput {
+        rate: Some(a.rate),
+        rtt: Some(a.rtt),
+        window,
+        loss: a.loss,
+        framing,
+        size: None,
+    };
+    let p = Prediction::of(&input);
+    let measured = doc["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let Some((per_stream, limit)) = p.predicted else {
+        return (Value::Null, String::new());
+    };
+    // n streams multiply the window and loss limits, never the link.
+    let link = p.link_goodput.map_or(f64::INFINITY, Rate::bps);
+    let predicted = if limit.name() == "link" {
+        per_stream.bps()
+    } else {
+        (per_stream.bps() * streams as f64).min(link)
+    };
+    let why = match (limit.name(), window) {
+        ("window", Some(w)) => format!("window {} / RTT {}", w.human(), a.rtt.human()),
+        ("loss", _) => format!(
+            "Mathis at {}% loss, RTT {}",
+            sig(a.loss.map_or(0.0, LossRate::probability) * 100.0, 3),
+            a.rtt.human()
+        ),
+        _ => format!(
+            "link goodput, {} of {}",
+            sig(framing.efficiency() * 100.0, 3) + "%",
+            a.rate.human()
+        ),
+    };
+    let rate = |b: f64| Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human);
+    let line = format!(
+        "Model: {} predicted ({why}{}); measured {} ({}% of the prediction).",
+        rate(predicted),
+        if streams > 1 {
+            format!(", {streams} streams")
+        } else {
+            String::new()
+        },
+        rate(measured),
+        sig(measured / predicted.max(1.0) * 100.0, 3)
+    );
+    (
+        json!({"predicted_bps": predicted, "limit": limit.name(), "measured_bps": measured,
+               "window_bytes": window.map(Bytes::get), "streams": streams,
+               "link_goodput_bps": p.link_goodput.map(Rate::bps)}),
+        line,
+    )
+}
+
+fn hold(lab: &Lab, a: &LabArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "The link is up until Ctrl-C. Near {} is in namespace {}, far {} in {}.",
+        lab.near_addr(),
+        lab.namespace_name(Side::Near),
+        lab.far_addr(),
+        lab.namespace_name(Side::Far)
+    )?;
+    writeln!(
+        out,
+        "  ip netns exec {} plumb -s",
+        lab.namespace_name(Side::Far)
+    )?;
+    writeln!(
+        out,
+        "  ip netns exec {} plumb -c {} -t 10",
+        lab.namespace_name(Side::Near),
+        lab.far_addr()
+    )?;
+    writeln!(
+        out,
+        "  ip netns exec {} bash      # a shell on the near side",
+        lab.namespace_name(Side::Near)
+    )?;
+    out.flush()?;
+    let _ = a;
+    // The signal handler removes the lab and ends the process; bounded only by the user.
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
