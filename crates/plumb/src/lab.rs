@@ -420,27 +420,30 @@ fn report_emulator(lab: &Lab, json: bool) {
 
 /// The model's prediction for this link and these client flags, as JSON and a line.
 fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
-    let flag = |name: &str| {
+    let value = |names: &[&str]| {
         a.client
             .iter()
-            .position(|x| x == name)
+            .position(|x| names.contains(&x.as_str()))
             .and_then(|i| a.client.get(i + 1))
-            .and_then(|v| Bytes::parse(v).ok())
+            .cloned()
     };
-    let streams = a
-        .client
-        .iter()
-        .position(|x| x == "-P" || x == "--parallel")
-        .and_then(|i| a.client.get(i + 1))
+    let bytes = |names: &[&str]| value(names).and_then(|v| Bytes::parse(&v).ok());
+    let streams = value(&["-P", "--parallel"])
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(1)
         .max(1);
-    // The window one stream gets: the receiver's clamp, else nothing known (autotuned).
-    let window = flag("--rwin");
-    let framing = Framing {
+    // The window one stream gets: the receiver's clamp, or what a fixed send
+    // buffer holds in flight; autotuned otherwise (no window limit).
+    let sndbuf = bytes(&["--sndbuf"])
+        .map(|b| Bytes(plumb_diagnose::rules::sndbuf_payload(2 * b.get()) as u64));
+    let window = bytes(&["--rwin"]).or(sndbuf);
+    let mut framing = Framing {
         timestamps: true,
         ..Framing::default()
     };
+    if let Some(m) = bytes(&["-M", "--set-mss"]) {
+        framing = Framing::with_mss(m, false, true, false);
+    }
     let input = PathInput {
         rate: Some(a.rate),
         rtt: Some(a.rtt),
@@ -456,14 +459,15 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
     let Some((per_stream, limit)) = p.predicted else {
         return (Value::Null, String::new());
     };
-    // n streams multiply the window and loss limits, never the link.
     let link = p.link_goodput.map_or(f64::INFINITY, Rate::bps);
-    let predicted = if limit.name() == "link" {
+    // n streams multiply the window and loss limits, never the link.
+    let mut predicted = if limit.name() == "link" {
         per_stream.bps()
     } else {
         (per_stream.bps() * streams as f64).min(link)
     };
-    let why = match (limit.name(), window) {
+    let mut name = limit.name().to_string();
+    let mut why = match (limit.name(), window) {
         ("window", Some(w)) => format!("window {} / RTT {}", w.human(), a.rtt.human()),
         ("loss", _) => format!(
             "Mathis at {}% loss, RTT {}",
@@ -471,11 +475,22 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
             a.rtt.human()
         ),
         _ => format!(
-            "link goodput, {} of {}",
-            sig(framing.efficiency() * 100.0, 3) + "%",
+            "link goodput, {}% of {}",
+            sig(framing.efficiency() * 100.0, 3),
             a.rate.human()
         ),
     };
+    // An application rate cap (-b, per stream) binds when it is the smallest.
+    if let Some(cap) = value(&["-b", "--bitrate"])
+        .and_then(|v| Rate::parse(v.split('/').next().unwrap_or(&v)).ok())
+    {
+        let total = cap.bps() * streams as f64;
+        if total < predicted {
+            predicted = total;
+            name = "application".into();
+            why = format!("-b {} per stream", cap.human());
+        }
+    }
     let rate = |b: f64| Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human);
     let line = format!(
         "Model: {} predicted ({why}{}); measured {} ({}% of the prediction).",
@@ -489,7 +504,7 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
         sig(measured / predicted.max(1.0) * 100.0, 3)
     );
     (
-        json!({"predicted_bps": predicted, "limit": limit.name(), "measured_bps": measured,
+        json!({"predicted_bps": predicted, "limit": name, "measured_bps": measured,
                "window_bytes": window.map(Bytes::get), "streams": streams,
                "link_goodput_bps": p.link_goodput.map(Rate::bps)}),
         line,

@@ -1,0 +1,285 @@
+//! `plumb lab` and `plumb why` on emulated links whose truth is known: the
+//! backup scenario, a full link, loss against Mathis, and one scenario per
+//! limit `plumb why` can name. Needs root and /dev/net/tun (CI has both);
+//! elsewhere each test says it was skipped. Lab runs are serialised (they
+//! share two CPUs) and every one is checked to leave nothing behind.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn can_lab() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let tun = std::path::Path::new("/dev/net/tun").exists();
+    if !(root && tun) {
+        eprintln!("skipped: plumb lab needs root and /dev/net/tun");
+    }
+    root && tun
+}
+
+fn leftovers() -> Vec<String> {
+    let ns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let links = std::process::Command::new("ip")
+        .args(["-o", "link"])
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let mut v: Vec<String> = String::from_utf8_lossy(&ns)
+        .lines()
+        .filter(|l| l.starts_with("plumb-"))
+        .map(str::to_string)
+        .collect();
+    v.extend(
+        String::from_utf8_lossy(&links)
+            .lines()
+            .filter(|l| l.contains(": plumb"))
+            .map(str::to_string),
+    );
+    v
+}
+
+/// `plumb lab --why -J LAB… -- CLIENT…`, checked for leftovers afterwards.
+fn lab(lab_args: &[&str], client: &[&str]) -> Value {
+    let mut a = vec!["lab", "--why", "-J"];
+    a.extend_from_slice(lab_args);
+    a.push("--");
+    a.extend_from_slice(client);
+    let out = run(plumb_bin(), &a, Duration::from_secs(60));
+    let left = leftovers();
+    assert!(left.is_empty(), "the lab left {left:?} behind");
+    assert!(
+        out.status.success(),
+        "plumb {a:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb lab");
+    assert_clean(&v, "plumb lab");
+    v
+}
+
+fn diag(v: &Value) -> (&str, f64, f64) {
+    let d = &v["diagnosis"];
+    (
+        d["limit"].as_str().unwrap_or("none"),
+        d["measured_bps"].as_f64().unwrap_or(0.0),
+        d["predicted_bps"].as_f64().unwrap_or(0.0),
+    )
+}
+
+#[test]
+fn backup_scenario_with_the_old_window() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        &["--rwin", "17520", "-t", "4"],
+    );
+    let measured = num(&v, "end.sum_received.bits_per_second");
+    let model = num(&v, "model.predicted_bps");
+    assert_eq!(model, 9_344_000.0, "the model's 17,520 B / 15 ms");
+    assert!(
+        (measured / model - 1.0).abs() <= 0.10,
+        "measured {measured} vs 9.344 Mbit/s"
+    );
+    // TCP's own minimum RTT and the lab's probe both see 15 ms ± 5 %.
+    let min_rtt = num(&v, "end.plumb.local.streams.0.tcp_info.min_rtt_us") / 1e3;
+    assert!(
+        (min_rtt / 15.0 - 1.0).abs() <= 0.05,
+        "TCP min RTT {min_rtt} ms"
+    );
+    let probe = num(&v, "lab.measured.rtt_min_ms");
+    assert!((probe / 15.0 - 1.0).abs() <= 0.05, "probe RTT {probe} ms");
+    let (limit, m, p) = diag(&v);
+    assert_eq!(limit, "receive_window", "{}", v["diagnosis"]["summary"]);
+    assert!(
+        (m / p - 1.0).abs() <= 0.15,
+        "diagnosis predicted {p}, measured {m}"
+    );
+    assert_eq!(v["diagnosis"]["confidence"], "high");
+}
+
+#[test]
+fn autotuned_window_fills_the_link() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // -O 1 leaves slow start out, as a long backup would.
+    let v = lab(
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        &["-t", "4", "-O", "1"],
+    );
+    let measured = num(&v, "end.sum_received.bits_per_second");
+    let goodput = num(&v, "model.link_goodput_bps");
+    assert!(
+        measured >= 0.85 * goodput,
+        "measured {measured} of {goodput}"
+    );
+    assert_eq!(diag(&v).0, "link", "{}", v["diagnosis"]["summary"]);
+}
+
+#[test]
+fn reno_under_random_loss_follows_mathis() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(
+        &[
+            "--rate", "1gbit", "--rtt", "20ms", "--loss", "1%", "--seed", "7",
+        ],
+        &["-C", "reno", "-t", "5"],
+    );
+    let measured = num(&v, "end.sum_received.bits_per_second");
+    let mathis = num(&v, "model.predicted_bps");
+    assert_eq!(v["model"]["limit"], "loss");
+    let ratio = measured / mathis;
+    eprintln!(
+        "Reno at 1 % loss, 20 ms: measured {:.2} Mbit/s, Mathis {:.2} Mbit/s: {} by {:.0} %",
+        measured / 1e6,
+        mathis / 1e6,
+        if ratio < 1.0 {
+            "below the model"
+        } else {
+            "above the model"
+        },
+        (ratio - 1.0).abs() * 100.0
+    );
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "measured {measured} vs Mathis {mathis}"
+    );
+    assert_eq!(diag(&v).0, "loss", "{}", v["diagnosis"]["summary"]);
+}
+
+#[test]
+fn small_send_buffer_is_named() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        &["--sndbuf", "64K", "-t", "4"],
+    );
+    let (limit, m, p) = diag(&v);
+    assert_eq!(limit, "send_buffer", "{}", v["diagnosis"]["summary"]);
+    assert!((m / p - 1.0).abs() <= 0.35, "predicted {p}, measured {m}");
+}
+
+#[test]
+fn full_link_has_nothing_to_fix() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(&["--rate", "200mbit", "--rtt", "5ms"], &["-t", "4"]);
+    let (limit, m, p) = diag(&v);
+    assert_eq!(limit, "link", "{}", v["diagnosis"]["summary"]);
+    assert!(m >= 0.9 * p, "measured {m} of {p}");
+}
+
+#[test]
+fn rate_cap_is_the_application() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        &["-b", "50M", "-t", "4"],
+    );
+    let (limit, m, p) = diag(&v);
+    assert_eq!(limit, "application", "{}", v["diagnosis"]["summary"]);
+    assert!((m / p - 1.0).abs() <= 0.1, "predicted {p}, measured {m}");
+    assert_eq!(v["model"]["limit"], "application");
+}
+
+#[test]
+fn small_mss_is_path_mtu() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        &["-M", "536", "-t", "4", "-O", "1"],
+    );
+    let (limit, m, p) = diag(&v);
+    assert_eq!(limit, "path_mtu", "{}", v["diagnosis"]["summary"]);
+    assert!((m / p - 1.0).abs() <= 0.15, "predicted {p}, measured {m}");
+}
+
+#[test]
+fn any_program_runs_across_the_link() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = run(
+        plumb_bin(),
+        &[
+            "lab",
+            "--rate",
+            "100m",
+            "--rtt",
+            "10ms",
+            "--far-exec",
+            "sleep 5",
+            "--exec",
+            "echo far=$PLUMB_FAR near=$PLUMB_NEAR",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("far=198.18.0.2 near=198.18.0.1"), "{text}");
+    assert!(leftovers().is_empty());
+}
+
+#[test]
+fn bad_lab_flags_are_one_line_and_exit_2() {
+    for args in [
+        &["lab", "--rate", "fast"][..],
+        &["lab", "--rtt", "-5ms"],
+        &["lab", "--queue", "lots"],
+        &["lab", "--loss", "5"],
+        &["lab", "--loss-burst", "3"],
+        &["lab", "--rtt", "20s"],
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(10));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr)
+                .trim_end()
+                .lines()
+                .count(),
+            1,
+            "{args:?}"
+        );
+    }
+}
