@@ -81,6 +81,20 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
     p
 }
 
+/// The `authtoken` for `a`, stamped now (spec §10).
+fn auth_token(a: &crate::config::ClientAuth) -> Result<String, TestError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let creds = plumb_proto::auth::Credentials {
+        username: a.username.clone(),
+        password: a.password.clone(),
+        timestamp: now,
+    };
+    plumb_proto::auth::encrypt_token(&a.public_key, &creds, a.padding, &mut rand_core::OsRng)
+        .map_err(|e| TestError::Server(e.to_string()))
+}
+
 fn random_cookie() -> Cookie {
     let mut r = [0u8; 36];
     if std::fs::File::open("/dev/urandom")
@@ -133,7 +147,10 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     };
     ctl.set_nodelay(true).map_err(TestError::Control)?;
     let control_mss = sockopt::max_segment(ctl.as_fd()).ok();
-    let params = params(cfg, control_mss);
+    let mut params = params(cfg, control_mss);
+    if let Some(a) = &cfg.auth {
+        params.authtoken = Some(auth_token(a)?);
+    }
     if cfg.spec.reverse {
         sink.note(&format!(
             "Reverse mode, remote host {} is sending",
@@ -204,6 +221,16 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                 ClientEvent::ServerResults(r) => server_results = Some(*r),
                 ClientEvent::DisplayResults => {
                     let peer = server_results.take().unwrap_or_default();
+                    if let Some(n) = peer
+                        .plumb
+                        .as_ref()
+                        .and_then(|p| p.concurrent_tests)
+                        .filter(|n| *n > 0)
+                    {
+                        sink.note(&format!(
+                            "note: the server ran {n} other test(s) at the same time as this one"
+                        ));
+                    }
                     let end = session.end_record(&peer, local_cc());
                     sink.end(&end);
                 }
@@ -224,6 +251,14 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                 }
                 ClientEvent::PeerClosed { .. } => {
                     session.finish(Instant::now(), sink);
+                    if cfg.auth.is_some() && session.streams.is_empty() {
+                        // iperf3 3.21+ answers a failed authentication with a bare close.
+                        return Err(TestError::Server(
+                            "the server closed the connection after the parameters \
+                             (authentication failed?)"
+                                .into(),
+                        ));
+                    }
                     return Err(TestError::ControlClosed);
                 }
                 ClientEvent::ProtocolError(e) => {

@@ -2,7 +2,11 @@
 //! hands them over. Defaults are iperf3's.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+pub use plumb_proto::auth;
+use plumb_proto::auth::{Padding, PrivateKey, PublicKey, UsersFile};
 
 /// iperf3's default port.
 pub const DEFAULT_PORT: u16 = 5201;
@@ -144,6 +148,163 @@ pub struct ClientConfig {
     pub rcv_timeout: Duration,
     /// The test.
     pub spec: TestSpec,
+    /// `--username` with `--rsa-public-key-path`: authenticate to the server.
+    pub auth: Option<ClientAuth>,
+}
+
+/// What a client needs to authenticate (spec §10).
+#[derive(Clone, PartialEq)]
+pub struct ClientAuth {
+    /// `--username`.
+    pub username: String,
+    /// From `IPERF3_PASSWORD`.
+    pub password: String,
+    /// The server's public key (`--rsa-public-key-path`).
+    pub public_key: PublicKey,
+    /// OAEP (iperf3 3.17+) or PKCS#1 v1.5 (`--use-pkcs1-padding`, for ≤3.16 servers).
+    pub padding: Padding,
+}
+
+impl std::fmt::Debug for ClientAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientAuth")
+            .field("username", &self.username)
+            .field("padding", &self.padding)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a server needs to check clients' tokens (spec §10).
+#[derive(Clone, PartialEq)]
+pub struct ServerAuth {
+    /// `--rsa-private-key-path`.
+    pub private_key: PrivateKey,
+    /// `--authorized-users-path`.
+    pub users: UsersFile,
+    /// `--time-skew-threshold`, seconds.
+    pub skew_secs: u64,
+}
+
+impl std::fmt::Debug for ServerAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerAuth")
+            .field("users", &self.users)
+            .field("skew_secs", &self.skew_secs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An address prefix for `--allow` / `--deny`, e.g. `10.0.0.0/8`, `::1/128`
+/// or a bare address (a whole-address prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpPrefix {
+    addr: IpAddr,
+    len: u8,
+}
+
+impl IpPrefix {
+    /// Parses `ADDR[/LEN]`; host bits beyond the prefix must be zero so a
+    /// typo like `10.1.2.3/8` is caught rather than silently widened.
+    pub fn parse(s: &str) -> Result<IpPrefix, String> {
+        let (a, l) = match s.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (s, None),
+        };
+        let addr: IpAddr = a
+            .trim()
+            .parse()
+            .map_err(|_| format!("invalid address prefix '{s}': '{a}' is not an IP address"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let len = match l {
+            None => max,
+            Some(l) => match l.trim().parse::<u8>() {
+                Ok(n) if n <= max => n,
+                _ => {
+                    return Err(format!(
+                        "invalid address prefix '{s}': length must be 0 to {max}"
+                    ))
+                }
+            },
+        };
+        let p = IpPrefix { addr, len };
+        if p.masked(addr) != addr {
+            return Err(format!(
+                "invalid address prefix '{s}': bits beyond /{len} are set (did you mean {}/{len}?)",
+                p.masked(addr)
+            ));
+        }
+        Ok(p)
+    }
+
+    fn masked(&self, ip: IpAddr) -> IpAddr {
+        match ip {
+            IpAddr::V4(v4) => {
+                let m = u32::MAX.checked_shl(32 - u32::from(self.len)).unwrap_or(0);
+                IpAddr::V4((u32::from(v4) & m).into())
+            }
+            IpAddr::V6(v6) => {
+                let m = u128::MAX
+                    .checked_shl(128 - u32::from(self.len))
+                    .unwrap_or(0);
+                IpAddr::V6((u128::from(v6) & m).into())
+            }
+        }
+    }
+
+    /// Whether `ip` is inside the prefix. IPv4-mapped IPv6 addresses (what a
+    /// dual-stack listener reports for IPv4 peers) count as IPv4.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        ip.is_ipv4() == self.addr.is_ipv4() && self.masked(ip) == self.addr
+    }
+}
+
+impl std::fmt::Display for IpPrefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it carries.
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Who may use the server: `--deny` wins over `--allow`; with any `--allow`
+/// given, only those prefixes may.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccessList {
+    /// `--allow` prefixes.
+    pub allow: Vec<IpPrefix>,
+    /// `--deny` prefixes.
+    pub deny: Vec<IpPrefix>,
+}
+
+impl AccessList {
+    /// Whether a peer at `ip` may connect.
+    pub fn permits(&self, ip: IpAddr) -> bool {
+        if self.deny.iter().any(|p| p.contains(ip)) {
+            return false;
+        }
+        self.allow.is_empty() || self.allow.iter().any(|p| p.contains(ip))
+    }
+}
+
+/// What an operator lets a stranger make the server do. `None` = no limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `--max-duration`: longest test (time + omit), and the wall-clock cap
+    /// of tests bounded by bytes or blocks.
+    pub max_duration: Option<Duration>,
+    /// `--max-parallel`: most streams per direction.
+    pub max_parallel: Option<u32>,
+    /// `--max-bitrate`: most bit/s one test may ask for and use (all streams).
+    pub max_bitrate: Option<u64>,
+    /// `--max-total-bitrate`: most bit/s all running tests together may ask for.
+    pub max_total_bitrate: Option<u64>,
 }
 
 /// A server.
@@ -163,6 +324,16 @@ pub struct ServerConfig {
     pub rcv_timeout: Duration,
     /// Interval for the server's own report.
     pub interval: f64,
+    /// `--max-tests`: tests that may run at once (iperf3: 1).
+    pub max_tests: usize,
+    /// Connections that may be mid-handshake at once; past this the oldest is dropped.
+    pub max_pending: usize,
+    /// Operator limits on what a test may ask for.
+    pub limits: Limits,
+    /// `--allow` / `--deny`.
+    pub access: AccessList,
+    /// Authentication, when the server requires it.
+    pub auth: Option<Arc<ServerAuth>>,
 }
 
 impl Default for ServerConfig {
@@ -175,6 +346,48 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(10),
             rcv_timeout: Duration::from_secs(120),
             interval: 1.0,
+            max_tests: 1,
+            max_pending: 256,
+            limits: Limits::default(),
+            access: AccessList::default(),
+            auth: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        let p = IpPrefix::parse("10.0.0.0/8").expect("valid");
+        assert!(p.contains("10.1.2.3".parse().expect("ip")));
+        assert!(!p.contains("11.0.0.1".parse().expect("ip")));
+        assert!(p.contains("::ffff:10.9.9.9".parse().expect("ip")));
+        assert!(!p.contains("::1".parse().expect("ip")));
+        let all = IpPrefix::parse("0.0.0.0/0").expect("valid");
+        assert!(all.contains("1.2.3.4".parse().expect("ip")));
+        let one = IpPrefix::parse("::1").expect("valid");
+        assert!(one.contains("::1".parse().expect("ip")));
+        assert_eq!(one.to_string(), "::1/128");
+        assert!(IpPrefix::parse("10.1.2.3/8").is_err());
+        assert!(IpPrefix::parse("10.0.0.0/33").is_err());
+        assert!(IpPrefix::parse("nope/8").is_err());
+        assert!(IpPrefix::parse("fe80::/10").is_ok());
+    }
+
+    #[test]
+    fn deny_wins_and_allow_restricts() {
+        let mut acl = AccessList::default();
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert!(acl.permits(ip("127.0.0.1")));
+        acl.allow
+            .push(IpPrefix::parse("127.0.0.0/8").expect("valid"));
+        assert!(acl.permits(ip("127.0.0.2")));
+        assert!(!acl.permits(ip("::1")));
+        acl.deny.push(IpPrefix::parse("127.0.0.2").expect("valid"));
+        assert!(!acl.permits(ip("127.0.0.2")));
+        assert!(acl.permits(ip("::ffff:127.0.0.1")));
     }
 }

@@ -1,610 +1,639 @@
-//! The server driver: accepts a control connection, drives [`ServerControl`]
-//! through one test, accepts that test's data streams, refuses everyone else
-//! with iperf3's "busy" byte, and goes back to listening.
+//! The server driver: one listening port, a gate thread that accepts and
+//! handshakes every connection without blocking, and one thread per admitted
+//! test.
+//!
+//! # Threads
+//! - The **gate** (the caller's thread) owns the listener. It polls the
+//!   listener and every connection still in its handshake, reads whatever is
+//!   ready without blocking, and decides: a connection whose first 37 bytes
+//!   are the cookie of a test accepting streams is that test's data stream
+//!   ([`admission::Registry`]); any other is a control connection, driven
+//!   through [`ServerControl`] up to its parameters. Parameters that pass the
+//!   operator's limits take a test slot ([`admission::Slots`]) and the
+//!   connection moves to a test thread. A connection that is silent past
+//!   `handshake_timeout` is dropped; when `max_pending` connections are
+//!   mid-handshake the oldest is dropped, so a flood cannot pin the gate.
+//! - A **test** thread ([`test`]) authenticates, sets up the streams, runs
+//!   the test and exchanges results; a client's mistake ends only its test.
+//!
+//! With every slot held (iperf3: one) a new connection gets ACCESS_DENIED
+//! ("busy") at once, unread — unless some test is waiting for its data
+//! streams, in which case the gate must read the cookie first to tell.
 
+mod admission;
+mod test;
+
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::sync::Arc;
+use std::os::unix::net::UnixDatagram;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 
+use plumb_proto::cookie::COOKIE_LEN;
+use plumb_proto::params::TestParams;
 use plumb_proto::server::{ServerControl, ServerEvent, ServerLimits};
-use plumb_proto::{stream_id, udp, Cookie, State};
-use plumb_report::text::TextSink;
-use plumb_report::{Connected, EndRecord, IntervalRecord, Role, Sink, StartRecord, TestStart};
+use plumb_proto::State;
+use plumb_report::Sink;
 
-use crate::config::ServerConfig;
-use crate::datapath::Drain;
+pub use admission::{check_limits, cookie_key, requested_rate, Refusal, Registry, Route, Slots};
+
+use crate::config::{canonical, ServerConfig};
 use crate::errors::TestError;
-use crate::session::{Plan, Session, Stream, StreamSocket};
-use crate::signals;
 use crate::sockets::{self, DataOptions};
-use crate::{host, sockopt, sys};
+use crate::{signals, sys};
 
-/// How long all data streams of a test may take to connect.
-const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
-/// Past the test's own length, how long a test may run before the server gives up.
-const WATCHDOG_SLACK: Duration = Duration::from_secs(40);
+/// How often the gate looks at signals and finished tests when idle.
+const GATE_TICK: Duration = Duration::from_millis(200);
+/// Connections accepted per wake-up at most, so the pending ones are served too.
+const ACCEPT_BURST: usize = 64;
 
-/// What `serve` learnt about the connection besides its outcome.
-#[derive(Debug, Default)]
-struct Served {
-    /// The client got as far as sending parameters: this was a test.
-    got_params: bool,
-    /// The listener was made anew with data-stream options.
-    listener_changed: bool,
+/// A data connection handed from the gate to its test.
+pub(crate) type Incoming = mpsc::Sender<(TcpStream, SocketAddr)>;
+
+/// Asks the gate to remake the listener (with a test's TCP options, or none).
+pub(crate) struct Rebind {
+    opts: Option<DataOptions>,
+    done: mpsc::Sender<io::Result<()>>,
+}
+
+/// What the gate and the test threads share.
+pub(crate) struct Shared<'a> {
+    pub cfg: &'a ServerConfig,
+    pub make_sink: &'a (dyn Fn() -> Box<dyn Sink> + Sync),
+    pub registry: Registry<Incoming>,
+    pub slots: Arc<Slots>,
+    /// One test at a time binds the unconnected UDP socket that takes hellos.
+    pub udp_setup: Mutex<()>,
+    pub port: u16,
+    rebind_tx: Mutex<mpsc::Sender<Rebind>>,
+    wake_tx: UnixDatagram,
+}
+
+impl Shared<'_> {
+    /// Remakes the listener through the gate and waits for it (bounded).
+    pub(crate) fn rebind(&self, opts: Option<DataOptions>) -> io::Result<()> {
+        let (tx, rx) = mpsc::channel();
+        self.rebind_tx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(Rebind { opts, done: tx })
+            .map_err(|_| io::Error::other("the server is shutting down"))?;
+        let _ = self.wake_tx.send(&[1]);
+        rx.recv_timeout(Duration::from_secs(5))
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "listener rebind timed out"))?
+    }
+}
+
+/// How a test thread ended.
+pub(crate) struct Outcome {
+    pub test_no: u64,
+    pub result: Result<String, TestError>,
+}
+
+enum Stage {
+    /// Reading the first 37 bytes.
+    Cookie { buf: [u8; COOKIE_LEN], have: usize },
+    /// A control connection: cookie in, waiting for the parameters.
+    Control(Box<ServerControl>),
+}
+
+struct Pending {
+    sock: TcpStream,
+    peer: SocketAddr,
+    since: Instant,
+    stage: Stage,
 }
 
 /// Serves tests until interrupted (or after one with `-1`).
-pub fn run(cfg: &ServerConfig, make_sink: &dyn Fn() -> Box<dyn Sink>) -> Result<(), TestError> {
-    signals::install();
-    let mut listener =
-        sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None).map_err(TestError::Connect)?;
-    let mut test_no = 1u64;
-    let mut sink = make_sink();
-    let mut banner = true;
-    loop {
-        if banner {
-            sink.note("-----------------------------------------------------------");
-            sink.note(&format!(
-                "Server listening on {} (test #{test_no})",
-                cfg.port
-            ));
-            sink.note("-----------------------------------------------------------");
-        }
-        let Some((ctl, peer)) = accept_until_signal(&listener) else {
-            let _ = sink.finish();
-            return Ok(());
-        };
-        let mut served = Served::default();
-        let outcome = serve(cfg, &mut listener, ctl, peer, sink.as_mut(), &mut served);
-        if served.listener_changed {
-            // The next test must not inherit this one's buffer sizes, MSS or clamp.
-            sockets::rebind_listener(&mut listener, cfg.bind, cfg.family, None)
-                .map_err(TestError::Connect)?;
-        }
-        // A connection that never sent parameters (a port scan, a health check)
-        // is not a test: it does not use up a -1 server and prints no report.
-        banner = served.got_params;
-        let host = sockets::host_string(&peer);
-        if !served.got_params {
-            if let Err(e) = &outcome {
-                eprintln!("plumb server: connection from {host} without a test: {e}");
-            }
-            continue;
-        }
-        if let Err(e) = &outcome {
-            sink.error(&e.to_string());
-        }
-        let _ = sink.finish();
-        sink = make_sink();
-        match &outcome {
-            Ok(summary) => eprintln!("plumb server: test #{test_no} from {host}: {summary}"),
-            Err(e) => eprintln!("plumb server: test #{test_no} from {host}: ended: {e}"),
-        }
-        if cfg.one_off || signals::interrupted() {
-            return outcome.map(|_| ());
-        }
-        test_no += 1;
-    }
-}
-
-fn accept_until_signal(l: &TcpListener) -> Option<(TcpStream, SocketAddr)> {
-    loop {
-        if signals::interrupted() {
-            return None;
-        }
-        match sys::poll_one(l.as_fd(), libc::POLLIN, 200) {
-            Ok(r) if r & libc::POLLIN != 0 => {
-                if let Ok((s, a)) = l.accept() {
-                    return Some((s, a));
-                }
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-}
-
-/// Refuses connections that arrive while a test is running: iperf3's "busy".
-fn refuse_pending(l: &TcpListener) {
-    // Bounded: at most a burst of 64 per call.
-    for _ in 0..64 {
-        match sys::poll_one(l.as_fd(), libc::POLLIN, 0) {
-            Ok(r) if r & libc::POLLIN != 0 => {
-                if let Ok((mut s, _)) = l.accept() {
-                    let _ = s.write_all(&[State::AccessDenied.to_byte()]);
-                }
-            }
-            _ => return,
-        }
-    }
-}
-
-/// Tees records to the operator's sink and to a text capture for `--get-server-output`.
-struct Tee<'a> {
-    main: &'a mut dyn Sink,
-    capture: TextSink<Vec<u8>>,
-}
-
-impl Sink for Tee<'_> {
-    fn start(&mut self, s: &StartRecord) {
-        self.main.start(s);
-        self.capture.start(s);
-    }
-    fn interval(&mut self, i: &IntervalRecord) {
-        self.main.interval(i);
-        self.capture.interval(i);
-    }
-    fn end(&mut self, e: &EndRecord) {
-        self.main.end(e);
-        self.capture.end(e);
-    }
-    fn error(&mut self, m: &str) {
-        self.main.error(m);
-        self.capture.error(m);
-    }
-    fn note(&mut self, l: &str) {
-        self.main.note(l);
-        self.capture.note(l);
-    }
-    fn finish(&mut self) -> io::Result<()> {
-        self.main.finish()
-    }
-}
-
-fn flush(
-    machine: &mut ServerControl,
-    ctl: &mut TcpStream,
-    out: &mut Vec<u8>,
-) -> Result<(), TestError> {
-    out.clear();
-    while machine.poll_transmit(out) {}
-    if !out.is_empty() {
-        ctl.write_all(out).map_err(TestError::Control)?;
-    }
-    Ok(())
-}
-
-fn serve(
+pub fn run(
     cfg: &ServerConfig,
-    listener: &mut TcpListener,
-    mut ctl: TcpStream,
-    peer: SocketAddr,
-    sink: &mut dyn Sink,
-    served: &mut Served,
-) -> Result<String, TestError> {
-    let _ = ctl.set_nodelay(true);
-    let epoch = Instant::now();
-    let mut machine = ServerControl::new(
-        ServerLimits {
-            handshake_timeout: cfg.handshake_timeout,
-            ..ServerLimits::default()
-        },
-        Duration::ZERO,
-    );
-    let mut tee = Tee {
-        main: sink,
-        capture: TextSink::new(Vec::new(), false),
+    make_sink: &(dyn Fn() -> Box<dyn Sink> + Sync),
+) -> Result<(), TestError> {
+    signals::install();
+    let listener =
+        sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None).map_err(TestError::Connect)?;
+    listener.set_nonblocking(true).map_err(TestError::Connect)?;
+    let port = listener.local_addr().map_err(TestError::Connect)?.port();
+    let (wake_tx, wake_rx) = UnixDatagram::pair().map_err(TestError::Connect)?;
+    wake_rx.set_nonblocking(true).map_err(TestError::Connect)?;
+    let (rebind_tx, rebind_rx) = mpsc::channel();
+    let shared = Shared {
+        cfg,
+        make_sink,
+        registry: Registry::default(),
+        slots: Slots::new(cfg.max_tests, cfg.limits.max_total_bitrate),
+        udp_setup: Mutex::new(()),
+        port,
+        rebind_tx: Mutex::new(rebind_tx),
+        wake_tx,
     };
-    let mut session: Option<Session> = None;
-    let mut cookie: Option<Cookie> = None;
-    let mut params = None;
-    let mut watchdog: Option<Instant> = None;
-    let mut out = Vec::with_capacity(1024);
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut summary = String::from("no test ran");
-    loop {
-        flush(&mut machine, &mut ctl, &mut out)?;
-        while let Some(ev) = machine.poll_event() {
-            match ev {
-                ServerEvent::Cookie(c) => cookie = Some(c),
-                ServerEvent::Params(p) => {
-                    let p = *p;
-                    served.got_params = true;
-                    served.listener_changed = p.protocol == plumb_proto::params::Protocol::Tcp
-                        && DataOptions::of(&p).need_listener_options();
-                    tee.note(&format!(
-                        "Accepted connection from {}, port {}",
-                        sockets::host_string(&peer),
-                        peer.port()
-                    ));
-                    let Some(c) = cookie else {
-                        return Err(TestError::Protocol("parameters before the cookie".into()));
-                    };
-                    let plan = Plan::of(&p);
-                    let opts = DataOptions::of(&p);
-                    // Refuse what this host cannot do before the client opens streams.
-                    if let Some(cc) = &opts.congestion {
-                        let avail = host::tcp_sysctls()
-                            .get("net.ipv4.tcp_available_congestion_control")
-                            .cloned()
-                            .unwrap_or_default();
-                        if !avail.split_whitespace().any(|a| a == cc) {
-                            let _ = machine.server_error(134, 0);
-                            flush(&mut machine, &mut ctl, &mut out)?;
-                            return Err(TestError::Server(format!(
-                                "congestion control '{cc}' is not available"
-                            )));
-                        }
+    let mut gate = Gate {
+        shared: &shared,
+        listener,
+        wake_rx,
+        rebind_rx,
+        pending: VecDeque::new(),
+        epoch: Instant::now(),
+        next_test: 1,
+        admitted_any: false,
+        banner: make_sink(),
+    };
+    std::thread::scope(|scope| gate.serve(scope))
+}
+
+struct Gate<'s, 'a> {
+    shared: &'s Shared<'a>,
+    listener: TcpListener,
+    wake_rx: UnixDatagram,
+    rebind_rx: mpsc::Receiver<Rebind>,
+    pending: VecDeque<Pending>,
+    epoch: Instant,
+    next_test: u64,
+    admitted_any: bool,
+    banner: Box<dyn Sink>,
+}
+
+impl<'s, 'a: 's> Gate<'s, 'a> {
+    fn print_banner(&mut self) {
+        self.banner
+            .note("-----------------------------------------------------------");
+        self.banner.note(&format!(
+            "Server listening on {} (test #{})",
+            self.shared.port, self.next_test
+        ));
+        self.banner
+            .note("-----------------------------------------------------------");
+        // No finish(): a JSON sink would print an empty document for it.
+    }
+
+    fn serve<'scope>(
+        &mut self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+    ) -> Result<(), TestError>
+    where
+        's: 'scope,
+    {
+        let cfg = self.shared.cfg;
+        let mut tests: Vec<ScopedJoinHandle<'scope, Outcome>> = Vec::new();
+        let mut last: Option<Result<(), TestError>> = None;
+        self.print_banner();
+        loop {
+            // Finished tests: collect, log, and (-1) stop after the first.
+            let mut i = 0;
+            while i < tests.len() {
+                if tests[i].is_finished() {
+                    let t = tests.swap_remove(i);
+                    let outcome = t.join().unwrap_or_else(|_| Outcome {
+                        test_no: 0,
+                        result: Err(TestError::Server("a test thread panicked".into())),
+                    });
+                    last = Some(outcome.result.map(|_| ()));
+                    if !cfg.one_off && !signals::interrupted() {
+                        self.print_banner();
                     }
-                    // The data listener must be ready before CREATE_STREAMS: a
-                    // client's first UDP hello follows it within microseconds.
-                    let udp = match prepare_streams(cfg, listener, &plan, &opts) {
-                        Ok(u) => u,
-                        Err(e) => {
-                            let _ = machine.server_error(202, e.raw_os_error().unwrap_or(0));
-                            flush(&mut machine, &mut ctl, &mut out)?;
-                            return Err(TestError::Stream(e));
-                        }
-                    };
-                    let _ = machine.create_streams();
-                    flush(&mut machine, &mut ctl, &mut out)?;
-                    let mut s = Session::new(plan.clone(), cfg.interval);
-                    if let Err(e) = accept_streams(listener, udp, &c, &plan, &opts, &mut s, cfg) {
-                        let _ = machine.server_error(204, e.raw_os_error().unwrap_or(0));
-                        flush(&mut machine, &mut ctl, &mut out)?;
-                        return Err(TestError::Stream(e));
+                    let _ = outcome.test_no;
+                } else {
+                    i += 1;
+                }
+            }
+            if signals::interrupted() || (cfg.one_off && self.admitted_any && tests.is_empty()) {
+                break;
+            }
+            self.serve_rebinds();
+            let wait = self.next_wakeup();
+            let (listener_ready, ready) = match self.poll(wait) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            // Read what is ready in arrival order: a test numbers its data
+            // streams in the order they connected. `progress` removes at
+            // most the connection it reads, which shifts the later indices.
+            let mut removed = 0;
+            for idx in ready {
+                let before = self.pending.len();
+                let handoff = self.progress(idx - removed);
+                if self.pending.len() < before {
+                    removed += 1;
+                }
+                if let Some(handoff) = handoff {
+                    if let Some(h) = self.admit(scope, handoff) {
+                        tests.push(h);
                     }
-                    tee.start(&start_record(&peer, &c, &p, &s, cfg.interval));
-                    let _ = machine.start_test();
-                    flush(&mut machine, &mut ctl, &mut out)?;
-                    let now = Instant::now();
-                    s.start(now, Drain::UntilQuiet);
-                    watchdog =
-                        Some(now + Duration::from_secs_f64(plan.time + plan.omit) + WATCHDOG_SLACK);
-                    summary = format!(
-                        "{} {} stream(s){}{}, {} s",
-                        plan.protocol.name(),
-                        plan.parallel,
-                        if plan.reverse { ", reverse" } else { "" },
-                        if plan.bidir { ", bidir" } else { "" },
-                        plan.time
-                    );
-                    session = Some(s);
-                    params = Some(p);
                 }
-                ServerEvent::TestEnd => {
-                    if let Some(s) = session.as_mut() {
-                        s.finish(Instant::now(), &mut tee);
-                        close_streams(s);
-                    }
-                    let _ = machine.request_results();
-                }
-                ServerEvent::ClientResults(r) => {
-                    let r = *r;
-                    let s = session
-                        .as_ref()
-                        .ok_or_else(|| TestError::Protocol("results before a test".into()))?;
-                    let cc = params
-                        .as_ref()
-                        .and_then(|p: &plumb_proto::params::TestParams| p.congestion.clone())
-                        .or_else(|| {
-                            host::tcp_sysctls()
-                                .get("net.ipv4.tcp_congestion_control")
-                                .cloned()
-                        });
-                    let end = s.end_record(&r, cc.clone());
-                    tee.end(&end);
-                    let mut local = s.local_results(cc);
-                    if params.as_ref().is_some_and(|p| p.get_server_output) {
-                        local.server_output_text =
-                            Some(String::from_utf8_lossy(tee.capture.get_ref()).into_owned());
-                    }
-                    let _ = machine.send_results(&local);
-                    let received: u64 = end.streams.iter().map(|x| x.received.bytes).sum();
-                    let secs = end
-                        .streams
-                        .iter()
-                        .map(|x| x.received.seconds)
-                        .fold(0.0, f64::max);
-                    summary = format!(
-                        "{summary}: {} received, {}",
-                        plumb_report::format::bytes(received as f64).trim(),
-                        plumb_report::format::bitrate(if secs > 0.0 {
-                            received as f64 * 8.0 / secs
-                        } else {
-                            0.0
-                        })
-                        .trim()
-                    );
-                }
-                ServerEvent::Done { .. } => {
-                    flush(&mut machine, &mut ctl, &mut out)?;
-                    let _ = ctl.shutdown(std::net::Shutdown::Both);
-                    return Ok(summary);
-                }
-                ServerEvent::ClientTerminated => {
-                    if let Some(s) = session.as_mut() {
-                        s.finish(Instant::now(), &mut tee);
-                    }
-                    return Err(TestError::Server("the client terminated the test".into()));
-                }
-                ServerEvent::Rejected { code, message } => {
-                    flush(&mut machine, &mut ctl, &mut out)?;
-                    return Err(TestError::Protocol(format!(
-                        "parameters rejected (error {code}): {message}"
-                    )));
-                }
-                ServerEvent::TimedOut { .. } => return Err(TestError::Timeout),
-                ServerEvent::PeerClosed { phase } => {
-                    if let Some(s) = session.as_mut() {
-                        s.finish(Instant::now(), &mut tee);
-                    }
-                    return Err(TestError::Protocol(format!(
-                        "the client closed the control connection ({})",
-                        phase.as_str()
-                    )));
-                }
-                ServerEvent::ProtocolError(e) => {
-                    if let Some(s) = session.as_mut() {
-                        s.finish(Instant::now(), &mut tee);
-                    }
-                    return Err(TestError::Protocol(e.to_string()));
-                }
-                other => {
-                    if let Some(s) = session.as_mut() {
-                        s.finish(Instant::now(), &mut tee);
-                    }
-                    return Err(TestError::Protocol(format!("unexpected event {other:?}")));
-                }
+            }
+            self.expire();
+            if listener_ready {
+                self.accept_burst();
             }
         }
-        flush(&mut machine, &mut ctl, &mut out)?;
-        let now = Instant::now();
-        refuse_pending(listener);
-        if signals::interrupted() {
-            let _ = machine.terminate();
-            let _ = flush(&mut machine, &mut ctl, &mut out);
-            if let Some(s) = session.as_mut() {
-                s.finish(now, &mut tee);
+        // Interrupted or done: tests see the same signal flag and end themselves.
+        for t in tests {
+            if let Ok(o) = t.join() {
+                last = Some(o.result.map(|_| ()));
             }
+        }
+        if signals::interrupted() {
             return Err(TestError::Interrupted);
         }
-        if let Some(s) = session.as_mut() {
-            if s.running() {
-                s.tick(now, &mut tee);
-            }
+        last.unwrap_or(Ok(()))
+    }
+
+    fn serve_rebinds(&mut self) {
+        let mut drained = [0u8; 16];
+        while self.wake_rx.recv(&mut drained).is_ok() {}
+        while let Ok(req) = self.rebind_rx.try_recv() {
+            let cfg = self.shared.cfg;
+            let r = sockets::rebind_listener(
+                &mut self.listener,
+                cfg.bind,
+                cfg.family,
+                req.opts.as_ref(),
+            )
+            .and_then(|()| self.listener.set_nonblocking(true));
+            let _ = req.done.send(r);
         }
-        if watchdog.is_some_and(|w| now > w) {
-            let _ = machine.server_error(160, 0);
-            let _ = flush(&mut machine, &mut ctl, &mut out);
-            if let Some(s) = session.as_mut() {
-                s.finish(now, &mut tee);
-            }
-            return Err(TestError::Server(
-                "the test ran far past its length; ended by the server".into(),
-            ));
+    }
+
+    fn next_wakeup(&self) -> Duration {
+        let now = Instant::now();
+        let mut wait = GATE_TICK;
+        for p in &self.pending {
+            let deadline = p.since + self.shared.cfg.handshake_timeout;
+            wait = wait.min(deadline.saturating_duration_since(now));
         }
-        if let Some(t) = machine.poll_timeout() {
-            if now.duration_since(epoch) >= t {
-                machine.handle_timeout(now.duration_since(epoch));
+        wait
+    }
+
+    /// Polls the listener, the wake socket and the pending connections;
+    /// returns whether the listener is ready and which pending ones are.
+    fn poll(&self, wait: Duration) -> io::Result<(bool, Vec<usize>)> {
+        let mut set = Vec::with_capacity(self.pending.len() + 2);
+        set.push((self.listener.as_fd(), libc::POLLIN));
+        set.push((self.wake_rx.as_fd(), libc::POLLIN));
+        for p in &self.pending {
+            set.push((p.sock.as_fd(), libc::POLLIN));
+        }
+        let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX).max(1);
+        sys::poll_many(&mut set, ms)?;
+        let listener_ready = set[0].1 != 0;
+        let ready = set
+            .iter()
+            .skip(2)
+            .enumerate()
+            .filter(|(_, (_, rev))| *rev != 0)
+            .map(|(i, _)| i)
+            .collect();
+        Ok((listener_ready, ready))
+    }
+
+    fn since_epoch(&self, t: Instant) -> Duration {
+        t.saturating_duration_since(self.epoch)
+    }
+
+    fn accept_burst(&mut self) {
+        let cfg = self.shared.cfg;
+        for _ in 0..ACCEPT_BURST {
+            let (mut sock, peer) = match self.listener.accept() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // EMFILE and friends: say so once per burst and let the
+                    // pending handshakes drain before trying again.
+                    eprintln!("plumb server: cannot accept: {e}");
+                    return;
+                }
+            };
+            if !cfg.access.permits(peer.ip()) {
+                log(&peer, "refused: address not allowed (--allow/--deny)");
+                let _ = sock.write(&[State::AccessDenied.to_byte()]);
                 continue;
             }
-        }
-        let mut wake = now + Duration::from_millis(200);
-        if let Some(t) = session.as_ref().and_then(Session::poll_at) {
-            wake = wake.min(t);
-        }
-        if let Some(t) = machine.poll_timeout() {
-            wake = wake.min(epoch + t);
-        }
-        if !crate::client::readable(&ctl, wake.saturating_duration_since(now)) {
-            continue;
-        }
-        match ctl.read(&mut buf) {
-            Ok(0) => machine.handle_eof(Instant::now().duration_since(epoch)),
-            Ok(n) => machine.handle_input(&buf[..n], Instant::now().duration_since(epoch)),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => {
-                if let Some(s) = session.as_mut() {
-                    s.finish(Instant::now(), &mut tee);
-                }
-                return Err(TestError::Control(e));
+            let closed_to_tests = self.shared.slots.full() || (cfg.one_off && self.admitted_any);
+            if closed_to_tests && !self.shared.registry.any_accepting() {
+                // iperf3's "busy": the byte at once, nothing read.
+                let _ = sock.write(&[State::AccessDenied.to_byte()]);
+                continue;
             }
+            if sock.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let _ = sock.set_nodelay(true);
+            if self.pending.len() >= cfg.max_pending.max(1) {
+                if let Some(old) = self.pending.pop_front() {
+                    log(
+                        &old.peer,
+                        "dropped: too many connections in their handshake; this was the oldest",
+                    );
+                }
+            }
+            self.pending.push_back(Pending {
+                sock,
+                peer,
+                since: Instant::now(),
+                stage: Stage::Cookie {
+                    buf: [0; COOKIE_LEN],
+                    have: 0,
+                },
+            });
         }
     }
-}
 
-fn close_streams(s: &Session) {
-    for st in &s.streams {
-        if let StreamSocket::Tcp(t) = &st.socket {
-            let _ = t.shutdown(std::net::Shutdown::Both);
-        }
-    }
-}
-
-/// Readies what the data streams connect to: a listener carrying the
-/// test's TCP options (they must be in the SYN-ACK), or the UDP socket.
-fn prepare_streams(
-    cfg: &ServerConfig,
-    listener: &mut TcpListener,
-    plan: &Plan,
-    opts: &DataOptions,
-) -> io::Result<Option<UdpSocket>> {
-    match plan.protocol {
-        plumb_report::Protocol::Tcp => {
-            if opts.need_listener_options() {
-                sockets::rebind_listener(listener, cfg.bind, cfg.family, Some(opts))?;
+    /// Drops connections whose handshake ran out of time.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        let limit = self.shared.cfg.handshake_timeout;
+        let epoch = self.epoch;
+        self.pending.retain_mut(|p| {
+            if now.saturating_duration_since(p.since) < limit {
+                return true;
             }
-            Ok(None)
-        }
-        plumb_report::Protocol::Udp => {
-            let port = listener.local_addr()?.port();
-            Ok(Some(sockets::bind_udp(port, cfg.bind, cfg.family, opts)?))
-        }
-    }
-}
-
-fn accept_streams(
-    listener: &mut TcpListener,
-    udp: Option<UdpSocket>,
-    cookie: &Cookie,
-    plan: &Plan,
-    opts: &DataOptions,
-    session: &mut Session,
-    cfg: &ServerConfig,
-) -> io::Result<()> {
-    let deadline = Instant::now() + STREAMS_TIMEOUT;
-    let n = plan.total_streams();
-    match (plan.protocol, udp) {
-        (plumb_report::Protocol::Tcp, _) => {
-            while session.streams.len() < n {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the client did not open all its streams",
-                    ));
+            let what = match &mut p.stage {
+                Stage::Cookie { have, .. } => format!("sent {have} of the 37 cookie bytes"),
+                Stage::Control(m) => {
+                    m.handle_timeout(now.saturating_duration_since(epoch));
+                    let mut out = Vec::new();
+                    while m.poll_transmit(&mut out) {}
+                    let _ = p.sock.write(&out);
+                    format!("{}", m.phase().as_str())
                 }
-                let ms = left.as_millis().min(1000) as i32;
-                if sys::poll_one(listener.as_fd(), libc::POLLIN, ms)? & libc::POLLIN == 0 {
-                    continue;
-                }
-                let (mut s, _) = listener.accept()?;
-                s.set_read_timeout(Some(Duration::from_secs(5)))?;
-                let mut got = [0u8; 37];
-                if s.read_exact(&mut got).is_err() || !cookie.matches(&got) {
-                    let _ = s.write_all(&[State::AccessDenied.to_byte()]);
-                    continue;
-                }
-                s.set_read_timeout(None)?;
-                let i = session.streams.len();
-                let sender = !plan.client_sends(i);
-                sockets::post_accept(&s, opts, sender)?;
-                session.streams.push(Stream::new(
-                    stream_id(i),
-                    sender,
-                    StreamSocket::Tcp(Arc::new(s)),
-                ));
-            }
-        }
-        (plumb_report::Protocol::Udp, None) => {
-            return Err(io::Error::other("no UDP socket was prepared"));
-        }
-        (plumb_report::Protocol::Udp, Some(first)) => {
-            let addr = listener.local_addr()?;
-            let mut waiting = first;
-            let mut hello = [0u8; 65_536];
-            while session.streams.len() < n {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the client did not open all its UDP streams",
-                    ));
-                }
-                waiting.set_read_timeout(Some(left))?;
-                let from = match waiting.recv_from(&mut hello) {
-                    Ok((_, from)) => from,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                };
-                waiting.connect(from)?;
-                // The next stream's hello follows our reply at once: its socket
-                // must be bound before the reply goes out.
-                let next = sockets::bind_udp(addr.port(), cfg.bind, cfg.family, opts)?;
-                waiting.send(&udp::REPLY)?;
-                let stream: UdpSocket = std::mem::replace(&mut waiting, next);
-                let i = session.streams.len();
-                let sender = !plan.client_sends(i);
-                session.streams.push(Stream::new(
-                    stream_id(i),
-                    sender,
-                    StreamSocket::Udp(Arc::new(stream)),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn start_record(
-    peer: &SocketAddr,
-    cookie: &Cookie,
-    p: &plumb_proto::params::TestParams,
-    s: &Session,
-    interval: f64,
-) -> StartRecord {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let connected: Vec<Connected> = s
-        .streams
-        .iter()
-        .filter_map(|st| {
-            let (l, r, fd) = match &st.socket {
-                StreamSocket::Tcp(t) => (
-                    t.local_addr().ok()?,
-                    t.peer_addr().ok()?,
-                    std::os::fd::AsRawFd::as_raw_fd(&**t),
-                ),
-                StreamSocket::Udp(u) => (
-                    u.local_addr().ok()?,
-                    u.peer_addr().ok()?,
-                    std::os::fd::AsRawFd::as_raw_fd(&**u),
-                ),
             };
-            Some(Connected {
-                socket: fd,
-                local_host: sockets::host_string(&l),
-                local_port: l.port(),
-                remote_host: sockets::host_string(&r),
-                remote_port: r.port(),
-            })
-        })
-        .collect();
-    let (sndbuf, rcvbuf) = s
-        .streams
-        .first()
-        .map(|st| match &st.socket {
-            StreamSocket::Tcp(t) => (
-                sockopt::send_buffer(t.as_fd()).unwrap_or(0),
-                sockopt::recv_buffer(t.as_fd()).unwrap_or(0),
-            ),
-            StreamSocket::Udp(u) => (
-                sockopt::send_buffer(u.as_fd()).unwrap_or(0),
-                sockopt::recv_buffer(u.as_fd()).unwrap_or(0),
-            ),
-        })
-        .unwrap_or((0, 0));
-    StartRecord {
-        role: Role::Server,
-        version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
-        system_info: host::uname().to_string(),
-        timesecs: now.as_secs(),
-        timemillis: now.subsec_millis(),
-        connecting_to: None,
-        accepted_connection: Some((sockets::host_string(peer), peer.port())),
-        cookie: cookie.as_str().into_owned(),
-        tcp_mss: p.mss.map(|m| m as u32),
-        tcp_mss_default: None,
-        sock_bufsize: p.window.unwrap_or(0).max(0) as u64,
-        sndbuf_actual: u64::from(sndbuf),
-        rcvbuf_actual: u64::from(rcvbuf),
-        test: TestStart {
-            protocol: s.plan.protocol,
-            num_streams: p.parallel as u32,
-            blksize: p.len as u64,
-            omit: p.omit as f64,
-            duration: p.time as f64,
-            bytes: p.num as u64,
-            blocks: p.blockcount as u64,
-            reverse: p.reverse,
-            bidir: p.bidirectional,
-            tos: p.tos.unwrap_or(0) as u32,
-            target_bitrate: p.bandwidth as u64,
-            interval,
-        },
-        connected,
-        title: p.title.clone(),
-        extra_data: p.extra_data.clone(),
+            log(
+                &p.peer,
+                &format!(
+                    "dropped: silent past the handshake timeout ({} ms; {what})",
+                    limit.as_millis()
+                ),
+            );
+            false
+        });
     }
+
+    /// Reads what pending connection `idx` has sent. Returns it when it has
+    /// sent valid parameters (for [`Gate::admit`]).
+    fn progress(&mut self, idx: usize) -> Option<(Pending, Box<TestParams>)> {
+        let now = Instant::now();
+        let t = self.since_epoch(now);
+        let p = self.pending.get_mut(idx)?;
+        match &mut p.stage {
+            Stage::Cookie { buf, have } => {
+                // Exactly the cookie: what follows on a data stream is data.
+                match p.sock.read(&mut buf[*have..]) {
+                    Ok(0) => {
+                        let why = if *have == 0 {
+                            "closed without sending anything".to_string()
+                        } else {
+                            format!("closed after {have} of the 37 cookie bytes")
+                        };
+                        let p = self.pending.remove(idx)?;
+                        log(&p.peer, &why);
+                        return None;
+                    }
+                    Ok(n) => *have += n,
+                    Err(e) if retry(&e) => return None,
+                    Err(e) => {
+                        let p = self.pending.remove(idx)?;
+                        log(&p.peer, &format!("dropped: {e}"));
+                        return None;
+                    }
+                }
+                if *have < COOKIE_LEN {
+                    return None;
+                }
+                let first = *buf;
+                self.route(idx, &first, t)
+            }
+            Stage::Control(m) => {
+                let mut buf = [0u8; 4096];
+                match p.sock.read(&mut buf) {
+                    Ok(0) => m.handle_eof(t),
+                    Ok(n) => m.handle_input(&buf[..n], t),
+                    Err(e) if retry(&e) => {}
+                    Err(e) => {
+                        let p = self.pending.remove(idx)?;
+                        log(&p.peer, &format!("dropped: {e}"));
+                        return None;
+                    }
+                }
+                self.control_events(idx)
+            }
+        }
+    }
+
+    fn route(
+        &mut self,
+        idx: usize,
+        first: &[u8; COOKIE_LEN],
+        t: Duration,
+    ) -> Option<(Pending, Box<TestParams>)> {
+        match self.shared.registry.route(first) {
+            Route::Stream(to) => {
+                let p = self.pending.remove(idx)?;
+                let peer = p.peer;
+                if to.send((p.sock, p.peer)).is_err() {
+                    log(&peer, "data connection for a test that just ended");
+                }
+                None
+            }
+            Route::Surplus => {
+                let mut p = self.pending.remove(idx)?;
+                log(
+                    &p.peer,
+                    "refused: a data connection for a test that has all its streams",
+                );
+                let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
+                None
+            }
+            Route::Control => {
+                let closed =
+                    self.shared.slots.full() || (self.shared.cfg.one_off && self.admitted_any);
+                if closed {
+                    // Busy (or a stray data stream with a wrong cookie): refuse.
+                    let mut p = self.pending.remove(idx)?;
+                    let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
+                    return None;
+                }
+                let p = self.pending.get_mut(idx)?;
+                let limits = ServerLimits {
+                    handshake_timeout: self.shared.cfg.handshake_timeout,
+                    ..ServerLimits::default()
+                };
+                let mut m = Box::new(ServerControl::new(
+                    limits,
+                    p.since.saturating_duration_since(self.epoch),
+                ));
+                m.handle_input(first, t);
+                p.stage = Stage::Control(m);
+                self.control_events(idx)
+            }
+        }
+    }
+
+    /// Writes what the machine has to say and acts on its events.
+    fn control_events(&mut self, idx: usize) -> Option<(Pending, Box<TestParams>)> {
+        let p = self.pending.get_mut(idx)?;
+        let Stage::Control(m) = &mut p.stage else {
+            return None;
+        };
+        let mut out = Vec::new();
+        while m.poll_transmit(&mut out) {}
+        // A few bytes on a fresh connection: the send buffer has room.
+        if !out.is_empty() && p.sock.write_all(&out).is_err() {
+            let p = self.pending.remove(idx)?;
+            log(&p.peer, "dropped: cannot write to it");
+            return None;
+        }
+        let mut done: Option<String> = None;
+        let mut params = None;
+        while let Some(ev) = m.poll_event() {
+            match ev {
+                ServerEvent::Cookie(_) => {}
+                ServerEvent::Params(p) => params = Some(p),
+                ServerEvent::Rejected { code, message } => {
+                    done = Some(format!("refused its parameters (error {code}): {message}"));
+                }
+                ServerEvent::TimedOut { phase } => {
+                    done = Some(format!("dropped: timed out {}", phase.as_str()));
+                }
+                ServerEvent::PeerClosed { phase } => {
+                    done = Some(format!("closed the connection {}", phase.as_str()));
+                }
+                ServerEvent::ProtocolError(e) => done = Some(format!("protocol error: {e}")),
+                ServerEvent::ClientTerminated => {
+                    done = Some("terminated (CLIENT_TERMINATE)".into())
+                }
+                other => done = Some(format!("unexpected event {other:?}")),
+            }
+        }
+        if let Some(why) = done {
+            let mut out = Vec::new();
+            while m.poll_transmit(&mut out) {}
+            let _ = p.sock.write(&out);
+            let p = self.pending.remove(idx)?;
+            log(&p.peer, &why);
+            return None;
+        }
+        let params = params?;
+        Some((self.pending.remove(idx)?, params))
+    }
+
+    /// Parameters are in: check the limits, take a slot, start the test.
+    fn admit<'scope>(
+        &mut self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        (mut p, params): (Pending, Box<TestParams>),
+    ) -> Option<ScopedJoinHandle<'scope, Outcome>>
+    where
+        's: 'scope,
+    {
+        let Stage::Control(mut m) = std::mem::replace(
+            &mut p.stage,
+            Stage::Cookie {
+                buf: [0; COOKIE_LEN],
+                have: 0,
+            },
+        ) else {
+            return None;
+        };
+        let cookie = *m.cookie()?;
+        let cfg = self.shared.cfg;
+        let refuse = |m: &mut ServerControl, sock: &mut TcpStream, code: Option<i32>| {
+            let _ = match code {
+                Some(c) => m.server_error(c, 0),
+                None => m.refuse(),
+            };
+            let mut out = Vec::new();
+            while m.poll_transmit(&mut out) {}
+            let _ = sock.write(&out);
+        };
+        let rate = match check_limits(&params, &cfg.limits) {
+            Ok(r) => r,
+            Err(r) => {
+                refuse(&mut m, &mut p.sock, Some(r.code));
+                log(
+                    &p.peer,
+                    &format!("refused (error {}): {}", r.code, r.message),
+                );
+                return None;
+            }
+        };
+        if cfg.one_off && self.admitted_any {
+            refuse(&mut m, &mut p.sock, None);
+            return None;
+        }
+        let slot = match self.shared.slots.try_take(rate) {
+            Ok(s) => s,
+            Err(admission::NoSlot::Busy) => {
+                refuse(&mut m, &mut p.sock, None);
+                log(&p.peer, "refused: busy (every test slot is held)");
+                return None;
+            }
+            Err(admission::NoSlot::Rate(r)) => {
+                refuse(&mut m, &mut p.sock, Some(r.code));
+                log(
+                    &p.peer,
+                    &format!("refused (error {}): {}", r.code, r.message),
+                );
+                return None;
+            }
+        };
+        let test_no = self.next_test;
+        self.next_test += 1;
+        self.admitted_any = true;
+        let key = cookie_key(cookie.as_bytes());
+        self.shared.registry.admit(key);
+        if p.sock.set_nonblocking(false).is_err() {
+            self.shared.registry.remove(key);
+            return None;
+        }
+        let shared = self.shared;
+        let ctx = test::Admitted {
+            ctl: p.sock,
+            peer: p.peer,
+            machine: m,
+            cookie,
+            params,
+            slot,
+            test_no,
+            epoch: self.epoch,
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("plumb-test-{test_no}"))
+            .spawn_scoped(scope, move || {
+                let result = test::run(shared, ctx);
+                shared.registry.remove(key);
+                Outcome { test_no, result }
+            });
+        match spawned {
+            Ok(h) => Some(h),
+            Err(e) => {
+                self.shared.registry.remove(key);
+                eprintln!("plumb server: cannot start a thread for test #{test_no}: {e}");
+                None
+            }
+        }
+    }
+}
+
+fn retry(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
+}
+
+/// One line on stderr naming the peer and what happened.
+pub(crate) fn log(peer: &SocketAddr, what: &str) {
+    eprintln!(
+        "plumb server: {} port {}: {what}",
+        canonical(peer.ip()),
+        peer.port()
+    );
 }

@@ -18,6 +18,8 @@ use plumb_report::Sink;
 
 use crate::cli::usage_error;
 
+mod harden;
+
 /// iperf3's client and server flags.
 #[derive(Debug, Args, Clone, Default)]
 pub struct MeasureArgs {
@@ -138,6 +140,9 @@ pub struct MeasureArgs {
     /// Receiver discards data without copying it (MSG_TRUNC); counts stay exact
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// Server limits and authentication (see measure/harden.rs).
+    #[command(flatten)]
+    pub harden: harden::HardenArgs,
     /// Client: after the test, say what limited it (see plumb why)
     #[arg(long = "why")]
     pub why: bool,
@@ -405,7 +410,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         if a.client.is_some() {
             return Ok(usage_error("-s and -c cannot be used together"));
         }
-        let cfg = ServerConfig {
+        let mut cfg = ServerConfig {
             port: a.port.unwrap_or(DEFAULT_PORT),
             bind: a.bind,
             family: family(a),
@@ -414,6 +419,9 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             interval: a.interval.unwrap_or(1.0),
             ..ServerConfig::default()
         };
+        if let Err(msg) = a.harden.apply_server(&mut cfg) {
+            return Ok(usage_error(msg));
+        }
         let json = a.json;
         let logfile = a.logfile.clone();
         let forceflush = a.forceflush;
@@ -452,7 +460,14 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(msg) => return Ok(usage_error(msg)),
     };
-    let cfg = client_config(a, spec);
+    let mut cfg = client_config(a, spec);
+    match a
+        .harden
+        .client_auth(std::env::var(harden::PASSWORD_ENV).ok())
+    {
+        Ok(auth) => cfg.auth = auth,
+        Err(msg) => return Ok(usage_error(msg)),
+    }
     let mut sink = sink(a)?;
     let outcome = match &a.json_file {
         None => plumb_net::client::run(&cfg, sink.as_mut()),

@@ -20,6 +20,9 @@
 //! - [`udp`]: the UDP connect handshake values, the datagram header and the
 //!   receiver's loss/out-of-order/jitter arithmetic.
 //! - [`stream_id`]: the 1, 3, 4, 5, … numbering of data streams.
+//! - [`auth`]: the authentication token (§10): plaintext, RSA (PKCS#1 v1.5
+//!   and OAEP), Base64, the authorized-users file and the skew check; keys,
+//!   file text, time and randomness are the caller's.
 //!
 //! # A normal test on the control connection (§3.1)
 //! ```text
@@ -41,8 +44,8 @@
 //! (error) or `0B` (terminated), the client with `0C` (terminated).
 //!
 //! # Not here
-//! - Authentication (§10): the `authtoken` string is carried, but making
-//!   and checking it (RSA, users file) is the driver's.
+//! - Reading key and users files, the clock and the random device for
+//!   authentication: [`auth`] takes their contents as arguments.
 //! - Timers other than the server's handshake deadline: the test duration,
 //!   the server watchdog, `--rcv-timeout` and 3.15+ control-read timeouts are
 //!   kept by the driver, which has the clock.
@@ -50,6 +53,7 @@
 //! - Matching results to streams by ID (error 208) and stream bookkeeping.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod client;
 pub mod cookie;
 mod error;

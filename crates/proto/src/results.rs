@@ -107,6 +107,10 @@ pub struct PlumbResults {
     /// Per-stream socket facts, matched to [`StreamResult`]s by `id`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<PlumbStreamInfo>,
+    /// Server only: how many other tests ran on the server while this one
+    /// did (a server with `--max-tests` above 1); absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrent_tests: Option<u64>,
 }
 
 /// System-wide CPU time shares over the test, percent of all CPUs.
@@ -332,6 +336,7 @@ mod tests {
                 }),
                 ..PlumbStreamInfo::default()
             }],
+            concurrent_tests: None,
         });
         let json = encode(&results);
         assert!(
@@ -396,6 +401,7 @@ mod tests {
                         bytes_retrans: t[10], pmtu: t[11], snd_mss: t[12], rcv_space: t[13],
                     }),
                 }).collect(),
+                concurrent_tests: None,
             }
         }
     }

@@ -393,6 +393,14 @@ impl ServerControl {
         self.finish_with("server_error", &server_error_bytes(code, errno))
     }
 
+    /// Reports an error the way iperf3 up to 3.18 reports an authentication
+    /// failure: SERVER_ERROR and the code, without the errno word (spec §7).
+    /// Close after writing.
+    pub fn server_error_code_only(&mut self, code: i32) -> Result<(), ProtoError> {
+        let full = server_error_bytes(code, 0);
+        self.finish_with("server_error", &full[..5])
+    }
+
     /// Aborts the test (SERVER_TERMINATE), e.g. on a signal. Close after writing.
     pub fn terminate(&mut self) -> Result<(), ProtoError> {
         self.finish_with("terminate", &[State::ServerTerminate.to_byte()])

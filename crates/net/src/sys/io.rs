@@ -131,6 +131,31 @@ pub fn poll_one(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> i
     Ok(if n == 0 { 0 } else { pfd.revents })
 }
 
+/// `poll(2)` on several descriptors: `set` holds each descriptor with the
+/// events wanted; on return the second element of each pair holds its
+/// `revents`. Returns how many descriptors are ready (0 on timeout).
+pub fn poll_many(
+    set: &mut [(BorrowedFd<'_>, libc::c_short)],
+    timeout_ms: i32,
+) -> io::Result<usize> {
+    let mut pfds: Vec<libc::pollfd> = set
+        .iter()
+        .map(|(fd, events)| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: *events,
+            revents: 0,
+        })
+        .collect();
+    let nfds = libc::nfds_t::try_from(pfds.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many descriptors"))?;
+    // SAFETY: `pfds` is a valid array of `nfds` `pollfd`s for the call.
+    let n = cvt(unsafe { libc::poll(pfds.as_mut_ptr(), nfds, timeout_ms) })?;
+    for (slot, p) in set.iter_mut().zip(&pfds) {
+        slot.1 = p.revents;
+    }
+    Ok(n as usize)
+}
+
 /// One `struct sock_extended_err` read from a socket's error queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExtendedErr {

@@ -30,7 +30,7 @@ pub use host::{
     uname, RawUname, Rusage,
 };
 pub use io::{
-    memfd_create, pipe, poll_one, read, recv_errqueue, recv_trunc, send_flags, sendfile,
+    memfd_create, pipe, poll_many, poll_one, read, recv_errqueue, recv_trunc, send_flags, sendfile,
     set_pipe_size, splice, write, ExtendedErr, SO_EE_CODE_ZEROCOPY_COPIED, SO_EE_ORIGIN_ZEROCOPY,
 };
 pub use mmsg::{recvmmsg, sendmmsg, MmsgScratch, RecvMeta};

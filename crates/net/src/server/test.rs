@@ -1,0 +1,834 @@
+//! One admitted test, on its own thread: authentication, the data streams
+//! (TCP routed here by the gate, UDP taken by hello), the run with its
+//! timers, and the results exchange.
+//!
+//! Everything a client can get wrong ends this test only, with a log line
+//! naming the peer; the slot is freed when the thread returns.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use plumb_proto::params::TestParams;
+use plumb_proto::server::{ServerControl, ServerEvent};
+use plumb_proto::{auth, stream_id, udp, Cookie, State};
+use plumb_report::text::TextSink;
+use plumb_report::{Connected, EndRecord, IntervalRecord, Role, Sink, StartRecord, TestStart};
+
+use super::admission::{code, cookie_key, Slot};
+use super::{log, Shared};
+use crate::config::canonical;
+use crate::datapath::Drain;
+use crate::errors::TestError;
+use crate::session::{Plan, Session, Stream, StreamSocket};
+use crate::signals;
+use crate::sockets::{self, DataOptions};
+use crate::{host, sockopt};
+
+/// How long all data streams of a test may take to connect.
+const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
+/// Past the test's own length, how long a test may run before the server gives up.
+const WATCHDOG_SLACK: Duration = Duration::from_secs(40);
+/// How long the client may take to send its results once asked.
+const RESULTS_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to wait for IPERF_DONE after our results.
+const DONE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Window over which a test's rate is measured against its reservation.
+const RATE_WINDOW: Duration = Duration::from_secs(5);
+/// A test may exceed the rate it asked for by this factor (pacing is bursty).
+const RATE_TOLERANCE: f64 = 1.25;
+
+/// A control connection whose parameters were accepted, with its slot.
+pub(crate) struct Admitted {
+    pub ctl: TcpStream,
+    pub peer: SocketAddr,
+    pub machine: Box<ServerControl>,
+    pub cookie: Cookie,
+    pub params: Box<TestParams>,
+    pub slot: Slot,
+    pub test_no: u64,
+    /// The gate's time origin, which the machine's deadlines count from.
+    pub epoch: Instant,
+}
+
+/// Runs the test; the outcome line goes to stderr.
+pub(crate) fn run(shared: &Shared<'_>, a: Admitted) -> Result<String, TestError> {
+    let peer = a.peer;
+    let test_no = a.test_no;
+    let mut sink = (shared.make_sink)();
+    let result = Test::new(shared, a, sink.as_mut()).drive();
+    if let Err(e) = &result {
+        sink.error(&e.to_string());
+    }
+    let _ = sink.finish();
+    let host = sockets::host_string(&peer);
+    match &result {
+        Ok(summary) => eprintln!("plumb server: test #{test_no} from {host}: {summary}"),
+        Err(e) => eprintln!("plumb server: test #{test_no} from {host}: ended: {e}"),
+    }
+    result
+}
+
+/// Tees records to the operator's sink and to a text capture for `--get-server-output`.
+struct Tee<'a> {
+    main: &'a mut dyn Sink,
+    capture: TextSink<Vec<u8>>,
+}
+
+impl Sink for Tee<'_> {
+    fn start(&mut self, s: &StartRecord) {
+        self.main.start(s);
+        self.capture.start(s);
+    }
+    fn interval(&mut self, i: &IntervalRecord) {
+        self.main.interval(i);
+        self.capture.interval(i);
+    }
+    fn end(&mut self, e: &EndRecord) {
+        self.main.end(e);
+        self.capture.end(e);
+    }
+    fn error(&mut self, m: &str) {
+        self.main.error(m);
+        self.capture.error(m);
+    }
+    fn note(&mut self, l: &str) {
+        self.main.note(l);
+        self.capture.note(l);
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.main.finish()
+    }
+}
+
+struct Test<'s, 'a, 'k> {
+    shared: &'s Shared<'a>,
+    ctl: TcpStream,
+    peer: SocketAddr,
+    machine: Box<ServerControl>,
+    cookie: Cookie,
+    params: TestParams,
+    slot: Slot,
+    epoch: Instant,
+    tee: Tee<'k>,
+    session: Option<Session>,
+    out: Vec<u8>,
+    listener_changed: bool,
+}
+
+impl Drop for Test<'_, '_, '_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.as_mut() {
+            s.stop_senders(Instant::now());
+            s.stop_receivers();
+        }
+        if self.listener_changed {
+            // The next test must not inherit this one's buffer sizes, MSS or clamp.
+            if let Err(e) = self.shared.rebind(None) {
+                eprintln!("plumb server: cannot restore the listener: {e}");
+            }
+        }
+    }
+}
+
+impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
+    fn new(shared: &'s Shared<'a>, a: Admitted, sink: &'k mut dyn Sink) -> Self {
+        Test {
+            shared,
+            ctl: a.ctl,
+            peer: a.peer,
+            machine: a.machine,
+            cookie: a.cookie,
+            params: *a.params,
+            slot: a.slot,
+            epoch: a.epoch,
+            tee: Tee {
+                main: sink,
+                capture: TextSink::new(Vec::new(), false),
+            },
+            session: None,
+            out: Vec::with_capacity(1024),
+            listener_changed: false,
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), TestError> {
+        self.out.clear();
+        while self.machine.poll_transmit(&mut self.out) {}
+        if !self.out.is_empty() {
+            self.ctl.write_all(&self.out).map_err(TestError::Control)?;
+        }
+        Ok(())
+    }
+
+    /// Sends SERVER_ERROR and returns the error for the log.
+    fn fail(&mut self, code: i32, errno: i32, e: TestError) -> TestError {
+        let _ = self.machine.server_error(code, errno);
+        let _ = self.flush();
+        self.finish_session();
+        e
+    }
+
+    fn finish_session(&mut self) {
+        if let Some(s) = self.session.as_mut() {
+            s.finish(Instant::now(), &mut self.tee);
+        }
+    }
+
+    fn now(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.epoch)
+    }
+
+    fn drive(&mut self) -> Result<String, TestError> {
+        let _ = self.ctl.set_nodelay(true);
+        self.tee.note(&format!(
+            "Accepted connection from {}, port {}",
+            sockets::host_string(&self.peer),
+            self.peer.port()
+        ));
+        self.authenticate()?;
+        let plan = Plan::of(&self.params);
+        let opts = DataOptions::of(&self.params);
+        self.check_congestion(&opts)?;
+        let key = cookie_key(self.cookie.as_bytes());
+        let (tx, rx) = mpsc::channel();
+        // The data listener must be ready before CREATE_STREAMS: a client's
+        // first UDP hello follows it within microseconds.
+        let mut session = Session::new(plan.clone(), self.shared.cfg.interval);
+        match plan.protocol {
+            plumb_report::Protocol::Tcp => {
+                // Listener options reach the SYN-ACK only through a new
+                // listener; that is safe only while no other test can be
+                // connecting (one slot). Otherwise they are set after accept.
+                if self.shared.cfg.max_tests == 1 && opts.need_listener_options() {
+                    self.shared.rebind(Some(opts.clone())).map_err(|e| {
+                        self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e))
+                    })?;
+                    self.listener_changed = true;
+                }
+                self.shared.registry.accept_streams(key, tx);
+                self.create_streams()?;
+                let r = self.accept_tcp(&rx, &plan, &opts, &mut session);
+                self.shared.registry.streams_complete(key);
+                // Connections that raced in after the last stream get the refusal.
+                while let Ok((mut extra, from)) = rx.try_recv() {
+                    log(&from, "refused: more data streams than the test announced");
+                    let _ = extra.write_all(&[State::AccessDenied.to_byte()]);
+                }
+                r.map_err(|e| self.fail(204, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+            }
+            plumb_report::Protocol::Udp => {
+                let lock = self.udp_setup_lock()?;
+                let first = sockets::bind_udp(
+                    self.shared.port,
+                    self.shared.cfg.bind,
+                    self.shared.cfg.family,
+                    &opts,
+                )
+                .map_err(|e| self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+                self.create_streams()?;
+                let r = self.accept_udp(first, &plan, &opts, &mut session);
+                drop(lock);
+                r.map_err(|e| self.fail(204, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+            }
+        }
+        self.tee.start(&start_record(
+            &self.peer,
+            &self.cookie,
+            &self.params,
+            &session,
+            self.shared.cfg.interval,
+        ));
+        let _ = self.machine.start_test();
+        self.flush()?;
+        let now = Instant::now();
+        session.start(now, Drain::UntilQuiet);
+        self.session = Some(session);
+        self.run_test(&plan, now)
+    }
+
+    fn authenticate(&mut self) -> Result<(), TestError> {
+        let Some(cfg) = self.shared.cfg.auth.as_deref() else {
+            return Ok(());
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let r = auth::authenticate(
+            &cfg.private_key,
+            &cfg.users,
+            self.params.authtoken.as_deref(),
+            now,
+            cfg.skew_secs,
+            &mut rand_core::OsRng,
+        );
+        match r {
+            Ok(user) => {
+                self.tee.note(&format!("Authenticated user '{user}'"));
+                Ok(())
+            }
+            Err(e) => {
+                // iperf3 up to 3.18 sends the code without the errno word.
+                let _ = if legacy_auth_framing(&self.params.client_version) {
+                    self.machine.server_error_code_only(code::AUTH)
+                } else {
+                    self.machine.server_error(code::AUTH, 0)
+                };
+                let _ = self.flush();
+                Err(TestError::Server(format!("authentication failed: {e}")))
+            }
+        }
+    }
+
+    fn check_congestion(&mut self, opts: &DataOptions) -> Result<(), TestError> {
+        // Refuse what this host cannot do before the client opens streams.
+        if let Some(cc) = &opts.congestion {
+            let avail = host::tcp_sysctls()
+                .get("net.ipv4.tcp_available_congestion_control")
+                .cloned()
+                .unwrap_or_default();
+            if !avail.split_whitespace().any(|a| a == cc) {
+                return Err(self.fail(
+                    134,
+                    0,
+                    TestError::Server(format!("congestion control '{cc}' is not available")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn create_streams(&mut self) -> Result<(), TestError> {
+        self.machine
+            .create_streams()
+            .map_err(|e| TestError::Protocol(e.to_string()))?;
+        self.flush()
+    }
+
+    fn udp_setup_lock(&mut self) -> Result<std::sync::MutexGuard<'s, ()>, TestError> {
+        let deadline = Instant::now() + STREAMS_TIMEOUT;
+        loop {
+            match self.shared.udp_setup.try_lock() {
+                Ok(g) => return Ok(g),
+                Err(std::sync::TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+            if Instant::now() > deadline {
+                return Err(self.fail(
+                    202,
+                    0,
+                    TestError::Server("another UDP test kept the UDP port busy".into()),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn accept_tcp(
+        &mut self,
+        rx: &mpsc::Receiver<(TcpStream, SocketAddr)>,
+        plan: &Plan,
+        opts: &DataOptions,
+        session: &mut Session,
+    ) -> io::Result<()> {
+        let deadline = Instant::now() + STREAMS_TIMEOUT;
+        while session.streams.len() < plan.total_streams() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || signals::interrupted() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the client opened {} of its {} streams",
+                        session.streams.len(),
+                        plan.total_streams()
+                    ),
+                ));
+            }
+            let (s, _) = match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(c) => c,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(io::Error::other("the server is shutting down"))
+                }
+            };
+            s.set_nonblocking(false)?;
+            let i = session.streams.len();
+            let sender = !plan.client_sends(i);
+            sockets::post_accept(&s, opts, sender)?;
+            session.streams.push(Stream::new(
+                stream_id(i),
+                sender,
+                StreamSocket::Tcp(Arc::new(s)),
+            ));
+        }
+        Ok(())
+    }
+
+    fn accept_udp(
+        &mut self,
+        first: UdpSocket,
+        plan: &Plan,
+        opts: &DataOptions,
+        session: &mut Session,
+    ) -> io::Result<()> {
+        let cfg = self.shared.cfg;
+        let deadline = Instant::now() + STREAMS_TIMEOUT;
+        let mut waiting = first;
+        let mut hello = [0u8; 2048];
+        let mut stray = 0u64;
+        let want_ip = canonical(self.peer.ip());
+        while session.streams.len() < plan.total_streams() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || signals::interrupted() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the client opened {} of its {} UDP streams",
+                        session.streams.len(),
+                        plan.total_streams()
+                    ),
+                ));
+            }
+            waiting.set_read_timeout(Some(left.min(Duration::from_millis(200))))?;
+            let (n, from) = match waiting.recv_from(&mut hello) {
+                Ok(r) => r,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted
+                            | io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            };
+            // A hello is 4 bytes from the control connection's host; anything
+            // else is someone else's datagram and is dropped.
+            if n != udp::HELLO.len() || canonical(from.ip()) != want_ip {
+                if stray == 0 {
+                    log(
+                        &from,
+                        &format!("ignored a {n}-byte UDP datagram that is no hello of this test"),
+                    );
+                }
+                stray += 1;
+                continue;
+            }
+            waiting.connect(from)?;
+            // The next stream's hello follows our reply at once: its socket
+            // must be bound before the reply goes out.
+            let next = sockets::bind_udp(self.shared.port, cfg.bind, cfg.family, opts)?;
+            waiting.send(&udp::REPLY)?;
+            let stream: UdpSocket = std::mem::replace(&mut waiting, next);
+            let i = session.streams.len();
+            let sender = !plan.client_sends(i);
+            session.streams.push(Stream::new(
+                stream_id(i),
+                sender,
+                StreamSocket::Udp(Arc::new(stream)),
+            ));
+        }
+        if stray > 1 {
+            log(
+                &self.peer,
+                &format!("{stray} stray UDP datagrams were ignored while its streams connected"),
+            );
+        }
+        Ok(())
+    }
+
+    /// Total bytes moved by all streams so far.
+    fn bytes_moved(&self) -> u64 {
+        self.session.as_ref().map_or(0, |s| {
+            s.streams
+                .iter()
+                .map(|st| st.counters.bytes.load(Relaxed))
+                .sum()
+        })
+    }
+
+    fn run_test(&mut self, plan: &Plan, started: Instant) -> Result<String, TestError> {
+        let cfg = self.shared.cfg;
+        let mut summary = format!(
+            "{} {} stream(s){}{}, {} s",
+            plan.protocol.name(),
+            plan.parallel,
+            if plan.reverse { ", reverse" } else { "" },
+            if plan.bidir { ", bidir" } else { "" },
+            plan.time
+        );
+        let watchdog = if plan.time > 0.0 {
+            Some(started + Duration::from_secs_f64(plan.time + plan.omit) + WATCHDOG_SLACK)
+        } else {
+            // Bounded by bytes or blocks: the operator's maximum, if any.
+            cfg.limits.max_duration.map(|m| started + m)
+        };
+        let mut running = true;
+        let mut step_deadline: Option<Instant> = None;
+        let mut last_bytes = 0u64;
+        let mut last_progress = started;
+        let mut samples: std::collections::VecDeque<(Instant, u64)> =
+            std::collections::VecDeque::new();
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            self.flush()?;
+            while let Some(ev) = self.machine.poll_event() {
+                match ev {
+                    ServerEvent::TestEnd => {
+                        running = false;
+                        if let Some(s) = self.session.as_mut() {
+                            s.finish(Instant::now(), &mut self.tee);
+                            close_streams(s);
+                        }
+                        let _ = self.machine.request_results();
+                        step_deadline = Some(Instant::now() + RESULTS_TIMEOUT);
+                    }
+                    ServerEvent::ClientResults(r) => {
+                        summary = self.send_results(&r, summary)?;
+                        step_deadline = Some(Instant::now() + DONE_TIMEOUT);
+                    }
+                    ServerEvent::Done { .. } => {
+                        self.flush()?;
+                        let _ = self.ctl.shutdown(std::net::Shutdown::Both);
+                        return Ok(summary);
+                    }
+                    ServerEvent::ClientTerminated => {
+                        self.finish_session();
+                        return Err(TestError::Server("the client terminated the test".into()));
+                    }
+                    ServerEvent::PeerClosed { phase } => {
+                        self.finish_session();
+                        return Err(TestError::Protocol(format!(
+                            "the client closed the control connection ({})",
+                            phase.as_str()
+                        )));
+                    }
+                    ServerEvent::ProtocolError(e) => {
+                        self.finish_session();
+                        return Err(TestError::Protocol(e.to_string()));
+                    }
+                    other => {
+                        self.finish_session();
+                        return Err(TestError::Protocol(format!("unexpected event {other:?}")));
+                    }
+                }
+            }
+            self.flush()?;
+            let now = Instant::now();
+            if signals::interrupted() {
+                let _ = self.machine.terminate();
+                let _ = self.flush();
+                self.finish_session();
+                return Err(TestError::Interrupted);
+            }
+            if running {
+                if let Some(s) = self.session.as_mut() {
+                    s.tick(now, &mut self.tee);
+                }
+                // --rcv-timeout: no byte moved on any stream for that long.
+                let moved = self.bytes_moved();
+                if moved != last_bytes {
+                    last_bytes = moved;
+                    last_progress = now;
+                } else if now.duration_since(last_progress) > cfg.rcv_timeout {
+                    return Err(self.fail(
+                        code::IDLE,
+                        0,
+                        TestError::Server(format!(
+                            "no data for {} ms (--rcv-timeout)",
+                            cfg.rcv_timeout.as_millis()
+                        )),
+                    ));
+                }
+                if let Some(e) = self.check_rate(now, moved, &mut samples) {
+                    return Err(e);
+                }
+            }
+            if watchdog.is_some_and(|w| now > w) {
+                return Err(self.fail(
+                    code::EXPIRED,
+                    0,
+                    TestError::Server(
+                        "the test ran past what the server allows; ended by the server".into(),
+                    ),
+                ));
+            }
+            if step_deadline.is_some_and(|d| now > d) {
+                if self.machine.phase() == plumb_proto::ServerPhase::AwaitDone {
+                    // Results are exchanged; a missing IPERF_DONE changes nothing.
+                    return Ok(summary);
+                }
+                self.finish_session();
+                return Err(TestError::Timeout);
+            }
+            let mut wake = now + Duration::from_millis(200);
+            if let Some(t) = self.session.as_ref().and_then(Session::poll_at) {
+                wake = wake.min(t);
+            }
+            if !crate::client::readable(&self.ctl, wake.saturating_duration_since(now)) {
+                continue;
+            }
+            match self.ctl.read(&mut buf) {
+                Ok(0) => {
+                    let t = self.now();
+                    self.machine.handle_eof(t);
+                }
+                Ok(n) => {
+                    let t = self.now();
+                    self.machine.handle_input(&buf[..n], t);
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => {
+                    self.finish_session();
+                    return Err(TestError::Control(e));
+                }
+            }
+        }
+    }
+
+    /// `--max-bitrate` / `--max-total-bitrate`: the rate over the last few
+    /// seconds may not exceed what the test reserved (by much).
+    fn check_rate(
+        &mut self,
+        now: Instant,
+        moved: u64,
+        samples: &mut std::collections::VecDeque<(Instant, u64)>,
+    ) -> Option<TestError> {
+        let limits = &self.shared.cfg.limits;
+        if limits.max_bitrate.is_none() && limits.max_total_bitrate.is_none() {
+            return None;
+        }
+        if samples
+            .back()
+            .is_none_or(|(t, _)| now.duration_since(*t) >= Duration::from_millis(250))
+        {
+            samples.push_back((now, moved));
+        }
+        while samples.len() > 2
+            && samples
+                .front()
+                .is_some_and(|(t, _)| now.duration_since(*t) > RATE_WINDOW)
+        {
+            samples.pop_front();
+        }
+        let (t0, b0) = *samples.front()?;
+        let dt = now.duration_since(t0).as_secs_f64();
+        if dt < 1.0 {
+            return None;
+        }
+        let bps = (moved - b0) as f64 * 8.0 / dt;
+        let allowed = self.slot.rate_bps() as f64 * RATE_TOLERANCE + 1e6;
+        if bps > allowed {
+            return Some(self.fail(
+                code::TOTAL_RATE,
+                0,
+                TestError::Server(format!(
+                    "the test moved {:.0} bit/s, more than the {} bit/s it asked for",
+                    bps,
+                    self.slot.rate_bps()
+                )),
+            ));
+        }
+        None
+    }
+
+    fn send_results(
+        &mut self,
+        r: &plumb_proto::Results,
+        summary: String,
+    ) -> Result<String, TestError> {
+        let s = self
+            .session
+            .as_ref()
+            .ok_or_else(|| TestError::Protocol("results before a test".into()))?;
+        let cc = self.params.congestion.clone().or_else(|| {
+            host::tcp_sysctls()
+                .get("net.ipv4.tcp_congestion_control")
+                .cloned()
+        });
+        let mut end = s.end_record(r, cc.clone());
+        let mut local = s.local_results(cc);
+        let others = self.slot.concurrent();
+        if others > 0 {
+            if let Some(p) = local.plumb.as_mut() {
+                p.concurrent_tests = Some(others);
+            }
+            if let Some(serde_json::Value::Object(m)) = end.plumb.as_mut() {
+                m.insert("concurrent_tests".into(), others.into());
+            }
+            self.tee.note(&format!(
+                "note: {others} other test(s) ran on this server at the same time"
+            ));
+        }
+        self.tee.end(&end);
+        if self.params.get_server_output {
+            local.server_output_text =
+                Some(String::from_utf8_lossy(self.tee.capture.get_ref()).into_owned());
+        }
+        let _ = self.machine.send_results(&local);
+        let received: u64 = end.streams.iter().map(|x| x.received.bytes).sum();
+        let secs = end
+            .streams
+            .iter()
+            .map(|x| x.received.seconds)
+            .fold(0.0, f64::max);
+        Ok(format!(
+            "{summary}: {} received, {}{}",
+            plumb_report::format::bytes(received as f64).trim(),
+            plumb_report::format::bitrate(if secs > 0.0 {
+                received as f64 * 8.0 / secs
+            } else {
+                0.0
+            })
+            .trim(),
+            if others > 0 {
+                format!(" ({others} other test(s) at the same time)")
+            } else {
+                String::new()
+            }
+        ))
+    }
+}
+
+/// Whether a client of this version expects an authentication failure as
+/// iperf3 up to 3.18 sends it (code without errno word, spec §7).
+fn legacy_auth_framing(client_version: &str) -> bool {
+    let mut parts = client_version.trim_end_matches('+').split('.');
+    match (
+        parts.next().and_then(|m| m.parse::<u32>().ok()),
+        parts.next().and_then(|m| m.parse::<u32>().ok()),
+    ) {
+        (Some(3), Some(minor)) => minor <= 18,
+        (Some(major), _) => major < 3,
+        _ => false,
+    }
+}
+
+fn close_streams(s: &Session) {
+    for st in &s.streams {
+        if let StreamSocket::Tcp(t) = &st.socket {
+            let _ = t.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+fn start_record(
+    peer: &SocketAddr,
+    cookie: &Cookie,
+    p: &TestParams,
+    s: &Session,
+    interval: f64,
+) -> StartRecord {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let connected: Vec<Connected> = s
+        .streams
+        .iter()
+        .filter_map(|st| {
+            let (l, r, fd) = match &st.socket {
+                StreamSocket::Tcp(t) => (
+                    t.local_addr().ok()?,
+                    t.peer_addr().ok()?,
+                    std::os::fd::AsRawFd::as_raw_fd(&**t),
+                ),
+                StreamSocket::Udp(u) => (
+                    u.local_addr().ok()?,
+                    u.peer_addr().ok()?,
+                    std::os::fd::AsRawFd::as_raw_fd(&**u),
+                ),
+            };
+            Some(Connected {
+                socket: fd,
+                local_host: sockets::host_string(&l),
+                local_port: l.port(),
+                remote_host: sockets::host_string(&r),
+                remote_port: r.port(),
+            })
+        })
+        .collect();
+    let (sndbuf, rcvbuf) = s
+        .streams
+        .first()
+        .map(|st| match &st.socket {
+            StreamSocket::Tcp(t) => (
+                sockopt::send_buffer(t.as_fd()).unwrap_or(0),
+                sockopt::recv_buffer(t.as_fd()).unwrap_or(0),
+            ),
+            StreamSocket::Udp(u) => (
+                sockopt::send_buffer(u.as_fd()).unwrap_or(0),
+                sockopt::recv_buffer(u.as_fd()).unwrap_or(0),
+            ),
+        })
+        .unwrap_or((0, 0));
+    StartRecord {
+        role: Role::Server,
+        version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
+        system_info: host::uname().to_string(),
+        timesecs: now.as_secs(),
+        timemillis: now.subsec_millis(),
+        connecting_to: None,
+        accepted_connection: Some((sockets::host_string(peer), peer.port())),
+        cookie: cookie.as_str().into_owned(),
+        tcp_mss: p.mss.map(|m| m as u32),
+        tcp_mss_default: None,
+        sock_bufsize: p.window.unwrap_or(0).max(0) as u64,
+        sndbuf_actual: u64::from(sndbuf),
+        rcvbuf_actual: u64::from(rcvbuf),
+        test: TestStart {
+            protocol: s.plan.protocol,
+            num_streams: p.parallel as u32,
+            blksize: p.len as u64,
+            omit: p.omit as f64,
+            duration: p.time as f64,
+            bytes: p.num as u64,
+            blocks: p.blockcount as u64,
+            reverse: p.reverse,
+            bidir: p.bidirectional,
+            tos: p.tos.unwrap_or(0) as u32,
+            target_bitrate: p.bandwidth as u64,
+            interval,
+        },
+        connected,
+        title: p.title.clone(),
+        extra_data: p.extra_data.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_failure_framing_follows_the_client_version() {
+        assert!(legacy_auth_framing("3.12"));
+        assert!(legacy_auth_framing("3.18"));
+        assert!(!legacy_auth_framing("3.19"));
+        assert!(!legacy_auth_framing("3.21+"));
+        assert!(!legacy_auth_framing(""));
+        assert!(!legacy_auth_framing("plumb"));
+        assert!(legacy_auth_framing("2.0"));
+    }
+
+    #[test]
+    fn protocol_is_tcp_or_udp() {
+        use plumb_proto::params::Protocol as WireProtocol;
+        // SCTP parameters run as TCP (Plan::of); nothing else reaches here.
+        let p = TestParams {
+            protocol: WireProtocol::Sctp,
+            ..TestParams::default()
+        };
+        assert_eq!(Plan::of(&p).protocol, plumb_report::Protocol::Tcp);
+    }
+}
