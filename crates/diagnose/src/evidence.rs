@@ -64,6 +64,11 @@ pub struct StreamTcp {
 pub struct Cpu {
     /// The process, percent of one core (iperf3's measure; can exceed 100).
     pub process_pct: f64,
+    /// The busiest data thread: CPU it used, percent of the test.
+    pub thread_cpu_pct: Option<f64>,
+    /// The same thread: time it waited for a CPU while runnable (run queue,
+    /// CPU quota), percent of the test.
+    pub thread_wait_pct: Option<f64>,
     /// The whole machine busy, percent of all cores.
     pub system_busy_pct: Option<f64>,
     /// Softirq share of all cores, percent.
@@ -189,13 +194,35 @@ impl Evidence {
         } else {
             (f(&cpu["remote_total"]), f(&cpu["host_total"]))
         };
+        let dur = ev.duration_s;
+        // The data thread that wanted the most CPU on a side.
+        let threads = |side: &Value| -> (Option<f64>, Option<f64>) {
+            let best = side["streams"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|st| Some((u(&st["thread_cpu_us"])?, u(&st["thread_wait_us"])?)))
+                .max_by_key(|(c, w)| c + w);
+            match best {
+                Some((c, w)) if dur > 0.0 => {
+                    (Some(c as f64 / 1e4 / dur), Some(w as f64 / 1e4 / dur))
+                }
+                _ => (None, None),
+            }
+        };
+        let (stc, stw) = threads(snd);
+        let (rtc, rtw) = threads(rcv);
         ev.cpu_sender = snd_pct.map(|p| Cpu {
             process_pct: p,
+            thread_cpu_pct: stc,
+            thread_wait_pct: stw,
             system_busy_pct: sw_busy,
             softirq_pct: sw_soft,
         });
         ev.cpu_receiver = rcv_pct.map(|p| Cpu {
             process_pct: p,
+            thread_cpu_pct: rtc,
+            thread_wait_pct: rtw,
             system_busy_pct: rw_busy,
             softirq_pct: rw_soft,
         });

@@ -251,40 +251,61 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         }
     }
 
-    // CPU: a core saturated at either end.
+    // CPU: a core saturated at either end, or a data thread that wanted a
+    // whole core and was held back (a CPU quota, other processes).
     for (who, cpu) in [("receiver", ev.cpu_receiver), ("sender", ev.cpu_sender)] {
         let Some(c) = cpu else { continue };
         let per_stream = c.process_pct / n;
         let machine = c.system_busy_pct.unwrap_or(0.0);
+        let thread = c.thread_cpu_pct.zip(c.thread_wait_pct);
+        let starved = thread.is_some_and(|(used, wait)| used + wait >= 85.0 && wait >= 20.0);
+        let busy_thread = thread.is_some_and(|(used, _)| used >= 90.0);
         // The machine-wide figure includes everything else running (a lab's
         // emulator, other tests), so it counts only with the process busy too.
-        if per_stream >= 90.0 || (machine >= 98.0 && per_stream >= 50.0) {
+        if per_stream >= 90.0 || busy_thread || starved || (machine >= 98.0 && per_stream >= 50.0) {
             let mut e = vec![line(
                 &format!("{who} process CPU"),
                 c.process_pct,
                 "% of one core",
             )];
+            if let Some((used, wait)) = thread {
+                e.push(line(
+                    &format!("{who} data thread on a CPU"),
+                    used,
+                    "% of the test",
+                ));
+                e.push(line(
+                    &format!("{who} data thread waiting for a CPU"),
+                    wait,
+                    "% of the test",
+                ));
+            }
             if let Some(m) = c.system_busy_pct {
                 e.push(line(&format!("{who} machine busy"), m, "% of all cores"));
             }
             if let Some(s) = c.softirq_pct {
                 e.push(line(&format!("{who} softirq"), s, "% of all cores"));
             }
+            let sentence = match thread {
+                Some((used, wait)) if starved && !busy_thread => format!(
+                    "Limited by CPU on the {who}: its data thread wanted a whole core but ran only {}% of the time and waited {}% for a CPU (a CPU quota or other processes), so it moved only {}.",
+                    sig(used, 3),
+                    sig(wait, 3),
+                    mbps(measured)
+                ),
+                _ => format!(
+                    "Limited by CPU on the {who}: it used {}% of a core{} to move {}.",
+                    sig(c.process_pct, 3),
+                    if machine >= 98.0 { format!(" and the machine was {}% busy", sig(machine, 3)) } else { String::new() },
+                    mbps(measured)
+                ),
+            };
             findings.push(Finding {
                 limit: Limit::Cpu,
                 predicted_bps: measured,
-                sentence: format!(
-                    "Limited by CPU on the {who}: it used {}% of a core{} to move {}.",
-                    sig(c.process_pct, 3),
-                    if machine >= 98.0 {
-                        format!(" and the machine was {}% busy", sig(machine, 3))
-                    } else {
-                        String::new()
-                    },
-                    mbps(measured)
-                ),
+                sentence,
                 evidence: e,
-                confidence: if per_stream >= 95.0 || machine >= 98.0 {
+                confidence: if per_stream >= 95.0 || starved || busy_thread {
                     Confidence::High
                 } else {
                     Confidence::Medium
@@ -741,10 +762,36 @@ mod tests {
             process_pct: 99.0,
             system_busy_pct: Some(60.0),
             softirq_pct: Some(10.0),
+            ..Cpu::default()
         });
         let d = diagnose(&e);
         assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
         assert!(d.secondary.contains(&Limit::ReceiveWindow));
+    }
+
+    #[test]
+    fn throttled_receiver_is_cpu() {
+        // A CPU quota: the receiving thread ran 10 % of the time and waited 88 %.
+        let mut s = stream(8 << 20, 15_000, 5.0);
+        s.rwnd_limited_us = Some(4_500_000);
+        let mut e = ev(120e6, s);
+        e.cpu_receiver = Some(Cpu {
+            process_pct: 10.0,
+            thread_cpu_pct: Some(10.0),
+            thread_wait_pct: Some(88.0),
+            ..Cpu::default()
+        });
+        let d = diagnose(&e);
+        assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
+        assert!(d.summary.contains("waited 88% for a CPU"), "{}", d.summary);
+        // An idle receiver thread is not a CPU limit.
+        e.cpu_receiver = Some(Cpu {
+            process_pct: 5.0,
+            thread_cpu_pct: Some(5.0),
+            thread_wait_pct: Some(1.0),
+            ..Cpu::default()
+        });
+        assert_ne!(diagnose(&e).limit, Some(Limit::Cpu));
     }
 
     #[test]

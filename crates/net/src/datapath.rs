@@ -42,6 +42,10 @@ pub struct Counters {
     /// Receiver: when the last byte arrived after the stop, as nanoseconds
     /// since [`epoch`] (0 = nothing arrived after the stop).
     pub last_rx_ns: AtomicU64,
+    /// CPU time the thread used, µs (set when it ends).
+    pub thread_cpu_us: AtomicU64,
+    /// Time the thread waited for a CPU while runnable, µs (set when it ends).
+    pub thread_wait_us: AtomicU64,
     /// The thread has finished (EOF, stop, budget spent or error).
     pub done: AtomicBool,
     /// Why the thread ended early, if it did.
@@ -290,7 +294,8 @@ pub fn tcp_recv(
                 // duration must run to the last of them. Only the drain reads
                 // the clock, never the steady state.
                 if shared.stop_receivers.load(Relaxed) {
-                    c.last_rx_ns.store(epoch().elapsed().as_nanos() as u64, Relaxed);
+                    c.last_rx_ns
+                        .store(epoch().elapsed().as_nanos() as u64, Relaxed);
                 }
                 // Linux 6.x raises TCP_WINDOW_CLAMP when data starts to flow and
                 // as the receive buffer is tuned; --rwin must hold all the time, so

@@ -270,43 +270,53 @@ impl Session {
             let plan = plan.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("plumb-stream-{}", s.id))
-                .spawn(move || match (sock, sender) {
-                    (StreamSocket::Tcp(t), true) => {
-                        let buf = datapath::payload(plan.len, plan.repeating);
-                        let src = if plan.zerocopy {
-                            match MemfdSource::new(&buf) {
-                                Ok(m) => TcpSource::SendFile(m),
-                                Err(_) => TcpSource::Copy(buf),
-                            }
-                        } else {
-                            TcpSource::Copy(buf)
-                        };
-                        datapath::tcp_send(&t, src, &shared, &c, plan.rate);
+                .spawn(move || {
+                    // The thread's own CPU and run-queue wait, once before and once
+                    // after its loop: evidence of a starved end, at no cost per block.
+                    let sched0 = host::thread_schedstat();
+                    match (sock, sender) {
+                        (StreamSocket::Tcp(t), true) => {
+                            let buf = datapath::payload(plan.len, plan.repeating);
+                            let src = if plan.zerocopy {
+                                match MemfdSource::new(&buf) {
+                                    Ok(m) => TcpSource::SendFile(m),
+                                    Err(_) => TcpSource::Copy(buf),
+                                }
+                            } else {
+                                TcpSource::Copy(buf)
+                            };
+                            datapath::tcp_send(&t, src, &shared, &c, plan.rate);
+                        }
+                        (StreamSocket::Tcp(t), false) => {
+                            datapath::tcp_recv(
+                                &t,
+                                plan.len.max(64 * 1024),
+                                plan.skip_rx_copy,
+                                &shared,
+                                &c,
+                                drain,
+                                plan.rwin,
+                            );
+                        }
+                        (StreamSocket::Udp(u), true) => {
+                            datapath::udp_send(
+                                &u,
+                                plan.len,
+                                plan.seq64,
+                                plan.repeating,
+                                &shared,
+                                &c,
+                                plan.rate,
+                            );
+                        }
+                        (StreamSocket::Udp(u), false) => {
+                            datapath::udp_recv(&u, plan.len, plan.seq64, &shared, &c)
+                        }
                     }
-                    (StreamSocket::Tcp(t), false) => {
-                        datapath::tcp_recv(
-                            &t,
-                            plan.len.max(64 * 1024),
-                            plan.skip_rx_copy,
-                            &shared,
-                            &c,
-                            drain,
-                            plan.rwin,
-                        );
-                    }
-                    (StreamSocket::Udp(u), true) => {
-                        datapath::udp_send(
-                            &u,
-                            plan.len,
-                            plan.seq64,
-                            plan.repeating,
-                            &shared,
-                            &c,
-                            plan.rate,
-                        );
-                    }
-                    (StreamSocket::Udp(u), false) => {
-                        datapath::udp_recv(&u, plan.len, plan.seq64, &shared, &c)
+                    if let (Some((c0, w0)), Some((c1, w1))) = (sched0, host::thread_schedstat()) {
+                        c.thread_cpu_us.store(c1.saturating_sub(c0) / 1000, Relaxed);
+                        c.thread_wait_us
+                            .store(w1.saturating_sub(w0) / 1000, Relaxed);
                     }
                 });
             match handle {
@@ -508,7 +518,11 @@ impl Session {
                 } else {
                     stop
                 };
-                s.end_secs = if until > stop { until.saturating_duration_since(from).as_secs_f64() } else { secs };
+                s.end_secs = if until > stop {
+                    until.saturating_duration_since(from).as_secs_f64()
+                } else {
+                    secs
+                };
             }
             if let Some(c0) = &self.cpu0 {
                 let wall = end
@@ -725,8 +739,12 @@ fn stream_info(s: &Stream, info: Option<&TcpInfo>) -> PlumbStreamInfo {
             )
         }
     };
+    let cpu = s.counters.thread_cpu_us.load(Relaxed);
+    let wait = s.counters.thread_wait_us.load(Relaxed);
     PlumbStreamInfo {
         id: s.id,
+        thread_cpu_us: (cpu > 0 || wait > 0).then_some(cpu),
+        thread_wait_us: (cpu > 0 || wait > 0).then_some(wait),
         sndbuf_actual: sndbuf,
         rcvbuf_actual: rcvbuf,
         window_clamp: clamp,

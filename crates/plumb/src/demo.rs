@@ -87,6 +87,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         seed: None,
         exec: None,
         far_exec: None,
+        far_cpu: None,
         hold: false,
         why: false,
         json: false,

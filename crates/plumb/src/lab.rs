@@ -56,6 +56,9 @@ pub struct LabArgs {
     /// Run this shell command in "far" instead of a plumb server (PLUMB_NEAR holds the near address)
     #[arg(long)]
     pub far_exec: Option<String>,
+    /// Limit the far side (its server or --far-exec program) to this share of one CPU: 5%, 0.5
+    #[arg(long, value_parser = parse_loss)]
+    pub far_cpu: Option<LossRate>,
     /// Keep the link up until Ctrl-C and print how to enter each side
     #[arg(long, conflicts_with = "exec")]
     pub hold: bool,
@@ -157,6 +160,56 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
     Ok(cfg)
 }
 
+/// A CPU bandwidth cgroup (v2 `cpu.max`, or v1 `cpu.cfs_quota_us`), removed
+/// when dropped after its processes are gone.
+struct CpuQuota {
+    dir: std::path::PathBuf,
+    procs: &'static str,
+}
+
+impl CpuQuota {
+    fn new(share: f64) -> std::io::Result<CpuQuota> {
+        let name = format!("plumb-lab-{}", std::process::id());
+        let period = 100_000u64;
+        let quota = ((share * period as f64) as u64).max(1000);
+        let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers");
+        if v2.exists() {
+            let dir = std::path::Path::new("/sys/fs/cgroup").join(&name);
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join("cpu.max"), format!("{quota} {period}"))?;
+            return Ok(CpuQuota {
+                dir,
+                procs: "cgroup.procs",
+            });
+        }
+        let dir = std::path::Path::new("/sys/fs/cgroup/cpu").join(&name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("cpu.cfs_period_us"), period.to_string())?;
+        std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string())?;
+        Ok(CpuQuota {
+            dir,
+            procs: "cgroup.procs",
+        })
+    }
+
+    fn add(&self, pid: u32) -> std::io::Result<()> {
+        std::fs::write(self.dir.join(self.procs), pid.to_string())
+    }
+}
+
+impl Drop for CpuQuota {
+    fn drop(&mut self) {
+        // The far processes are killed first (the Reaper is dropped earlier);
+        // a cgroup can only be removed once empty, so allow a moment.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// Kills a child when dropped: nothing the lab starts outlives it.
 pub(crate) struct Reaper(pub(crate) Option<Child>);
 
@@ -209,6 +262,18 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()?;
     let exe_s = exe.to_string_lossy().to_string();
     let port = 5201u16;
+    // A CPU quota for the far side, placed from out here: inside a namespace
+    // `ip netns exec` remounts /sys and the cgroup tree is out of reach.
+    let quota = match a.far_cpu {
+        Some(share) => match CpuQuota::new(share.probability()) {
+            Ok(q) => Some(q),
+            Err(e) => {
+                eprintln!("plumb: cannot limit the far side's CPU: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        },
+        None => None,
+    };
     let server = match &a.far_exec {
         Some(cmd) => {
             let mut c = lab.command(Side::Far, "sh");
@@ -216,9 +281,23 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
                 .env("PLUMB_NEAR", &near)
                 .env("PLUMB_FAR", &far)
                 .stdin(Stdio::null());
-            Reaper(Some(c.spawn()?))
+            let r = Reaper(Some(c.spawn()?));
+            if let (Some(q), Some(child)) = (&quota, &r.0) {
+                q.add(child.id())?;
+            }
+            if a.exec.is_none() {
+                // The plumb client will connect: the far program is its server.
+                wait_listening(&lab, port)?;
+            }
+            r
         }
-        None => start_server(&lab, &exe_s, port)?,
+        None => {
+            let r = start_server(&lab, &exe_s, port)?;
+            if let (Some(q), Some(child)) = (&quota, &r.0) {
+                q.add(child.id())?;
+            }
+            r
+        }
     };
 
     // The near side: the user's program, or the plumb client.

@@ -226,6 +226,31 @@ fn small_mss_is_path_mtu() {
 }
 
 #[test]
+fn throttled_receiver_is_cpu() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The far server gets 1 % of one CPU: its receiving thread wants more.
+    let v = lab(
+        &["--rate", "1gbit", "--rtt", "15ms", "--far-cpu", "1%"],
+        &["-t", "4"],
+    );
+    let (limit, m, _) = diag(&v);
+    assert_eq!(limit, "cpu", "{}", v["diagnosis"]["summary"]);
+    assert!(
+        m < 0.9 * 941.5e6,
+        "a throttled receiver cannot fill the link: {m}"
+    );
+    let wait = num(&v, "end.plumb.remote.streams.0.thread_wait_us");
+    let cpu = num(&v, "end.plumb.remote.streams.0.thread_cpu_us");
+    assert!(
+        wait > 5.0 * cpu,
+        "the thread waited ({wait} µs) far more than it ran ({cpu} µs)"
+    );
+}
+
+#[test]
 fn any_program_runs_across_the_link() {
     if !can_lab() {
         return;

@@ -167,6 +167,14 @@ pub struct PlumbStreamInfo {
     /// TCP_INFO at the end of the test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_info: Option<TcpInfoSummary>,
+    /// CPU time the stream's thread used, µs (from its schedstat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_cpu_us: Option<u64>,
+    /// Time the stream's thread was runnable but waited for a CPU — the run
+    /// queue, or a CPU quota throttling it — µs. With `thread_cpu_us` it says
+    /// whether the thread wanted more CPU than it got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_wait_us: Option<u64>,
 }
 
 /// The TCP_INFO fields plumb's diagnosis uses; `None` where the kernel lacks one.
@@ -400,6 +408,8 @@ mod tests {
                         snd_cwnd_bytes: t[7], snd_wnd: t[8], total_retrans: t[9],
                         bytes_retrans: t[10], pmtu: t[11], snd_mss: t[12], rcv_space: t[13],
                     }),
+                    thread_cpu_us: buf.map(u64::from),
+                    thread_wait_us: None,
                 }).collect(),
                 concurrent_tests: None,
             }
