@@ -258,7 +258,13 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         let per_stream = c.process_pct / n;
         let machine = c.system_busy_pct.unwrap_or(0.0);
         let thread = c.thread_cpu_pct.zip(c.thread_wait_pct);
-        let starved = thread.is_some_and(|(used, wait)| used + wait >= 85.0 && wait >= 20.0);
+        // Starved: the thread spent a good part of the test runnable but not
+        // running, and more of it waiting than working (a CPU quota, or other
+        // processes on its core). A thread that sleeps because it has caught
+        // up does not wait on the run queue.
+        let starved = thread.is_some_and(|(used, wait)| {
+            wait >= 20.0 && (wait >= 2.0 * used || used + wait >= 85.0)
+        });
         let busy_thread = thread.is_some_and(|(used, _)| used >= 90.0);
         // The machine-wide figure includes everything else running (a lab's
         // emulator, other tests), so it counts only with the process busy too.
@@ -288,7 +294,7 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             }
             let sentence = match thread {
                 Some((used, wait)) if starved && !busy_thread => format!(
-                    "Limited by CPU on the {who}: its data thread wanted a whole core but ran only {}% of the time and waited {}% for a CPU (a CPU quota or other processes), so it moved only {}.",
+                    "Limited by CPU on the {who}: its data thread ran only {}% of the test and waited {}% of it for a CPU (a CPU quota or other processes), so it moved only {}.",
                     sig(used, 3),
                     sig(wait, 3),
                     mbps(measured)
@@ -783,7 +789,19 @@ mod tests {
         });
         let d = diagnose(&e);
         assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
-        assert!(d.summary.contains("waited 88% for a CPU"), "{}", d.summary);
+        assert!(
+            d.summary.contains("waited 88% of it for a CPU"),
+            "{}",
+            d.summary
+        );
+        // Waiting far more than running is starvation even below a whole core.
+        e.cpu_receiver = Some(Cpu {
+            process_pct: 1.0,
+            thread_cpu_pct: Some(1.0),
+            thread_wait_pct: Some(60.0),
+            ..Cpu::default()
+        });
+        assert_eq!(diagnose(&e).limit, Some(Limit::Cpu));
         // An idle receiver thread is not a CPU limit.
         e.cpu_receiver = Some(Cpu {
             process_pct: 5.0,

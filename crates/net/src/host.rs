@@ -406,6 +406,16 @@ pub fn route_interface(dst: IpAddr) -> Option<String> {
     }
 }
 
+/// The calling thread's CPU time and run-queue wait so far, nanoseconds,
+/// from `/proc/thread-self/schedstat`. The wait includes time a CPU quota
+/// (cgroup bandwidth control) held the thread back, so CPU + wait close to
+/// the wall time means the thread wanted a whole core.
+pub fn thread_schedstat() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -591,14 +601,4 @@ fd000000000000000000000000000000 40 00000000000000000000000000000000 00 00000000
             Some("lo")
         );
     }
-}
-
-/// The calling thread's CPU time and run-queue wait so far, nanoseconds,
-/// from `/proc/thread-self/schedstat`. The wait includes time a CPU quota
-/// (cgroup bandwidth control) held the thread back, so CPU + wait close to
-/// the wall time means the thread wanted a whole core.
-pub fn thread_schedstat() -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
-    Some((f.next()??, f.next()??))
 }
