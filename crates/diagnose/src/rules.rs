@@ -588,13 +588,16 @@ fn pick_primary(findings: &mut [Finding], measured: f64) -> Option<Limit> {
             Limit::Application => 0,
             // Small segments are why a "full" link carries less than it could.
             Limit::PathMtu => 1,
+            // A link known only from the best interval is a guess: direct
+            // evidence of anything else outranks it.
+            Limit::Link if f.confidence == Confidence::Low => 8,
             Limit::Link => 2,
             Limit::Cpu => 3,
             Limit::ReceiveWindow | Limit::SendBuffer if f.confidence == Confidence::High => 4,
             Limit::Loss if f.confidence == Confidence::High => 5,
             Limit::ReceiveWindow | Limit::SendBuffer => 6,
             Limit::Loss => 7,
-            Limit::Congestion => 8,
+            Limit::Congestion => 9,
         };
         (base, u8::from(!agrees))
     };
