@@ -22,25 +22,25 @@ use crate::cli::usage_error;
 )]
 pub struct CalcArgs {
     /// Line rate of the bottleneck link: 1G, 1Gbit, 100Mbps, 125MB/s (decimal prefixes)
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_rate)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::rate)]
     pub rate: Option<Rate>,
     /// Round-trip time: 15ms, 0.1s, 250us (a bare number is ms)
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_rtt, conflicts_with = "distance")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::rtt, conflicts_with = "distance")]
     pub rtt: Option<Rtt>,
     /// One-way path length, for the RTT: 1000km, 600mi (a bare number is km)
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_distance)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::distance)]
     pub distance: Option<Distance>,
     /// Largest window of one stream: 17520, 64K (=65536), 64KiB, 1.25MB (=1250000)
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes)]
     pub window: Option<Bytes>,
     /// Packet loss rate, for the Mathis bound: 0.01%, 1e-4
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_loss)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::loss)]
     pub loss: Option<LossRate>,
     /// TCP MSS (sets the MTU to MSS + IP + TCP headers)
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes, conflicts_with = "mtu")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes, conflicts_with = "mtu")]
     pub mss: Option<Bytes>,
     /// IP MTU [default: 1500]
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes)]
     pub mtu: Option<Bytes>,
     /// IPv6 headers (40 B) instead of IPv4 (20 B)
     #[arg(long)]
@@ -52,30 +52,14 @@ pub struct CalcArgs {
     #[arg(long)]
     pub vlan: bool,
     /// Ethernet frame size for the frame rate at line rate: 64, 1518
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes, requires = "rate")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes, requires = "rate")]
     pub frame: Option<Bytes>,
     /// Data to move, for the transfer time: 500GB, 1TB
-    #[arg(long, allow_hyphen_values = true, value_parser = parse_bytes)]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes)]
     pub size: Option<Bytes>,
     /// One JSON object instead of text
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_rate(s: &str) -> Result<Rate, String> {
-    Rate::parse(s).map_err(|e| e.to_string())
-}
-fn parse_rtt(s: &str) -> Result<Rtt, String> {
-    Rtt::parse(s).map_err(|e| e.to_string())
-}
-fn parse_distance(s: &str) -> Result<Distance, String> {
-    Distance::parse(s).map_err(|e| e.to_string())
-}
-fn parse_bytes(s: &str) -> Result<Bytes, String> {
-    Bytes::parse(s).map_err(|e| e.to_string())
-}
-fn parse_loss(s: &str) -> Result<LossRate, String> {
-    LossRate::parse(s).map_err(|e| e.to_string())
 }
 
 /// Where the RTT came from.

@@ -24,13 +24,13 @@ use crate::cli::usage_error;
 )]
 pub struct LabArgs {
     /// Link rate, each direction: 1gbit, 100M
-    #[arg(long, value_parser = parse_rate, default_value = "1gbit")]
+    #[arg(long, value_parser = crate::args::rate, default_value = "1gbit")]
     pub rate: Rate,
     /// Round-trip propagation delay, split evenly between the directions
-    #[arg(long, value_parser = parse_rtt, default_value = "15ms")]
+    #[arg(long, value_parser = crate::args::rtt, default_value = "15ms")]
     pub rtt: Rtt,
     /// Random loss on the near-to-far (data) direction: 0.1%, 1e-3
-    #[arg(long, value_parser = parse_loss)]
+    #[arg(long, value_parser = crate::args::loss)]
     pub loss: Option<LossRate>,
     /// Make --loss bursty (Gilbert-Elliott) with this mean burst length in packets
     #[arg(long, requires = "loss")]
@@ -39,13 +39,13 @@ pub struct LabArgs {
     #[arg(long)]
     pub queue: Option<String>,
     /// Extra delay per packet, up to this much, without reordering
-    #[arg(long, value_parser = parse_rtt)]
+    #[arg(long, value_parser = crate::args::rtt)]
     pub jitter: Option<Rtt>,
     /// Reorder this share of packets (they skip ahead by 1 ms)
-    #[arg(long, value_parser = parse_loss)]
+    #[arg(long, value_parser = crate::args::loss)]
     pub reorder: Option<LossRate>,
     /// Duplicate this share of packets
-    #[arg(long, value_parser = parse_loss)]
+    #[arg(long, value_parser = crate::args::loss)]
     pub duplicate: Option<LossRate>,
     /// Seed of the loss and jitter random numbers, to repeat a run
     #[arg(long)]
@@ -57,7 +57,7 @@ pub struct LabArgs {
     #[arg(long)]
     pub far_exec: Option<String>,
     /// Limit the far side (its server or --far-exec program) to this share of one CPU: 5%, 0.5
-    #[arg(long, value_parser = parse_loss)]
+    #[arg(long, value_parser = crate::args::loss)]
     pub far_cpu: Option<LossRate>,
     /// Keep the link up until Ctrl-C and print how to enter each side
     #[arg(long, conflicts_with = "exec")]
@@ -71,16 +71,6 @@ pub struct LabArgs {
     /// plumb client flags, after --
     #[arg(last = true, allow_hyphen_values = true)]
     pub client: Vec<String>,
-}
-
-fn parse_rate(s: &str) -> Result<Rate, String> {
-    Rate::parse(s).map_err(|e| e.to_string())
-}
-fn parse_rtt(s: &str) -> Result<Rtt, String> {
-    Rtt::parse(s).map_err(|e| e.to_string())
-}
-fn parse_loss(s: &str) -> Result<LossRate, String> {
-    LossRate::parse(s).map_err(|e| e.to_string())
 }
 
 /// Parses `--queue`: `1.5BDP`, `2MB`, `20ms`.

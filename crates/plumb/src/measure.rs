@@ -36,7 +36,7 @@ pub struct MeasureArgs {
     #[arg(short = 't', long = "time", allow_hyphen_values = true)]
     pub time: Option<f64>,
     /// Bytes to transmit instead of a time (64K, 1G, …)
-    #[arg(short = 'n', long = "bytes", value_parser = parse_bytes, allow_hyphen_values = true)]
+    #[arg(short = 'n', long = "bytes", value_parser = crate::args::bytes, allow_hyphen_values = true)]
     pub bytes: Option<Bytes>,
     /// Blocks (packets) to transmit instead of a time
     #[arg(short = 'k', long = "blockcount", value_parser = parse_count, allow_hyphen_values = true)]
@@ -60,13 +60,13 @@ pub struct MeasureArgs {
     #[arg(short = 'b', long = "bitrate", allow_hyphen_values = true)]
     pub bitrate: Option<String>,
     /// Block (TCP) or datagram (UDP) length [default: 128K TCP, 1460 UDP]
-    #[arg(short = 'l', long = "length", value_parser = parse_bytes, allow_hyphen_values = true)]
+    #[arg(short = 'l', long = "length", value_parser = crate::args::bytes, allow_hyphen_values = true)]
     pub length: Option<Bytes>,
     /// Socket buffer size for both ends (SO_SNDBUF/SO_RCVBUF; the kernel doubles it)
-    #[arg(short = 'w', long = "window", value_parser = parse_bytes, allow_hyphen_values = true)]
+    #[arg(short = 'w', long = "window", value_parser = crate::args::bytes, allow_hyphen_values = true)]
     pub window: Option<Bytes>,
     /// TCP maximum segment size
-    #[arg(short = 'M', long = "set-mss", value_parser = parse_bytes, allow_hyphen_values = true)]
+    #[arg(short = 'M', long = "set-mss", value_parser = crate::args::bytes, allow_hyphen_values = true)]
     pub mss: Option<Bytes>,
     /// TCP_NODELAY on the data streams
     #[arg(short = 'N', long = "no-delay")]
@@ -132,10 +132,10 @@ pub struct MeasureArgs {
     #[arg(long = "repeating-payload")]
     pub repeating_payload: bool,
     /// Clamp the receiver's advertised TCP window to exactly this (TCP_WINDOW_CLAMP)
-    #[arg(long = "rwin", value_parser = parse_bytes)]
+    #[arg(long = "rwin", value_parser = crate::args::bytes)]
     pub rwin: Option<Bytes>,
     /// Set only the sender's SO_SNDBUF
-    #[arg(long = "sndbuf", value_parser = parse_bytes)]
+    #[arg(long = "sndbuf", value_parser = crate::args::bytes)]
     pub sndbuf: Option<Bytes>,
     /// Receiver discards data without copying it (MSG_TRUNC); counts stay exact
     #[arg(long = "skip-rx-copy")]
@@ -147,19 +147,11 @@ pub struct MeasureArgs {
     #[arg(long = "why")]
     pub why: bool,
     /// With --why: the bottleneck link's rate (1g, 100M)
-    #[arg(long = "link", value_parser = parse_rate_arg)]
+    #[arg(long = "link", value_parser = crate::args::rate)]
     pub link: Option<Rate>,
     /// Also write the -J document to this file (used by plumb lab)
     #[arg(long = "json-file", hide = true)]
     pub json_file: Option<std::path::PathBuf>,
-}
-
-fn parse_rate_arg(s: &str) -> Result<Rate, String> {
-    Rate::parse(s).map_err(|e| e.to_string())
-}
-
-fn parse_bytes(s: &str) -> Result<Bytes, String> {
-    Bytes::parse(s).map_err(|e| e.to_string())
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {

@@ -30,27 +30,17 @@ pub struct WhyArgs {
     #[arg(long, conflicts_with = "host")]
     pub from: Option<std::path::PathBuf>,
     /// Model alone: the link rate
-    #[arg(long, value_parser = parse_rate, conflicts_with_all = ["host", "from"])]
+    #[arg(long, value_parser = crate::args::rate, conflicts_with_all = ["host", "from"])]
     pub rate: Option<Rate>,
     /// Model alone: the round-trip time
-    #[arg(long, value_parser = parse_rtt, conflicts_with_all = ["host", "from"])]
+    #[arg(long, value_parser = crate::args::rtt, conflicts_with_all = ["host", "from"])]
     pub rtt: Option<Rtt>,
     /// Model alone: the loss rate
-    #[arg(long, value_parser = parse_loss, conflicts_with_all = ["host", "from"])]
+    #[arg(long, value_parser = crate::args::loss, conflicts_with_all = ["host", "from"])]
     pub loss: Option<LossRate>,
     /// Client flags, as for plumb -c (the test defaults to 5 s)
     #[command(flatten)]
     pub measure: MeasureArgs,
-}
-
-fn parse_rate(s: &str) -> Result<Rate, String> {
-    Rate::parse(s).map_err(|e| e.to_string())
-}
-fn parse_rtt(s: &str) -> Result<Rtt, String> {
-    Rtt::parse(s).map_err(|e| e.to_string())
-}
-fn parse_loss(s: &str) -> Result<LossRate, String> {
-    LossRate::parse(s).map_err(|e| e.to_string())
 }
 
 /// Runs `plumb why`.
