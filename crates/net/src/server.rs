@@ -362,7 +362,7 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                     let mut out = Vec::new();
                     while m.poll_transmit(&mut out) {}
                     let _ = p.sock.write(&out);
-                    format!("{}", m.phase().as_str())
+                    m.phase().as_str().to_string()
                 }
             };
             log(
@@ -455,8 +455,14 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                 let closed =
                     self.shared.slots.full() || (self.shared.cfg.one_off && self.admitted_any);
                 if closed {
-                    // Busy (or a stray data stream with a wrong cookie): refuse.
+                    // Read only because a test awaits its streams: this is a
+                    // data connection with a wrong cookie, or a client that
+                    // came while the server is busy.
                     let mut p = self.pending.remove(idx)?;
+                    log(
+                        &p.peer,
+                        "refused: busy, or a data connection whose cookie matches no test",
+                    );
                     let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
                     return None;
                 }

@@ -327,6 +327,27 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         }
     }
 
+    /// While streams connect the client has nothing to say; a close or
+    /// CLIENT_TERMINATE on the control connection ends the wait at once.
+    fn control_gone(&mut self) -> bool {
+        if !crate::client::readable(&self.ctl, Duration::ZERO) {
+            return false;
+        }
+        let mut buf = [0u8; 512];
+        let t = self.now();
+        match self.ctl.read(&mut buf) {
+            Ok(0) => self.machine.handle_eof(t),
+            Ok(n) => self.machine.handle_input(&buf[..n], t),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return true,
+        }
+        self.machine.is_closed()
+    }
+
     fn accept_tcp(
         &mut self,
         rx: &mpsc::Receiver<(TcpStream, SocketAddr)>,
@@ -347,7 +368,13 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     ),
                 ));
             }
-            let (s, _) = match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            if self.control_gone() {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the client left while its streams were connecting",
+                ));
+            }
+            let (s, _) = match rx.recv_timeout(left.min(Duration::from_millis(100))) {
                 Ok(c) => c,
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -392,7 +419,13 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     ),
                 ));
             }
-            waiting.set_read_timeout(Some(left.min(Duration::from_millis(200))))?;
+            if self.control_gone() {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the client left while its streams were connecting",
+                ));
+            }
+            waiting.set_read_timeout(Some(left.min(Duration::from_millis(100))))?;
             let (n, from) = match waiting.recv_from(&mut hello) {
                 Ok(r) => r,
                 Err(e)
