@@ -12,7 +12,7 @@ use plumb_proto::client::{ClientControl, ClientEvent};
 use plumb_proto::params::{PlumbParams, Protocol as WireProtocol, TestParams};
 use plumb_proto::results::Results;
 use plumb_proto::{stream_id, udp, Cookie};
-use plumb_report::{Connected, Protocol, Role, Sink, StartRecord, TestStart};
+use plumb_report::{Protocol, Role, Sink, StartRecord, TestStart};
 
 use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
 use crate::datapath::Drain;
@@ -453,40 +453,8 @@ fn start_record(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let connected = session
-        .streams
-        .iter()
-        .filter_map(|s| {
-            let (l, r) = match &s.socket {
-                StreamSocket::Tcp(t) => (t.local_addr().ok()?, t.peer_addr().ok()?),
-                StreamSocket::Udp(u) => (u.local_addr().ok()?, u.peer_addr().ok()?),
-            };
-            Some(Connected {
-                socket: match &s.socket {
-                    StreamSocket::Tcp(t) => std::os::fd::AsRawFd::as_raw_fd(&**t),
-                    StreamSocket::Udp(u) => std::os::fd::AsRawFd::as_raw_fd(&**u),
-                },
-                local_host: sockets::host_string(&l),
-                local_port: l.port(),
-                remote_host: sockets::host_string(&r),
-                remote_port: r.port(),
-            })
-        })
-        .collect();
-    let (sndbuf, rcvbuf) = session
-        .streams
-        .first()
-        .map(|s| match &s.socket {
-            StreamSocket::Tcp(t) => (
-                sockopt::send_buffer(t.as_fd()).unwrap_or(0),
-                sockopt::recv_buffer(t.as_fd()).unwrap_or(0),
-            ),
-            StreamSocket::Udp(u) => (
-                sockopt::send_buffer(u.as_fd()).unwrap_or(0),
-                sockopt::recv_buffer(u.as_fd()).unwrap_or(0),
-            ),
-        })
-        .unwrap_or((0, 0));
+    let connected = session.connected();
+    let (sndbuf, rcvbuf) = session.granted_buffers();
     let _ = ctl;
     StartRecord {
         role: Role::Client,

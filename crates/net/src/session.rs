@@ -246,6 +246,43 @@ impl Session {
         }
     }
 
+    /// Each stream's addresses, as the start of a report lists them.
+    pub fn connected(&self) -> Vec<plumb_report::Connected> {
+        self.streams
+            .iter()
+            .filter_map(|s| {
+                let (l, r) = match &s.socket {
+                    StreamSocket::Tcp(t) => (t.local_addr().ok()?, t.peer_addr().ok()?),
+                    StreamSocket::Udp(u) => (u.local_addr().ok()?, u.peer_addr().ok()?),
+                };
+                Some(plumb_report::Connected {
+                    socket: s.socket.raw_fd(),
+                    local_host: crate::sockets::host_string(&l),
+                    local_port: l.port(),
+                    remote_host: crate::sockets::host_string(&r),
+                    remote_port: r.port(),
+                })
+            })
+            .collect()
+    }
+
+    /// SO_SNDBUF and SO_RCVBUF the kernel granted the first stream.
+    pub fn granted_buffers(&self) -> (u32, u32) {
+        self.streams
+            .first()
+            .map(|s| {
+                let fd = match &s.socket {
+                    StreamSocket::Tcp(t) => t.as_fd(),
+                    StreamSocket::Udp(u) => u.as_fd(),
+                };
+                (
+                    sockopt::send_buffer(fd).unwrap_or(0),
+                    sockopt::recv_buffer(fd).unwrap_or(0),
+                )
+            })
+            .unwrap_or((0, 0))
+    }
+
     /// Whether the session's threads are running.
     pub fn running(&self) -> bool {
         self.started.is_some()

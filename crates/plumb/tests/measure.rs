@@ -152,7 +152,8 @@ fn rwin_reaches_the_receiving_socket() {
     // 15 ms (loopback's 64 KB segments are larger than the clamp). Here: the
     // server got --rwin and locked its receive buffer at four times the clamp
     // (doubled by Linux) so that autotuning cannot lift the window past it.
-    let (c, _) = pp(&["-t", "1", "--rwin", "17520"]);
+    // -M 1460: on loopback a 64 KB segment is larger than the clamp itself.
+    let (c, _) = pp(&["-t", "1", "--rwin", "17520", "-M", "1460"]);
     exact_tcp(&c);
     let remote = &c["end"]["plumb"]["remote"]["streams"][0];
     assert_eq!(remote["rcvbuf_actual"], 2 * 4 * 17_520, "{remote}");
