@@ -472,3 +472,84 @@ fn bad_flags_are_one_line_and_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// Sends `sig` to a child that is still running.
+fn signal(pid: u32, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[test]
+fn interrupted_client_keeps_its_partial_results() {
+    let port = port(27_200);
+    let srv = Server::start(plumb_bin(), &["-s"], port);
+    let p = port.to_string();
+    let child = std::process::Command::new(plumb_bin())
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "20", "-i", "0.5"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("client");
+    std::thread::sleep(Duration::from_millis(1600));
+    signal(child.id(), "-INT");
+    let t0 = std::time::Instant::now();
+    let out = child.wait_with_output().expect("client output");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "the client ended promptly"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.matches(" sec ").count() >= 2,
+        "intervals before the interrupt were kept:\n{text}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    // The server goes on serving.
+    let next = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
+        Duration::from_secs(20),
+    );
+    assert_clean(&json(&next, "after interrupt"), "after interrupt");
+    drop(srv);
+}
+
+#[test]
+fn server_dying_mid_test_is_one_line_and_exit_1() {
+    let port = port(27_300);
+    let srv = Server::start(plumb_bin(), &["-s"], port);
+    let p = port.to_string();
+    let pid = srv.pid();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1200));
+        signal(pid, "-KILL");
+    });
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "10"],
+        Duration::from_secs(30),
+    );
+    killer.join().expect("killer");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    drop(srv);
+}
+
+#[test]
+fn terminated_server_exits_cleanly() {
+    let port = port(27_400);
+    let srv = Server::start(plumb_bin(), &["-s"], port);
+    signal(srv.pid(), "-TERM");
+    let out = srv.finish(Duration::from_secs(5));
+    assert!(
+        out.status.success(),
+        "SIGTERM while idle ends the server with success: {:?}",
+        out.status
+    );
+}
