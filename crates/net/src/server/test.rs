@@ -7,7 +7,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -16,17 +15,17 @@ use plumb_proto::params::TestParams;
 use plumb_proto::server::{ServerControl, ServerEvent};
 use plumb_proto::{auth, stream_id, udp, Cookie, State};
 use plumb_report::text::TextSink;
-use plumb_report::{Connected, EndRecord, IntervalRecord, Role, Sink, StartRecord, TestStart};
+use plumb_report::{EndRecord, IntervalRecord, Role, Sink, StartRecord, TestStart};
 
 use super::admission::{code, cookie_key, Slot};
 use super::{log, Shared};
 use crate::config::canonical;
 use crate::datapath::Drain;
 use crate::errors::TestError;
+use crate::host;
 use crate::session::{Plan, Session, Stream, StreamSocket};
 use crate::signals;
 use crate::sockets::{self, DataOptions};
-use crate::{host, sockopt};
 
 /// How long all data streams of a test may take to connect.
 const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -245,7 +244,18 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         let _ = self.machine.start_test();
         self.flush()?;
         let now = Instant::now();
-        session.start(now, Drain::UntilQuiet);
+        // A plumb client closes each stream after its last byte, so its tail
+        // (still in its send buffer at TEST_END on a slow link) can be read to
+        // the end and counted exactly; a stock iperf3 client closes only after
+        // the results, so for it the drain stops when the stream goes quiet.
+        let drain = if self.params.plumb.is_some() {
+            Drain::UntilEof {
+                limit: Duration::from_secs(10),
+            }
+        } else {
+            Drain::UntilQuiet
+        };
+        session.start(now, drain);
         self.session = Some(session);
         self.run_test(&plan, now)
     }
@@ -766,45 +776,8 @@ fn start_record(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let connected: Vec<Connected> = s
-        .streams
-        .iter()
-        .filter_map(|st| {
-            let (l, r, fd) = match &st.socket {
-                StreamSocket::Tcp(t) => (
-                    t.local_addr().ok()?,
-                    t.peer_addr().ok()?,
-                    std::os::fd::AsRawFd::as_raw_fd(&**t),
-                ),
-                StreamSocket::Udp(u) => (
-                    u.local_addr().ok()?,
-                    u.peer_addr().ok()?,
-                    std::os::fd::AsRawFd::as_raw_fd(&**u),
-                ),
-            };
-            Some(Connected {
-                socket: fd,
-                local_host: sockets::host_string(&l),
-                local_port: l.port(),
-                remote_host: sockets::host_string(&r),
-                remote_port: r.port(),
-            })
-        })
-        .collect();
-    let (sndbuf, rcvbuf) = s
-        .streams
-        .first()
-        .map(|st| match &st.socket {
-            StreamSocket::Tcp(t) => (
-                sockopt::send_buffer(t.as_fd()).unwrap_or(0),
-                sockopt::recv_buffer(t.as_fd()).unwrap_or(0),
-            ),
-            StreamSocket::Udp(u) => (
-                sockopt::send_buffer(u.as_fd()).unwrap_or(0),
-                sockopt::recv_buffer(u.as_fd()).unwrap_or(0),
-            ),
-        })
-        .unwrap_or((0, 0));
+    let connected = s.connected();
+    let (sndbuf, rcvbuf) = s.granted_buffers();
     StartRecord {
         role: Role::Server,
         version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
