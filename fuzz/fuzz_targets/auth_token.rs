@@ -1,0 +1,47 @@
+//! What an unauthenticated client controls in authentication: the token
+//! (Base64, RSA with either padding, then the plaintext) and — for the
+//! operator's own files — the users file and PEM parsers.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use plumb_proto::auth::{self, Credentials, PrivateKey, UsersFile};
+
+/// A fixed key for the whole run (made once; 512 bits keeps decryption cheap).
+fn key() -> &'static PrivateKey {
+    static KEY: OnceLock<PrivateKey> = OnceLock::new();
+    KEY.get_or_init(|| PrivateKey::new(&mut Lcg(42), 512).expect("key"))
+}
+
+struct Lcg(u64);
+impl rsa::rand_core::RngCore for Lcg {
+    fn next_u32(&mut self) -> u32 {
+        self.next_u64() as u32
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1);
+        self.0
+    }
+    fn fill_bytes(&mut self, d: &mut [u8]) {
+        for b in d {
+            *b = (self.next_u64() >> 40) as u8;
+        }
+    }
+    fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rsa::rand_core::Error> {
+        self.fill_bytes(d);
+        Ok(())
+    }
+}
+impl rsa::rand_core::CryptoRng for Lcg {}
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(c) = Credentials::parse(data) {
+        assert_eq!(Credentials::parse(c.plaintext().as_bytes()), Ok(c));
+    }
+    let text = String::from_utf8_lossy(data);
+    let users = UsersFile::parse(&text).unwrap_or_default();
+    let _ = auth::public_key_from_pem(&text);
+    let _ = auth::private_key_from_pem(&text);
+    let _ = auth::authenticate(key(), &users, Some(&text), 0, 10, &mut Lcg(1));
+});
