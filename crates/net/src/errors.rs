@@ -33,6 +33,10 @@ pub enum TestError {
     /// SIGINT or SIGTERM.
     #[error("interrupted")]
     Interrupted,
+    /// The server ended or refused a test for a reason of its own (the
+    /// server's log line; the client was sent the matching iperf3 code).
+    #[error("{0}")]
+    Ended(String),
 }
 
 /// iperf3's error numbers (spec §7) as a sentence.

