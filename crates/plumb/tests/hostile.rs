@@ -785,7 +785,11 @@ fn soak_two_thousand_tests_without_growth() {
     let port = port(28_000);
     let srv = Srv::start(plumb_bin(), &["-s", "-J", "--max-tests", "4"], port, &dir);
     let t0 = Instant::now();
-    const TESTS: usize = 2000;
+    // PLUMB_SOAK_TESTS makes a longer soak by hand; CI runs 2,000.
+    let tests: usize = std::env::var("PLUMB_SOAK_TESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
     const CLIENTS: usize = 4;
     let mut marks = Vec::new();
     let mut served = 0usize;
@@ -794,7 +798,7 @@ fn soak_two_thousand_tests_without_growth() {
             .map(|c| {
                 std::thread::spawn(move || {
                     let mut ok = 0;
-                    for i in 0..TESTS / CLIENTS / 4 {
+                    for i in 0..tests / CLIENTS / 4 {
                         raw_test_retry(port, (c * 50 + i % 50) as u8)
                             .unwrap_or_else(|e| panic!("client {c} test {i}: {e:?}"));
                         ok += 1;
@@ -817,23 +821,27 @@ fn soak_two_thousand_tests_without_growth() {
         served += 2;
         let u = srv.idle();
         eprintln!(
-            "soak round {round}: {served} tests, {:.1} s, RSS {} kB, fds {}, threads {}",
+            "soak round {round}: {served} tests, {:.1} s, RSS {} kB (anonymous {} kB), fds {}, threads {}",
             t0.elapsed().as_secs_f64(),
             u.0,
+            srv.status("RssAnon:"),
             u.1,
             u.2
         );
         marks.push(u);
     }
     let (first, last) = (marks[0], marks[marks.len() - 1]);
-    assert!(served >= TESTS);
+    assert!(served >= tests);
     assert_eq!(last.1, first.1, "descriptors grew: {marks:?}");
     assert_eq!(last.2, first.2, "threads grew: {marks:?}");
     assert!(
         last.0 <= first.0 + 2048,
         "RSS grew over the soak: {marks:?}"
     );
-    assert!(t0.elapsed() < Duration::from_secs(120), "soak too slow");
+    assert!(
+        t0.elapsed() < Duration::from_secs(120) || tests > 2000,
+        "soak too slow"
+    );
 }
 
 #[test]
