@@ -872,3 +872,23 @@ fn rcv_timeout_ends_a_test_whose_client_goes_silent() {
     stock_ok(port, &[]);
     assert!(srv.log_text().contains("--rcv-timeout"));
 }
+
+#[test]
+fn bad_limit_and_auth_flags_are_one_line_and_exit_2() {
+    for args in [
+        &["-s", "--max-tests", "0"][..],
+        &["-s", "--max-bitrate", "fast"],
+        &["-s", "--allow", "10.1.2.3/8"],
+        &["-s", "--handshake-timeout", "5"],
+        &["-s", "--rsa-private-key-path", "/nonexistent/key.pem"],
+        &["-s", "--username", "mario"],
+        &["-c", "127.0.0.1", "--max-tests", "2"],
+        &["-c", "127.0.0.1", "--username", "mario"],
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("plumb: "), "{args:?}: {err}");
+    }
+}
