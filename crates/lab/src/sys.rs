@@ -549,24 +549,6 @@ pub fn effective_capabilities() -> io::Result<u64> {
     Ok(u64::from(d[0].effective) | (u64::from(d[1].effective) << 32))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bad_names_are_rejected_before_any_syscall() {
-        for n in ["", "0123456789abcdef", "a/b", "a b"] {
-            let e = Tun::create(n, true, true).expect_err(n);
-            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
-        }
-    }
-
-    #[test]
-    fn capabilities_are_readable() {
-        assert!(effective_capabilities().is_ok());
-    }
-}
-
 /// Makes `cmd`'s process receive SIGKILL when the thread that spawns it dies,
 /// so a program the lab runs inside a namespace cannot outlive the lab (a
 /// namespace whose name is deleted lives on while a process is inside it).
@@ -588,5 +570,23 @@ pub fn kill_with_parent(cmd: &mut std::process::Command) {
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_names_are_rejected_before_any_syscall() {
+        for n in ["", "0123456789abcdef", "a/b", "a b"] {
+            let e = Tun::create(n, true, true).expect_err(n);
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        }
+    }
+
+    #[test]
+    fn capabilities_are_readable() {
+        assert!(effective_capabilities().is_ok());
     }
 }

@@ -380,9 +380,13 @@ pub fn sink(a: &MeasureArgs) -> anyhow::Result<Box<dyn Sink>> {
     })
 }
 
-/// The client run the flags describe, for a checked `spec`.
-pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> ClientConfig {
-    ClientConfig {
+/// The client run the flags describe, for a checked `spec`, with its
+/// authentication (password from `IPERF3_PASSWORD`, as iperf3).
+pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, String> {
+    let auth = a
+        .harden
+        .client_auth(std::env::var(harden::PASSWORD_ENV).ok())?;
+    Ok(ClientConfig {
         host: a.client.clone().unwrap_or_default(),
         port: a.port.unwrap_or(DEFAULT_PORT),
         bind: a.bind,
@@ -391,9 +395,8 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> ClientConfig {
         connect_timeout: a.connect_timeout.map(Duration::from_millis),
         rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
         spec,
-        // Client authentication flags are wired in with the server's auth.
-        auth: None,
-    }
+        auth,
+    })
 }
 
 /// Runs the client or the server the flags ask for.
@@ -452,14 +455,10 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(msg) => return Ok(usage_error(msg)),
     };
-    let mut cfg = client_config(a, spec);
-    match a
-        .harden
-        .client_auth(std::env::var(harden::PASSWORD_ENV).ok())
-    {
-        Ok(auth) => cfg.auth = auth,
+    let cfg = match client_config(a, spec) {
+        Ok(c) => c,
         Err(msg) => return Ok(usage_error(msg)),
-    }
+    };
     let mut sink = sink(a)?;
     let outcome = match &a.json_file {
         None => plumb_net::client::run(&cfg, sink.as_mut()),

@@ -100,7 +100,10 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
         Err(msg) => return Ok(usage_error(msg)),
     };
     let host = m.client.clone().unwrap_or_default();
-    let cfg = crate::measure::client_config(m, spec);
+    let cfg = match crate::measure::client_config(m, spec) {
+        Ok(c) => c,
+        Err(msg) => return Ok(usage_error(msg)),
+    };
     let mut capture = JsonSink::new(Vec::new());
     let outcome = if m.json {
         plumb_net::client::run(&cfg, &mut capture)
