@@ -9,13 +9,15 @@
 //! On top of them sits the one I/O layer that drives the sans-IO protocol of
 //! `plumb-proto`: [`client`] and [`server`] own the control connection,
 //! [`session`] a running test's streams, intervals and results, [`datapath`]
-//! the per-stream threads, [`sockets`] socket creation and options.
+//! the per-stream threads, [`pacing`] the `-b` send schedule (on virtual time,
+//! so it is tested without a clock), [`sockets`] socket creation and options.
 
 pub mod client;
 pub mod config;
 pub mod datapath;
 pub mod errors;
 pub mod host;
+pub mod pacing;
 pub mod server;
 pub mod session;
 pub mod signals;
