@@ -1,21 +1,32 @@
 //! The per-stream data threads: the loops that move bytes, and the counters
 //! they publish.
 //!
-//! One thread per stream. Inside a loop there is no allocation, no logging
-//! and — for TCP — no clock read: a thread only makes its system call and adds
-//! to a relaxed atomic counter that the reporter samples once per interval.
-//! Threads notice the end of a test through [`Shared::stop`], checked once per
-//! block; blocking calls carry a 100 ms socket timeout so that a stalled peer
-//! cannot pin a thread past the end.
+//! One thread per stream, not pinned: on the 2-core loopback bench, pinning
+//! (sender and receiver on one core, or on different ones, or streams round
+//! robin) won under cubic and lost under bbr, so the scheduler places them.
+//! Inside a loop there is no allocation, no lock and no logging: a thread
+//! makes its system call and adds to relaxed atomic counters that the
+//! reporter samples once per interval. TCP loops read the clock once per 64
+//! reads (the receiver's low-water tuner) and while draining. Threads notice
+//! the end of a test through [`Shared::stop`], checked once per block;
+//! blocking calls carry a 100 ms socket timeout so that a stalled peer cannot
+//! pin a thread past the end.
+//!
+//! TCP: `write` or, with `-Z`, `splice` from a memfd; `read` or `MSG_TRUNC`
+//! with `SO_RCVLOWAT` kept at about a millisecond of data.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use plumb_proto::udp::{SeqWidth, UdpHeader, UdpReceiver};
 
+use crate::pacing::{Pacer, Schedule, UDP_QUANTUM};
 use crate::stream::{read_some, recv_trunc, write_some};
 use crate::sys::clock_monotonic;
 use crate::zerocopy::MemfdSource;
@@ -46,6 +57,10 @@ pub struct Counters {
     pub thread_cpu_us: AtomicU64,
     /// Time the thread waited for a CPU while runnable, µs (set when it ends).
     pub thread_wait_us: AtomicU64,
+    /// When the thread finished, as nanoseconds since [`epoch`] (0 = running):
+    /// a sender that spent a byte budget stopped then, not when the driver
+    /// noticed.
+    pub ended_ns: AtomicU64,
     /// The thread has finished (EOF, stop, budget spent or error).
     pub done: AtomicBool,
     /// Why the thread ended early, if it did.
@@ -56,6 +71,18 @@ impl Counters {
     /// Jitter in seconds.
     pub fn jitter(&self) -> f64 {
         f64::from_bits(self.jitter_bits.load(Relaxed))
+    }
+    /// When the thread finished, if it has.
+    pub fn ended_at(&self) -> Option<Instant> {
+        let ns = self.ended_ns.load(Acquire);
+        (ns > 0).then(|| epoch() + Duration::from_nanos(ns))
+    }
+    /// Marks the thread finished (one clock read, at the end only).
+    fn end(&self) {
+        let ns = epoch().elapsed().as_nanos().max(1);
+        self.ended_ns
+            .store(u64::try_from(ns).unwrap_or(u64::MAX), Release);
+        self.done.store(true, Release);
     }
     fn fail(&self, e: impl std::fmt::Display) {
         if let Ok(mut slot) = self.error.lock() {
@@ -154,97 +181,95 @@ fn transient(e: &io::Error) -> bool {
     )
 }
 
-/// Paces a sender to `rate` bit/s by sleeping between writes. It compares
-/// with a schedule, not with the average since the start: after a stall it
-/// resumes at the rate instead of bursting to catch up.
-#[derive(Debug)]
-pub struct Pacer {
-    ns_per_byte: f64,
-    next: Instant,
-}
-
-impl Pacer {
-    /// A pacer for `bps` bit/s starting now; `None` for unlimited.
-    pub fn new(bps: u64) -> Option<Pacer> {
-        (bps > 0).then(|| Pacer {
-            ns_per_byte: 8e9 / bps as f64,
-            next: Instant::now(),
-        })
-    }
-
-    /// Waits until `bytes` more may go, then books them.
-    pub fn wait(&mut self, bytes: usize) {
-        let now = Instant::now();
-        if self.next > now {
-            let gap = self.next - now;
-            // Sleep most of the gap; the kernel's timer slack is ~50 µs.
-            if gap > Duration::from_micros(200) {
-                std::thread::sleep(gap - Duration::from_micros(100));
-            }
-            while Instant::now() < self.next {
-                std::hint::spin_loop();
-            }
-        } else if now - self.next > Duration::from_millis(10) {
-            // Fell behind (descheduled, blocked socket): forget the debt.
-            self.next = now;
-        }
-        self.next += Duration::from_nanos((bytes as f64 * self.ns_per_byte) as u64);
-    }
-}
-
 /// How a TCP sender puts bytes on the wire.
 pub enum TcpSource {
     /// `write(2)` from a buffer.
     Copy(Vec<u8>),
-    /// `sendfile(2)` from a memfd holding the payload (`-Z`, as iperf3).
+    /// `sendfile(2)` from a memfd holding the payload.
     SendFile(MemfdSource),
+    /// `splice(2)` from a memfd through a pipe (`-Z`): the pages go to the
+    /// socket by reference, so the sender never copies the payload.
+    Splice(MemfdSource),
+}
+
+impl TcpSource {
+    /// The zero-copy source `-Z` uses: splice from a memfd. On loopback it
+    /// measured ahead of sendfile and far ahead of `MSG_ZEROCOPY`, whose
+    /// completions all come back "copied" there (bench/run, `-Z`).
+    pub fn zero_copy(payload: &[u8]) -> io::Result<TcpSource> {
+        MemfdSource::new(payload).map(TcpSource::Splice)
+    }
+
+    fn block_len(&self) -> usize {
+        match self {
+            TcpSource::Copy(b) => b.len(),
+            TcpSource::SendFile(m) | TcpSource::Splice(m) => m.block_len(),
+        }
+    }
+}
+
+/// A pacing schedule for a TCP sender of `block`-byte writes at `rate_bps`.
+pub fn tcp_schedule(rate_bps: u64, block: usize) -> Option<Schedule> {
+    Schedule::new(rate_bps, 1, block as u64)
 }
 
 /// Sends until stopped or the budget is spent; then shuts down the write side
-/// so the receiver sees the exact end of the stream.
+/// so the receiver sees the exact end of the stream. `pacer` grants bytes,
+/// a block at a time ([`tcp_schedule`]).
 pub fn tcp_send(
     sock: &std::net::TcpStream,
     mut src: TcpSource,
     shared: &Shared,
     c: &Counters,
-    bps: u64,
+    mut pacer: Option<Pacer>,
 ) {
     let _ = sock.set_write_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
-    let block = match &src {
-        TcpSource::Copy(b) => b.len(),
-        TcpSource::SendFile(m) => m.block_len(),
-    };
-    let mut pacer = Pacer::new(bps);
+    let block = src.block_len();
     let mut off = 0usize;
     while !shared.stop.load(Relaxed) {
         let want = shared.claim(block - off);
         if want == 0 {
             break;
         }
-        if let Some(p) = pacer.as_mut() {
-            p.wait(want);
-        }
+        let granted = match pacer.as_mut() {
+            Some(p) => match p.wait(&shared.stop) {
+                Some(g) => g as usize,
+                None => {
+                    shared.unclaim(want);
+                    break;
+                }
+            },
+            None => 0,
+        };
         let r = match &mut src {
             TcpSource::Copy(buf) => write_some(fd, &buf[off..off + want]),
             TcpSource::SendFile(m) => m.sendfile(fd, want),
+            TcpSource::Splice(m) => m.splice(fd, want),
         };
-        match r {
+        let sent = match r {
             Ok(n) => {
                 c.bytes.fetch_add(n as u64, Relaxed);
                 shared.unclaim(want - n);
                 off = (off + n) % block;
+                n
             }
-            Err(e) if transient(&e) => shared.unclaim(want),
+            Err(e) if transient(&e) => {
+                shared.unclaim(want);
+                0
+            }
             Err(e) => {
                 shared.unclaim(want);
                 c.fail(format!("send: {e}"));
                 break;
             }
+        };
+        if let Some(p) = pacer.as_mut() {
+            p.refund(granted.saturating_sub(sent) as u64);
         }
     }
     let _ = sock.shutdown(std::net::Shutdown::Write);
-    c.done.store(true, Relaxed);
+    c.end();
 }
 
 /// How long a receiver keeps reading once told to stop: until the peer's FIN,
@@ -280,6 +305,9 @@ pub fn tcp_recv(
         vec![0u8; len]
     };
     let mut stopped_at: Option<Instant> = None;
+    // A clamped window (--rwin) may never let the queue reach a low-water
+    // mark, so the tuner stays off then.
+    let mut lowat = clamp.is_none().then(|| LowWater::new(len / 2));
     loop {
         let r = if skip_copy {
             recv_trunc(fd, len)
@@ -290,12 +318,16 @@ pub fn tcp_recv(
             Ok(0) => break,
             Ok(n) => {
                 c.bytes.fetch_add(n as u64, Relaxed);
+                let stopping = shared.stop_receivers.load(Relaxed);
                 // Bytes drained after the stop still count, so the receiver's
                 // duration must run to the last of them. Only the drain reads
                 // the clock, never the steady state.
-                if shared.stop_receivers.load(Relaxed) {
+                if stopping {
                     c.last_rx_ns
                         .store(epoch().elapsed().as_nanos() as u64, Relaxed);
+                }
+                if let Some(t) = lowat.as_mut() {
+                    t.after_read(fd, n, stopping);
                 }
                 // Linux 6.x raises TCP_WINDOW_CLAMP when data starts to flow and
                 // as the receive buffer is tuned; --rwin must hold all the time, so
@@ -306,6 +338,9 @@ pub fn tcp_recv(
                 }
             }
             Err(e) if transient(&e) => {
+                if let Some(t) = lowat.as_mut() {
+                    t.idle(fd);
+                }
                 if shared.stop_receivers.load(Relaxed) {
                     match drain {
                         Drain::UntilQuiet => break,
@@ -327,7 +362,96 @@ pub fn tcp_recv(
             }
         }
     }
-    c.done.store(true, Relaxed);
+    c.end();
+}
+
+/// How often (in reads) a TCP receiver re-estimates its low-water mark.
+pub const LOWAT_CHECK_READS: u32 = 64;
+/// The low-water mark is what this much time brings at the current rate.
+pub const LOWAT_WINDOW: Duration = Duration::from_millis(1);
+/// Below this the saving is not worth the delay; the mark is off.
+pub const LOWAT_MIN: usize = 16 * 1024;
+
+/// The `SO_RCVLOWAT` for data arriving at `bytes` per `elapsed`: what
+/// [`LOWAT_WINDOW`] brings, rounded down to a power of two and capped at
+/// `cap`; 0 (off) when that is under [`LOWAT_MIN`].
+pub fn lowat_for(bytes: u64, elapsed: Duration, cap: usize) -> usize {
+    let per_window = u128::from(bytes) * LOWAT_WINDOW.as_nanos() / elapsed.as_nanos().max(1);
+    let w = per_window.min(cap as u128) as usize;
+    if w < LOWAT_MIN {
+        0
+    } else {
+        1 << (usize::BITS - 1 - w.leading_zeros())
+    }
+}
+
+/// Keeps a TCP receiver's `SO_RCVLOWAT` at about a millisecond of data.
+///
+/// Without it a fast receiver is woken for nearly every segment batch the
+/// sender's softirq queues, and each wake-up costs both ends (on loopback
+/// the sender's CPU runs `sock_def_readable` and the scheduler). With it the
+/// kernel wakes the reader once per mark's worth; slow streams keep the mark
+/// off so that interval counts do not lag. The clock is read once per
+/// [`LOWAT_CHECK_READS`] reads, and after a short read (the mark was not met:
+/// data slowed down, a timeout, the end).
+#[derive(Debug)]
+struct LowWater {
+    cap: usize,
+    current: usize,
+    reads: u32,
+    bytes: u64,
+    since: Instant,
+    /// The kernel refused the option once; stop trying.
+    broken: bool,
+}
+
+impl LowWater {
+    fn new(cap: usize) -> LowWater {
+        LowWater {
+            cap,
+            current: 0,
+            reads: 0,
+            bytes: 0,
+            since: Instant::now(),
+            broken: false,
+        }
+    }
+
+    fn after_read(&mut self, fd: BorrowedFd<'_>, n: usize, stopping: bool) {
+        self.reads += 1;
+        self.bytes += n as u64;
+        if stopping {
+            // Draining: every byte should come out now, however few.
+            self.set(fd, 0);
+            return;
+        }
+        if self.reads >= LOWAT_CHECK_READS || n < self.current {
+            let now = Instant::now();
+            let want = lowat_for(self.bytes, now - self.since, self.cap);
+            self.set(fd, want);
+            self.reads = 0;
+            self.bytes = 0;
+            self.since = now;
+        }
+    }
+
+    /// A read timed out: whatever the rate was, it is not now.
+    fn idle(&mut self, fd: BorrowedFd<'_>) {
+        self.set(fd, 0);
+        self.reads = 0;
+        self.bytes = 0;
+        self.since = Instant::now();
+    }
+
+    fn set(&mut self, fd: BorrowedFd<'_>, want: usize) {
+        if want == self.current || self.broken {
+            return;
+        }
+        match crate::sockopt::set_recv_lowat(fd, want as u32) {
+            Ok(()) => self.current = want,
+            Err(_) => self.broken = true,
+        }
+    }
 }
 
 /// Puts the window clamp back to `want` if the kernel has raised it.
@@ -340,8 +464,13 @@ fn keep_clamp(fd: BorrowedFd<'_>, want: u32) {
 /// Datagrams a UDP sender hands the kernel per pacing step at most.
 const UDP_BURST: usize = 32;
 
+/// A pacing schedule for a UDP sender of `len`-byte datagrams at `rate_bps`.
+pub fn udp_schedule(rate_bps: u64, len: usize) -> Option<Schedule> {
+    Schedule::for_datagrams(rate_bps, len, UDP_QUANTUM, UDP_BURST)
+}
+
 /// Sends `len`-byte datagrams with iperf3's header (monotonic timestamp,
-/// sequence from 1) paced to `bps` (0 = as fast as possible).
+/// sequence from 1) as fast as possible or as `pacer` grants.
 pub fn udp_send(
     sock: &std::net::UdpSocket,
     len: usize,
@@ -349,20 +478,23 @@ pub fn udp_send(
     repeating: bool,
     shared: &Shared,
     c: &Counters,
-    bps: u64,
+    mut pacer: Option<Pacer>,
 ) {
     let _ = sock.set_write_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
     let mut buf = payload(len, repeating);
     let mut seq: u64 = 0;
-    let mut pacer = Pacer::new(bps);
     'outer: while !shared.stop.load(Relaxed) {
-        if let Some(p) = pacer.as_mut() {
-            p.wait(len);
-        }
+        let burst = match pacer.as_mut() {
+            Some(p) => match p.wait(&shared.stop) {
+                Some(g) => g as usize,
+                None => break,
+            },
+            None => UDP_BURST,
+        };
         // One clock read per burst: the stamps of a burst leave within microseconds.
         let (sec, usec) = clock_monotonic();
-        let burst = if pacer.is_some() { 1 } else { UDP_BURST };
+        let mut sent = 0;
         for _ in 0..burst {
             if shared.claim(len) == 0 {
                 break 'outer;
@@ -379,6 +511,7 @@ pub fn udp_send(
                 Ok(n) => {
                     c.bytes.fetch_add(n as u64, Relaxed);
                     c.packets.store(seq, Relaxed);
+                    sent += 1;
                 }
                 Err(e) if transient(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
                     // Not sent: reuse the sequence number, as nothing left.
@@ -396,8 +529,11 @@ pub fn udp_send(
                 }
             }
         }
+        if let Some(p) = pacer.as_mut() {
+            p.refund((burst - sent) as u64);
+        }
     }
-    c.done.store(true, Relaxed);
+    c.end();
 }
 
 fn send_dgram(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
@@ -456,5 +592,99 @@ pub fn udp_recv(
             break;
         }
     }
-    c.done.store(true, Relaxed);
+    c.end();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::tcp_pair;
+    use std::net::TcpStream;
+    use std::os::fd::OwnedFd;
+
+    #[test]
+    fn lowat_is_a_millisecond_of_data_within_bounds() {
+        let s = Duration::from_secs(1);
+        // 1 GB/s: 1 MB per ms, capped.
+        assert_eq!(lowat_for(1_000_000_000, s, 64 * 1024), 64 * 1024);
+        // 40 MB/s: 40 kB per ms -> 32 KiB.
+        assert_eq!(lowat_for(40_000_000, s, 64 * 1024), 32 * 1024);
+        // 10 MB/s: 10 kB per ms, under the floor: off.
+        assert_eq!(lowat_for(10_000_000, s, 64 * 1024), 0);
+        assert_eq!(lowat_for(5, s, 64 * 1024), 0);
+        assert_eq!(
+            lowat_for(u64::MAX, Duration::from_nanos(1), 1 << 20),
+            1 << 20
+        );
+    }
+
+    fn spawn_tcp_writer(fd: OwnedFd, n: usize) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let s = TcpStream::from(fd);
+            let block = vec![7u8; 128 * 1024];
+            let mut left = n;
+            while left > 0 {
+                let k = write_some(s.as_fd(), &block[..left.min(block.len())]).expect("write");
+                left -= k;
+            }
+        })
+    }
+
+    /// The receiver with its low-water tuner (and with MSG_TRUNC) still
+    /// counts every byte to EOF.
+    #[test]
+    fn tcp_receiver_counts_exactly_with_lowat() {
+        for skip in [false, true] {
+            const N: usize = 50_000_017;
+            let (client, server) = tcp_pair();
+            let w = spawn_tcp_writer(client, N);
+            let shared = Shared::new(None);
+            let c = Counters::default();
+            let server = TcpStream::from(server);
+            tcp_recv(
+                &server,
+                128 * 1024,
+                skip,
+                &shared,
+                &c,
+                Drain::UntilEof {
+                    limit: Duration::from_secs(5),
+                },
+                None,
+            );
+            w.join().expect("writer");
+            assert_eq!(c.bytes.load(Relaxed), N as u64, "skip_copy={skip}");
+        }
+    }
+
+    /// Every TCP source sends exactly a budget that is not a block multiple.
+    #[test]
+    fn tcp_sources_spend_a_budget_exactly() {
+        const N: u64 = 3 * 128 * 1024 + 4321;
+        let buf = payload(128 * 1024, false);
+        let sources = [
+            TcpSource::Copy(buf.clone()),
+            TcpSource::SendFile(MemfdSource::new(&buf).expect("memfd")),
+            TcpSource::zero_copy(&buf).expect("memfd"),
+        ];
+        for src in sources {
+            let (client, server) = tcp_pair();
+            let reader = std::thread::spawn(move || {
+                let s = TcpStream::from(server);
+                let mut b = vec![0u8; 64 * 1024];
+                let mut total = 0u64;
+                loop {
+                    match read_some(s.as_fd(), &mut b) {
+                        Ok(0) | Err(_) => return total,
+                        Ok(n) => total += n as u64,
+                    }
+                }
+            });
+            let shared = Shared::new(Some(N));
+            let c = Counters::default();
+            tcp_send(&TcpStream::from(client), src, &shared, &c, None);
+            assert_eq!(c.bytes.load(Relaxed), N);
+            assert_eq!(reader.join().expect("reader"), N);
+        }
+    }
 }

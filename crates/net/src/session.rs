@@ -23,9 +23,9 @@ use plumb_report::{
 
 use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
 use crate::host::{self, CpuSnapshot};
+use crate::pacing::PacerFactory;
 use crate::sockopt;
 use crate::tcpinfo::{tcp_info, TcpInfo};
-use crate::zerocopy::MemfdSource;
 
 /// What both ends derive from the parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -299,7 +299,9 @@ impl Session {
         };
         self.next_tick = self.interval.map(|i| now + i);
         let plan = self.plan.clone();
+        let pacers = self.pacers();
         for s in &mut self.streams {
+            let pacer = if s.sender { pacers.pacer() } else { None };
             let shared = Arc::clone(&self.shared);
             let c = Arc::clone(&s.counters);
             let sock = s.socket.clone();
@@ -315,14 +317,11 @@ impl Session {
                         (StreamSocket::Tcp(t), true) => {
                             let buf = datapath::payload(plan.len, plan.repeating);
                             let src = if plan.zerocopy {
-                                match MemfdSource::new(&buf) {
-                                    Ok(m) => TcpSource::SendFile(m),
-                                    Err(_) => TcpSource::Copy(buf),
-                                }
+                                TcpSource::zero_copy(&buf).unwrap_or(TcpSource::Copy(buf))
                             } else {
                                 TcpSource::Copy(buf)
                             };
-                            datapath::tcp_send(&t, src, &shared, &c, plan.rate);
+                            datapath::tcp_send(&t, src, &shared, &c, pacer);
                         }
                         (StreamSocket::Tcp(t), false) => {
                             datapath::tcp_recv(
@@ -343,7 +342,7 @@ impl Session {
                                 plan.repeating,
                                 &shared,
                                 &c,
-                                plan.rate,
+                                pacer,
                             );
                         }
                         (StreamSocket::Udp(u), false) => {
@@ -365,6 +364,15 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// The pacers of this end's sending streams, one schedule each at `rate`.
+    fn pacers(&self) -> PacerFactory {
+        let p = &self.plan;
+        PacerFactory::per_stream(match p.protocol {
+            Protocol::Tcp => datapath::tcp_schedule(p.rate, p.len),
+            Protocol::Udp => datapath::udp_schedule(p.rate, p.len),
+        })
     }
 
     /// When the driver should call [`Session::tick`] next.
@@ -484,7 +492,17 @@ impl Session {
     /// Tells the senders to stop (time up, budget spent, TEST_END).
     pub fn stop_senders(&mut self, now: Instant) {
         if self.stopped_at.is_none() {
-            self.stopped_at = Some(now);
+            // Senders that all ended on their own (a spent -n/-k budget)
+            // stopped when the last of them did, however late the driver
+            // looks.
+            let ends: Option<Vec<Instant>> = self
+                .streams
+                .iter()
+                .filter(|s| s.sender)
+                .map(|s| s.counters.ended_at())
+                .collect();
+            let last = ends.and_then(|e| e.into_iter().max());
+            self.stopped_at = Some(last.map_or(now, |t| t.min(now)));
         }
         self.shared.stop.store(true, Relaxed);
     }

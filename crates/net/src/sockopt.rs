@@ -242,6 +242,19 @@ pub fn max_pacing_rate(fd: BorrowedFd<'_>) -> io::Result<Option<u64>> {
     Ok((v != u64::MAX).then_some(v))
 }
 
+/// Sets `SO_RCVLOWAT`: a blocking read waits until this many bytes are
+/// queued (or its timeout, EOF or an error), so the receiver is woken — and
+/// the sender's softirq wakes it — once per that much data rather than per
+/// segment. 0 and 1 both mean the default, any data.
+pub fn set_recv_lowat(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
+    set_u32(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes.max(1))
+}
+
+/// Reads `SO_RCVLOWAT`, bytes.
+pub fn recv_lowat(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    get_u32(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT)
+}
+
 /// Sets `SO_ZEROCOPY`, which `MSG_ZEROCOPY` sends require (Linux 4.14).
 pub fn set_zerocopy(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     set_bool(fd, libc::SOL_SOCKET, libc::SO_ZEROCOPY, on)
