@@ -7,13 +7,16 @@
 //! Inside a loop there is no allocation, no lock and no logging: a thread
 //! makes its system call and adds to relaxed atomic counters that the
 //! reporter samples once per interval. TCP loops read the clock once per 64
-//! reads (the receiver's low-water tuner) and while draining. Threads notice
-//! the end of a test through [`Shared::stop`], checked once per block;
-//! blocking calls carry a 100 ms socket timeout so that a stalled peer cannot
-//! pin a thread past the end.
+//! reads (the receiver's low-water tuner) and while draining; UDP loops once
+//! per batch (the send stamp, the arrival time). Threads notice the end of a
+//! test through [`Shared::stop`], checked once per block or batch; blocking
+//! calls carry a 100 ms socket timeout so that a stalled peer cannot pin a
+//! thread past the end.
 //!
 //! TCP: `write` or, with `-Z`, `splice` from a memfd; `read` or `MSG_TRUNC`
-//! with `SO_RCVLOWAT` kept at about a millisecond of data.
+//! with `SO_RCVLOWAT` kept at about a millisecond of data. UDP: `sendmmsg`
+//! of GSO messages and `recvmmsg` with GRO, split back into datagrams so
+//! every sequence number is counted ([`UdpSender`], [`UdpIntake`]).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -24,11 +27,12 @@ use std::sync::atomic::{
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use plumb_proto::udp::{SeqWidth, UdpHeader, UdpReceiver};
+use plumb_proto::udp::{SeqWidth, UdpHeader, UdpReceiver, UdpStats};
 
 use crate::pacing::{Pacer, Schedule, UDP_QUANTUM};
 use crate::stream::{read_some, recv_trunc, write_some};
 use crate::sys::clock_monotonic;
+use crate::udp::{UdpBatch, UdpBatchError};
 use crate::zerocopy::MemfdSource;
 
 /// How long a blocking socket call may wait before the loop looks at
@@ -461,16 +465,189 @@ fn keep_clamp(fd: BorrowedFd<'_>, want: u32) {
     }
 }
 
-/// Datagrams a UDP sender hands the kernel per pacing step at most.
-const UDP_BURST: usize = 32;
+/// Largest UDP payload one GSO message may carry: an IPv4 datagram's 65 535
+/// bytes less the IP and UDP headers.
+const GSO_MAX_BYTES: usize = 65_507;
+/// Most datagrams the kernel cuts one GSO message into (`UDP_MAX_SEGMENTS`),
+/// and most it coalesces into one GRO buffer (`UDP_GRO_CNT_MAX`).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// Memory of a UDP sender's batch: thousands of small datagrams, or a few
+/// large GSO messages, per `sendmmsg`.
+const UDP_SEND_BYTES: usize = 256 * 1024;
+/// Memory of a UDP receiver's batch, per `recvmmsg`.
+const UDP_RECV_BYTES: usize = 512 * 1024;
 
-/// A pacing schedule for a UDP sender of `len`-byte datagrams at `rate_bps`.
+/// How a UDP sender lays its datagrams out: `segs` datagrams of `len` bytes
+/// back to back in each message (one GSO message when `segs > 1`), `msgs`
+/// messages per `sendmmsg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpLayout {
+    /// Datagram length, bytes.
+    pub len: usize,
+    /// Datagrams per message.
+    pub segs: usize,
+    /// Messages per system call.
+    pub msgs: usize,
+}
+
+impl UdpLayout {
+    /// The layout for `len`-byte datagrams, with or without GSO.
+    pub fn new(len: usize, gso: bool) -> UdpLayout {
+        let len = len.max(1);
+        let segs = if gso {
+            (GSO_MAX_BYTES / len).clamp(1, GSO_MAX_SEGMENTS)
+        } else {
+            1
+        };
+        let msgs = (UDP_SEND_BYTES / (segs * len)).clamp(1, crate::udp::MAX_SLOTS);
+        UdpLayout { len, segs, msgs }
+    }
+
+    /// Datagrams per system call.
+    pub fn capacity(&self) -> usize {
+        self.segs * self.msgs
+    }
+
+    /// Slot and byte offset within it of datagram `i` of a batch.
+    fn position(&self, i: usize) -> (usize, usize) {
+        (i / self.segs, (i % self.segs) * self.len)
+    }
+
+    /// Fills `lens` with the message lengths that carry `n` datagrams
+    /// (`n <= capacity`); returns how many messages that is.
+    pub fn message_lens(&self, n: usize, lens: &mut [usize]) -> usize {
+        let full = n / self.segs;
+        let rest = n % self.segs;
+        let per = self.segs * self.len;
+        lens[..full].fill(per);
+        if rest > 0 {
+            lens[full] = rest * self.len;
+            full + 1
+        } else {
+            full
+        }
+    }
+}
+
+/// Whether a failed GSO send means "this path cannot do GSO" (old kernel, no
+/// checksum offload on the route's device) rather than a real error.
+fn gso_refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+    )
+}
+
+/// A UDP sender's batch: datagrams preallocated with their filler, stamped
+/// with consecutive sequence numbers (from 1, as iperf3) and one send time
+/// per call, and handed to the kernel with one `sendmmsg` — GSO messages
+/// where the kernel takes them, falling back to one datagram per message.
+#[derive(Debug)]
+pub struct UdpSender {
+    layout: UdpLayout,
+    batch: UdpBatch,
+    lens: Vec<usize>,
+    width: SeqWidth,
+    /// Sequence number of the last datagram the kernel took.
+    seq: u64,
+    filler: Vec<u8>,
+}
+
+impl UdpSender {
+    /// A sender of `filler.len()`-byte datagrams (at least the header's 16).
+    pub fn new(filler: Vec<u8>, width: SeqWidth, gso: bool) -> Result<UdpSender, UdpBatchError> {
+        let layout = UdpLayout::new(filler.len(), gso);
+        let mut batch = UdpBatch::new(layout.msgs, layout.segs * layout.len)?;
+        for m in 0..layout.msgs {
+            for chunk in batch.slot_mut(m).chunks_mut(layout.len) {
+                chunk.copy_from_slice(&filler[..chunk.len()]);
+            }
+        }
+        Ok(UdpSender {
+            layout,
+            batch,
+            lens: vec![0; layout.msgs],
+            width,
+            seq: 0,
+            filler,
+        })
+    }
+
+    /// Datagrams one call sends at most.
+    pub fn capacity(&self) -> usize {
+        self.layout.capacity()
+    }
+
+    /// Whether sends go as GSO messages.
+    pub fn gso(&self) -> bool {
+        self.layout.segs > 1
+    }
+
+    /// Sequence number of the last datagram sent (0 before any).
+    pub fn last_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Stamps up to `n` datagrams with the next sequence numbers and the send
+    /// time `stamp` (monotonic seconds and microseconds), and sends them with
+    /// one `sendmmsg`. Returns how many datagrams the kernel took; numbers it
+    /// did not take are used again by the next call, so the receiver sees
+    /// every number exactly once.
+    pub fn send(&mut self, fd: BorrowedFd<'_>, n: usize, stamp: (u32, u32)) -> io::Result<usize> {
+        let n = n.min(self.capacity());
+        if n == 0 {
+            return Ok(0);
+        }
+        let len = self.layout.len;
+        for i in 0..n {
+            let (slot, at) = self.layout.position(i);
+            let h = UdpHeader {
+                sec: stamp.0,
+                usec: stamp.1,
+                seq: self.seq + 1 + i as u64,
+            };
+            h.encode(self.width, &mut self.batch.slot_mut(slot)[at..at + len])
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        }
+        let msgs = self.layout.message_lens(n, &mut self.lens);
+        let seg = (self.layout.segs > 1).then_some(len as u16);
+        let taken = match self.batch.send(fd, &self.lens[..msgs], seg) {
+            Ok(m) => m,
+            Err(e) if seg.is_some() && gso_refused(&e) => {
+                // Rebuild without GSO (once) and send this batch again.
+                let filler = std::mem::take(&mut self.filler);
+                let seq = self.seq;
+                *self = UdpSender::new(filler, self.width, false)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+                self.seq = seq;
+                return self.send(fd, n, stamp);
+            }
+            Err(e) => return Err(e),
+        };
+        let sent = (taken * self.layout.segs).min(n);
+        self.seq += sent as u64;
+        Ok(sent)
+    }
+
+    #[cfg(test)]
+    fn skip(&mut self, k: u64) {
+        self.seq += k;
+    }
+}
+
+/// A pacing schedule for a UDP sender of `len`-byte datagrams at `rate_bps`:
+/// grants of about [`UDP_QUANTUM`]'s worth, at most one batch.
 pub fn udp_schedule(rate_bps: u64, len: usize) -> Option<Schedule> {
-    Schedule::for_datagrams(rate_bps, len, UDP_QUANTUM, UDP_BURST)
+    let batch = UdpLayout::new(len, true).capacity();
+    Schedule::for_datagrams(rate_bps, len, UDP_QUANTUM, batch)
 }
 
 /// Sends `len`-byte datagrams with iperf3's header (monotonic timestamp,
-/// sequence from 1) as fast as possible or as `pacer` grants.
+/// sequence from 1), a batch per system call, as fast as possible or as
+/// `pacer` grants ([`udp_schedule`]).
+///
+/// All datagrams of one call carry the same send time (one clock read per
+/// call; they leave within microseconds of each other).
 pub fn udp_send(
     sock: &std::net::UdpSocket,
     len: usize,
@@ -482,66 +659,133 @@ pub fn udp_send(
 ) {
     let _ = sock.set_write_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
-    let mut buf = payload(len, repeating);
-    let mut seq: u64 = 0;
-    'outer: while !shared.stop.load(Relaxed) {
-        let burst = match pacer.as_mut() {
+    let width = SeqWidth::from_counters_64bit(seq64);
+    if len < width.header_len() {
+        c.fail("datagram too short for the header");
+        c.end();
+        return;
+    }
+    let mut tx = match UdpSender::new(payload(len, repeating), width, true) {
+        Ok(t) => t,
+        Err(e) => {
+            c.fail(e);
+            c.end();
+            return;
+        }
+    };
+    while !shared.stop.load(Relaxed) {
+        let granted = match pacer.as_mut() {
             Some(p) => match p.wait(&shared.stop) {
                 Some(g) => g as usize,
                 None => break,
             },
-            None => UDP_BURST,
+            None => tx.capacity(),
         };
-        // One clock read per burst: the stamps of a burst leave within microseconds.
-        let (sec, usec) = clock_monotonic();
-        let mut sent = 0;
-        for _ in 0..burst {
-            if shared.claim(len) == 0 {
-                break 'outer;
-            }
-            seq += 1;
-            if (UdpHeader { sec, usec, seq })
-                .encode(SeqWidth::from_counters_64bit(seq64), &mut buf)
-                .is_err()
-            {
-                c.fail("datagram too short for the header");
-                break 'outer;
-            }
-            match send_dgram(fd, &buf) {
-                Ok(n) => {
-                    c.bytes.fetch_add(n as u64, Relaxed);
-                    c.packets.store(seq, Relaxed);
-                    sent += 1;
-                }
-                Err(e) if transient(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    // Not sent: reuse the sequence number, as nothing left.
-                    seq -= 1;
-                    shared.unclaim(len);
-                    break;
-                }
-                Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                    // The receiver's port closed (test ended there); not our error.
-                    break 'outer;
-                }
-                Err(e) => {
-                    c.fail(format!("send: {e}"));
-                    break 'outer;
-                }
-            }
-        }
+        // A byte budget (-n/-k) ends on whole datagrams, as iperf3's does:
+        // the last one may overshoot it by less than a datagram.
+        let claimed = shared.claim(granted.min(tx.capacity()) * len);
+        let n = claimed.div_ceil(len);
+        let result = if n == 0 {
+            Ok(0)
+        } else {
+            tx.send(fd, n, clock_monotonic())
+        };
+        let sent = *result.as_ref().unwrap_or(&0);
+        shared.unclaim(claimed.saturating_sub(sent * len));
         if let Some(p) = pacer.as_mut() {
-            p.refund((burst - sent) as u64);
+            p.refund(granted.saturating_sub(sent) as u64);
+        }
+        if sent > 0 {
+            c.bytes.fetch_add((sent * len) as u64, Relaxed);
+            c.packets.store(tx.last_seq(), Relaxed);
+        }
+        match result {
+            Ok(_) if claimed == 0 => break,
+            Ok(_) => {}
+            Err(e) if transient(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            // The receiver's port closed (the test ended there): not our error.
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => break,
+            Err(e) => {
+                c.fail(format!("send: {e}"));
+                break;
+            }
         }
     }
     c.end();
 }
 
-fn send_dgram(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
-    write_some(fd, buf)
+/// A UDP receiver's batch and statistics: one `recvmmsg` fills many slots,
+/// GRO slots are split back into datagrams, and every datagram's header is
+/// counted (loss, out-of-order, duplicates and jitter as iperf3 counts them).
+///
+/// Arrival time is read once per `recvmmsg`, after it returns, and shared by
+/// every datagram of the batch (GRO segments share the kernel's one arrival
+/// anyway); jitter is therefore the variation between batches' transit
+/// times, which on a fast receiver is the same microseconds apart.
+#[derive(Debug)]
+pub struct UdpIntake {
+    batch: UdpBatch,
+    width: SeqWidth,
+    stats: UdpReceiver,
+    bytes: u64,
 }
 
-/// Receives datagrams and keeps iperf3's loss, out-of-order and jitter
-/// counts (plus exact duplicates) until stopped.
+impl UdpIntake {
+    /// An intake for `len`-byte datagrams; `gro` when the socket has
+    /// `UDP_GRO` on (slots then hold a whole coalesced buffer).
+    pub fn new(len: usize, width: SeqWidth, gro: bool) -> Result<UdpIntake, UdpBatchError> {
+        let slot = if gro {
+            (GSO_MAX_SEGMENTS * len).min(crate::udp::MAX_SLOT_SIZE)
+        } else {
+            len.max(1)
+        };
+        let slots = (UDP_RECV_BYTES / slot).clamp(1, crate::udp::MAX_SLOTS);
+        Ok(UdpIntake {
+            batch: UdpBatch::new(slots, slot)?,
+            width,
+            stats: UdpReceiver::new(),
+            bytes: 0,
+        })
+    }
+
+    /// Receives one batch — waiting up to the socket's timeout for the first
+    /// datagram — and counts it; returns how many datagrams it held.
+    pub fn recv(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
+        self.batch.recv(fd)?;
+        let (sec, usec) = clock_monotonic();
+        Ok(self.absorb(Duration::new(u64::from(sec), usec.saturating_mul(1000))))
+    }
+
+    /// Counts the datagrams of the last receive as arriving at `arrival`.
+    fn absorb(&mut self, arrival: Duration) -> usize {
+        let mut n = 0;
+        for slot in self.batch.iter_received() {
+            for d in slot.datagrams() {
+                // Runts without a header are not iperf3 datagrams: skipped.
+                if let Ok(h) = UdpHeader::decode(d, self.width) {
+                    self.stats.record_header(&h, arrival);
+                    self.bytes += d.len() as u64;
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> UdpStats {
+        self.stats.stats()
+    }
+
+    /// Payload bytes of the datagrams counted.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+/// Receives datagrams in batches — with `UDP_GRO` where the kernel has it —
+/// and keeps iperf3's loss, out-of-order and jitter counts (plus exact
+/// duplicates) until stopped.
 pub fn udp_recv(
     sock: &std::net::UdpSocket,
     len: usize,
@@ -551,27 +795,27 @@ pub fn udp_recv(
 ) {
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
-    let mut buf = vec![0u8; len.max(64) + 64];
-    let mut stats = UdpReceiver::new();
-    let width = SeqWidth::from_counters_64bit(seq64);
-    let epoch = Instant::now();
-    let (esec, eusec) = clock_monotonic();
-    let epoch_mono = Duration::new(u64::from(esec), eusec * 1000);
+    let gro = crate::sockopt::set_udp_gro(fd, true).is_ok();
+    let mut rx = match UdpIntake::new(len, SeqWidth::from_counters_64bit(seq64), gro) {
+        Ok(r) => r,
+        Err(e) => {
+            c.fail(e);
+            c.end();
+            return;
+        }
+    };
     let mut stopped_at: Option<Instant> = None;
     loop {
-        match read_some(fd, &mut buf) {
-            Ok(n) => {
-                let arrival = epoch_mono + epoch.elapsed();
-                if let Ok(h) = UdpHeader::decode(&buf[..n], width) {
-                    stats.record_header(&h, arrival);
-                    let st = stats.stats();
-                    c.bytes.fetch_add(n as u64, Relaxed);
-                    c.packets.store(st.max_seq, Relaxed);
-                    c.lost.store(st.lost as i64, Relaxed);
-                    c.out_of_order.store(st.out_of_order as i64, Relaxed);
-                    c.duplicates.store(st.duplicates, Relaxed);
-                    c.jitter_bits.store(st.jitter.to_bits(), Relaxed);
-                }
+        match rx.recv(fd) {
+            Ok(_) => {
+                // Published once per batch: the reporter samples these.
+                let st = rx.stats();
+                c.bytes.store(rx.bytes(), Relaxed);
+                c.packets.store(st.max_seq, Relaxed);
+                c.lost.store(st.lost as i64, Relaxed);
+                c.out_of_order.store(st.out_of_order as i64, Relaxed);
+                c.duplicates.store(st.duplicates, Relaxed);
+                c.jitter_bits.store(st.jitter.to_bits(), Relaxed);
             }
             Err(e) if transient(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
                 if shared.stop_receivers.load(Relaxed) {
@@ -598,9 +842,157 @@ pub fn udp_recv(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::tcp_pair;
-    use std::net::TcpStream;
+    use crate::testutil::{tcp_pair, udp_pair};
+    use std::net::{TcpStream, UdpSocket};
     use std::os::fd::OwnedFd;
+
+    fn width() -> SeqWidth {
+        SeqWidth::from_counters_64bit(false)
+    }
+
+    /// Receives until `want` datagrams were counted or 50 quiet batches.
+    fn drain(rx: &UdpSocket, intake: &mut UdpIntake, want: u64) {
+        rx.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        for _ in 0..10_000 {
+            if intake.stats().received >= want {
+                return;
+            }
+            if intake.recv(rx.as_fd()).is_err() {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn layouts_fill_gso_messages_and_split_the_rest() {
+        let l = UdpLayout::new(64, true);
+        assert_eq!((l.segs, l.msgs), (64, 64));
+        let l = UdpLayout::new(1472, true);
+        assert_eq!(l.segs, 44);
+        assert!(l.segs * l.len <= GSO_MAX_BYTES);
+        let l = UdpLayout::new(40_000, true);
+        assert_eq!(l.segs, 1);
+        let l = UdpLayout::new(64, false);
+        assert_eq!((l.segs, l.msgs), (1, crate::udp::MAX_SLOTS));
+
+        let l = UdpLayout::new(100, true);
+        let mut lens = vec![0; l.msgs];
+        let m = l.message_lens(2 * l.segs + 3, &mut lens);
+        assert_eq!(m, 3);
+        assert_eq!(&lens[..3], &[l.segs * 100, l.segs * 100, 300]);
+        assert_eq!(l.message_lens(l.segs, &mut lens), 1);
+        assert_eq!(l.position(l.segs + 2), (1, 200));
+    }
+
+    fn round_trip(gso: bool, gro: bool) {
+        const LEN: usize = 200;
+        let (tx, rx) = udp_pair();
+        let mut out = UdpSender::new(payload(LEN, true), width(), gso).expect("sender");
+        if gro {
+            crate::sockopt::set_udp_gro(rx.as_fd(), true).expect("GRO");
+        }
+        let mut intake = UdpIntake::new(LEN, width(), gro).expect("intake");
+        // Room for a whole round even without GRO (each datagram its own skb).
+        let _ = socket2::SockRef::from(&rx).set_recv_buffer_size(4 << 20);
+        let per = out.capacity().min(100);
+        let mut total = 0u64;
+        // Interleave sends and receives so the socket buffer never overflows.
+        for round in 0..5 {
+            let n = out.send(tx.as_fd(), per, (7, round)).expect("send");
+            assert!(n > 0);
+            total += n as u64;
+            drain(&rx, &mut intake, total);
+        }
+        assert_eq!(out.last_seq(), total);
+        let st = intake.stats();
+        assert_eq!((st.received, st.max_seq), (total, total));
+        assert_eq!((st.lost, st.out_of_order, st.duplicates), (0, 0, 0));
+        assert_eq!(intake.bytes(), total * LEN as u64);
+    }
+
+    #[test]
+    fn gso_batches_arrive_whole_through_gro() {
+        round_trip(true, true);
+    }
+
+    #[test]
+    fn gso_batches_arrive_whole_without_gro() {
+        round_trip(true, false);
+    }
+
+    #[test]
+    fn plain_batches_arrive_whole() {
+        round_trip(false, false);
+    }
+
+    #[test]
+    fn gaps_are_counted_as_loss_exactly() {
+        const LEN: usize = 64;
+        let (tx, rx) = udp_pair();
+        crate::sockopt::set_udp_gro(rx.as_fd(), true).expect("GRO");
+        let mut out = UdpSender::new(payload(LEN, false), width(), true).expect("sender");
+        let mut intake = UdpIntake::new(LEN, width(), true).expect("intake");
+        assert_eq!(out.send(tx.as_fd(), 100, (1, 0)).expect("send"), 100);
+        out.skip(17); // 101..=117 never sent
+        assert_eq!(out.send(tx.as_fd(), 50, (1, 1)).expect("send"), 50);
+        drain(&rx, &mut intake, 150);
+        let st = intake.stats();
+        assert_eq!(st.received, 150);
+        assert_eq!(st.max_seq, 167);
+        assert_eq!(st.lost, 17);
+        assert_eq!(st.out_of_order, 0);
+    }
+
+    #[test]
+    fn runts_are_not_counted() {
+        let (tx, rx) = udp_pair();
+        let mut intake = UdpIntake::new(64, width(), false).expect("intake");
+        tx.send(&[1, 2, 3]).expect("runt");
+        let mut out = UdpSender::new(payload(64, false), width(), false).expect("sender");
+        assert_eq!(out.send(tx.as_fd(), 3, (0, 0)).expect("send"), 3);
+        drain(&rx, &mut intake, 3);
+        assert_eq!(intake.stats().received, 3);
+        assert_eq!(intake.bytes(), 192);
+    }
+
+    /// The sender thread with a byte budget that is not a whole number of
+    /// datagrams: it sends whole datagrams, the last overshooting, and the
+    /// receiver thread counts every one of them.
+    #[test]
+    fn udp_threads_spend_a_budget_exactly() {
+        const LEN: usize = 100;
+        const BUDGET: u64 = 5_000 * LEN as u64 + 10;
+        let (tx, rx) = udp_pair();
+        // A big receive buffer so an unpaced burst is not dropped.
+        let _ = socket2::SockRef::from(&rx).set_recv_buffer_size(8 << 20);
+        let shared = std::sync::Arc::new(Shared::new(Some(BUDGET)));
+        let sent = std::sync::Arc::new(Counters::default());
+        let got = std::sync::Arc::new(Counters::default());
+        let receiver = {
+            let (shared, got) = (shared.clone(), got.clone());
+            std::thread::spawn(move || udp_recv(&rx, LEN, false, &shared, &got))
+        };
+        // Paced at 400 Mbit/s (0.5 M datagrams/s) so loopback drops none.
+        let pacer = udp_schedule(400_000_000, LEN).map(Pacer::Own);
+        udp_send(&tx, LEN, false, false, &shared, &sent, pacer);
+        assert!(shared.budget_spent.load(Relaxed));
+        assert_eq!(sent.packets.load(Relaxed), 5_001);
+        assert_eq!(sent.bytes.load(Relaxed), 5_001 * LEN as u64);
+        assert!(sent.ended_at().is_some());
+        // Bounded: the receiver stops at its next quiet slice once told.
+        for _ in 0..100 {
+            if got.packets.load(Relaxed) >= 5_001 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        shared.stop_receivers.store(true, Relaxed);
+        receiver.join().expect("receiver");
+        assert_eq!(got.packets.load(Relaxed), 5_001);
+        assert_eq!(got.lost.load(Relaxed), 0);
+        assert_eq!(got.bytes.load(Relaxed), 5_001 * LEN as u64);
+    }
 
     #[test]
     fn lowat_is_a_millisecond_of_data_within_bounds() {
