@@ -57,11 +57,14 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
     } else {
         DEFAULT_TCP_LEN
     }));
-    p.bandwidth = i64::try_from(
-        s.bandwidth
-            .unwrap_or(if udp { DEFAULT_UDP_RATE } else { 0 }),
-    )
-    .unwrap_or(i64::MAX);
+    let rate = requested_rate(s);
+    // --total-bitrate: the peer (which may send, with -R) gets each stream's share.
+    let rate = if s.total_bitrate {
+        rate / u64::from(s.parallel.max(1))
+    } else {
+        rate
+    };
+    p.bandwidth = i64::try_from(rate).unwrap_or(i64::MAX);
     p.pacing_timer = Some(1000);
     p.tos = (s.tos != 0).then_some(i64::from(s.tos));
     p.title.clone_from(&s.title);
@@ -93,6 +96,13 @@ fn auth_token(a: &crate::config::ClientAuth) -> Result<String, TestError> {
     };
     plumb_proto::auth::encrypt_token(&a.public_key, &creds, a.padding, &mut rand_core::OsRng)
         .map_err(|e| TestError::Server(e.to_string()))
+}
+
+/// The rate `-b` asks for, bit/s (0 = unlimited), with iperf3's defaults.
+fn requested_rate(s: &crate::config::TestSpec) -> u64 {
+    let udp = s.transport == Transport::Udp;
+    s.bandwidth
+        .unwrap_or(if udp { DEFAULT_UDP_RATE } else { 0 })
 }
 
 fn random_cookie() -> Cookie {
@@ -162,6 +172,10 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     let mut plan = Plan::of(&params);
     plan.time = cfg.spec.time;
     plan.omit = cfg.spec.omit;
+    if cfg.spec.total_bitrate {
+        // Our own senders share the whole rate through one pacer.
+        plan.total_rate = Some(requested_rate(&cfg.spec)).filter(|&b| b > 0);
+    }
     let opts = DataOptions::of(&params);
     let mut session = Session::new(plan.clone(), cfg.spec.interval);
     let mut deadline: Option<Instant> = None;

@@ -94,6 +94,9 @@ pub struct TestSpec {
     pub sndbuf: Option<u32>,
     /// `--skip-rx-copy`: the receiver discards with MSG_TRUNC.
     pub skip_rx_copy: bool,
+    /// `--total-bitrate`: `bandwidth` is the rate of all streams together,
+    /// shared by one pacer on this end (peers are told each stream's share).
+    pub total_bitrate: bool,
 }
 
 impl Default for TestSpec {
@@ -125,6 +128,7 @@ impl Default for TestSpec {
             rwin: None,
             sndbuf: None,
             skip_rx_copy: false,
+            total_bitrate: false,
         }
     }
 }

@@ -42,6 +42,10 @@ pub struct Plan {
     pub bidir: bool,
     /// bit/s per stream, 0 = unlimited.
     pub rate: u64,
+    /// One rate, bit/s, shared by all of this end's sending streams instead of
+    /// `rate` each (`--total-bitrate`; the wire carries only the per-stream
+    /// share, so only the client that asked knows it).
+    pub total_rate: Option<u64>,
     /// 64-bit UDP sequence numbers.
     pub seq64: bool,
     /// Payload `0123456789…`.
@@ -85,6 +89,7 @@ impl Plan {
             reverse: p.reverse,
             bidir: p.bidirectional,
             rate: p.bandwidth.max(0) as u64,
+            total_rate: None,
             seq64: p.udp_counters_64bit,
             repeating: p.repeating_payload,
             zerocopy: p.zerocopy,
@@ -366,13 +371,18 @@ impl Session {
         }
     }
 
-    /// The pacers of this end's sending streams, one schedule each at `rate`.
+    /// The pacers of this end's sending streams: per stream at `rate`, or
+    /// one schedule at `total_rate` for all of them.
     fn pacers(&self) -> PacerFactory {
         let p = &self.plan;
-        PacerFactory::per_stream(match p.protocol {
-            Protocol::Tcp => datapath::tcp_schedule(p.rate, p.len),
-            Protocol::Udp => datapath::udp_schedule(p.rate, p.len),
-        })
+        let schedule = |rate| match p.protocol {
+            Protocol::Tcp => datapath::tcp_schedule(rate, p.len),
+            Protocol::Udp => datapath::udp_schedule(rate, p.len),
+        };
+        match p.total_rate {
+            Some(total) => PacerFactory::shared(schedule(total)),
+            None => PacerFactory::per_stream(schedule(p.rate)),
+        }
     }
 
     /// When the driver should call [`Session::tick`] next.

@@ -140,6 +140,10 @@ pub struct MeasureArgs {
     /// Receiver discards data without copying it (MSG_TRUNC); counts stay exact
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// -b is the rate of all -P streams together, shared by one pacer (a
+    /// plumb server sending with -R splits it evenly instead)
+    #[arg(long = "total-bitrate")]
+    pub total_bitrate: bool,
     /// Server limits and authentication (see measure/harden.rs).
     #[command(flatten)]
     pub harden: harden::HardenArgs,
@@ -348,6 +352,7 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
         t.sndbuf = Some(u32_of("--sndbuf", s, 1 << 30)?);
     }
     t.skip_rx_copy = a.skip_rx_copy;
+    t.total_bitrate = a.total_bitrate;
     Ok(t)
 }
 

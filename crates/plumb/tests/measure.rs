@@ -246,6 +246,29 @@ fn udp_counts_loss_and_jitter() {
 }
 
 #[test]
+fn total_bitrate_shares_one_rate_between_streams() {
+    // 1.6 Mbit/s of 1000-byte datagrams for all streams: 200 per second in
+    // all, not per stream. A pacer never runs ahead of its timetable, so the
+    // upper bound holds however loaded the machine is.
+    let (c, _) = pp(&[
+        "-t",
+        "1",
+        "-u",
+        "-P",
+        "2",
+        "-b",
+        "1600K",
+        "-l",
+        "1000",
+        "--total-bitrate",
+    ]);
+    // The server is told each stream's share.
+    assert_eq!(c["start"]["test_start"]["target_bitrate"], 800_000);
+    let sent = num(&c, "end.sum_sent.packets");
+    assert!(sent > 0.0 && sent <= 230.0, "{sent} datagrams in 1 s");
+}
+
+#[test]
 fn udp_reverse_and_bidir() {
     let (c, _) = pp(&["-t", "1", "-u", "-b", "20M", "-R"]);
     assert!(num(&c, "end.sum_received.bits_per_second") > 15e6);
