@@ -86,7 +86,7 @@ pub struct TestSpec {
     pub udp_counters_64bit: bool,
     /// `--repeating-payload`.
     pub repeating_payload: bool,
-    /// `-Z`: send with sendfile.
+    /// `-Z`: send without copying (splice from a memfd).
     pub zerocopy: bool,
     /// `--rwin`: the receiver clamps its advertised window to exactly this (TCP_WINDOW_CLAMP).
     pub rwin: Option<u32>,

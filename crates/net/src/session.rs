@@ -50,7 +50,7 @@ pub struct Plan {
     pub seq64: bool,
     /// Payload `0123456789…`.
     pub repeating: bool,
-    /// Send with sendfile.
+    /// Send without copying (`-Z`: splice from a memfd).
     pub zerocopy: bool,
     /// Receive with MSG_TRUNC.
     pub skip_rx_copy: bool,

@@ -113,7 +113,7 @@ pub struct MeasureArgs {
     /// Flush output after every line
     #[arg(long = "forceflush")]
     pub forceflush: bool,
-    /// Zero-copy send (sendfile)
+    /// Zero-copy send (splice from a memfd; iperf3 uses sendfile)
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy: bool,
     /// Client: give up connecting after this many milliseconds
