@@ -12,7 +12,7 @@ use plumb_proto::client::{ClientControl, ClientEvent};
 use plumb_proto::params::{PlumbParams, Protocol as WireProtocol, TestParams};
 use plumb_proto::results::Results;
 use plumb_proto::{stream_id, udp, Cookie};
-use plumb_report::{Protocol, Role, Sink, StartRecord, TestStart};
+use plumb_report::{Protocol, Role, Sink, StartRecord};
 
 use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
 use crate::datapath::Drain;
@@ -471,42 +471,10 @@ fn start_record(
     ctl: &TcpStream,
     control_mss: Option<u32>,
 ) -> StartRecord {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let connected = session.connected();
-    let (sndbuf, rcvbuf) = session.granted_buffers();
     let _ = ctl;
-    StartRecord {
-        role: Role::Client,
-        version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
-        system_info: host::uname().to_string(),
-        timesecs: now.as_secs(),
-        timemillis: now.subsec_millis(),
-        connecting_to: Some((cfg.host.clone(), cfg.port)),
-        accepted_connection: None,
-        cookie: cookie.as_str().into_owned(),
-        tcp_mss: p.mss.map(|m| m as u32),
-        tcp_mss_default: control_mss,
-        sock_bufsize: p.window.unwrap_or(0).max(0) as u64,
-        sndbuf_actual: u64::from(sndbuf),
-        rcvbuf_actual: u64::from(rcvbuf),
-        test: TestStart {
-            protocol: session.plan.protocol,
-            num_streams: p.parallel as u32,
-            blksize: p.len as u64,
-            omit: cfg.spec.omit,
-            duration: cfg.spec.time,
-            bytes: p.num as u64,
-            blocks: p.blockcount as u64,
-            reverse: p.reverse,
-            bidir: p.bidirectional,
-            tos: p.tos.unwrap_or(0) as u32,
-            target_bitrate: p.bandwidth as u64,
-            interval: cfg.spec.interval,
-        },
-        connected,
-        title: p.title.clone(),
-        extra_data: p.extra_data.clone(),
-    }
+    let mut r = session.start_record(cookie, p, cfg.spec.omit, cfg.spec.time, cfg.spec.interval);
+    r.role = Role::Client;
+    r.connecting_to = Some((cfg.host.clone(), cfg.port));
+    r.tcp_mss_default = control_mss;
+    r
 }

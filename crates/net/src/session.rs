@@ -288,6 +288,55 @@ impl Session {
             .unwrap_or((0, 0))
     }
 
+    /// The start of a report for this session's test; the caller sets the
+    /// role-specific fields (peer, MSS default). `omit` and `duration` are the
+    /// exact seconds (the wire carries whole ones).
+    pub fn start_record(
+        &self,
+        cookie: &plumb_proto::Cookie,
+        p: &TestParams,
+        omit: f64,
+        duration: f64,
+        interval: f64,
+    ) -> plumb_report::StartRecord {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let (sndbuf, rcvbuf) = self.granted_buffers();
+        plumb_report::StartRecord {
+            role: plumb_report::Role::Client,
+            version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
+            system_info: host::uname().to_string(),
+            timesecs: now.as_secs(),
+            timemillis: now.subsec_millis(),
+            connecting_to: None,
+            accepted_connection: None,
+            cookie: cookie.as_str().into_owned(),
+            tcp_mss: p.mss.map(|m| m as u32),
+            tcp_mss_default: None,
+            sock_bufsize: p.window.unwrap_or(0).max(0) as u64,
+            sndbuf_actual: u64::from(sndbuf),
+            rcvbuf_actual: u64::from(rcvbuf),
+            test: plumb_report::TestStart {
+                protocol: self.plan.protocol,
+                num_streams: p.parallel as u32,
+                blksize: p.len as u64,
+                omit,
+                duration,
+                bytes: p.num as u64,
+                blocks: p.blockcount as u64,
+                reverse: p.reverse,
+                bidir: p.bidirectional,
+                tos: p.tos.unwrap_or(0) as u32,
+                target_bitrate: p.bandwidth as u64,
+                interval,
+            },
+            connected: self.connected(),
+            title: p.title.clone(),
+            extra_data: p.extra_data.clone(),
+        }
+    }
+
     /// Whether the session's threads are running.
     pub fn running(&self) -> bool {
         self.started.is_some()

@@ -15,7 +15,7 @@ use plumb_proto::params::TestParams;
 use plumb_proto::server::{ServerControl, ServerEvent};
 use plumb_proto::{auth, stream_id, udp, Cookie, State};
 use plumb_report::text::TextSink;
-use plumb_report::{EndRecord, IntervalRecord, Role, Sink, StartRecord, TestStart};
+use plumb_report::{EndRecord, IntervalRecord, Role, Sink, StartRecord};
 
 use super::admission::{code, cookie_key, Slot};
 use super::{log, Shared};
@@ -765,43 +765,10 @@ fn start_record(
     s: &Session,
     interval: f64,
 ) -> StartRecord {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let connected = s.connected();
-    let (sndbuf, rcvbuf) = s.granted_buffers();
-    StartRecord {
-        role: Role::Server,
-        version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
-        system_info: host::uname().to_string(),
-        timesecs: now.as_secs(),
-        timemillis: now.subsec_millis(),
-        connecting_to: None,
-        accepted_connection: Some((sockets::host_string(peer), peer.port())),
-        cookie: cookie.as_str().into_owned(),
-        tcp_mss: p.mss.map(|m| m as u32),
-        tcp_mss_default: None,
-        sock_bufsize: p.window.unwrap_or(0).max(0) as u64,
-        sndbuf_actual: u64::from(sndbuf),
-        rcvbuf_actual: u64::from(rcvbuf),
-        test: TestStart {
-            protocol: s.plan.protocol,
-            num_streams: p.parallel as u32,
-            blksize: p.len as u64,
-            omit: p.omit as f64,
-            duration: p.time as f64,
-            bytes: p.num as u64,
-            blocks: p.blockcount as u64,
-            reverse: p.reverse,
-            bidir: p.bidirectional,
-            tos: p.tos.unwrap_or(0) as u32,
-            target_bitrate: p.bandwidth as u64,
-            interval,
-        },
-        connected,
-        title: p.title.clone(),
-        extra_data: p.extra_data.clone(),
-    }
+    let mut r = s.start_record(cookie, p, p.omit as f64, p.time as f64, interval);
+    r.role = Role::Server;
+    r.accepted_connection = Some((sockets::host_string(peer), peer.port()));
+    r
 }
 
 #[cfg(test)]
