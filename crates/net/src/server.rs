@@ -18,7 +18,10 @@
 //!
 //! With every slot held (iperf3: one) a new connection gets ACCESS_DENIED
 //! ("busy") at once, unread — unless some test is waiting for its data
-//! streams, in which case the gate must read the cookie first to tell.
+//! streams, in which case the gate must read the cookie first to tell, or
+//! a test has had its last word and is only cleaning up: then the new
+//! client waits (up to [`WAIT_FOR_SLOT`]) as it would in iperf3's accept
+//! queue, so scripts that run tests back to back are not told "busy".
 
 mod admission;
 mod test;
@@ -50,6 +53,10 @@ use crate::{signals, sys};
 const GATE_TICK: Duration = Duration::from_millis(200);
 /// Connections accepted per wake-up at most, so the pending ones are served too.
 const ACCEPT_BURST: usize = 64;
+/// How long a control connection waits for a slot that is being freed.
+const WAIT_FOR_SLOT: Duration = Duration::from_secs(2);
+/// How often the gate looks for the freed slot meanwhile.
+const WAIT_TICK: Duration = Duration::from_millis(2);
 
 /// A data connection handed from the gate to its test.
 pub(crate) type Incoming = mpsc::Sender<(TcpStream, SocketAddr)>;
@@ -99,6 +106,12 @@ enum Stage {
     Cookie { buf: [u8; COOKIE_LEN], have: usize },
     /// A control connection: cookie in, waiting for the parameters.
     Control(Box<ServerControl>),
+    /// A control connection (cookie in) waiting for a slot being freed;
+    /// nothing more is read from it until it gets one.
+    Waiting {
+        cookie: [u8; COOKIE_LEN],
+        since: Instant,
+    },
 }
 
 struct Pending {
@@ -229,6 +242,11 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                     }
                 }
             }
+            for handoff in self.promote_waiting() {
+                if let Some(h) = self.admit(scope, handoff) {
+                    tests.push(h);
+                }
+            }
             self.expire();
             if listener_ready {
                 self.accept_burst();
@@ -264,7 +282,11 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
 
     fn next_wakeup(&self) -> Duration {
         let now = Instant::now();
-        let mut wait = GATE_TICK;
+        let mut wait = if self.waiting_any() {
+            WAIT_TICK
+        } else {
+            GATE_TICK
+        };
         for p in &self.pending {
             let deadline = p.since + self.shared.cfg.handshake_timeout;
             wait = wait.min(deadline.saturating_duration_since(now));
@@ -279,7 +301,13 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
         set.push((self.listener.as_fd(), libc::POLLIN));
         set.push((self.wake_rx.as_fd(), libc::POLLIN));
         for p in &self.pending {
-            set.push((p.sock.as_fd(), libc::POLLIN));
+            // A waiting connection is not read; with no events asked, poll
+            // reports only errors for it, so it cannot spin the gate.
+            let events = match p.stage {
+                Stage::Waiting { .. } => 0,
+                _ => libc::POLLIN,
+            };
+            set.push((p.sock.as_fd(), events));
         }
         let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX).max(1);
         sys::poll_many(&mut set, ms)?;
@@ -316,7 +344,9 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                 let _ = sock.write(&[State::AccessDenied.to_byte()]);
                 continue;
             }
-            let closed_to_tests = self.shared.slots.full() || (cfg.one_off && self.admitted_any);
+            let one_off_done = cfg.one_off && self.admitted_any;
+            let closed_to_tests =
+                one_off_done || (self.shared.slots.full() && !self.shared.slots.freeing_soon());
             if closed_to_tests && !self.shared.registry.any_accepting() {
                 // iperf3's "busy": the byte at once, nothing read.
                 let _ = sock.write(&[State::AccessDenied.to_byte()]);
@@ -357,6 +387,7 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
             }
             let what = match &mut p.stage {
                 Stage::Cookie { have, .. } => format!("sent {have} of the 37 cookie bytes"),
+                Stage::Waiting { .. } => "waiting for a test slot".to_string(),
                 Stage::Control(m) => {
                     m.handle_timeout(now.saturating_duration_since(epoch));
                     let mut out = Vec::new();
@@ -410,6 +441,7 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                 let first = *buf;
                 self.route(idx, &first, t)
             }
+            Stage::Waiting { .. } => None,
             Stage::Control(m) => {
                 let mut buf = [0u8; 4096];
                 match p.sock.read(&mut buf) {
@@ -452,8 +484,16 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                 None
             }
             Route::Control => {
-                let closed =
-                    self.shared.slots.full() || (self.shared.cfg.one_off && self.admitted_any);
+                let one_off_done = self.shared.cfg.one_off && self.admitted_any;
+                if !one_off_done && self.shared.slots.full() && self.shared.slots.freeing_soon() {
+                    let p = self.pending.get_mut(idx)?;
+                    p.stage = Stage::Waiting {
+                        cookie: *first,
+                        since: Instant::now(),
+                    };
+                    return None;
+                }
+                let closed = self.shared.slots.full() || one_off_done;
                 if closed {
                     // Read only because a test awaits its streams: this is a
                     // data connection with a wrong cookie, or a client that
@@ -466,20 +506,67 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                     let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
                     return None;
                 }
-                let p = self.pending.get_mut(idx)?;
-                let limits = ServerLimits {
-                    handshake_timeout: self.shared.cfg.handshake_timeout,
-                    ..ServerLimits::default()
-                };
-                let mut m = Box::new(ServerControl::new(
-                    limits,
-                    p.since.saturating_duration_since(self.epoch),
-                ));
-                m.handle_input(first, t);
-                p.stage = Stage::Control(m);
-                self.control_events(idx)
+                self.start_control(idx, first, t)
             }
         }
+    }
+
+    /// Starts the control handshake of pending connection `idx` whose
+    /// cookie is `first`.
+    fn start_control(
+        &mut self,
+        idx: usize,
+        first: &[u8; COOKIE_LEN],
+        t: Duration,
+    ) -> Option<(Pending, Box<TestParams>)> {
+        let p = self.pending.get_mut(idx)?;
+        let limits = ServerLimits {
+            handshake_timeout: self.shared.cfg.handshake_timeout,
+            ..ServerLimits::default()
+        };
+        let mut m = Box::new(ServerControl::new(
+            limits,
+            p.since.saturating_duration_since(self.epoch),
+        ));
+        m.handle_input(first, t);
+        p.stage = Stage::Control(m);
+        self.control_events(idx)
+    }
+
+    /// Moves waiting control connections on: into their handshake once a
+    /// slot is free, or "busy" when the slot was not freed in time. Returns
+    /// those that are (at once) ready to be admitted.
+    fn promote_waiting(&mut self) -> Vec<(Pending, Box<TestParams>)> {
+        let mut ready = Vec::new();
+        let mut idx = 0;
+        while idx < self.pending.len() {
+            let Stage::Waiting { cookie, since } = self.pending[idx].stage else {
+                idx += 1;
+                continue;
+            };
+            let before = self.pending.len();
+            if !self.shared.slots.full() {
+                let t = self.since_epoch(Instant::now());
+                if let Some(h) = self.start_control(idx, &cookie, t) {
+                    ready.push(h);
+                }
+            } else if since.elapsed() > WAIT_FOR_SLOT || !self.shared.slots.freeing_soon() {
+                if let Some(mut p) = self.pending.remove(idx) {
+                    log(&p.peer, "refused: busy (every test slot is held)");
+                    let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
+                }
+            }
+            if self.pending.len() == before {
+                idx += 1;
+            }
+        }
+        ready
+    }
+
+    fn waiting_any(&self) -> bool {
+        self.pending
+            .iter()
+            .any(|p| matches!(p.stage, Stage::Waiting { .. }))
     }
 
     /// Writes what the machine has to say and acts on its events.

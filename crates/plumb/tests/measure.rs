@@ -427,6 +427,54 @@ fn busy_server_refuses_a_second_client() {
     drop(srv);
 }
 
+/// iperf3's server takes a client that comes while the last test is
+/// cleaning up from its accept queue; scripts rely on running tests back to
+/// back. plumb's gate must not answer those "busy".
+#[test]
+fn back_to_back_clients_are_not_told_busy() {
+    let port = port(27_050);
+    let srv = Server::start(plumb_bin(), &["-s"], port);
+    let p = port.to_string();
+    // Busy threads widen the window between a client's exit and the
+    // server's clean-up, as a loaded CI machine does.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hogs: Vec<_> = (0..3)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let t0 = std::time::Instant::now();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                    && t0.elapsed() < Duration::from_secs(60)
+                {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    for i in 0..24 {
+        let bin = if i % 2 == 0 {
+            plumb_bin()
+        } else {
+            iperf3_bin()
+        };
+        // -w makes the test remake the listener as it ends: the longest clean-up.
+        let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-n", "256K"];
+        if i % 4 < 2 {
+            args.extend_from_slice(&["-w", "512K"]);
+        }
+        let out = run(bin, &args, Duration::from_secs(20));
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "client {i} ({bin}): {text}");
+        assert!(!text.contains("busy"), "client {i} ({bin}): {text}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in hogs {
+        let _ = h.join();
+    }
+    drop(srv);
+}
+
 #[test]
 fn refused_is_one_line_and_exit_1() {
     let port = port(27_100).to_string();

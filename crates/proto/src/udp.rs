@@ -239,10 +239,16 @@ impl UdpReceiver {
 /// times at microsecond resolution, the difference split into whole seconds
 /// and microseconds, then `secs + usecs / 1e6` in floating point.
 fn transit_secs(send_sec: u32, send_usec: u32, arrival: Duration) -> f64 {
-    // iperf3 reads its clock in microseconds, truncating nanoseconds.
-    let arrival_us = i128::try_from(arrival.as_micros()).unwrap_or(i128::MAX);
-    let sent_us = i128::from(send_sec) * 1_000_000 + i128::from(send_usec);
-    let diff = (arrival_us - sent_us).unsigned_abs();
+    // iperf3 reads its clock in microseconds, truncating nanoseconds. 64-bit
+    // arithmetic on purpose: this runs once per datagram, and 128-bit
+    // division was a third of the 64-byte receive path. A u64 of
+    // microseconds lasts half a million years; a later arrival saturates.
+    let arrival_us = arrival
+        .as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(arrival.subsec_micros()));
+    let sent_us = u64::from(send_sec) * 1_000_000 + u64::from(send_usec);
+    let diff = arrival_us.abs_diff(sent_us);
     let secs = (diff / 1_000_000) as f64;
     let usecs = (diff % 1_000_000) as f64;
     secs + usecs / 1_000_000.0
@@ -513,6 +519,19 @@ mod tests {
         let mut rx = UdpReceiver::new();
         rx.record(1, 0, 0, Duration::from_secs(3));
         assert_eq!(rx.stats().jitter, 0.0);
+    }
+
+    proptest! {
+        /// The 64-bit arithmetic agrees with exact 128-bit arithmetic for any
+        /// stamp a peer can send and any arrival within ~35,000 years.
+        #[test]
+        fn transit_matches_wide_arithmetic(sec in any::<u32>(), usec in any::<u32>(), at_s in 0u64..(1 << 40), at_ns in 0u32..1_000_000_000) {
+            let arrival = Duration::new(at_s, at_ns);
+            let a = i128::try_from(arrival.as_micros()).expect("fits");
+            let d = (a - (i128::from(sec) * 1_000_000 + i128::from(usec))).unsigned_abs();
+            let wide = (d / 1_000_000) as f64 + (d % 1_000_000) as f64 / 1_000_000.0;
+            prop_assert_eq!(transit_secs(sec, usec, arrival), wide);
+        }
     }
 
     proptest! {

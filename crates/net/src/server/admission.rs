@@ -127,6 +127,9 @@ pub enum NoSlot {
 struct SlotState {
     held: usize,
     reserved_bps: u64,
+    /// Held slots whose client has had its last word (results or an error):
+    /// they free themselves as soon as their thread has cleaned up.
+    winding_down: usize,
 }
 
 /// The test slots and the server-wide rate budget.
@@ -162,6 +165,14 @@ impl Slots {
         self.lock().held >= self.max_tests
     }
 
+    /// Whether every slot is held but one is about to be freed: a client
+    /// arriving now is one that ran its tests back to back, which iperf3's
+    /// single-threaded server serves (from its accept queue), not refuses.
+    pub fn freeing_soon(&self) -> bool {
+        let st = self.lock();
+        st.held >= self.max_tests && st.winding_down > 0
+    }
+
     /// Tests running now.
     pub fn held(&self) -> usize {
         self.lock().held
@@ -193,6 +204,7 @@ impl Slots {
             rate_bps,
             seq,
             others_at_start: others as u64,
+            winding_down: false,
         })
     }
 }
@@ -204,9 +216,18 @@ pub struct Slot {
     rate_bps: u64,
     seq: u64,
     others_at_start: u64,
+    winding_down: bool,
 }
 
 impl Slot {
+    /// The client has had its last word; only clean-up is left.
+    pub fn wind_down(&mut self) {
+        if !self.winding_down {
+            self.winding_down = true;
+            self.slots.lock().winding_down += 1;
+        }
+    }
+
     /// How many other tests have run at the same time as this one so far:
     /// those running when it was admitted plus those admitted since.
     pub fn concurrent(&self) -> u64 {
@@ -229,6 +250,9 @@ impl Drop for Slot {
         let mut st = self.slots.lock();
         st.held = st.held.saturating_sub(1);
         st.reserved_bps = st.reserved_bps.saturating_sub(self.rate_bps);
+        if self.winding_down {
+            st.winding_down = st.winding_down.saturating_sub(1);
+        }
     }
 }
 
@@ -394,6 +418,26 @@ mod tests {
         };
         assert_eq!(requested_rate(&bidir), 120_000_000);
         assert_eq!(check_limits(&params(1, 0, 1), &Limits::default()), Ok(0));
+    }
+
+    #[test]
+    fn a_winding_down_slot_is_freeing_soon_until_dropped() {
+        let s = Slots::new(1, None);
+        let mut a = s.try_take(0).expect("first");
+        assert!(s.full() && !s.freeing_soon(), "running, not ending");
+        a.wind_down();
+        a.wind_down();
+        assert!(s.freeing_soon());
+        drop(a);
+        assert!(!s.full() && !s.freeing_soon());
+        // Dropping a wound-down slot forgets it: the count does not leak.
+        let b = s.try_take(0).expect("second");
+        assert!(!s.freeing_soon());
+        drop(b);
+        let two = Slots::new(2, None);
+        let mut x = two.try_take(0).expect("x");
+        x.wind_down();
+        assert!(!two.freeing_soon(), "a slot is free anyway");
     }
 
     #[test]

@@ -120,6 +120,7 @@ struct Test<'s, 'a, 'k> {
 
 impl Drop for Test<'_, '_, '_> {
     fn drop(&mut self) {
+        self.slot.wind_down();
         if let Some(s) = self.session.as_mut() {
             s.stop_senders(Instant::now());
             s.stop_receivers();
@@ -167,6 +168,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
     fn fail(&mut self, code: i32, errno: i32, e: TestError) -> TestError {
         let _ = self.machine.server_error(code, errno);
         let _ = self.flush();
+        self.slot.wind_down();
         self.finish_session();
         e
     }
@@ -288,6 +290,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     self.machine.server_error(code::AUTH, 0)
                 };
                 let _ = self.flush();
+                self.slot.wind_down();
                 Err(TestError::Ended(format!("authentication failed: {e}")))
             }
         }
@@ -720,6 +723,8 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 Some(String::from_utf8_lossy(self.tee.capture.get_ref()).into_owned());
         }
         let _ = self.machine.send_results(&local);
+        // The client may now finish and start its next test at once.
+        self.slot.wind_down();
         let received: u64 = end.streams.iter().map(|x| x.received.bytes).sum();
         let secs = end
             .streams
