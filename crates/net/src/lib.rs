@@ -6,12 +6,15 @@
 //! `sendfile`, `splice`), [`udp`] (`sendmmsg`/`recvmmsg` with GSO/GRO) and
 //! [`host`] (CPU usage, sysctls, `uname`, affinity, link speed, routes).
 //!
+//! [`buf`] gives the data path its page-aligned buffers.
+//!
 //! On top of them sits the one I/O layer that drives the sans-IO protocol of
 //! `plumb-proto`: [`client`] and [`server`] own the control connection,
 //! [`session`] a running test's streams, intervals and results, [`datapath`]
 //! the per-stream threads, [`pacing`] the `-b` send schedule (on virtual time,
 //! so it is tested without a clock), [`sockets`] socket creation and options.
 
+pub mod buf;
 pub mod client;
 pub mod config;
 pub mod datapath;

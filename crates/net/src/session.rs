@@ -7,7 +7,7 @@
 
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use plumb_report::{
     TcpEnd, TcpSample, Totals, UdpEnd,
 };
 
+use crate::buf::PageBuf;
 use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
 use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
@@ -154,6 +155,11 @@ struct TcpAcc {
     samples: u64,
 }
 
+/// How long an interval report waits for the sending threads' TCP_INFO
+/// samples: a thread that has not answered by then is blocked in a call
+/// (a full window), so its socket lock is free to take the sample directly.
+const INFO_WAIT: Duration = Duration::from_millis(3);
+
 /// One data stream of the session.
 #[derive(Debug)]
 pub struct Stream {
@@ -207,6 +213,23 @@ impl Stream {
             StreamSocket::Tcp(s) => tcp_info(s.as_fd()).ok(),
             StreamSocket::Udp(_) => None,
         }
+    }
+
+    /// Whether a running thread sends on this TCP stream (and so holds its
+    /// socket lock most of the time: see [`crate::datapath::InfoMailbox`]).
+    fn busy_tcp_sender(&self) -> bool {
+        self.sender
+            && matches!(self.socket, StreamSocket::Tcp(_))
+            && self.thread.is_some()
+            && !self.counters.done.load(Acquire)
+    }
+
+    /// A sample for an interval: from the sending thread when it runs,
+    /// asked for with `ticket` (see [`Session::interval_record`]).
+    fn interval_tcp_info(&self, ticket: Option<u64>, deadline: Instant) -> Option<TcpInfo> {
+        ticket
+            .and_then(|t| self.counters.info.collect(t, deadline))
+            .or_else(|| self.tcp_info())
     }
 }
 
@@ -371,9 +394,10 @@ impl Session {
                         (StreamSocket::Tcp(t), true) => {
                             let buf = datapath::payload(plan.len, plan.repeating);
                             let src = if plan.zerocopy {
-                                TcpSource::zero_copy(&buf).unwrap_or(TcpSource::Copy(buf))
+                                TcpSource::zero_copy(&buf)
+                                    .unwrap_or_else(|_| TcpSource::Copy(PageBuf::from_slice(&buf)))
                             } else {
-                                TcpSource::Copy(buf)
+                                TcpSource::Copy(PageBuf::from_slice(&buf))
                             };
                             datapath::tcp_send(&t, src, &shared, &c, pacer);
                         }
@@ -493,12 +517,19 @@ impl Session {
             return None;
         }
         let mut streams = Vec::with_capacity(self.streams.len());
-        for s in &mut self.streams {
+        // Ask every sending thread first, so that the waits overlap.
+        let tickets: Vec<Option<u64>> = self
+            .streams
+            .iter()
+            .map(|s| s.busy_tcp_sender().then(|| s.counters.info.request()))
+            .collect();
+        let deadline = Instant::now() + INFO_WAIT;
+        for (s, ticket) in self.streams.iter_mut().zip(tickets) {
             let snap = s.snapshot();
             let bytes = snap.bytes.saturating_sub(s.last.bytes);
             let detail = match (self.plan.protocol, s.sender) {
                 (Protocol::Tcp, true) => {
-                    let info = s.tcp_info();
+                    let info = s.interval_tcp_info(ticket, deadline);
                     let sample = info.map(|i| {
                         let total = u64::from(i.total_retrans);
                         let sample = TcpSample {

@@ -17,6 +17,7 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 
+use crate::buf::PageBuf;
 use crate::sys::{self, MmsgScratch, RecvMeta};
 
 /// Most messages one `sendmmsg`/`recvmmsg` call takes (`UIO_MAXIOV`).
@@ -39,7 +40,7 @@ pub enum UdpBatchError {
 /// Preallocated slots for batched UDP send and receive.
 #[derive(Debug)]
 pub struct UdpBatch {
-    buf: Vec<u8>,
+    buf: PageBuf,
     slot_size: usize,
     meta: Vec<RecvMeta>,
     received: usize,
@@ -90,7 +91,7 @@ impl UdpBatch {
             return Err(UdpBatchError::SlotSize(slot_size));
         }
         Ok(Self {
-            buf: vec![0; slots * slot_size],
+            buf: PageBuf::zeroed(slots * slot_size),
             slot_size,
             meta: vec![RecvMeta::default(); slots],
             received: 0,
