@@ -16,12 +16,14 @@
 //! - A **test** thread ([`test`]) authenticates, sets up the streams, runs
 //!   the test and exchanges results; a client's mistake ends only its test.
 //!
-//! With every slot held (iperf3: one) a new connection gets ACCESS_DENIED
-//! ("busy") at once, unread — unless some test is waiting for its data
-//! streams, in which case the gate must read the cookie first to tell, or
-//! a test has had its last word and is only cleaning up: then the new
-//! client waits (up to [`WAIT_FOR_SLOT`]) as it would in iperf3's accept
-//! queue, so scripts that run tests back to back are not told "busy".
+//! With every slot held (iperf3: one) a new control connection waits a
+//! little before it gets ACCESS_DENIED ("busy"): [`BUSY_GRACE`], or up to
+//! [`WAIT_FOR_SLOT`] when a test has had its last word and is only cleaning
+//! up. iperf3's single-threaded server takes such a client from its accept
+//! queue once the last test is over, and scripts run tests back to back —
+//! also right after interrupting one, before the server has read the
+//! client's goodbye. A connection that gets a slot in time goes on as if it
+//! had just arrived. After a `-1` server's test, "busy" comes at once.
 
 mod admission;
 mod test;
@@ -55,6 +57,8 @@ const GATE_TICK: Duration = Duration::from_millis(200);
 const ACCEPT_BURST: usize = 64;
 /// How long a control connection waits for a slot that is being freed.
 const WAIT_FOR_SLOT: Duration = Duration::from_secs(2);
+/// How long it waits for a slot held by a running test before "busy".
+const BUSY_GRACE: Duration = Duration::from_millis(250);
 /// How often the gate looks for the freed slot meanwhile.
 const WAIT_TICK: Duration = Duration::from_millis(2);
 
@@ -106,8 +110,8 @@ enum Stage {
     Cookie { buf: [u8; COOKIE_LEN], have: usize },
     /// A control connection: cookie in, waiting for the parameters.
     Control(Box<ServerControl>),
-    /// A control connection (cookie in) waiting for a slot being freed;
-    /// nothing more is read from it until it gets one.
+    /// A control connection (cookie in) waiting for a slot (see the module
+    /// docs); nothing more is read from it until it gets one.
     Waiting {
         cookie: [u8; COOKIE_LEN],
         since: Instant,
@@ -344,11 +348,8 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                 let _ = sock.write(&[State::AccessDenied.to_byte()]);
                 continue;
             }
-            let one_off_done = cfg.one_off && self.admitted_any;
-            let closed_to_tests =
-                one_off_done || (self.shared.slots.full() && !self.shared.slots.freeing_soon());
-            if closed_to_tests && !self.shared.registry.any_accepting() {
-                // iperf3's "busy": the byte at once, nothing read.
+            if cfg.one_off && self.admitted_any && !self.shared.registry.any_accepting() {
+                // The one test is under way: "busy" at once, nothing read.
                 let _ = sock.write(&[State::AccessDenied.to_byte()]);
                 continue;
             }
@@ -485,7 +486,7 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
             }
             Route::Control => {
                 let one_off_done = self.shared.cfg.one_off && self.admitted_any;
-                if !one_off_done && self.shared.slots.full() && self.shared.slots.freeing_soon() {
+                if !one_off_done && self.shared.slots.full() {
                     let p = self.pending.get_mut(idx)?;
                     p.stage = Stage::Waiting {
                         cookie: *first,
@@ -493,15 +494,13 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                     };
                     return None;
                 }
-                let closed = self.shared.slots.full() || one_off_done;
-                if closed {
-                    // Read only because a test awaits its streams: this is a
-                    // data connection with a wrong cookie, or a client that
-                    // came while the server is busy.
+                if one_off_done {
+                    // Read only because a test awaits its streams: a data
+                    // connection with a wrong cookie, or a second client.
                     let mut p = self.pending.remove(idx)?;
                     log(
                         &p.peer,
-                        "refused: busy, or a data connection whose cookie matches no test",
+                        "refused: busy (-1, the one test is under way), or a data connection whose cookie matches no test",
                     );
                     let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
                     return None;
@@ -550,9 +549,18 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                 if let Some(h) = self.start_control(idx, &cookie, t) {
                     ready.push(h);
                 }
-            } else if since.elapsed() > WAIT_FOR_SLOT || !self.shared.slots.freeing_soon() {
+            } else if since.elapsed()
+                > if self.shared.slots.freeing_soon() {
+                    WAIT_FOR_SLOT
+                } else {
+                    BUSY_GRACE
+                }
+            {
                 if let Some(mut p) = self.pending.remove(idx) {
-                    log(&p.peer, "refused: busy (every test slot is held)");
+                    log(
+                        &p.peer,
+                        "refused: busy (every test slot is held), or a data connection whose cookie matches no test",
+                    );
                     let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
                 }
             }

@@ -377,6 +377,8 @@ impl Session {
         self.next_tick = self.interval.map(|i| now + i);
         let plan = self.plan.clone();
         let pacers = self.pacers();
+        let receivers = self.streams.iter().filter(|s| !s.sender).count();
+        let read_len = datapath::tcp_read_len(plan.len, receivers, plan.rwin.is_some());
         for s in &mut self.streams {
             let pacer = if s.sender { pacers.pacer() } else { None };
             let shared = Arc::clone(&self.shared);
@@ -404,7 +406,7 @@ impl Session {
                         (StreamSocket::Tcp(t), false) => {
                             datapath::tcp_recv(
                                 &t,
-                                plan.len.max(64 * 1024),
+                                read_len,
                                 plan.skip_rx_copy,
                                 &shared,
                                 &c,

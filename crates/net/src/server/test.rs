@@ -168,12 +168,13 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
     fn fail(&mut self, code: i32, errno: i32, e: TestError) -> TestError {
         let _ = self.machine.server_error(code, errno);
         let _ = self.flush();
-        self.slot.wind_down();
         self.finish_session();
         e
     }
 
+    /// Ends the test early; the slot is as good as free from here on.
     fn finish_session(&mut self) {
+        self.slot.wind_down();
         if let Some(s) = self.session.as_mut() {
             s.finish(Instant::now(), &mut self.tee);
         }

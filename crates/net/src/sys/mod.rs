@@ -4,7 +4,8 @@
 //! `setsockopt`, `read` / `write` / `recv` / `send`, the error queue that
 //! carries `MSG_ZEROCOPY` completions, `sendfile` / `splice` / `memfd_create`,
 //! `sendmmsg` / `recvmmsg` with their control messages, and the host queries
-//! (`getrusage`, `uname`, `sched_setaffinity`, `sysconf`, `clock_gettime`).
+//! (`getrusage`, `uname`, `sched_setaffinity`, `sysconf`, `clock_gettime`),
+//! and the anonymous mappings behind the data path's buffers (`mmap`).
 //!
 //! Every function here has a safe signature: callers pass borrowed file
 //! descriptors and Rust slices, and each `unsafe` block states why the
@@ -21,6 +22,7 @@
 
 mod host;
 mod io;
+mod mem;
 mod mmsg;
 mod sockopt;
 mod tcp_info;
@@ -33,6 +35,7 @@ pub use io::{
     memfd_create, pipe, poll_many, poll_one, read, recv_errqueue, recv_trunc, send_flags, sendfile,
     set_pipe_size, splice, write, ExtendedErr, SO_EE_CODE_ZEROCOPY_COPIED, SO_EE_ORIGIN_ZEROCOPY,
 };
+pub use mem::AnonMap;
 pub use mmsg::{recvmmsg, sendmmsg, MmsgScratch, RecvMeta};
 pub use sockopt::{getsockopt_bytes, getsockopt_int, setsockopt_bytes, setsockopt_int};
 pub use tcp_info::{tcp_info_raw, RawTcpInfo};
