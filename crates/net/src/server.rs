@@ -388,7 +388,11 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
             }
             let what = match &mut p.stage {
                 Stage::Cookie { have, .. } => format!("sent {have} of the 37 cookie bytes"),
-                Stage::Waiting { .. } => "waiting for a test slot".to_string(),
+                Stage::Waiting { .. } => {
+                    // Still owed an answer: the server is busy.
+                    let _ = p.sock.write(&[State::AccessDenied.to_byte()]);
+                    "waiting for a test slot; told busy".to_string()
+                }
                 Stage::Control(m) => {
                     m.handle_timeout(now.saturating_duration_since(epoch));
                     let mut out = Vec::new();

@@ -427,6 +427,36 @@ fn busy_server_refuses_a_second_client() {
     drop(srv);
 }
 
+/// A client held for a slot is still told "busy" when the handshake
+/// timeout is shorter than the hold.
+#[test]
+fn busy_comes_even_with_a_short_handshake_timeout() {
+    let port = port(27_070);
+    let srv = Server::start(plumb_bin(), &["-s", "--handshake-timeout", "100"], port);
+    let p = port.to_string();
+    let first = std::thread::spawn({
+        let p = p.clone();
+        move || {
+            run(
+                plumb_bin(),
+                &["-c", "127.0.0.1", "-p", &p, "-t", "2"],
+                Duration::from_secs(20),
+            )
+        }
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    let second = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(second.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("busy"), "{err}");
+    assert!(first.join().expect("first client").status.success());
+    drop(srv);
+}
+
 /// iperf3's server takes a client that comes while the last test is
 /// cleaning up from its accept queue; scripts rely on running tests back to
 /// back. plumb's gate must not answer those "busy".
