@@ -377,8 +377,6 @@ impl Session {
         self.next_tick = self.interval.map(|i| now + i);
         let plan = self.plan.clone();
         let pacers = self.pacers();
-        let receivers = self.streams.iter().filter(|s| !s.sender).count();
-        let read_len = datapath::tcp_read_len(plan.len, receivers, plan.rwin.is_some());
         for s in &mut self.streams {
             let pacer = if s.sender { pacers.pacer() } else { None };
             let shared = Arc::clone(&self.shared);
@@ -406,7 +404,7 @@ impl Session {
                         (StreamSocket::Tcp(t), false) => {
                             datapath::tcp_recv(
                                 &t,
-                                read_len,
+                                plan.len.max(64 * 1024),
                                 plan.skip_rx_copy,
                                 &shared,
                                 &c,
