@@ -57,6 +57,8 @@ pub struct StreamTcp {
     pub sndbuf_limited_us: Option<u64>,
     /// SO_SNDBUF granted, bytes.
     pub sndbuf_actual: Option<u64>,
+    /// SO_SNDBUF was set (`-w`, `--sndbuf`), so the kernel did not autotune it.
+    pub sndbuf_set: bool,
 }
 
 /// One end's CPU over the test.
@@ -255,6 +257,9 @@ impl Evidence {
                 rwnd_limited_us: u(&info["rwnd_limited_us"]),
                 sndbuf_limited_us: u(&info["sndbuf_limited_us"]),
                 sndbuf_actual: sndbuf,
+                sndbuf_set: plumb_streams
+                    .get(i)
+                    .is_some_and(|p| p["sndbuf_set"] == true),
             };
             // A stock iperf3 sender reports -1 (as a huge unsigned) when it cannot count.
             if st.retransmits.is_some_and(|r| r > u64::from(u32::MAX)) {

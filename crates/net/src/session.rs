@@ -63,6 +63,9 @@ pub struct Plan {
     pub budget: Option<u64>,
     /// `--rwin`: the receive window clamp receiving streams hold.
     pub rwin: Option<u32>,
+    /// Sending sockets have a fixed SO_SNDBUF (`-w`, `--sndbuf`), so the
+    /// kernel does not autotune it.
+    pub sndbuf_set: bool,
 }
 
 impl Plan {
@@ -99,6 +102,7 @@ impl Plan {
             time: p.time.max(0) as f64,
             budget,
             rwin: plumb.rwin,
+            sndbuf_set: p.window.is_some_and(|w| w > 0) || plumb.sndbuf.is_some(),
         }
     }
 
@@ -717,7 +721,7 @@ impl Session {
                     (true, Protocol::Tcp, Some(i)) => i64::from(i.total_retrans),
                     _ => -1,
                 };
-                plumb_streams.push(stream_info(s, info.as_ref()));
+                plumb_streams.push(stream_info(s, info.as_ref(), self.plan.sndbuf_set));
                 let (jitter, errors, packets) = if s.sender {
                     (0.0, 0, t.packets as i64)
                 } else {
@@ -861,7 +865,7 @@ impl Session {
     }
 }
 
-fn stream_info(s: &Stream, info: Option<&TcpInfo>) -> PlumbStreamInfo {
+fn stream_info(s: &Stream, info: Option<&TcpInfo>, sndbuf_set: bool) -> PlumbStreamInfo {
     let (sndbuf, rcvbuf, clamp, cc, mss) = match &s.socket {
         StreamSocket::Tcp(t) => {
             let fd = t.as_fd();
@@ -891,6 +895,7 @@ fn stream_info(s: &Stream, info: Option<&TcpInfo>) -> PlumbStreamInfo {
         thread_cpu_us: (cpu > 0 || wait > 0).then_some(cpu),
         thread_wait_us: (cpu > 0 || wait > 0).then_some(wait),
         sndbuf_actual: sndbuf,
+        sndbuf_set: s.sender && sndbuf_set,
         rcvbuf_actual: rcvbuf,
         window_clamp: clamp,
         mss,

@@ -152,6 +152,10 @@ pub struct PlumbStreamInfo {
     /// SO_SNDBUF as the kernel reports it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sndbuf_actual: Option<u32>,
+    /// A sending stream whose SO_SNDBUF was set (`-w`, `--sndbuf`): fixed,
+    /// where the kernel would otherwise grow it as the window grows.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sndbuf_set: bool,
     /// SO_RCVBUF as the kernel reports it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rcvbuf_actual: Option<u32>,
@@ -398,6 +402,7 @@ mod tests {
                 streams: streams.into_iter().map(|(id, buf, congestion, info)| PlumbStreamInfo {
                     id,
                     sndbuf_actual: buf,
+                    sndbuf_set: buf.is_some(),
                     rcvbuf_actual: buf,
                     window_clamp: None,
                     mss: buf,
