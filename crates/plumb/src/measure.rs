@@ -417,6 +417,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             one_off: a.one_off,
             rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
             interval: a.interval.unwrap_or(1.0),
+            json_output: a.json,
             ..ServerConfig::default()
         };
         if let Err(msg) = a.harden.apply_server(&mut cfg) {

@@ -157,3 +157,27 @@ fn plumb_client_to_stock_server_udp_reverse() {
     );
     check_udp(&c, 200e6);
 }
+
+/// `--get-server-output` against a `-J` server returns the server's JSON
+/// document, in both directions.
+fn check_server_output(client: Who, server: Who) {
+    let (c, s) = pair(client, server, &["-t", "1", "--get-server-output"]);
+    let so = &c["server_output_json"];
+    assert!(so.is_object(), "no server_output_json: {c}");
+    assert_eq!(so["start"]["cookie"], c["start"]["cookie"]);
+    assert_eq!(
+        num(so, "end.sum_received.bytes"),
+        num(&s, "end.sum_received.bytes")
+    );
+    check_tcp(&c, &s, server == Who::Plumb, "");
+}
+
+#[test]
+fn stock_client_gets_plumb_server_output() {
+    check_server_output(Who::Iperf3, Who::Plumb);
+}
+
+#[test]
+fn plumb_client_gets_stock_server_output() {
+    check_server_output(Who::Plumb, Who::Iperf3);
+}

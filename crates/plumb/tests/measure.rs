@@ -208,12 +208,71 @@ fn dscp_title_extra_data() {
 }
 
 #[test]
-fn server_output_comes_back() {
-    let (c, _) = pp(&["-t", "1", "--get-server-output"]);
+fn server_output_comes_back_as_json_from_a_json_server() {
+    // The server runs with -J, so as with iperf3 its report comes back as a
+    // JSON document describing the same test.
+    let (c, s) = pp(&["-t", "1", "--get-server-output"]);
+    let so = &c["server_output_json"];
+    assert!(so.is_object(), "server_output_json missing: {c}");
+    assert!(c.get("server_output_text").is_none());
+    assert_eq!(so["start"]["cookie"], c["start"]["cookie"]);
+    assert_eq!(
+        num(so, "end.sum_received.bytes"),
+        num(&c, "end.sum_received.bytes")
+    );
+    assert_eq!(
+        num(so, "end.sum_received.bytes"),
+        num(&s, "end.sum_received.bytes")
+    );
+}
+
+#[test]
+fn server_output_comes_back_as_text_from_a_text_server() {
+    let port = port(26_000);
+    let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-J",
+            "-t",
+            "1",
+            "--get-server-output",
+        ],
+        Duration::from_secs(40),
+    );
+    assert!(out.status.success());
+    let c = json(&out, "client");
+    srv.finish(Duration::from_secs(10));
     let text = c["server_output_text"]
         .as_str()
         .expect("server_output_text");
     assert!(text.contains("receiver"), "{text}");
+    assert!(c.get("server_output_json").is_none());
+    // The human client prints it under iperf3's heading.
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--get-server-output",
+        ],
+        Duration::from_secs(40),
+    );
+    srv.finish(Duration::from_secs(10));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Server JSON output:"), "{text}");
+    assert!(text.contains("\"sum_received\""), "{text}");
 }
 
 #[test]

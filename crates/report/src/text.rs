@@ -221,6 +221,14 @@ impl<W: Write> Sink for TextSink<W> {
                 self.line(l);
             }
         }
+        if let Some(j) = &e.server_output_json {
+            self.line("");
+            self.line("Server JSON output:");
+            let text = serde_json::to_string_pretty(j).unwrap_or_default();
+            for l in text.lines() {
+                self.line(l);
+            }
+        }
     }
 
     fn error(&mut self, msg: &str) {

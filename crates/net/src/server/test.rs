@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use plumb_proto::params::TestParams;
 use plumb_proto::server::{ServerControl, ServerEvent};
 use plumb_proto::{auth, stream_id, udp, Cookie, State};
+use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 use plumb_report::{EndRecord, IntervalRecord, Role, Sink, StartRecord};
 
@@ -71,32 +72,58 @@ pub(crate) fn run(shared: &Shared<'_>, a: Admitted) -> Result<String, TestError>
     result
 }
 
-/// Tees records to the operator's sink and to a text capture for `--get-server-output`.
+/// Tees records to the operator's sink and to a capture for
+/// `--get-server-output`: the text report, or with `-J` the JSON document, as
+/// an iperf3 server returns whichever it prints.
 struct Tee<'a> {
     main: &'a mut dyn Sink,
-    capture: TextSink<Vec<u8>>,
+    capture: Capture,
+}
+
+enum Capture {
+    Text(TextSink<Vec<u8>>),
+    Json(Box<JsonSink<Vec<u8>>>),
+}
+
+impl Capture {
+    fn sink(&mut self) -> &mut dyn Sink {
+        match self {
+            Capture::Text(t) => t,
+            Capture::Json(j) => j.as_mut(),
+        }
+    }
+
+    /// Puts the captured report into the results sent to the client.
+    fn attach(&self, r: &mut plumb_proto::results::Results) {
+        match self {
+            Capture::Text(t) => {
+                r.server_output_text = Some(String::from_utf8_lossy(t.get_ref()).into_owned());
+            }
+            Capture::Json(j) => r.server_output_json = Some(j.document()),
+        }
+    }
 }
 
 impl Sink for Tee<'_> {
     fn start(&mut self, s: &StartRecord) {
         self.main.start(s);
-        self.capture.start(s);
+        self.capture.sink().start(s);
     }
     fn interval(&mut self, i: &IntervalRecord) {
         self.main.interval(i);
-        self.capture.interval(i);
+        self.capture.sink().interval(i);
     }
     fn end(&mut self, e: &EndRecord) {
         self.main.end(e);
-        self.capture.end(e);
+        self.capture.sink().end(e);
     }
     fn error(&mut self, m: &str) {
         self.main.error(m);
-        self.capture.error(m);
+        self.capture.sink().error(m);
     }
     fn note(&mut self, l: &str) {
         self.main.note(l);
-        self.capture.note(l);
+        self.capture.sink().note(l);
     }
     fn finish(&mut self) -> io::Result<()> {
         self.main.finish()
@@ -147,7 +174,11 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             epoch: a.epoch,
             tee: Tee {
                 main: sink,
-                capture: TextSink::new(Vec::new(), false),
+                capture: if shared.cfg.json_output {
+                    Capture::Json(Box::new(JsonSink::new(Vec::new())))
+                } else {
+                    Capture::Text(TextSink::new(Vec::new(), false))
+                },
             },
             session: None,
             out: Vec::with_capacity(1024),
@@ -720,8 +751,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         }
         self.tee.end(&end);
         if self.params.get_server_output {
-            local.server_output_text =
-                Some(String::from_utf8_lossy(self.tee.capture.get_ref()).into_owned());
+            self.tee.capture.attach(&mut local);
         }
         let _ = self.machine.send_results(&local);
         // The client may now finish and start its next test at once.
