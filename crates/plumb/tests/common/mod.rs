@@ -16,17 +16,38 @@ pub fn plumb_bin() -> &'static str {
     env!("CARGO_BIN_EXE_plumb")
 }
 
-/// Debian's iperf3, which scripts/test installs.
+/// The stock iperf3 to interoperate with: Debian's, which scripts/test
+/// installs, or the binary `PLUMB_IPERF3` names (to run the same matrix
+/// against a newer iperf3).
 pub fn iperf3_bin() -> &'static str {
-    let ok = Command::new("iperf3")
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let bin = BIN.get_or_init(|| std::env::var("PLUMB_IPERF3").unwrap_or_else(|_| "iperf3".into()));
+    let ok = Command::new(bin)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     assert!(
         ok,
-        "iperf3 not found on PATH: scripts/test installs Debian's iperf3 (apt-get install iperf3)"
+        "{bin} not found: scripts/test installs Debian's iperf3 (apt-get install iperf3)"
     );
-    "iperf3"
+    bin
+}
+
+/// The stock iperf3's version, from its `--version` line ("iperf 3.12 ...").
+pub fn iperf3_version() -> (u32, u32) {
+    let out = Command::new(iperf3_bin())
+        .arg("--version")
+        .output()
+        .expect("iperf3 --version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = text
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("no version in {text:?}"));
+    let mut it = v
+        .split(['.', '+', '-'])
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }
 
 /// A port no other test in this process uses; each test binary gets its own range.
