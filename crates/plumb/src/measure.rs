@@ -12,7 +12,7 @@ use plumb_model::{Bytes, Rate};
 use plumb_net::config::{
     ClientConfig, Family, ServerConfig, TestSpec, Transport, DEFAULT_PORT, MAX_STREAMS,
 };
-use plumb_report::json::JsonSink;
+use plumb_report::json::{JsonSink, JsonStreamSink};
 use plumb_report::text::TextSink;
 use plumb_report::Sink;
 
@@ -80,6 +80,9 @@ pub struct MeasureArgs {
     /// Output iperf3's JSON
     #[arg(short = 'J', long = "json")]
     pub json: bool,
+    /// Output iperf3's line-delimited JSON events as they happen (iperf3 3.17+)
+    #[arg(long = "json-stream")]
+    pub json_stream: bool,
     /// Server: handle one test, then exit
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
@@ -378,7 +381,9 @@ pub fn sink(a: &MeasureArgs) -> anyhow::Result<Box<dyn Sink>> {
         ),
         None => Box::new(std::io::stdout()),
     };
-    Ok(if a.json {
+    Ok(if a.json_stream {
+        Box::new(JsonStreamSink::new(out))
+    } else if a.json {
         Box::new(JsonSink::new(out))
     } else {
         Box::new(TextSink::new(out, a.forceflush || a.logfile.is_some()))
@@ -417,13 +422,13 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             one_off: a.one_off,
             rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
             interval: a.interval.unwrap_or(1.0),
-            json_output: a.json,
+            json_output: a.json || a.json_stream,
             ..ServerConfig::default()
         };
         if let Err(msg) = a.harden.apply_server(&mut cfg) {
             return Ok(usage_error(msg));
         }
-        let json = a.json;
+        let (json, json_stream) = (a.json, a.json_stream);
         let logfile = a.logfile.clone();
         let forceflush = a.forceflush;
         let make_sink = move || -> Box<dyn Sink> {
@@ -434,7 +439,9 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
                 },
                 None => Box::new(std::io::stdout()),
             };
-            if json {
+            if json_stream {
+                Box::new(JsonStreamSink::new(out))
+            } else if json {
                 Box::new(JsonSink::new(out))
             } else {
                 Box::new(TextSink::new(out, forceflush))
@@ -455,6 +462,9 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     };
     let _ = host;
     if a.why {
+        if a.json_stream {
+            return Ok(usage_error("--json-stream cannot be used with --why"));
+        }
         return crate::why::test_and_explain(a, a.link);
     }
     let spec = match test_spec(a) {
@@ -487,7 +497,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         Err(e) => {
             // The sink has the error in its output (JSON "error" key or text);
             // stderr gets the one line too unless JSON went to stdout already.
-            if !a.json {
+            if !a.json && !a.json_stream {
                 eprintln!("plumb: {e}");
             }
             Ok(ExitCode::from(1))

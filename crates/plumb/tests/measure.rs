@@ -3,7 +3,9 @@
 
 mod common;
 
-use std::time::Duration;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
@@ -602,6 +604,94 @@ fn refused_is_one_line_and_exit_1() {
     );
 }
 
+/// Reads a `--json-stream` run's lines as they come: (event, data, when).
+fn stream_events(args: &[&str]) -> (Vec<(String, Value, Instant)>, Instant, Option<i32>) {
+    let mut child = Command::new(plumb_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("client");
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut events = Vec::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("not one JSON object per line: {e}: {line}"));
+            let name = v["event"].as_str().expect("event name").to_string();
+            events.push((name, v["data"].clone(), Instant::now()));
+        }
+        events
+    });
+    let t0 = Instant::now();
+    while matches!(child.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let exited = Instant::now();
+    let _ = child.kill();
+    let status = child.wait().expect("wait");
+    (reader.join().expect("reader"), exited, status.code())
+}
+
+#[test]
+fn json_stream_writes_each_event_as_it_happens() {
+    let port = port(26_000);
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
+    let p = port.to_string();
+    let (events, exited, code) = stream_events(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-t",
+        "3",
+        "--json-stream",
+        "--get-server-output",
+    ]);
+    srv.finish(Duration::from_secs(10));
+    assert_eq!(code, Some(0));
+    let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "start",
+            "interval",
+            "interval",
+            "interval",
+            "server_output_json",
+            "end"
+        ]
+    );
+    // The first interval was out long before the test ended: streamed, not
+    // held back to the end as -J holds its document.
+    assert!(exited.duration_since(events[1].2) > Duration::from_millis(1500));
+    let end = &events[5].1;
+    let interval_bytes: f64 = events[1..4].iter().map(|e| num(&e.1, "sum.bytes")).sum();
+    assert_eq!(interval_bytes, num(end, "sum_sent.bytes"));
+    assert_eq!(num(end, "sum_sent.bytes"), num(end, "sum_received.bytes"));
+    assert_eq!(
+        num(&events[4].1, "end.sum_received.bytes"),
+        num(end, "sum_received.bytes")
+    );
+    assert_eq!(events[0].1["cookie"], events[4].1["start"]["cookie"]);
+}
+
+#[test]
+fn json_stream_reports_an_error_and_still_ends() {
+    let p = port(27_100).to_string();
+    let (events, _, code) =
+        stream_events(&["-c", "127.0.0.1", "-p", &p, "-t", "1", "--json-stream"]);
+    assert_eq!(code, Some(1));
+    let names: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(names, ["error", "end"]);
+    assert!(events[0]
+        .1
+        .as_str()
+        .is_some_and(|e| e.contains("unable to connect")));
+    assert_eq!(events[1].1, serde_json::json!({}));
+}
+
 #[test]
 fn bad_flags_are_one_line_and_exit_2() {
     for args in [
@@ -616,6 +706,7 @@ fn bad_flags_are_one_line_and_exit_2() {
         &["-c", "127.0.0.1", "--dscp", "af51"],
         &["-c", "127.0.0.1", "-u", "--rwin", "1000"],
         &["-c", "127.0.0.1", "-R", "--bidir"],
+        &["-c", "127.0.0.1", "--why", "--link", "1g", "--json-stream"],
         &["-c"],
         &["-s", "-c", "127.0.0.1"],
         &["--bogus"],

@@ -98,6 +98,71 @@ impl<W: Write> Sink for JsonSink<W> {
     }
 }
 
+/// `--json-stream` (iperf3 3.17+): one JSON object per line as each record
+/// arrives, `{"event":E,"data":…}` with E = `start`, `interval`, `error`,
+/// `server_output_text`/`server_output_json`, and always a closing `end`
+/// (with empty data when the test never ended), so a reader following the
+/// stream sees every result the moment it exists.
+pub struct JsonStreamSink<W: Write> {
+    out: W,
+    ended: bool,
+    /// Write errors (a closed pipe) end printing, not the test.
+    broken: bool,
+}
+
+impl<W: Write> JsonStreamSink<W> {
+    /// A sink writing events to `out`, each line flushed.
+    pub fn new(out: W) -> Self {
+        JsonStreamSink {
+            out,
+            ended: false,
+            broken: false,
+        }
+    }
+
+    /// Gives back the writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn event(&mut self, event: &str, data: Value) {
+        if self.broken {
+            return;
+        }
+        let line = json!({"event": event, "data": data});
+        self.broken = !(writeln!(self.out, "{line}").is_ok() && self.out.flush().is_ok());
+    }
+}
+
+impl<W: Write> Sink for JsonStreamSink<W> {
+    fn start(&mut self, s: &StartRecord) {
+        self.event("start", start_json(s));
+    }
+    fn interval(&mut self, i: &IntervalRecord) {
+        self.event("interval", interval_json(i));
+    }
+    fn end(&mut self, e: &EndRecord) {
+        if let Some(t) = &e.server_output_text {
+            self.event("server_output_text", json!(t));
+        }
+        if let Some(j) = &e.server_output_json {
+            self.event("server_output_json", j.clone());
+        }
+        self.event("end", end_json(e));
+        self.ended = true;
+    }
+    fn error(&mut self, msg: &str) {
+        self.event("error", json!(msg));
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        if !self.ended {
+            self.event("end", json!({}));
+            self.ended = true;
+        }
+        Ok(())
+    }
+}
+
 /// `Sun, 22 Nov 2026 02:38:32 GMT` for a Unix time (RFC 7231 IMF-fixdate).
 pub fn http_date(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
