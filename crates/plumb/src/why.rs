@@ -21,7 +21,7 @@ use crate::measure::{test_spec, MeasureArgs};
 /// Flags of `plumb why`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  plumb why 198.18.0.2 --link 1g          test for 5 s and explain\n  plumb why --from result.json --link 1g  explain a saved plumb/iperf3 -J result\n  plumb why --rate 1g --rtt 15ms -w 17520  explain from the model alone"
+    after_help = "Examples:\n  plumb why 198.18.0.2 --link 1g          test for 5 s and explain\n  plumb why --from result.json --link 1g  explain a saved plumb/iperf3 -J (or --json-stream) result\n  plumb why --rate 1g --rtt 15ms -w 17520  explain from the model alone"
 )]
 pub struct WhyArgs {
     /// Server to test against (plumb or iperf3); leave out for --from or the model alone
@@ -48,14 +48,18 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &a.from {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        // A -J document, or a saved --json-stream log of one test.
         let doc: Value = match serde_json::from_str(&text) {
             Ok(v) => v,
-            Err(e) => {
-                return Ok(usage_error(format!(
-                    "{} is not a -J document: {e}",
-                    path.display()
-                )))
-            }
+            Err(e) => match plumb_report::json::document_from_events(&text) {
+                Some(v) => v,
+                None => {
+                    return Ok(usage_error(format!(
+                        "{} is not a -J document or a --json-stream log: {e}",
+                        path.display()
+                    )))
+                }
+            },
         };
         let link = a.measure.link.map(|r| LinkRate {
             bps: r.bps(),

@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use serde_json::Value;
 
 #[test]
 fn the_model_alone_explains_the_backup() {
@@ -72,6 +73,54 @@ fn a_saved_iperf3_document_is_explained() {
     );
     let unknown = v["diagnosis"]["unknown"].to_string();
     assert!(unknown.contains("not plumb"), "{unknown}");
+}
+
+#[test]
+fn a_saved_json_stream_is_explained_like_its_document() {
+    let port = port(28_000);
+    let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "2", "--json-stream"],
+        Duration::from_secs(30),
+    );
+    srv.finish(Duration::from_secs(10));
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let end: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["event"] == "end")
+        .expect("end event")["data"]
+        .clone();
+    let path = std::env::temp_dir().join(format!("plumb-why-stream-{}.jsonl", std::process::id()));
+    std::fs::write(&path, &text).expect("write");
+    let out = run(
+        plumb_bin(),
+        &[
+            "why",
+            "--from",
+            path.to_str().expect("path"),
+            "--link",
+            "100g",
+            "-J",
+        ],
+        Duration::from_secs(10),
+    );
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "why --from stream");
+    assert_eq!(
+        v["end"]["sum_received"]["bytes"],
+        end["sum_received"]["bytes"]
+    );
+    assert_eq!(v["intervals"].as_array().map(Vec::len), Some(2));
+    assert!(v["diagnosis"]["limit"].is_string(), "{}", v["diagnosis"]);
 }
 
 #[test]

@@ -163,6 +163,38 @@ impl<W: Write> Sink for JsonStreamSink<W> {
     }
 }
 
+/// Reassembles a `--json-stream` log (plumb's or iperf3's) into the `-J`
+/// document it stands for, so tools that read saved documents read a saved
+/// stream too. `None` unless every non-blank line is an event object.
+pub fn document_from_events(text: &str) -> Option<Value> {
+    let mut top = Map::new();
+    let mut intervals = Vec::new();
+    let mut any = false;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).ok()?;
+        let event = v.get("event")?.as_str()?;
+        let data = v.get("data")?.clone();
+        any = true;
+        match event {
+            "interval" => intervals.push(data),
+            // iperf3 closes an aborted stream with an empty end.
+            "end" if data.as_object().is_some_and(Map::is_empty) => {}
+            // The first error is the cause, as in a -J document.
+            "error" if top.contains_key("error") => {}
+            other => {
+                top.insert(other.to_string(), data);
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    top.entry("start").or_insert_with(|| json!({}));
+    top.insert("intervals".into(), Value::Array(intervals));
+    top.entry("end").or_insert_with(|| json!({}));
+    Some(Value::Object(top))
+}
+
 /// `Sun, 22 Nov 2026 02:38:32 GMT` for a Unix time (RFC 7231 IMF-fixdate).
 pub fn http_date(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -642,6 +674,68 @@ mod tests {
         assert_eq!(d["end"]["sum_sent"]["packets"], 100);
         assert_eq!(d["end"]["streams"][0]["udp"]["out_of_order"], 1);
         assert!(d["end"].get("sender_tcp_congestion").is_none());
+    }
+
+    #[test]
+    fn stream_events_reassemble_into_the_document() {
+        let mut rec = end(vec![tcp_end(true, 1000, 1000)], false, Protocol::Tcp);
+        rec.server_output_json = Some(json!({"end": {"k": 2}}));
+        let iv = IntervalRecord {
+            streams: vec![StreamInterval {
+                socket: 5,
+                start: 0.0,
+                end: 1.0,
+                bytes: 1000,
+                sender: true,
+                omitted: false,
+                detail: IntervalDetail::Tcp(None),
+            }],
+        };
+        let mut stream = JsonStreamSink::new(Vec::new());
+        let mut whole = JsonSink::new(Vec::new());
+        for sink in [&mut stream as &mut dyn Sink, &mut whole] {
+            sink.interval(&iv);
+            sink.end(&rec);
+            sink.finish().expect("finish");
+        }
+        let text = String::from_utf8(stream.into_inner()).expect("utf8");
+        let events: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one object per line"))
+            .collect();
+        let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+        assert_eq!(names, ["interval", "server_output_json", "end"]);
+        let mut doc = whole.document();
+        // -J gives an empty start when none was recorded; so does the stream.
+        doc["start"] = json!({});
+        assert_eq!(document_from_events(&text), Some(doc));
+    }
+
+    #[test]
+    fn a_failed_stream_keeps_its_first_error() {
+        let mut stream = JsonStreamSink::new(Vec::new());
+        stream.error("unable to connect");
+        stream.error("later");
+        stream.finish().expect("finish");
+        let text = String::from_utf8(stream.into_inner()).expect("utf8");
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(
+            text.ends_with("{\"event\":\"end\",\"data\":{}}\n"),
+            "{text}"
+        );
+        let doc = document_from_events(&text).expect("document");
+        assert_eq!(doc["error"], "unable to connect");
+        assert_eq!(doc["end"], json!({}));
+    }
+
+    #[test]
+    fn only_event_lines_make_a_document() {
+        assert_eq!(document_from_events(""), None);
+        assert_eq!(document_from_events("{\"start\": {}}"), None);
+        assert_eq!(
+            document_from_events("{\"event\":\"start\",\"data\":{}}\nnot json"),
+            None
+        );
     }
 
     #[test]
