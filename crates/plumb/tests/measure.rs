@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -228,49 +228,32 @@ fn server_output_comes_back_as_json_from_a_json_server() {
     );
 }
 
+/// Runs `plumb -c 127.0.0.1 -p PORT client…` against a fresh `plumb -s -1
+/// server…`: (client output, server output).
+fn against(server: &[&str], client: &[&str]) -> (Output, Output) {
+    let port = port(26_000);
+    let mut sargs = vec!["-s", "-1"];
+    sargs.extend_from_slice(server);
+    let srv = Server::start(plumb_bin(), &sargs, port);
+    let p = port.to_string();
+    let mut cargs = vec!["-c", "127.0.0.1", "-p", &p];
+    cargs.extend_from_slice(client);
+    let out = run(plumb_bin(), &cargs, Duration::from_secs(40));
+    (out, srv.finish(Duration::from_secs(10)))
+}
+
 #[test]
 fn server_output_comes_back_as_text_from_a_text_server() {
-    let port = port(26_000);
-    let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
-    let p = port.to_string();
-    let out = run(
-        plumb_bin(),
-        &[
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-J",
-            "-t",
-            "1",
-            "--get-server-output",
-        ],
-        Duration::from_secs(40),
-    );
+    let (out, _) = against(&[], &["-J", "-t", "1", "--get-server-output"]);
     assert!(out.status.success());
     let c = json(&out, "client");
-    srv.finish(Duration::from_secs(10));
     let text = c["server_output_text"]
         .as_str()
         .expect("server_output_text");
     assert!(text.contains("receiver"), "{text}");
     assert!(c.get("server_output_json").is_none());
     // The human client prints it under iperf3's heading.
-    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
-    let out = run(
-        plumb_bin(),
-        &[
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-t",
-            "1",
-            "--get-server-output",
-        ],
-        Duration::from_secs(40),
-    );
-    srv.finish(Duration::from_secs(10));
+    let (out, _) = against(&["-J"], &["-t", "1", "--get-server-output"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("Server JSON output:"), "{text}");
