@@ -35,6 +35,11 @@ pub fn iperf3_bin() -> &'static str {
 
 /// The stock iperf3's version, from its `--version` line ("iperf 3.12 ...").
 pub fn iperf3_version() -> (u32, u32) {
+    static VERSION: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(read_iperf3_version)
+}
+
+fn read_iperf3_version() -> (u32, u32) {
     let out = Command::new(iperf3_bin())
         .arg("--version")
         .output()
