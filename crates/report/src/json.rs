@@ -1,6 +1,7 @@
 //! iperf3's `-J` document: `start`, `intervals`, `end` (and `error`), so that a
-//! parser written for iperf3 reads plumb's output unchanged. plumb's extra
-//! evidence goes under one extra key, `end.plumb`, which such parsers ignore.
+//! parser written for iperf3 reads plumb's output unchanged, and the same
+//! records as `--json-stream` events, one line each. plumb's extra evidence
+//! goes under one extra key, `end.plumb`, which such parsers ignore.
 
 use std::io::Write;
 
