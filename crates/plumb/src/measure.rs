@@ -381,13 +381,19 @@ pub fn sink(a: &MeasureArgs) -> anyhow::Result<Box<dyn Sink>> {
         ),
         None => Box::new(std::io::stdout()),
     };
-    Ok(if a.json_stream {
+    Ok(printer(out, a, a.forceflush || a.logfile.is_some()))
+}
+
+/// The printer `-J`, `--json-stream` or neither asks for, writing to `out`;
+/// `flush` makes the text printer flush every line.
+fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
+    if a.json_stream {
         Box::new(JsonStreamSink::new(out))
     } else if a.json {
         Box::new(JsonSink::new(out))
     } else {
-        Box::new(TextSink::new(out, a.forceflush || a.logfile.is_some()))
-    })
+        Box::new(TextSink::new(out, flush))
+    }
 }
 
 /// The client run the flags describe, for a checked `spec`, with its
@@ -428,24 +434,15 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         if let Err(msg) = a.harden.apply_server(&mut cfg) {
             return Ok(usage_error(msg));
         }
-        let (json, json_stream) = (a.json, a.json_stream);
-        let logfile = a.logfile.clone();
-        let forceflush = a.forceflush;
-        let make_sink = move || -> Box<dyn Sink> {
-            let out: Box<dyn Write> = match &logfile {
+        let make_sink = || -> Box<dyn Sink> {
+            let out: Box<dyn Write> = match &a.logfile {
                 Some(p) => match OpenOptions::new().create(true).append(true).open(p) {
                     Ok(f) => Box::new(f),
                     Err(_) => Box::new(std::io::stdout()),
                 },
                 None => Box::new(std::io::stdout()),
             };
-            if json_stream {
-                Box::new(JsonStreamSink::new(out))
-            } else if json {
-                Box::new(JsonSink::new(out))
-            } else {
-                Box::new(TextSink::new(out, forceflush))
-            }
+            printer(out, a, a.forceflush)
         };
         return Ok(match plumb_net::server::run(&cfg, &make_sink) {
             Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
@@ -462,9 +459,6 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     };
     let _ = host;
     if a.why {
-        if a.json_stream {
-            return Ok(usage_error("--json-stream cannot be used with --why"));
-        }
         return crate::why::test_and_explain(a, a.link);
     }
     let spec = match test_spec(a) {

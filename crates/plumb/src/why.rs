@@ -43,8 +43,15 @@ pub struct WhyArgs {
     pub measure: MeasureArgs,
 }
 
+/// An explanation is one document, written once the test is over: there is
+/// no event stream to give.
+const NO_JSON_STREAM: &str = "--json-stream cannot be used with why; use -J";
+
 /// Runs `plumb why`.
 pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
+    if a.measure.json_stream {
+        return Ok(usage_error(NO_JSON_STREAM));
+    }
     if let Some(path) = &a.from {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
@@ -99,6 +106,9 @@ fn link_for(host: &str, given: Option<Rate>) -> Option<LinkRate> {
 
 /// Runs a client test with `m`, then explains it (`plumb why HOST`, `plumb -c … --why`).
 pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<ExitCode> {
+    if m.json_stream {
+        return Ok(usage_error(NO_JSON_STREAM));
+    }
     let spec = match test_spec(m) {
         Ok(s) => s,
         Err(msg) => return Ok(usage_error(msg)),

@@ -68,9 +68,9 @@ fn check_tcp(c: &Value, s: &Value, count: Count, reverse_group: &str) {
     let recv = num(c, &format!("end.sum_received{reverse_group}.bytes"));
     assert!(sent > 1e6, "sent only {sent} B");
     let threaded = iperf3_version() >= (3, 16);
+    let streams = c["end"]["streams"].as_array().map_or(1, Vec::len) as f64;
     match count {
         Count::StockSends if threaded => {
-            let streams = c["end"]["streams"].as_array().map_or(1, Vec::len) as f64;
             assert!(
                 recv >= sent && recv - sent < streams * 131_072.0,
                 "received {recv} for {sent} sent by {streams} threaded stream(s)"
@@ -80,7 +80,6 @@ fn check_tcp(c: &Value, s: &Value, count: Count, reverse_group: &str) {
             assert_eq!(sent, recv, "bytes sent {sent} != received {recv}")
         }
         Count::StockReceives => {
-            let streams = c["end"]["streams"].as_array().map_or(1, Vec::len) as f64;
             let in_flight = streams * (tcp_mem_max("tcp_rmem") + tcp_mem_max("tcp_wmem"));
             assert!(
                 recv <= sent && sent - recv <= in_flight.max(0.02 * sent),

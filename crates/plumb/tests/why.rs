@@ -166,6 +166,19 @@ fn bad_why_input_is_one_line() {
         (&["why", "--rate", "1g", "--rtt", "15ms"], 2),
         (&["why", "--from", "/nonexistent/plumb.json"], 1),
         (&["why", "--rate", "1g", "--rtt", "bogus", "-w", "1"], 2),
+        (
+            &[
+                "why",
+                "--rate",
+                "1g",
+                "--rtt",
+                "15ms",
+                "-w",
+                "1",
+                "--json-stream",
+            ],
+            2,
+        ),
     ] {
         let out = run(plumb_bin(), args, Duration::from_secs(10));
         assert_eq!(

@@ -21,16 +21,18 @@ pub fn plumb_bin() -> &'static str {
 /// against a newer iperf3).
 pub fn iperf3_bin() -> &'static str {
     static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let bin = BIN.get_or_init(|| std::env::var("PLUMB_IPERF3").unwrap_or_else(|_| "iperf3".into()));
-    let ok = Command::new(bin)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        ok,
-        "{bin} not found: scripts/test installs Debian's iperf3 (apt-get install iperf3)"
-    );
-    bin
+    BIN.get_or_init(|| {
+        let bin = std::env::var("PLUMB_IPERF3").unwrap_or_else(|_| "iperf3".into());
+        let ok = Command::new(&bin)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            ok,
+            "{bin} not found: scripts/test installs Debian's iperf3 (apt-get install iperf3)"
+        );
+        bin
+    })
 }
 
 /// The stock iperf3's version, from its `--version` line ("iperf 3.12 ...").
