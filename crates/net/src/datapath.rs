@@ -13,10 +13,12 @@
 //! calls carry a 100 ms socket timeout so that a stalled peer cannot pin a
 //! thread past the end.
 //!
-//! TCP: `write` or, with `-Z`, `splice` from a memfd; `read` or `MSG_TRUNC`
-//! with `SO_RCVLOWAT` kept at about a millisecond of data. UDP: `sendmmsg`
-//! of GSO messages and `recvmmsg` with GRO, split back into datagrams so
-//! every sequence number is counted ([`UdpSender`], [`UdpIntake`]).
+//! TCP: `write` or, with `-Z`, `tee` and `splice` from a pipe holding the
+//! block; `read` or `MSG_TRUNC`, with `SO_RCVLOWAT` kept at about a
+//! millisecond of data while the test's data threads fit the CPUs
+//! (`Plan::recv_lowat`). UDP: `sendmmsg` of GSO messages and `recvmmsg`
+//! with GRO, split back into datagrams so every sequence number is counted
+//! ([`UdpSender`], [`UdpIntake`]).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -35,7 +37,7 @@ use crate::stream::{read_some, recv_trunc, write_some};
 use crate::sys::clock_monotonic;
 use crate::tcpinfo::{tcp_info, TcpInfo};
 use crate::udp::{UdpBatch, UdpBatchError};
-use crate::zerocopy::MemfdSource;
+use crate::zerocopy::{MemfdSource, TeeSource};
 
 /// How long a blocking socket call may wait before the loop looks at
 /// [`Shared::stop`] again.
@@ -249,23 +251,31 @@ pub enum TcpSource {
     Copy(PageBuf),
     /// `sendfile(2)` from a memfd holding the payload.
     SendFile(MemfdSource),
-    /// `splice(2)` from a memfd through a pipe (`-Z`): the pages go to the
-    /// socket by reference, so the sender never copies the payload.
+    /// `splice(2)` from a memfd through a pipe: the pages go to the socket
+    /// by reference, so the sender never copies the payload.
     Splice(MemfdSource),
+    /// `tee(2)` from a pipe holding the block, then `splice(2)` (`-Z`): as
+    /// [`TcpSource::Splice`] without a page-cache lookup per page.
+    Tee(TeeSource),
 }
 
 impl TcpSource {
-    /// The zero-copy source `-Z` uses: splice from a memfd. On loopback it
-    /// measured ahead of sendfile and far ahead of `MSG_ZEROCOPY`, whose
-    /// completions all come back "copied" there (bench/run, `-Z`).
+    /// The zero-copy source `-Z` uses: tee and splice from a held pipe, or
+    /// splice from a memfd where a pipe cannot hold the block. On loopback
+    /// splice measured ahead of sendfile and far ahead of `MSG_ZEROCOPY`,
+    /// whose completions all come back "copied" there (bench/run, `-Z`).
     pub fn zero_copy(payload: &[u8]) -> io::Result<TcpSource> {
-        MemfdSource::new(payload).map(TcpSource::Splice)
+        match TeeSource::new(payload) {
+            Ok(t) => Ok(TcpSource::Tee(t)),
+            Err(_) => MemfdSource::new(payload).map(TcpSource::Splice),
+        }
     }
 
     fn block_len(&self) -> usize {
         match self {
             TcpSource::Copy(b) => b.len(),
             TcpSource::SendFile(m) | TcpSource::Splice(m) => m.block_len(),
+            TcpSource::Tee(t) => t.block_len(),
         }
     }
 }
@@ -308,6 +318,7 @@ pub fn tcp_send(
             TcpSource::Copy(buf) => write_some(fd, &buf[off..off + want]),
             TcpSource::SendFile(m) => m.sendfile(fd, want),
             TcpSource::Splice(m) => m.splice(fd, want),
+            TcpSource::Tee(t) => t.send(fd, want),
         };
         let sent = match r {
             Ok(n) => {
@@ -362,27 +373,45 @@ pub enum Drain {
 /// reads with the mark at 1 MiB 15–30 % ahead, but 15 % behind iperf3 with
 /// `-Z`, whose source pages are hot and whose copies then pay for a 2 MiB
 /// destination; 128 KiB reads with the mark at 1 MiB kept the lead in both
-/// (copy 46 vs 42 Gb/s, `-Z` 56 vs 50).
+/// (copy 46 vs 42 Gb/s, `-Z` 56 vs 50). When the mark is used at all is
+/// [`TcpRecv::lowat`]'s question.
 pub const LOWAT_MAX: usize = 1 << 20;
 
-/// Receives until EOF or until stopped and drained; `skip_copy` discards with
-/// `MSG_TRUNC` instead of copying (the count stays exact).
+/// How a TCP receiver reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpRecv {
+    /// Bytes per read.
+    pub len: usize,
+    /// Discard with `MSG_TRUNC` instead of copying (the count stays exact).
+    pub skip_copy: bool,
+    /// `--rwin`: the window clamp to hold against the kernel's raises.
+    pub clamp: Option<u32>,
+    /// Keep `SO_RCVLOWAT` at about a millisecond of data ([`LowWater`]);
+    /// whether that pays is `Plan::recv_lowat`'s decision.
+    pub lowat: bool,
+}
+
+/// Receives until EOF or until stopped and drained.
 pub fn tcp_recv(
     sock: &std::net::TcpStream,
-    len: usize,
-    skip_copy: bool,
+    how: TcpRecv,
     shared: &Shared,
     c: &Counters,
     drain: Drain,
-    clamp: Option<u32>,
 ) {
+    let TcpRecv {
+        len,
+        skip_copy,
+        clamp,
+        lowat,
+    } = how;
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
     let mut buf = PageBuf::zeroed(if skip_copy { 0 } else { len });
     let mut stopped_at: Option<Instant> = None;
     // A clamped window (--rwin) may never let the queue reach a low-water
     // mark, so the tuner stays off then.
-    let mut lowat = clamp.is_none().then(|| LowWater::new(LOWAT_MAX, len));
+    let mut lowat = (lowat && clamp.is_none()).then(|| LowWater::new(LOWAT_MAX, len));
     loop {
         let r = if skip_copy {
             recv_trunc(fd, len)
@@ -1107,17 +1136,16 @@ mod tests {
             let shared = Shared::new(None);
             let c = Counters::default();
             let server = TcpStream::from(server);
-            tcp_recv(
-                &server,
-                128 * 1024,
-                skip,
-                &shared,
-                &c,
-                Drain::UntilEof {
-                    limit: Duration::from_secs(5),
-                },
-                None,
-            );
+            let how = TcpRecv {
+                len: 128 * 1024,
+                skip_copy: skip,
+                clamp: None,
+                lowat: true,
+            };
+            let drain = Drain::UntilEof {
+                limit: Duration::from_secs(5),
+            };
+            tcp_recv(&server, how, &shared, &c, drain);
             w.join().expect("writer");
             assert_eq!(c.bytes.load(Relaxed), N as u64, "skip_copy={skip}");
         }
@@ -1131,7 +1159,8 @@ mod tests {
         let sources = [
             TcpSource::Copy(PageBuf::from_slice(&buf)),
             TcpSource::SendFile(MemfdSource::new(&buf).expect("memfd")),
-            TcpSource::zero_copy(&buf).expect("memfd"),
+            TcpSource::Splice(MemfdSource::new(&buf).expect("memfd")),
+            TcpSource::Tee(TeeSource::new(&buf).expect("tee")),
         ];
         for src in sources {
             let (client, server) = tcp_pair();

@@ -91,6 +91,18 @@ pub fn splice(
     })
 }
 
+/// `tee(2)`: duplicates up to `len` bytes from the pipe `fd_in` into the
+/// pipe `fd_out` without consuming them (page references, no copy).
+pub fn tee(
+    fd_in: BorrowedFd<'_>,
+    fd_out: BorrowedFd<'_>,
+    len: usize,
+    flags: libc::c_uint,
+) -> io::Result<usize> {
+    // SAFETY: two descriptors and plain integers; no user memory is involved.
+    cvt_size(unsafe { libc::tee(fd_in.as_raw_fd(), fd_out.as_raw_fd(), len, flags) })
+}
+
 /// `memfd_create(name, MFD_CLOEXEC)`: an anonymous in-memory file.
 pub fn memfd_create(name: &CStr) -> io::Result<OwnedFd> {
     // SAFETY: `name` is a valid NUL-terminated string for the call.

@@ -33,7 +33,8 @@ pub use host::{
 };
 pub use io::{
     memfd_create, pipe, poll_many, poll_one, read, recv_errqueue, recv_trunc, send_flags, sendfile,
-    set_pipe_size, splice, write, ExtendedErr, SO_EE_CODE_ZEROCOPY_COPIED, SO_EE_ORIGIN_ZEROCOPY,
+    set_pipe_size, splice, tee, write, ExtendedErr, SO_EE_CODE_ZEROCOPY_COPIED,
+    SO_EE_ORIGIN_ZEROCOPY,
 };
 pub use mem::AnonMap;
 pub use mmsg::{recvmmsg, sendmmsg, MmsgScratch, RecvMeta};
