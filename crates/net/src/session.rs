@@ -122,7 +122,9 @@ impl Plan {
     /// CPUs (loopback, 5–9 interleaved runs of 2 s, medians): one stream ran
     /// 44.7 Gb/s with the mark and 36.3 without under cubic, 29.1 and 20.7
     /// under bbr, and `-Z` under bbr 50.3 and 21.4; `-P 2` ran 78.0 with it
-    /// and 80.9 without (bbr 32.7 and 35.0), `--bidir` 37.1 and 40.8.
+    /// and 80.9 without (bbr 32.7 and 35.0), `--bidir` 37.1 and 40.8, and
+    /// once the data threads ran in the batch class, `-P 2` under bbr 38.0
+    /// with it and 67.4 without.
     ///
     /// So the mark is on when the test's data threads — a sender and a
     /// receiver per stream, counted as if both ends shared this machine, as
@@ -412,6 +414,11 @@ impl Session {
             let handle = std::thread::Builder::new()
                 .name(format!("plumb-stream-{}", s.id))
                 .spawn(move || {
+                    // TCP only: a late UDP receiver loses datagrams, where a late
+                    // TCP receiver only lets its queue grow.
+                    if matches!(sock, StreamSocket::Tcp(_)) {
+                        let _ = host::batch_current_thread();
+                    }
                     // The thread's own CPU and run-queue wait, once before and once
                     // after its loop: evidence of a starved end, at no cost per block.
                     let sched0 = host::thread_schedstat();

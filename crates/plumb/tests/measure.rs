@@ -260,6 +260,61 @@ fn server_output_comes_back_as_text_from_a_text_server() {
     assert!(text.contains("\"sum_received\""), "{text}");
 }
 
+/// The scheduling policy of each of `pid`'s threads named `plumb-stream-*`
+/// (field 41 of `/proc/PID/task/TID/stat`: 0 normal, 3 batch).
+fn stream_thread_policies(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("plumb-stream-") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // After the ")" closing the name come the fields from 3 on.
+        let policy: Option<u32> = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(41 - 3))
+            .and_then(|f| f.parse().ok());
+        out.extend(policy);
+    }
+    out
+}
+
+/// TCP data threads run in the batch class (no wake-up preemption of each
+/// other); UDP data threads keep the normal class.
+#[test]
+fn tcp_data_threads_are_batch_and_udp_ones_are_not() {
+    for (args, want) in [(&["-P", "2"][..], 3), (&["-u", "-b", "10M"][..], 0)] {
+        let port = port(26_000);
+        let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+        let p = port.to_string();
+        let mut cargs = vec!["-c", "127.0.0.1", "-p", &p, "-t", "3"];
+        cargs.extend_from_slice(args);
+        let mut client = Command::new(plumb_bin())
+            .args(&cargs)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("client");
+        let t0 = Instant::now();
+        let mut seen = Vec::new();
+        while seen.is_empty() && t0.elapsed() < Duration::from_secs(3) {
+            seen = stream_thread_policies(srv.pid());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = client.kill();
+        let _ = client.wait();
+        assert!(!seen.is_empty(), "{args:?}: no server stream thread seen");
+        assert!(
+            seen.iter().all(|&p| p == want),
+            "{args:?}: policies {seen:?}, want {want}"
+        );
+    }
+}
+
 #[test]
 fn udp_counts_loss_and_jitter() {
     let (c, s) = pp(&[

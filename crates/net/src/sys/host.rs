@@ -94,6 +94,22 @@ pub fn sched_setaffinity_self(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// `sched_setscheduler(0, SCHED_BATCH)`: the calling thread's scheduling
+/// policy becomes batch (allowed without privileges).
+pub fn sched_batch_self() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid `sched_param` that outlives the call; pid 0
+    // means the calling thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) })?;
+    Ok(())
+}
+
+/// `sched_getscheduler(0)`: the calling thread's scheduling policy.
+pub fn sched_policy_self() -> io::Result<i32> {
+    // SAFETY: no pointers; pid 0 means the calling thread.
+    cvt(unsafe { libc::sched_getscheduler(0) })
+}
+
 /// `sched_getaffinity(0)`: the CPUs the calling thread may run on.
 pub fn sched_getaffinity_self() -> io::Result<Vec<usize>> {
     // SAFETY: all-zero is the empty set.
