@@ -3,7 +3,7 @@
 //! forwarders' release-time error. Needs root.
 //!
 //! ```text
-//! cargo run --release -p plumb-lab --example max_rate -- [--normal-priority] [--cc NAME] [--secs N] [RATE_GBPS…]
+//! cargo run --release -p plumb-lab --example max_rate -- [--normal-priority] [--no-idle-poll] [--cc NAME] [--secs N] [RATE_GBPS…]
 //! ```
 //!
 //! TCP buffers in the lab namespaces are raised to 4 × BDP (the kernel's
@@ -20,12 +20,14 @@ use plumb_lab::{Lab, LabConfig};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rates = Vec::new();
     let mut realtime = Some(10);
+    let mut idle_poll = true;
     let mut cc = None;
     let mut secs = 4.0;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--normal-priority" => realtime = None,
+            "--no-idle-poll" => idle_poll = false,
             "--cc" => cc = args.next(),
             "--secs" => secs = args.next().and_then(|s| s.parse().ok()).ok_or("--secs N")?,
             g => rates.push(
@@ -49,6 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rate = Rate::from_gbps(g).ok_or("bad rate")?;
         let mut cfg = LabConfig::new(rate, rtt);
         cfg.realtime = realtime;
+        cfg.idle_poll = idle_poll;
         let buf = (4 * bdp_bytes(rate, rtt)).clamp(4 << 20, 1 << 30);
         cfg.tcp_buffer_max = Some(u32::try_from(buf).unwrap_or(u32::MAX));
         let lab = Lab::start(cfg)?;

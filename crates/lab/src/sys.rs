@@ -4,7 +4,8 @@
 //!
 //! Owns: TUN devices (`/dev/net/tun` with `IFF_VNET_HDR` and offloads),
 //! waiting on file descriptors with nanosecond timeouts, entering a network
-//! namespace on the current thread, per-thread scheduling knobs, the few
+//! namespace on the current thread, per-thread scheduling knobs, the CPU
+//! latency request (`/dev/cpu_dma_latency`), the few
 //! socket options the self-tests need, and the async-signal-safe half of the
 //! SIGINT/SIGTERM cleanup. Every function here either returns an
 //! [`io::Error`] built from `errno` or cannot fail; none keeps raw pointers
@@ -571,6 +572,31 @@ pub fn kill_with_parent(cmd: &mut std::process::Command) {
             Ok(())
         });
     }
+}
+
+/// The kernel's CPU latency QoS device: while a process holds it open with a
+/// value written, idle CPUs take no idle state slower to leave than that.
+const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+
+/// Asks that idle CPUs wake within `us` microseconds; the request holds until
+/// the returned file is closed (dropped), and the kernel drops it if the
+/// process dies.
+pub fn hold_cpu_latency(us: i32) -> io::Result<File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(CPU_DMA_LATENCY)?;
+    // The device takes a native-endian s32.
+    f.write_all(&us.to_ne_bytes())?;
+    Ok(f)
+}
+
+/// The CPU latency in force now, µs: the strictest of all held requests.
+pub fn cpu_latency_in_force() -> io::Result<i32> {
+    use std::io::Read;
+    let mut b = [0u8; 4];
+    File::open(CPU_DMA_LATENCY)?.read_exact(&mut b)?;
+    Ok(i32::from_ne_bytes(b))
 }
 
 #[cfg(test)]

@@ -262,7 +262,10 @@ fn probe_reports_configured_rate_and_rtt() {
         Rate::from_mbps(100.0).expect("rate"),
         Duration::from_millis(10),
     );
-    with_lab(cfg, |lab| {
+    with_lab(cfg.clone(), |lab| {
+        // While a lab runs, idle CPUs poll: the latency in force is 0 µs.
+        assert!(lab.stats().idle_poll);
+        assert_eq!(plumb_lab::sys::cpu_latency_in_force().expect("qos"), 0);
         let p = lab.probe().expect("probe");
         eprintln!("probe at 100 Mbit/s, 10 ms: {p:?}");
         let rate = p.rate.expect("rate").bps() as f64;
@@ -272,6 +275,11 @@ fn probe_reports_configured_rate_and_rtt() {
         assert!((0.010..=0.0105).contains(&rtt), "rtt {rtt}");
         assert_eq!(p.burst_received, p.burst_sent);
     });
+    let quiet = LabConfig {
+        idle_poll: false,
+        ..cfg
+    };
+    with_lab(quiet, |lab| assert!(!lab.stats().idle_poll));
 }
 
 #[test]

@@ -468,6 +468,8 @@ fn lab_json(
             "max_queue_bytes": d.link.max_queue_bytes,
             "release_error_p50_us": d.release_error.quantile(0.5).as_secs_f64() * 1e6,
             "release_error_p99_us": d.release_error.quantile(0.99).as_secs_f64() * 1e6,
+            "realtime": d.realtime,
+            "idle_poll": stats.idle_poll,
         },
     })
 }
