@@ -624,61 +624,45 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn sendfile_moves_exactly_n_bytes() {
-        const N: usize = 5 * BLOCK + 777;
+    /// Sends exactly `n` bytes through `send(fd, limit)` calls, the i-th
+    /// with `limit(i, left)`, to a reader that checks every byte is the
+    /// payload repeated; asserts both counts.
+    fn moves_exactly(
+        n: usize,
+        mut send: impl FnMut(BorrowedFd<'_>, usize) -> io::Result<usize>,
+        limit: impl Fn(usize, usize) -> usize,
+    ) {
         let (client, server) = tcp_pair();
         let reader = spawn_checking_reader(server);
-        let mut src = MemfdSource::new(&payload()).expect("memfd");
         let mut sent = 0;
-        for _ in 0..N {
-            if sent == N {
+        for i in 0..n {
+            if sent == n {
                 break;
             }
-            sent += src.sendfile(client.as_fd(), N - sent).expect("sendfile");
+            sent += send(client.as_fd(), limit(i, n - sent).min(n - sent)).expect("send");
         }
         drop(client);
-        assert_eq!(sent, N);
-        assert_eq!(reader.join().expect("reader"), N);
+        assert_eq!(sent, n);
+        assert_eq!(reader.join().expect("reader"), n);
+    }
+
+    #[test]
+    fn sendfile_moves_exactly_n_bytes() {
+        let mut src = MemfdSource::new(&payload()).expect("memfd");
+        moves_exactly(5 * BLOCK + 777, |fd, l| src.sendfile(fd, l), |_, left| left);
     }
 
     #[test]
     fn tee_moves_exactly_n_bytes_of_the_repeated_payload() {
-        // Limits that split blocks and leave bytes in the work pipe.
-        const N: usize = 7 * BLOCK + 9_999;
-        let (client, server) = tcp_pair();
-        let reader = spawn_checking_reader(server);
         let mut src = TeeSource::new(&payload()).expect("tee source");
-        let mut sent = 0;
-        for i in 0..N {
-            if sent == N {
-                break;
-            }
-            let limit = if i % 3 == 0 { 50_000 } else { N - sent };
-            sent += src
-                .send(client.as_fd(), limit.min(N - sent))
-                .expect("tee send");
-        }
-        drop(client);
-        assert_eq!(sent, N);
-        assert_eq!(reader.join().expect("reader"), N);
+        // Every third call limited: splits blocks and leaves bytes in the work pipe.
+        let limit = |i: usize, left: usize| if i % 3 == 0 { 50_000 } else { left };
+        moves_exactly(7 * BLOCK + 9_999, |fd, l| src.send(fd, l), limit);
     }
 
     #[test]
     fn splice_moves_exactly_n_bytes() {
-        const N: usize = 6 * BLOCK + 4_321;
-        let (client, server) = tcp_pair();
-        let reader = spawn_checking_reader(server);
         let mut src = MemfdSource::new(&payload()).expect("memfd");
-        let mut sent = 0;
-        for _ in 0..N {
-            if sent == N {
-                break;
-            }
-            sent += src.splice(client.as_fd(), N - sent).expect("splice");
-        }
-        drop(client);
-        assert_eq!(sent, N);
-        assert_eq!(reader.join().expect("reader"), N);
+        moves_exactly(6 * BLOCK + 4_321, |fd, l| src.splice(fd, l), |_, left| left);
     }
 }
