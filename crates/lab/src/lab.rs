@@ -121,9 +121,10 @@ pub struct LabConfig {
     /// Hold a CPU latency request of 0 µs (`/dev/cpu_dma_latency`) while the
     /// lab runs, so that idle CPUs poll instead of halting. A halted vCPU
     /// wakes only when the host schedules it again: timed wake-ups of the
-    /// forwarders landed up to 70 µs late at p99, and release errors reached
-    /// p99 of 115 µs–2 ms at a 3 Gbit/s, 15 ms link; holding the request,
-    /// 30–41 µs at 3 and 4 Gbit/s. Idle CPUs burn cycles while it is held.
+    /// forwarders landed up to 70 µs late at p99. At a 3 Gbit/s, 15 ms link,
+    /// five alternating runs each gave a release-error p99 of 32–57 µs with
+    /// the request and 43 µs–1 ms without. Idle CPUs burn cycles while it is
+    /// held.
     /// Ignored (silently) where the device is missing or not writable; see
     /// [`LabStats::idle_poll`].
     pub idle_poll: bool,

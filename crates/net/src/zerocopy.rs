@@ -411,17 +411,29 @@ impl MemfdSource {
             self.in_pipe = n;
             self.offset = Self::advanced(self.offset, self.block, n);
         }
-        let n = sys::splice(
-            r.as_fd(),
-            None,
-            sock,
-            None,
-            self.in_pipe.min(limit),
-            libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE,
-        )?;
-        self.in_pipe -= n;
-        Ok(n)
+        pipe_to_socket(r.as_fd(), sock, &mut self.in_pipe, limit)
     }
+}
+
+/// Splices up to `limit` of the `in_pipe` bytes waiting in the pipe `r` to
+/// `sock`, with more to follow (`SPLICE_F_MORE`); takes what went out off
+/// `in_pipe` and returns it.
+fn pipe_to_socket(
+    r: BorrowedFd<'_>,
+    sock: BorrowedFd<'_>,
+    in_pipe: &mut usize,
+    limit: usize,
+) -> io::Result<usize> {
+    let n = sys::splice(
+        r,
+        None,
+        sock,
+        None,
+        (*in_pipe).min(limit),
+        libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE,
+    )?;
+    *in_pipe -= n;
+    Ok(n)
 }
 
 /// A payload block held as page references in a pipe and sent with `tee(2)`
@@ -510,16 +522,7 @@ impl TeeSource {
             }
             self.in_pipe = n;
         }
-        let n = sys::splice(
-            self.work.0.as_fd(),
-            None,
-            sock,
-            None,
-            self.in_pipe.min(limit),
-            libc::SPLICE_F_MOVE | libc::SPLICE_F_MORE,
-        )?;
-        self.in_pipe -= n;
-        Ok(n)
+        pipe_to_socket(self.work.0.as_fd(), sock, &mut self.in_pipe, limit)
     }
 }
 
