@@ -1,7 +1,8 @@
 //! End-to-end tests through real namespaces and TUN devices. They need root
-//! (CAP_NET_ADMIN + CAP_SYS_ADMIN) and /dev/net/tun, and skip with a note
-//! otherwise. Tests serialise on a mutex: they measure throughput and would
-//! disturb each other. Every test checks that nothing named after this
+//! (CAP_NET_ADMIN + CAP_SYS_ADMIN) and /dev/net/tun, and are recorded as
+//! skipped otherwise (`plumb_testkit`; a failure under PLUMB_REQUIRE_LAB=1).
+//! Tests serialise on a mutex: they measure throughput and would disturb each
+//! other. Every test checks that nothing named after this
 //! process is left behind, whether it passed or panicked.
 //!
 //! Run with `--nocapture` to see the measurements.
@@ -22,7 +23,7 @@ fn setup(test: &str) -> Option<MutexGuard<'static, ()>> {
     match Lab::check_privileges() {
         Ok(()) => Some(SERIAL.lock().unwrap_or_else(PoisonError::into_inner)),
         Err(e @ (LabError::NotRoot | LabError::NoTun)) => {
-            eprintln!("skipping {test}: {e}");
+            plumb_testkit::skip_lab!("{test}: {e}");
             None
         }
         Err(e) => panic!("{test}: {e}"),

@@ -1,7 +1,7 @@
 //! `plumb lab` and `plumb why` on emulated links whose truth is known: the
 //! backup scenario, a full link, loss against Mathis, and one scenario per
 //! limit `plumb why` can name. Needs root and /dev/net/tun (CI has both);
-//! elsewhere each test says it was skipped. Lab runs are serialised (they
+//! elsewhere each test is recorded as skipped (`plumb_testkit`). Lab runs are serialised (they
 //! share two CPUs) and every one is checked to leave nothing behind.
 
 mod common;
@@ -14,16 +14,16 @@ use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Whether a lab can be built here; if not, the calling test is recorded as
+/// skipped (a failure under `PLUMB_REQUIRE_LAB=1`) and should return.
 fn can_lab() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-    });
-    let tun = std::path::Path::new("/dev/net/tun").exists();
-    if !(root && tun) {
-        eprintln!("skipped: plumb lab needs root and /dev/net/tun");
+    match plumb_lab::Lab::check_privileges() {
+        Ok(()) => true,
+        Err(e) => {
+            plumb_testkit::skip_lab!("{e}");
+            false
+        }
     }
-    root && tun
 }
 
 fn leftovers() -> Vec<String> {

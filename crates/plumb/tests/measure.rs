@@ -389,7 +389,7 @@ fn cport_bind_and_families() {
 #[test]
 fn ipv6_loopback() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("no IPv6 loopback here; skipped");
+        plumb_testkit::skip!("no IPv6 loopback here");
         return;
     }
     let port = port(26_500);

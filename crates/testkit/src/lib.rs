@@ -1,0 +1,116 @@
+//! Test-only helpers shared by the workspace's test binaries (a dev-dependency,
+//! never linked into plumb itself).
+//!
+//! It owns one thing: *counted skips*. Rust's test harness has no run-time
+//! skip, so a test that cannot run here (no root, no `/dev/net/tun`, no IPv6
+//! loopback) returns early and the harness counts it as passed. Before
+//! returning, such a test calls [`skip_lab!`] or [`skip!`], which
+//!
+//! - prints `SKIPPED <name>: <reason>` to stderr, and
+//! - when `PLUMB_SKIP_LOG` names a file, appends the line `<name>: <reason>`
+//!   to it (one `write` on an `O_APPEND` file, so concurrent test binaries do
+//!   not interleave lines), where `<name>` is
+//!   `<package>::<test binary>::<test path>`, e.g.
+//!   `plumb::lab::backup_scenario_with_the_old_window`.
+//!
+//! `scripts/test` sets `PLUMB_SKIP_LOG`, names the skipped tests and counts
+//! them apart from the passed ones. With `PLUMB_REQUIRE_LAB=1` (set by
+//! `scripts/test` when `CI=true`) a *lab* skip panics instead: where the lab
+//! must run, a lab that cannot be built fails the test.
+
+use std::io::Write;
+
+/// Why a test could not run, which decides whether `PLUMB_REQUIRE_LAB` makes
+/// the skip a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// The lab: root (CAP_NET_ADMIN, CAP_SYS_ADMIN) and `/dev/net/tun`.
+    Lab,
+    /// Anything else the machine may lack (an IPv6 loopback, a peer program).
+    Other,
+}
+
+/// Environment variable naming the file skips are appended to.
+pub const SKIP_LOG: &str = "PLUMB_SKIP_LOG";
+/// Environment variable that turns lab skips into failures when it is `1`.
+pub const REQUIRE_LAB: &str = "PLUMB_REQUIRE_LAB";
+
+/// Records that the calling test did not run. Use [`skip!`] or
+/// [`skip_lab!`], which fill in `package` and `binary`.
+///
+/// # Panics
+/// When `need` is [`Need::Lab`] and `PLUMB_REQUIRE_LAB=1`: the test fails
+/// with the reason instead of being skipped.
+pub fn record(need: Need, package: &str, module: &str, reason: &str) {
+    let name = test_name(package, module);
+    // One line per skip, whatever the reason's text holds.
+    let reason = reason.replace(['\n', '\r'], " ");
+    if need == Need::Lab && std::env::var(REQUIRE_LAB).is_ok_and(|v| v == "1") {
+        panic!("{name} cannot run: {reason} ({REQUIRE_LAB}=1: the lab must run here)");
+    }
+    eprintln!("SKIPPED {name}: {reason}");
+    if let Some(path) = std::env::var_os(SKIP_LOG).filter(|p| !p.is_empty()) {
+        let line = format!("{name}: {reason}\n");
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        // A skip that is not counted would pass silently: fail instead.
+        if let Err(e) = written {
+            panic!(
+                "{name}: cannot append to {SKIP_LOG}={}: {e}",
+                path.to_string_lossy()
+            );
+        }
+    }
+}
+
+/// `package::binary::test`: the harness names each test's thread after the
+/// test's path inside its binary; `module` is the caller's `module_path!()`,
+/// whose first segment is the binary.
+fn test_name(package: &str, module: &str) -> String {
+    let binary = module.split("::").next().unwrap_or(module);
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    format!("{package}::{binary}::{test}")
+}
+
+/// Records a skip for a reason other than the lab; the test then returns.
+/// `skip!("no IPv6 loopback")` or with `format!` arguments.
+#[macro_export]
+macro_rules! skip {
+    ($($reason:tt)+) => {
+        $crate::record(
+            $crate::Need::Other,
+            env!("CARGO_PKG_NAME"),
+            module_path!(),
+            &format!($($reason)+),
+        )
+    };
+}
+
+/// Records that the lab cannot run here; panics under `PLUMB_REQUIRE_LAB=1`.
+#[macro_export]
+macro_rules! skip_lab {
+    ($($reason:tt)+) => {
+        $crate::record(
+            $crate::Need::Lab,
+            env!("CARGO_PKG_NAME"),
+            module_path!(),
+            &format!($($reason)+),
+        )
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_package_binary_and_test() {
+        let n = test_name("plumb", "lab");
+        assert_eq!(n, "plumb::lab::tests::names_carry_package_binary_and_test");
+        assert_eq!(test_name("p", "b::inner"), n.replace("plumb::lab", "p::b"));
+    }
+}
