@@ -246,7 +246,11 @@ fn reno_under_random_loss_is_near_mathis() {
             r.sender.min_rtt
         );
         print_stats(lab);
-        assert!((0.5..=2.0).contains(&ratio), "{ratio:.2}× Mathis");
+        // Seeded loss: five runs here gave 0.91x; the README claims 15 %.
+        assert!(
+            (ratio - 1.0).abs() <= 0.15,
+            "{ratio:.2}× Mathis, not within 15 %"
+        );
         assert!(
             (lost / offered - p).abs() < 0.004,
             "loss rate {}",

@@ -94,7 +94,7 @@ fn auth_token(a: &crate::config::ClientAuth) -> Result<String, TestError> {
         password: a.password.clone(),
         timestamp: now,
     };
-    plumb_proto::auth::encrypt_token(&a.public_key, &creds, a.padding, &mut rand_core::OsRng)
+    plumb_proto::auth::encrypt_token(&a.public_key, &creds, a.padding)
         .map_err(|e| TestError::Server(e.to_string()))
 }
 

@@ -160,9 +160,10 @@ fn reno_under_random_loss_follows_mathis() {
         },
         (ratio - 1.0).abs() * 100.0
     );
+    // Seeded loss: five runs here gave 1.07-1.09x; the README claims 15 %.
     assert!(
-        (0.5..=2.0).contains(&ratio),
-        "measured {measured} vs Mathis {mathis}"
+        (ratio - 1.0).abs() <= 0.15,
+        "measured {measured} vs Mathis {mathis}: not within 15 %"
     );
     assert_eq!(diag(&v).0, "loss", "{}", v["diagnosis"]["summary"]);
 }

@@ -1,24 +1,121 @@
-//! iperf3's authentication token (spec §10), sans I/O.
+//! iperf3's authentication token, sans I/O (`docs/protocol.md`,
+//! "Authentication").
 //!
 //! This module owns the token's plaintext (`user: …` / `pwd:  …` / `ts:   …`),
 //! its RSA encryption and Base64 wrapping, the authorized-users file, the
-//! password hash and the clock-skew check. It reads no file, no clock and no
-//! random device: keys and files come in as text, the time as a number of
-//! Unix seconds, randomness as a caller's RNG — so every function here is
-//! deterministic given its arguments and safe to fuzz.
+//! password hash and the clock-skew check. It reads no file and no clock:
+//! keys and files come in as text, the time as a number of Unix seconds.
+//! The RSA arithmetic is the system's OpenSSL (the library iperf3 itself
+//! uses), whose decryption is constant-time and blinded; OpenSSL also draws
+//! the padding's and the blinding's randomness from its own generator, so the
+//! only non-determinism here is inside the ciphertext.
 //!
 //! Padding: iperf3 up to 3.16 encrypts with PKCS#1 v1.5, 3.17+ with OAEP
 //! (SHA-1, MGF1-SHA-1) unless `--use-pkcs1-padding`. A server here accepts
 //! both: it tries OAEP, then PKCS#1 v1.5, and answers every failure alike.
 
 use base64::Engine as _;
-use rsa::pkcs1::{DecodeRsaPrivateKey, DecodeRsaPublicKey};
-use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
-use rsa::rand_core::CryptoRngCore;
-use rsa::{Oaep, Pkcs1v15Encrypt, RsaPrivateKey, RsaPublicKey};
+use openssl::encrypt::{Decrypter, Encrypter};
+use openssl::hash::MessageDigest;
+use openssl::pkey::{PKey, Private, Public};
+use openssl::rsa::{Padding as RsaPadding, Rsa};
 use sha2::{Digest, Sha256};
 
-pub use rsa::{RsaPrivateKey as PrivateKey, RsaPublicKey as PublicKey};
+/// A server's RSA private key (`--rsa-private-key-path`).
+#[derive(Clone)]
+pub struct PrivateKey(PKey<Private>);
+
+/// A server's RSA public key, as a client holds it (`--rsa-public-key-path`).
+#[derive(Clone)]
+pub struct PublicKey(PKey<Public>);
+
+impl PrivateKey {
+    /// A fresh key of `bits` bits (tests and the fuzz target; servers read
+    /// theirs with [`private_key_from_pem`]).
+    pub fn generate(bits: u32) -> Result<PrivateKey, AuthError> {
+        Rsa::generate(bits)
+            .and_then(PKey::from_rsa)
+            .map(PrivateKey)
+            .map_err(|e| AuthError::Key {
+                what: "private",
+                detail: e.to_string(),
+            })
+    }
+
+    /// The matching public key.
+    pub fn public_key(&self) -> PublicKey {
+        let der = self
+            .0
+            .public_key_to_der()
+            .and_then(|d| PKey::public_key_from_der(&d));
+        // Re-reading the DER OpenSSL just wrote from a valid key cannot fail.
+        PublicKey(der.unwrap_or_else(|e| unreachable!("public half of an RSA key: {e}")))
+    }
+
+    /// The key as PKCS#8 PEM (`BEGIN PRIVATE KEY`).
+    pub fn to_pkcs8_pem(&self) -> String {
+        pem_text(self.0.private_key_to_pem_pkcs8())
+    }
+
+    /// The key as PKCS#1 PEM (`BEGIN RSA PRIVATE KEY`).
+    pub fn to_pkcs1_pem(&self) -> String {
+        pem_text(self.0.rsa().and_then(|r| r.private_key_to_pem()))
+    }
+
+    /// The modulus size, bits.
+    pub fn bits(&self) -> u32 {
+        self.0.bits()
+    }
+}
+
+impl PublicKey {
+    /// The key as SubjectPublicKeyInfo PEM (`BEGIN PUBLIC KEY`).
+    pub fn to_pem(&self) -> String {
+        pem_text(self.0.public_key_to_pem())
+    }
+
+    /// The modulus size, bits.
+    pub fn bits(&self) -> u32 {
+        self.0.bits()
+    }
+}
+
+fn pem_text(r: Result<Vec<u8>, openssl::error::ErrorStack>) -> String {
+    // OpenSSL writes PEM as ASCII; an encoder failure on a valid key would
+    // be an OpenSSL bug, so it shows as an empty text rather than a panic.
+    r.map(|v| String::from_utf8_lossy(&v).into_owned())
+        .unwrap_or_default()
+}
+
+impl PartialEq for PrivateKey {
+    fn eq(&self, other: &Self) -> bool {
+        // Same public half and same private exponent: the same key.
+        self.0.public_eq(&other.0)
+            && match (self.0.rsa(), other.0.rsa()) {
+                (Ok(a), Ok(b)) => a.d() == b.d(),
+                _ => false,
+            }
+    }
+}
+
+impl PartialEq for PublicKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.public_eq(&other.0)
+    }
+}
+
+impl std::fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key material.
+        write!(f, "PrivateKey(RSA {} bits)", self.bits())
+    }
+}
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PublicKey(RSA {} bits)", self.bits())
+    }
+}
 
 /// iperf3's default `--time-skew-threshold`, seconds.
 pub const DEFAULT_SKEW_SECS: u64 = 10;
@@ -259,58 +356,114 @@ pub fn check_skew(token_secs: i64, now_secs: i64, threshold_secs: u64) -> Result
 
 /// Reads a PEM public key: `BEGIN PUBLIC KEY` (what `openssl rsa -pubout`
 /// writes and iperf3 reads) or `BEGIN RSA PUBLIC KEY`.
-pub fn public_key_from_pem(pem: &str) -> Result<RsaPublicKey, AuthError> {
-    let pem = pem.trim();
-    RsaPublicKey::from_public_key_pem(pem)
-        .or_else(|_| RsaPublicKey::from_pkcs1_pem(pem))
-        .map_err(|e| AuthError::Key {
-            what: "public",
-            detail: e.to_string(),
-        })
+pub fn public_key_from_pem(pem: &str) -> Result<PublicKey, AuthError> {
+    let pem = pem.trim().as_bytes();
+    let key = match PKey::public_key_from_pem(pem) {
+        Ok(k) => Ok(k),
+        Err(_) => Rsa::public_key_from_pem_pkcs1(pem).and_then(PKey::from_rsa),
+    };
+    let err = |detail: String| AuthError::Key {
+        what: "public",
+        detail,
+    };
+    let key = key.map_err(|e| err(first_reason(&e)))?;
+    if key.rsa().is_err() {
+        return Err(err("the key is not an RSA key".into()));
+    }
+    Ok(PublicKey(key))
 }
 
 /// Reads an unencrypted PEM private key: `BEGIN PRIVATE KEY` (PKCS#8, what
 /// OpenSSL 3 writes) or `BEGIN RSA PRIVATE KEY` (PKCS#1).
-pub fn private_key_from_pem(pem: &str) -> Result<RsaPrivateKey, AuthError> {
+pub fn private_key_from_pem(pem: &str) -> Result<PrivateKey, AuthError> {
     let pem = pem.trim();
-    if pem.contains("ENCRYPTED") || pem.contains("Proc-Type: 4,ENCRYPTED") {
-        return Err(AuthError::Key {
-            what: "private",
-            detail: "the key is passphrase-protected; remove the passphrase (openssl rsa -in KEY -out PLAIN)".into(),
-        });
+    let err = |detail: String| AuthError::Key {
+        what: "private",
+        detail,
+    };
+    if pem.contains("ENCRYPTED") {
+        return Err(err("the key is passphrase-protected; remove the passphrase (openssl rsa -in KEY -out PLAIN)".into()));
     }
-    RsaPrivateKey::from_pkcs8_pem(pem)
-        .or_else(|_| RsaPrivateKey::from_pkcs1_pem(pem))
-        .map_err(|e| AuthError::Key {
-            what: "private",
-            detail: e.to_string(),
-        })
+    // An empty passphrase from the callback: OpenSSL must never prompt on
+    // the terminal for a key that turns out to be encrypted after all.
+    let key = PKey::private_key_from_pem_callback(pem.as_bytes(), |_| Ok(0))
+        .map_err(|e| err(first_reason(&e)))?;
+    match key.rsa() {
+        // Refuse a key whose numbers do not fit together (a corrupted file).
+        Ok(rsa) if rsa.check_key().unwrap_or(false) => Ok(PrivateKey(key)),
+        Ok(_) => Err(err("the RSA key's numbers are inconsistent".into())),
+        Err(_) => Err(err("the key is not an RSA key".into())),
+    }
+}
+
+/// OpenSSL's first complaint, for a one-line error.
+fn first_reason(e: &openssl::error::ErrorStack) -> String {
+    e.errors()
+        .first()
+        .and_then(openssl::error::Error::reason)
+        .unwrap_or("not a PEM key")
+        .to_string()
+}
+
+fn rsa_padding(padding: Padding) -> RsaPadding {
+    match padding {
+        Padding::Oaep => RsaPadding::PKCS1_OAEP,
+        Padding::Pkcs1v15 => RsaPadding::PKCS1,
+    }
 }
 
 /// The `authtoken` parameter: the plaintext encrypted with the server's
 /// public key, Base64 without line breaks.
 pub fn encrypt_token(
-    key: &RsaPublicKey,
+    key: &PublicKey,
     credentials: &Credentials,
     padding: Padding,
-    rng: &mut impl CryptoRngCore,
 ) -> Result<String, AuthError> {
     let text = credentials.plaintext();
-    let sealed = match padding {
-        Padding::Oaep => key.encrypt(rng, Oaep::new::<sha1::Sha1>(), text.as_bytes()),
-        Padding::Pkcs1v15 => key.encrypt(rng, Pkcs1v15Encrypt, text.as_bytes()),
-    }
-    .map_err(|e| AuthError::Encrypt(e.to_string()))?;
+    let sealed = (|| {
+        let mut enc = Encrypter::new(&key.0)?;
+        enc.set_rsa_padding(rsa_padding(padding))?;
+        if padding == Padding::Oaep {
+            enc.set_rsa_oaep_md(MessageDigest::sha1())?;
+            enc.set_rsa_mgf1_md(MessageDigest::sha1())?;
+        }
+        let mut out = vec![0u8; enc.encrypt_len(text.as_bytes())?];
+        let n = enc.encrypt(text.as_bytes(), &mut out)?;
+        out.truncate(n);
+        Ok::<_, openssl::error::ErrorStack>(out)
+    })()
+    .map_err(|e| {
+        AuthError::Encrypt(format!(
+            "{} ({} bytes of credentials for a {}-bit key)",
+            first_reason(&e),
+            text.len(),
+            key.bits()
+        ))
+    })?;
     Ok(base64::engine::general_purpose::STANDARD.encode(sealed))
 }
 
-/// Decodes and decrypts a token (OAEP first, then PKCS#1 v1.5), with RSA
-/// blinding from `rng`, and parses its plaintext.
-pub fn decrypt_token(
-    key: &RsaPrivateKey,
-    token: &str,
-    rng: &mut impl CryptoRngCore,
-) -> Result<Credentials, AuthError> {
+/// Decrypts with one padding; `None` on any failure (which failure is not
+/// told apart, so no caller can answer differently).
+fn decrypt_with(key: &PrivateKey, sealed: &[u8], padding: Padding) -> Option<Vec<u8>> {
+    let run = || {
+        let mut dec = Decrypter::new(&key.0)?;
+        dec.set_rsa_padding(rsa_padding(padding))?;
+        if padding == Padding::Oaep {
+            dec.set_rsa_oaep_md(MessageDigest::sha1())?;
+            dec.set_rsa_mgf1_md(MessageDigest::sha1())?;
+        }
+        let mut out = vec![0u8; dec.decrypt_len(sealed)?];
+        let n = dec.decrypt(sealed, &mut out)?;
+        out.truncate(n);
+        Ok::<_, openssl::error::ErrorStack>(out)
+    };
+    run().ok()
+}
+
+/// Decodes and decrypts a token (OAEP first, then PKCS#1 v1.5) and parses
+/// its plaintext.
+pub fn decrypt_token(key: &PrivateKey, token: &str) -> Result<Credentials, AuthError> {
     if token.len() > MAX_TOKEN_LEN {
         return Err(AuthError::Base64(format!(
             "{} characters, more than {MAX_TOKEN_LEN}",
@@ -322,10 +475,9 @@ pub fn decrypt_token(
     let sealed = base64::engine::general_purpose::STANDARD
         .decode(compact.as_bytes())
         .map_err(|e| AuthError::Base64(e.to_string()))?;
-    let plain = key
-        .decrypt_blinded(rng, Oaep::new::<sha1::Sha1>(), &sealed)
-        .or_else(|_| key.decrypt_blinded(rng, Pkcs1v15Encrypt, &sealed))
-        .map_err(|_| AuthError::Decrypt)?;
+    let plain = decrypt_with(key, &sealed, Padding::Oaep)
+        .or_else(|| decrypt_with(key, &sealed, Padding::Pkcs1v15))
+        .ok_or(AuthError::Decrypt)?;
     Credentials::parse(&plain)
 }
 
@@ -333,15 +485,14 @@ pub fn decrypt_token(
 /// present, decrypts, is fresh, and names a known user with the right
 /// password. Returns the user name.
 pub fn authenticate(
-    key: &RsaPrivateKey,
+    key: &PrivateKey,
     users: &UsersFile,
     token: Option<&str>,
     now_secs: i64,
     skew_threshold_secs: u64,
-    rng: &mut impl CryptoRngCore,
 ) -> Result<String, AuthError> {
     let token = token.ok_or(AuthError::Missing)?;
-    let c = decrypt_token(key, token, rng)?;
+    let c = decrypt_token(key, token)?;
     check_skew(c.timestamp, now_secs, skew_threshold_secs)?;
     if !users.check(&c.username, &c.password) {
         return Err(AuthError::BadCredentials(c.username));
@@ -353,36 +504,10 @@ pub fn authenticate(
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use rsa::rand_core::{CryptoRng, RngCore};
 
-    /// A deterministic RNG: tests must not depend on the OS.
-    struct Counter(u64);
-    impl RngCore for Counter {
-        fn next_u32(&mut self) -> u32 {
-            self.next_u64() as u32
-        }
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0
-        }
-        fn fill_bytes(&mut self, dest: &mut [u8]) {
-            for b in dest {
-                *b = (self.next_u64() >> 33) as u8;
-            }
-        }
-        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rsa::rand_core::Error> {
-            self.fill_bytes(dest);
-            Ok(())
-        }
-    }
-    impl CryptoRng for Counter {}
-
-    fn key() -> RsaPrivateKey {
+    fn key() -> PrivateKey {
         // 1024 bits keeps the test quick; iperf3 keys are usually 2048.
-        RsaPrivateKey::new(&mut Counter(7), 1024).expect("key")
+        PrivateKey::generate(1024).expect("key")
     }
 
     fn creds(ts: i64) -> Credentials {
@@ -474,18 +599,17 @@ mod tests {
         let users =
             UsersFile::parse(&format!("mario,{}", password_hash("mario", "rossi"))).expect("users");
         for padding in [Padding::Oaep, Padding::Pkcs1v15] {
-            let t = encrypt_token(&k.to_public_key(), &creds(1000), padding, &mut Counter(1))
-                .expect("encrypts");
+            let t = encrypt_token(&k.public_key(), &creds(1000), padding).expect("encrypts");
             assert!(!t.contains('\n'));
             assert_eq!(
                 t.len(),
                 172,
                 "1024-bit ciphertext is 128 bytes = 172 Base64 chars"
             );
-            let who = authenticate(&k, &users, Some(&t), 1005, 10, &mut Counter(2));
+            let who = authenticate(&k, &users, Some(&t), 1005, 10);
             assert_eq!(who, Ok("mario".to_string()));
             assert!(matches!(
-                authenticate(&k, &users, Some(&t), 1011, 10, &mut Counter(2)),
+                authenticate(&k, &users, Some(&t), 1011, 10,),
                 Err(AuthError::Skew { .. })
             ));
         }
@@ -493,43 +617,119 @@ mod tests {
             password: "verdi".into(),
             ..creds(1000)
         };
-        let t = encrypt_token(&k.to_public_key(), &wrong, Padding::Oaep, &mut Counter(3))
-            .expect("encrypts");
+        let t = encrypt_token(&k.public_key(), &wrong, Padding::Oaep).expect("encrypts");
         assert_eq!(
-            authenticate(&k, &users, Some(&t), 1000, 10, &mut Counter(4)),
+            authenticate(&k, &users, Some(&t), 1000, 10,),
             Err(AuthError::BadCredentials("mario".into()))
         );
         assert_eq!(
-            authenticate(&k, &users, None, 1000, 10, &mut Counter(4)),
+            authenticate(&k, &users, None, 1000, 10,),
             Err(AuthError::Missing)
         );
         assert_eq!(
-            authenticate(&k, &users, Some("AAAA"), 1000, 10, &mut Counter(4)),
+            authenticate(&k, &users, Some("AAAA"), 1000, 10,),
             Err(AuthError::Decrypt)
         );
         assert!(matches!(
-            authenticate(&k, &users, Some("!!"), 1000, 10, &mut Counter(4)),
+            authenticate(&k, &users, Some("!!"), 1000, 10,),
             Err(AuthError::Base64(_))
         ));
     }
 
     #[test]
     fn pem_keys_in_both_forms() {
-        use rsa::pkcs1::EncodeRsaPrivateKey;
-        use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
         let k = key();
-        let p8 = k.to_pkcs8_pem(LineEnding::LF).expect("pem");
-        let p1 = k.to_pkcs1_pem(LineEnding::LF).expect("pem");
+        let p8 = k.to_pkcs8_pem();
+        let p1 = k.to_pkcs1_pem();
+        assert!(p8.starts_with("-----BEGIN PRIVATE KEY-----"), "{p8}");
+        assert!(p1.starts_with("-----BEGIN RSA PRIVATE KEY-----"), "{p1}");
         assert_eq!(private_key_from_pem(&p8), Ok(k.clone()));
         assert_eq!(private_key_from_pem(&p1), Ok(k.clone()));
-        let public = k
-            .to_public_key()
-            .to_public_key_pem(LineEnding::LF)
-            .expect("pem");
+        assert_ne!(private_key_from_pem(&p8), Ok(key()), "another key differs");
+        let public = k.public_key().to_pem();
         assert!(public.starts_with("-----BEGIN PUBLIC KEY-----"));
-        assert_eq!(public_key_from_pem(&public), Ok(k.to_public_key()));
+        assert_eq!(public_key_from_pem(&public), Ok(k.public_key()));
+        let pkcs1_public = String::from_utf8(
+            k.0.rsa()
+                .and_then(|r| r.public_key_to_pem_pkcs1())
+                .expect("pem"),
+        )
+        .expect("ascii");
+        assert!(pkcs1_public.starts_with("-----BEGIN RSA PUBLIC KEY-----"));
+        assert_eq!(public_key_from_pem(&pkcs1_public), Ok(k.public_key()));
         assert!(public_key_from_pem("garbage").is_err());
         assert!(private_key_from_pem(&public).is_err());
+        assert!(private_key_from_pem("garbage").is_err());
+        // An encrypted key is refused, never prompted for.
+        let locked = String::from_utf8(
+            k.0.private_key_to_pem_pkcs8_passphrase(
+                openssl::symm::Cipher::aes_128_cbc(),
+                b"secret",
+            )
+            .expect("pem"),
+        )
+        .expect("ascii");
+        assert!(matches!(
+            private_key_from_pem(&locked),
+            Err(AuthError::Key {
+                what: "private",
+                ..
+            })
+        ));
+    }
+
+    /// iperf3 (3.17+) encrypts with OpenSSL's RSA_PKCS1_OAEP_PADDING and its
+    /// defaults (SHA-1, MGF1-SHA-1), ≤3.16 with RSA_PKCS1_PADDING: tokens
+    /// made that way decrypt here, and tokens made here decrypt that way.
+    #[test]
+    fn tokens_match_openssl_defaults_as_iperf3_uses_them() {
+        let k = key();
+        let rsa = k.0.rsa().expect("rsa");
+        let text = creds(1).plaintext();
+        for (padding, raw) in [
+            (Padding::Oaep, RsaPadding::PKCS1_OAEP),
+            (Padding::Pkcs1v15, RsaPadding::PKCS1),
+        ] {
+            let mut sealed = vec![0u8; rsa.size() as usize];
+            let n = rsa
+                .public_encrypt(text.as_bytes(), &mut sealed, raw)
+                .expect("encrypts");
+            let token = base64::engine::general_purpose::STANDARD.encode(&sealed[..n]);
+            assert_eq!(decrypt_token(&k, &token), Ok(creds(1)), "{padding:?}");
+
+            let ours = encrypt_token(&k.public_key(), &creds(1), padding).expect("encrypts");
+            let ours = base64::engine::general_purpose::STANDARD
+                .decode(ours)
+                .expect("base64");
+            let mut plain = vec![0u8; rsa.size() as usize];
+            let n = rsa
+                .private_decrypt(&ours, &mut plain, raw)
+                .expect("decrypts");
+            assert_eq!(&plain[..n], text.as_bytes(), "{padding:?}");
+        }
+    }
+
+    #[test]
+    fn a_token_too_long_for_the_key_is_an_error() {
+        let long = Credentials {
+            password: "p".repeat(200),
+            ..creds(1)
+        };
+        assert!(matches!(
+            encrypt_token(&key().public_key(), &long, Padding::Oaep),
+            Err(AuthError::Encrypt(_))
+        ));
+    }
+
+    #[test]
+    fn a_token_for_another_key_does_not_decrypt() {
+        let t = encrypt_token(&key().public_key(), &creds(1), Padding::Pkcs1v15).expect("enc");
+        // (PKCS#1 v1.5 may, once in ~65,000 keys, unpad the wrong key's
+        // output; its plaintext then fails to parse.)
+        assert!(matches!(
+            decrypt_token(&key(), &t),
+            Err(AuthError::Decrypt | AuthError::Plaintext(_))
+        ));
     }
 
     proptest! {

@@ -307,7 +307,6 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             self.params.authtoken.as_deref(),
             now,
             cfg.skew_secs,
-            &mut rand_core::OsRng,
         );
         match r {
             Ok(user) => {
