@@ -345,24 +345,8 @@ impl Rtt {
     }
     /// Parses `15ms`, `0.1s`, `250us`, `15` (milliseconds when no unit is given).
     pub fn parse(input: &str) -> Result<Rtt, ParseError> {
-        let (v, unit) = split_number("duration", input, RTT_ACCEPTED)?;
-        let mult = match unit.as_str() {
-            "" | "ms" | "msec" => 1e-3,
-            "s" | "sec" | "secs" => 1.0,
-            "us" | "µs" | "usec" => 1e-6,
-            "ns" => 1e-9,
-            "min" => 60.0,
-            "h" => 3600.0,
-            _ => {
-                return Err(err(
-                    "duration",
-                    input,
-                    format!("unknown unit '{unit}'"),
-                    RTT_ACCEPTED,
-                ))
-            }
-        };
-        Ok(Rtt(positive("duration", input, v * mult, RTT_ACCEPTED)?))
+        let secs = duration_secs("duration", input, 1e-3, RTT_ACCEPTED)?;
+        Ok(Rtt(positive("duration", input, secs, RTT_ACCEPTED)?))
     }
     /// `15 ms`, `250 µs`, `2.5 s`, `1 h 23 min`, `9 d 6 h` for long transfers.
     pub fn human(self) -> String {
@@ -395,6 +379,82 @@ impl fmt::Display for Rtt {
             write!(f, "{} ms", self.0 * 1e3)
         }
     }
+}
+
+/// Seconds per unit of a time unit; `""` (a bare number) is `bare`.
+fn time_unit(unit: &str, bare: f64) -> Option<f64> {
+    Some(match unit {
+        "" => bare,
+        "ms" | "msec" => 1e-3,
+        "s" | "sec" | "secs" => 1.0,
+        "us" | "µs" | "usec" => 1e-6,
+        "ns" => 1e-9,
+        "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    })
+}
+
+/// A duration in seconds (possibly zero or negative; callers check the range).
+fn duration_secs(
+    what: &'static str,
+    input: &str,
+    bare: f64,
+    accepted: &'static str,
+) -> Result<f64, ParseError> {
+    let (v, unit) = split_number(what, input, accepted)?;
+    let mult = time_unit(&unit, bare)
+        .ok_or_else(|| err(what, input, format!("unknown unit '{unit}'"), accepted))?;
+    Ok(v * mult)
+}
+
+const SECONDS_ACCEPTED: &str = "10, 2.5, 10s, 500ms, 2min; a bare number is seconds";
+const MILLIS_ACCEPTED: &str = "5000, 5000ms, 5s, 1min; a bare number is milliseconds";
+
+/// Parses a length of time where a bare number counts seconds, as iperf3's
+/// `-t`, `-i` and `-O` do: `10`, `2.5`, `10s`, `500ms`, `2min`. Zero is
+/// accepted (`-i 0` means no interval reports); a negative time is not.
+pub fn parse_seconds(input: &str) -> Result<f64, ParseError> {
+    let secs = duration_secs("time", input, 1.0, SECONDS_ACCEPTED)?;
+    if secs < 0.0 {
+        return Err(err("time", input, "is negative", SECONDS_ACCEPTED));
+    }
+    Ok(secs)
+}
+
+/// Parses a whole number of seconds (`--max-duration 60`, `1min`); a
+/// fraction is refused rather than rounded.
+pub fn parse_whole_seconds(input: &str) -> Result<u64, ParseError> {
+    let secs = parse_seconds(input)?;
+    if secs.fract() != 0.0 || secs > 1e12 {
+        return Err(err(
+            "time",
+            input,
+            "is not a whole number of seconds",
+            SECONDS_ACCEPTED,
+        ));
+    }
+    Ok(secs as u64)
+}
+
+/// Parses a timeout where a bare number counts milliseconds, as iperf3's
+/// `--connect-timeout` and `--rcv-timeout` do: `5000`, `5s`, `1min`.
+/// Rounded to whole milliseconds; zero and negative times are refused.
+pub fn parse_millis(input: &str) -> Result<u64, ParseError> {
+    let secs = duration_secs("timeout", input, 1e-3, MILLIS_ACCEPTED)?;
+    let ms = (secs * 1e3).round();
+    if ms < 1.0 {
+        return Err(err(
+            "timeout",
+            input,
+            "must be at least 1 ms",
+            MILLIS_ACCEPTED,
+        ));
+    }
+    if ms > 1e12 {
+        return Err(err("timeout", input, "too large", MILLIS_ACCEPTED));
+    }
+    Ok(ms as u64)
 }
 
 /// A packet loss probability in (0, 1].
@@ -615,6 +675,34 @@ mod tests {
             let e = r.expect_err(needle).to_string();
             assert!(e.contains(needle), "{e:?} lacks {needle:?}");
             assert!(e.contains("accepted:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn seconds_and_millis_as_iperf3_counts_them() {
+        assert_eq!(parse_seconds("10"), Ok(10.0));
+        assert_eq!(parse_seconds("2.5s"), Ok(2.5));
+        assert_eq!(parse_seconds("500ms"), Ok(0.5));
+        assert_eq!(parse_seconds("2min"), Ok(120.0));
+        assert_eq!(parse_seconds("0"), Ok(0.0));
+        assert_eq!(parse_whole_seconds("1min"), Ok(60));
+        assert_eq!(parse_millis("5000"), Ok(5000));
+        assert_eq!(parse_millis("5s"), Ok(5000));
+        assert_eq!(parse_millis("1.5ms"), Ok(2));
+        for (r, needle) in [
+            (parse_seconds("3x").map(|_| ()), "unknown unit 'x'"),
+            (parse_seconds("-1").map(|_| ()), "negative"),
+            (parse_seconds("").map(|_| ()), "no number"),
+            (parse_whole_seconds("1.5").map(|_| ()), "whole number"),
+            (parse_millis("0").map(|_| ()), "at least 1 ms"),
+            (parse_millis("5 parsecs").map(|_| ()), "unknown unit"),
+        ] {
+            let e = r.expect_err(needle).to_string();
+            assert!(e.contains(needle), "{e:?} lacks {needle:?}");
+            assert!(
+                e.contains("accepted:") && e.contains("a bare number is"),
+                "{e}"
+            );
         }
     }
 

@@ -28,3 +28,46 @@ pub fn bytes(s: &str) -> Result<Bytes, String> {
 pub fn loss(s: &str) -> Result<LossRate, String> {
     LossRate::parse(s).map_err(|e| e.to_string())
 }
+
+/// A time where a bare number is seconds (`-t`, `-i`, `-O`): `10`, `500ms`.
+pub fn seconds(s: &str) -> Result<f64, String> {
+    plumb_model::units::parse_seconds(s).map_err(|e| e.to_string())
+}
+
+/// A whole number of seconds (`--max-duration`): `60`, `1min`.
+pub fn whole_seconds(s: &str) -> Result<u64, String> {
+    plumb_model::units::parse_whole_seconds(s).map_err(|e| e.to_string())
+}
+
+/// A timeout where a bare number is milliseconds (`--rcv-timeout`): `5000`, `5s`.
+pub fn millis(s: &str) -> Result<u64, String> {
+    plumb_model::units::parse_millis(s).map_err(|e| e.to_string())
+}
+
+/// A whole number without a unit (`-P 4`, `--seed 7`, `-p 5201`), with one
+/// message that says what is wrong and what is accepted.
+pub fn whole<T>(s: &str) -> Result<T, String>
+where
+    T: std::str::FromStr<Err = std::num::ParseIntError>,
+{
+    use std::num::IntErrorKind;
+    s.trim().parse::<T>().map_err(|e| {
+        let why = match e.kind() {
+            IntErrorKind::Empty => "no number",
+            IntErrorKind::PosOverflow => "too large",
+            IntErrorKind::NegOverflow => "too small",
+            _ => "not a whole number",
+        };
+        format!("invalid number '{s}': {why} (accepted: a whole number such as 4)")
+    })
+}
+
+/// A number without a unit that may have a fraction (`--loss-burst 2.5`).
+pub fn number(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "invalid number '{s}': not a number (accepted: a number such as 3 or 2.5)"
+        )),
+    }
+}

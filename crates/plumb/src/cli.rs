@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::calc::CalcArgs;
 use crate::measure::MeasureArgs;
@@ -58,9 +58,31 @@ enum Command {
     },
 }
 
+/// The command line, with each subcommand's help showing only the flags that
+/// apply to it: `plumb server` no client flags, `plumb client` and `plumb why`
+/// no server flags (`plumb --help` shows both modes, as iperf3's does).
+fn command() -> clap::Command {
+    use crate::measure::{CLIENT_ONLY, SERVER_ONLY};
+    fn hide(mut c: clap::Command, ids: &[&str]) -> clap::Command {
+        for id in ids {
+            c = c.mut_arg(id, |a| a.hide(true));
+        }
+        c
+    }
+    Cli::command()
+        .mut_subcommand("server", |c| hide(hide(c, CLIENT_ONLY), &["server"]))
+        .mut_subcommand("client", |c| hide(hide(c, SERVER_ONLY), &["client"]))
+        .mut_subcommand("why", |c| {
+            hide(hide(c, SERVER_ONLY), &["client", "json_stream", "why"])
+        })
+}
+
 /// Parses the command line and runs the command.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = match Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return Ok(clap_exit(e)),
     };
@@ -134,5 +156,44 @@ mod tests {
     fn flag_definitions_are_consistent() {
         // Duplicate names, bad defaults and conflicting groups panic here, not in front of a user.
         Cli::command().debug_assert();
+        // mut_arg panics on an id that no longer exists: the lists stay true.
+        command().debug_assert();
+    }
+
+    /// The option lines of a subcommand's help (not its examples).
+    fn help(sub: &str) -> String {
+        let mut c = command();
+        c.build();
+        let text = c
+            .find_subcommand_mut(sub)
+            .map(|s| s.render_help().to_string())
+            .unwrap_or_default();
+        text.lines()
+            .filter(|l| l.trim_start().starts_with('-'))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    #[test]
+    fn each_subcommand_shows_the_flags_that_apply() {
+        let why = help("why");
+        for absent in [
+            "--max-tests",
+            "--one-off",
+            "--server",
+            "--rsa-private-key-path",
+            "--json-stream",
+        ] {
+            assert!(!why.contains(absent), "why --help shows {absent}");
+        }
+        for present in ["--rwin", "--link", "--time", "--from"] {
+            assert!(why.contains(present), "why --help lacks {present}");
+        }
+        let server = help("server");
+        assert!(server.contains("--max-tests") && server.contains("--port"));
+        assert!(!server.contains("--bitrate") && !server.contains("--username"));
+        let client = help("client");
+        assert!(client.contains("--bitrate") && client.contains("--username"));
+        assert!(!client.contains("--max-tests") && !client.contains("--authorized-users-path"));
     }
 }

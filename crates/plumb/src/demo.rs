@@ -23,8 +23,8 @@ use crate::lab::{lab_line, run_client, start_server, Reaper};
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Seconds each transfer runs
-    #[arg(short = 't', long = "time", default_value_t = 5)]
-    pub time: u32,
+    #[arg(short = 't', long = "time", default_value_t = 5, value_parser = crate::args::whole_seconds)]
+    pub time: u64,
 }
 
 fn rate(bps: f64) -> String {

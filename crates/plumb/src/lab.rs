@@ -33,7 +33,7 @@ pub struct LabArgs {
     #[arg(long, value_parser = crate::args::loss)]
     pub loss: Option<LossRate>,
     /// Make --loss bursty (Gilbert-Elliott) with this mean burst length in packets
-    #[arg(long, requires = "loss")]
+    #[arg(long, requires = "loss", value_parser = crate::args::number)]
     pub loss_burst: Option<f64>,
     /// Drop-tail queue: 1.5BDP, 2MB, 20ms [default: 1BDP]
     #[arg(long)]
@@ -48,7 +48,7 @@ pub struct LabArgs {
     #[arg(long, value_parser = crate::args::loss)]
     pub duplicate: Option<LossRate>,
     /// Seed of the loss and jitter random numbers, to repeat a run
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::whole::<u64>)]
     pub seed: Option<u64>,
     /// Run this shell command in "near" instead of plumb (PLUMB_FAR holds the far address)
     #[arg(long)]

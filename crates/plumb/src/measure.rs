@@ -30,10 +30,10 @@ pub struct MeasureArgs {
     #[arg(short = 'c', long = "client", value_name = "HOST")]
     pub client: Option<String>,
     /// Server port to listen on / connect to [default: 5201]
-    #[arg(short = 'p', long = "port")]
+    #[arg(short = 'p', long = "port", value_parser = crate::args::whole::<u16>)]
     pub port: Option<u16>,
     /// Seconds to transmit [default: 10]
-    #[arg(short = 't', long = "time", allow_hyphen_values = true)]
+    #[arg(short = 't', long = "time", value_parser = crate::args::seconds, allow_hyphen_values = true)]
     pub time: Option<f64>,
     /// Bytes to transmit instead of a time (64K, 1G, …)
     #[arg(short = 'n', long = "bytes", value_parser = crate::args::bytes, allow_hyphen_values = true)]
@@ -42,10 +42,10 @@ pub struct MeasureArgs {
     #[arg(short = 'k', long = "blockcount", value_parser = parse_count, allow_hyphen_values = true)]
     pub blocks: Option<u64>,
     /// Seconds between periodic reports (0 = none) [default: 1]
-    #[arg(short = 'i', long = "interval", allow_hyphen_values = true)]
+    #[arg(short = 'i', long = "interval", value_parser = crate::args::seconds, allow_hyphen_values = true)]
     pub interval: Option<f64>,
     /// Parallel streams [default: 1]
-    #[arg(short = 'P', long = "parallel", allow_hyphen_values = true)]
+    #[arg(short = 'P', long = "parallel", value_parser = crate::args::whole::<i64>, allow_hyphen_values = true)]
     pub parallel: Option<i64>,
     /// Reverse: the server sends, the client receives
     #[arg(short = 'R', long = "reverse")]
@@ -75,7 +75,7 @@ pub struct MeasureArgs {
     #[arg(short = 'C', long = "congestion")]
     pub congestion: Option<String>,
     /// Seconds to omit from the start of the statistics
-    #[arg(short = 'O', long = "omit", allow_hyphen_values = true)]
+    #[arg(short = 'O', long = "omit", value_parser = crate::args::seconds, allow_hyphen_values = true)]
     pub omit: Option<f64>,
     /// Output iperf3's JSON
     #[arg(short = 'J', long = "json")]
@@ -96,7 +96,7 @@ pub struct MeasureArgs {
     #[arg(short = '6', long = "version6")]
     pub v6: bool,
     /// Client: first local port for the data streams
-    #[arg(long = "cport")]
+    #[arg(long = "cport", value_parser = crate::args::whole::<u16>)]
     pub cport: Option<u16>,
     /// IP type of service byte (decimal, 0x hex or 0 octal)
     #[arg(short = 'S', long = "tos", conflicts_with = "dscp")]
@@ -120,10 +120,10 @@ pub struct MeasureArgs {
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy: bool,
     /// Client: give up connecting after this many milliseconds
-    #[arg(long = "connect-timeout")]
+    #[arg(long = "connect-timeout", value_name = "MS", value_parser = crate::args::millis)]
     pub connect_timeout: Option<u64>,
     /// Give up when no data has arrived for this many milliseconds [default: 120000]
-    #[arg(long = "rcv-timeout")]
+    #[arg(long = "rcv-timeout", value_name = "MS", value_parser = crate::args::millis)]
     pub rcv_timeout: Option<u64>,
     /// Ask the server for its report and print it too
     #[arg(long = "get-server-output")]
@@ -159,6 +159,74 @@ pub struct MeasureArgs {
     /// Also write the -J document to this file (used by plumb lab)
     #[arg(long = "json-file", hide = true)]
     pub json_file: Option<std::path::PathBuf>,
+}
+
+/// Flags (argument ids) only a server uses: hidden from `plumb client`'s
+/// and `plumb why`'s help.
+pub const SERVER_ONLY: &[&str] = &[
+    "server",
+    "one_off",
+    "max_tests",
+    "max_duration",
+    "max_parallel",
+    "max_bitrate",
+    "max_total_bitrate",
+    "allow",
+    "deny",
+    "handshake_timeout",
+    "max_handshakes",
+    "rsa_private_key_path",
+    "authorized_users_path",
+    "time_skew_threshold",
+];
+
+/// Flags (argument ids) only a client uses: hidden from `plumb server`'s help.
+pub const CLIENT_ONLY: &[&str] = &[
+    "client",
+    "time",
+    "bytes",
+    "blocks",
+    "parallel",
+    "reverse",
+    "bidir",
+    "udp",
+    "bitrate",
+    "length",
+    "window",
+    "mss",
+    "nodelay",
+    "congestion",
+    "omit",
+    "cport",
+    "tos",
+    "dscp",
+    "title",
+    "extra_data",
+    "zerocopy",
+    "connect_timeout",
+    "get_server_output",
+    "udp_counters_64bit",
+    "repeating_payload",
+    "rwin",
+    "sndbuf",
+    "skip_rx_copy",
+    "total_bitrate",
+    "why",
+    "link",
+    "username",
+    "rsa_public_key_path",
+    "use_pkcs1_padding",
+];
+
+/// The first server-only flag given, by its long name, if any.
+pub fn server_flag_given(a: &MeasureArgs) -> Option<&'static str> {
+    if a.server {
+        Some("-s")
+    } else if a.one_off {
+        Some("-1")
+    } else {
+        a.harden.server_flags_given()
+    }
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {
@@ -384,6 +452,42 @@ pub fn sink(a: &MeasureArgs) -> anyhow::Result<Box<dyn Sink>> {
     Ok(printer(out, a, a.forceflush || a.logfile.is_some()))
 }
 
+/// Text output on the terminal: a test's error goes to stderr, once, as
+/// iperf3 prints it — not into the report on stdout and then again on stderr.
+/// [`ErrorsToStderr::printed`] tells the caller it need not print it again.
+pub struct ErrorsToStderr<'a> {
+    /// The text printer everything else goes to.
+    pub inner: &'a mut dyn Sink,
+    /// Whether an error has been printed.
+    pub printed: bool,
+}
+
+impl Sink for ErrorsToStderr<'_> {
+    fn start(&mut self, s: &plumb_report::StartRecord) {
+        self.inner.start(s);
+    }
+    fn interval(&mut self, i: &plumb_report::IntervalRecord) {
+        self.inner.interval(i);
+    }
+    fn end(&mut self, e: &plumb_report::EndRecord) {
+        self.inner.end(e);
+    }
+    fn error(&mut self, msg: &str) {
+        // What was printed so far must come first on a shared terminal.
+        let _ = self.inner.finish();
+        if !self.printed {
+            eprintln!("plumb: error - {msg}");
+        }
+        self.printed = true;
+    }
+    fn note(&mut self, line: &str) {
+        self.inner.note(line);
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.inner.finish()
+    }
+}
+
 /// The printer `-J`, `--json-stream` or neither asks for, writing to `out`;
 /// `flush` makes the text printer flush every line.
 fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
@@ -470,14 +574,25 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         Err(msg) => return Ok(usage_error(msg)),
     };
     let mut sink = sink(a)?;
+    let text_on_terminal = !a.json && !a.json_stream && a.logfile.is_none();
+    let mut errors = ErrorsToStderr {
+        inner: sink.as_mut(),
+        printed: false,
+    };
     let outcome = match &a.json_file {
-        None => plumb_net::client::run(&cfg, sink.as_mut()),
+        None if text_on_terminal => plumb_net::client::run(&cfg, &mut errors),
+        None => plumb_net::client::run(&cfg, errors.inner),
         Some(path) => {
             let file = std::fs::File::create(path)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
             let mut json = JsonSink::new(file);
+            let first: &mut dyn Sink = if text_on_terminal {
+                &mut errors
+            } else {
+                errors.inner
+            };
             let mut tee = plumb_report::Tee {
-                first: sink.as_mut(),
+                first,
                 second: &mut json,
             };
             let r = plumb_net::client::run(&cfg, &mut tee);
@@ -485,14 +600,16 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             r
         }
     };
+    let printed = errors.printed;
     sink.finish()?;
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            // The sink has the error in its output (JSON "error" key or text);
-            // stderr gets the one line too unless JSON went to stdout already.
-            if !a.json && !a.json_stream {
-                eprintln!("plumb: {e}");
+            // The error is in the output already (JSON "error" key, the log
+            // file's text, or stderr); stderr gets the one line unless it
+            // has it or JSON went to stdout.
+            if !printed && !a.json && !a.json_stream {
+                eprintln!("plumb: error - {e}");
             }
             Ok(ExitCode::from(1))
         }

@@ -52,6 +52,16 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     if a.measure.json_stream {
         return Ok(usage_error(NO_JSON_STREAM));
     }
+    if let Some(flag) = crate::measure::server_flag_given(&a.measure) {
+        return Ok(usage_error(format!(
+            "{flag} is a server option; plumb why runs a client (see plumb why --help)"
+        )));
+    }
+    if a.measure.client.is_some() {
+        return Ok(usage_error(
+            "plumb why takes the server as its argument: plumb why HOST, not -c HOST",
+        ));
+    }
     if let Some(path) = &a.from {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
@@ -124,20 +134,29 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
     } else {
         // Show the test as plumb -c would, and keep its JSON for the evidence.
         let mut text = TextSink::new(std::io::stdout(), true);
+        let mut errors = crate::measure::ErrorsToStderr {
+            inner: &mut text,
+            printed: false,
+        };
         let mut tee = Tee {
-            first: &mut text,
+            first: &mut errors,
             second: &mut capture,
         };
         let r = plumb_net::client::run(&cfg, &mut tee);
-        println!();
+        if r.is_ok() {
+            println!();
+        } else if !errors.printed {
+            // Printed once: by the sink, or here.
+            if let Err(e) = &r {
+                eprintln!("plumb: error - {e}");
+            }
+        }
         r
     };
     let doc = capture.document();
-    if let Err(e) = outcome {
+    if outcome.is_err() {
         if m.json {
             println!("{}", serde_json::to_string_pretty(&doc)?);
-        } else {
-            eprintln!("plumb: {e}");
         }
         return Ok(ExitCode::from(1));
     }

@@ -96,11 +96,10 @@ impl Drop for Srv {
     }
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("plumb-hostile-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A scratch directory for one test, removed when the test ends (declare
+/// it before the server whose log it holds: the server is dropped first).
+fn tempdir(tag: &str) -> TempDir {
+    TempDir::new(&format!("hostile-{tag}"))
 }
 
 /// A stock iperf3 client test that must succeed (`-n 1M` unless `-t` is

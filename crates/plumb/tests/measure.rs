@@ -425,8 +425,7 @@ fn ipv6_loopback() {
 
 #[test]
 fn logfile_and_forceflush() {
-    let dir = std::env::temp_dir().join(format!("plumb-log-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
+    let dir = TempDir::new("log");
     let log = dir.join("client.log");
     let port = port(26_700);
     let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
@@ -454,7 +453,6 @@ fn logfile_and_forceflush() {
         text.contains("sender") && text.contains("receiver"),
         "{text}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
     drop(srv);
 }
 
@@ -644,6 +642,9 @@ fn refused_is_one_line_and_exit_1() {
         "{err}"
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // Once: on stderr, not also in the report on stdout.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("unable to connect"), "twice: {text}");
     let out = run(
         plumb_bin(),
         &["-c", "127.0.0.1", "-p", &port, "-t", "1", "-J"],
@@ -775,6 +776,78 @@ fn bad_flags_are_one_line_and_exit_2() {
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn every_number_flag_says_what_it_accepts() {
+    for args in [
+        &["-c", "127.0.0.1", "-t", "3x"][..],
+        &["-c", "127.0.0.1", "-i", "1y"],
+        &["-c", "127.0.0.1", "-O", "-1"],
+        &["-c", "127.0.0.1", "--connect-timeout", "1q"],
+        &["-c", "127.0.0.1", "--rcv-timeout", "0"],
+        &["-c", "127.0.0.1", "-P", "x"],
+        &["-c", "127.0.0.1", "--cport", "x"],
+        &["-c", "127.0.0.1", "-p", "99999"],
+        &["-c", "127.0.0.1", "-n", "5q"],
+        &["-c", "127.0.0.1", "-w", "1x"],
+        &["-c", "127.0.0.1", "-b", "10Q"],
+        &["-s", "--max-duration", "1.5"],
+        &["-s", "--handshake-timeout", "x"],
+        &["-s", "--time-skew-threshold", "2x"],
+        &["-s", "--max-tests", "x"],
+        &["-s", "--max-bitrate", "lots"],
+        &["why", "--rate", "1g", "--rtt", "5x"],
+        &["why", "127.0.0.1", "-t", "2x"],
+        &["demo", "-t", "2x"],
+        &["lab", "--loss", "1%", "--loss-burst", "x"],
+        &["lab", "--seed", "x"],
+        &["calc", "--rate", "1g", "--rtt", "5x"],
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(5));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        let bad = args.last().expect("a value");
+        assert!(
+            err.contains(&format!("'{bad}'")) && err.contains("accepted:"),
+            "{args:?}: names neither the value nor the accepted forms: {err}"
+        );
+        assert!(!err.contains("literal"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn subcommand_help_shows_only_its_flags_and_why_refuses_server_flags() {
+    let help = |args: &[&str]| {
+        let out = run(plumb_bin(), args, Duration::from_secs(5));
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let why = help(&["why", "--help"]);
+    for flag in [
+        "--max-tests",
+        "--one-off",
+        "--rsa-private-key-path",
+        "--max-duration",
+    ] {
+        assert!(!why.contains(flag), "plumb why --help lists {flag}");
+    }
+    assert!(why.contains("--rwin") && why.contains("--link"));
+    let server = help(&["server", "--help"]);
+    assert!(server.contains("--max-tests") && !server.contains("--bitrate"));
+    let client = help(&["client", "--help"]);
+    assert!(client.contains("--bitrate") && !client.contains("--max-tests"));
+    for args in [
+        &["why", "-s"][..],
+        &["why", "127.0.0.1", "--max-tests", "2"],
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(5));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("server option"), "{err}");
     }
 }
 

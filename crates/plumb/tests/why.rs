@@ -94,7 +94,8 @@ fn a_saved_json_stream_is_explained_like_its_document() {
         .find(|v| v["event"] == "end")
         .expect("end event")["data"]
         .clone();
-    let path = std::env::temp_dir().join(format!("plumb-why-stream-{}.jsonl", std::process::id()));
+    let dir = TempDir::new("why-stream");
+    let path = dir.join("events.jsonl");
     std::fs::write(&path, &text).expect("write");
     let out = run(
         plumb_bin(),
@@ -108,7 +109,6 @@ fn a_saved_json_stream_is_explained_like_its_document() {
         ],
         Duration::from_secs(10),
     );
-    let _ = std::fs::remove_file(&path);
     assert!(
         out.status.success(),
         "{}",

@@ -18,17 +18,18 @@ pub const PASSWORD_ENV: &str = "IPERF3_PASSWORD";
 #[derive(Debug, Args, Clone, Default)]
 pub struct HardenArgs {
     /// Server: tests that may run at the same time (1 = iperf3: others are "busy")
-    #[arg(long = "max-tests", value_name = "N")]
+    #[arg(long = "max-tests", value_name = "N", value_parser = crate::args::whole::<usize>)]
     pub max_tests: Option<usize>,
     /// Server: longest test a client may ask for, seconds (time + omit; caps -n/-k tests too)
     #[arg(
         long = "max-duration",
         alias = "server-max-duration",
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = crate::args::whole_seconds
     )]
     pub max_duration: Option<u64>,
     /// Server: most parallel streams a client may ask for
-    #[arg(long = "max-parallel", value_name = "N")]
+    #[arg(long = "max-parallel", value_name = "N", value_parser = crate::args::whole::<u32>)]
     pub max_parallel: Option<u32>,
     /// Server: most bit/s one test may ask for and use, all streams together (clients must give -b)
     #[arg(
@@ -47,10 +48,10 @@ pub struct HardenArgs {
     #[arg(long = "deny", value_name = "PREFIX", value_delimiter = ',')]
     pub deny: Vec<String>,
     /// Server: drop a connection that has not sent its cookie and parameters within this many ms [default: 10000]
-    #[arg(long = "handshake-timeout", value_name = "MS")]
+    #[arg(long = "handshake-timeout", value_name = "MS", value_parser = crate::args::millis)]
     pub handshake_timeout: Option<u64>,
     /// Server: connections that may be mid-handshake at once; the oldest is dropped past it [default: 256]
-    #[arg(long = "max-handshakes", value_name = "N")]
+    #[arg(long = "max-handshakes", value_name = "N", value_parser = crate::args::whole::<usize>)]
     pub max_handshakes: Option<usize>,
     /// Server: RSA private key (PEM, unencrypted) for authentication
     #[arg(long = "rsa-private-key-path", value_name = "FILE")]
@@ -59,7 +60,7 @@ pub struct HardenArgs {
     #[arg(long = "authorized-users-path", value_name = "FILE")]
     pub authorized_users_path: Option<PathBuf>,
     /// Server: refuse tokens whose time differs from the server's by more than this, seconds [default: 10]
-    #[arg(long = "time-skew-threshold", value_name = "SECS")]
+    #[arg(long = "time-skew-threshold", value_name = "SECS", value_parser = crate::args::whole_seconds)]
     pub time_skew_threshold: Option<u64>,
     /// Client: user name to authenticate with (password from IPERF3_PASSWORD)
     #[arg(long = "username", value_name = "NAME")]
@@ -88,7 +89,8 @@ fn read(flag: &str, path: &Path) -> Result<String, String> {
 }
 
 impl HardenArgs {
-    fn server_flags_given(&self) -> Option<&'static str> {
+    /// The first server-only flag given, by name.
+    pub fn server_flags_given(&self) -> Option<&'static str> {
         [
             (self.max_tests.is_some(), "--max-tests"),
             (self.max_duration.is_some(), "--max-duration"),

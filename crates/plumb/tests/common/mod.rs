@@ -231,3 +231,31 @@ pub fn listening(port: u16) -> bool {
         })
     })
 }
+
+/// A scratch directory under the system's temp dir, named after the test
+/// and this process, removed (with everything in it) when dropped — also
+/// when the test fails.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    /// Creates `plumb-<tag>-<pid>`, emptied first if a crashed run left it.
+    pub fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("plumb-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
