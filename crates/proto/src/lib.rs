@@ -5,7 +5,7 @@
 //! socket, starts no thread, reads no clock and prints nothing: the driver
 //! (`plumb-net`) feeds it bytes and the current time (a [`Duration`](std::time::Duration) since
 //! an epoch of its choosing) and writes out what it is given. The reference
-//! for every byte is `spec/iperf3-protocol.md`; section numbers below refer to it.
+//! for every byte is `docs/protocol.md`; section numbers below refer to it.
 //!
 //! # Tour
 //! - [`state`]: the one-byte state messages, signed (`0xFF` = ACCESS_DENIED).
