@@ -23,7 +23,7 @@ fn setup(test: &str) -> Option<MutexGuard<'static, ()>> {
     match Lab::check_privileges() {
         Ok(()) => Some(SERIAL.lock().unwrap_or_else(PoisonError::into_inner)),
         Err(e @ (LabError::NotRoot | LabError::NoTun)) => {
-            plumb_testkit::skip_lab!("{test}: {e}");
+            plumb_testkit::skip_lab!("{e}");
             None
         }
         Err(e) => panic!("{test}: {e}"),
