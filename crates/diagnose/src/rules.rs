@@ -1372,6 +1372,21 @@ mod tests {
         assert!(d.summary.contains("Nothing to fix"), "{}", d.summary);
     }
 
+    /// Without a stated link the best interval stands in for it, but it is
+    /// the measurement itself: it predicts nothing and names no full link.
+    #[test]
+    fn a_link_from_the_best_interval_names_nothing() {
+        let mut e = ev(935e6, stream(8 << 20, 15_000, 5.0));
+        e.link = Some(LinkRate {
+            bps: 950e6,
+            source: LinkSource::BestInterval,
+        });
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, None, "{}", d.summary);
+        assert!(d.summary.contains("give --link"), "{}", d.summary);
+    }
+
     #[test]
     fn a_link_slower_than_measured_is_not_believed() {
         let d = diagnose(&ev(3e9, stream(8 << 20, 100, 5.0)));
