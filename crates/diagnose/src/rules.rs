@@ -783,15 +783,19 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         let fits = mathis.is_some_and(|x| explains(measured, x, MATHIS_TOLERANCE));
         if p >= 1e-3 || (fits && !bbr) {
             let retr: u64 = ev.streams.iter().filter_map(|s| s.retransmits).sum();
-            let mut e = vec![
-                line("retransmitted segments", retr as f64, "segments"),
-                line("retransmission rate", p * 100.0, "%"),
-            ];
+            let given = ev.loss_probability.is_some();
+            let mut e = if given {
+                vec![line("loss (given)", p * 100.0, "%")]
+            } else {
+                vec![
+                    line("retransmitted segments", retr as f64, "segments"),
+                    line("retransmission rate", p * 100.0, "%"),
+                ]
+            };
             rtt_line(&mut e);
             if let Some(cc) = &ev.congestion {
                 e.push(line(&format!("congestion control {cc}"), 0.0, ""));
             }
-            let given = ev.loss_probability.is_some();
             let what = if given {
                 format!("{}% loss", sig(p * 100.0, 2))
             } else {

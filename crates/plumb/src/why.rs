@@ -394,13 +394,24 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}\n", d.summary)?;
-        if let (Some(w), Some(n)) = (d.figures.window_needed_bytes, d.figures.streams_needed) {
-            writeln!(
+        let windowed = matches!(
+            d.limit,
+            Some(plumb_diagnose::Limit::ReceiveWindow | plumb_diagnose::Limit::SendBuffer)
+        );
+        match (d.figures.window_needed_bytes, d.figures.streams_needed) {
+            (Some(w), Some(n)) if windowed => writeln!(
                 out,
                 "Filling the link takes a window of {} or {} parallel streams.\n",
                 Bytes(w).human(),
                 thousands(n)
-            )?;
+            )?,
+            // A larger window does not lift a loss limit; more streams do.
+            (_, Some(n)) => writeln!(
+                out,
+                "Filling the link takes {} parallel streams.\n",
+                thousands(n)
+            )?,
+            _ => {}
         }
         let text = render(&d, &ev);
         // The rendered text starts with the rules' own summary and a measured line; skip them.
