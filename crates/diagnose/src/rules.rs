@@ -27,8 +27,8 @@ use crate::fixes;
 /// that hold one of these by construction (1 Gb/s and 200 Mb/s links,
 /// 5–20 ms, 4 s tests on this project's 2-core machine, recorded in
 /// `tests/fixtures/lab-*.json`) measured 0.88–1.00 of the prediction: 0.88
-/// for `-b 50M` (pacing ramps up), 0.985–0.994 for 17,520 B windows, 0.992
-/// for full links, 0.996 at MSS 536. A quarter leaves room for slow start
+/// for `-b 50M`, 0.985–0.999 for 17,520 B windows, 0.992 for full links,
+/// 0.996 at MSS 536. A quarter leaves room for slow start
 /// and for an RTT that queues inflate during a test, and is still narrow
 /// enough that a cause predicting 1.6 times the rate cannot explain it.
 pub const TOLERANCE: f64 = 0.25;
@@ -40,8 +40,9 @@ pub const TOLERANCE: f64 = 0.25;
 pub const SNDBUF_TOLERANCE: f64 = 0.35;
 
 /// The tolerance of the Mathis loss bound. Its constant depends on the ACK
-/// strategy and loss pattern (Mathis et al. give 0.87–1.31 against the
-/// √(3/2) = 1.22 used here), retransmissions only approximate losses, and
+/// strategy and loss pattern (√(3/2) = 1.22, used here, for periodic loss
+/// without delayed ACKs; √(3/4) = 0.87 with them; random loss moves it
+/// again), retransmissions only approximate losses, and
 /// CUBIC gains on Reno as the BDP grows: a factor of 1.5 either way. The
 /// recorded Reno and CUBIC runs at 0.8–0.9 % retransmitted measured 1.02 and
 /// 1.07 of it.
@@ -68,7 +69,9 @@ pub const CONTRADICTED_SHARE: f64 = 0.5;
 /// for the CPU to bind: a thread that is runnable all along never caught up.
 /// Waiting alone is common on a busy machine without binding anything (a
 /// receiver thread waited 50 % of a 64 KiB send-buffer run while the buffer
-/// held the rate); the lab's 1 % CPU quota kept the receiver runnable 100 %.
+/// held the rate); the lab's 1 % CPU quota kept the receiver runnable 95 %.
+/// Without thread figures (a stock iperf3 peer), the process's CPU per
+/// stream, as a share of one core, stands in.
 pub const CPU_BINDING_SHARE: f64 = 0.9;
 
 /// Each piece of evidence a finding would have used but the test did not
