@@ -250,6 +250,9 @@ pub struct Figures {
     pub link_bps: Option<f64>,
     /// What the link carries as TCP payload in full-size segments, bit/s.
     pub goodput_bps: Option<f64>,
+    /// `goodput_bps` is the test's best interval, a lower bound on the link:
+    /// no window, streams or expectation is derived from it.
+    pub goodput_is_lower_bound: bool,
     /// Payload bytes of a full-size segment behind `goodput_bps`.
     pub segment_payload: u64,
     /// The RTT reasoned with, seconds.
@@ -482,12 +485,18 @@ fn base_figures(ev: &Evidence, ts: bool) -> Figures {
         LinkSource::BestInterval => l.bps,
         _ => l.bps * efficiency(payload, ts),
     });
+    let lower_bound = ev
+        .link
+        .as_ref()
+        .is_some_and(|l| matches!(l.source, LinkSource::BestInterval));
     let window_needed = goodput
+        .filter(|_| !lower_bound)
         .zip(rtt_s)
         .and_then(|(g, r)| Some(tcp::window_needed(Rate::from_bps(g)?, Rtt::from_secs(r)?).get()));
     Figures {
         link_bps: ev.link.as_ref().map(|l| l.bps),
         goodput_bps: goodput,
+        goodput_is_lower_bound: lower_bound,
         segment_payload: payload,
         rtt_s,
         window_needed_bytes: window_needed,
@@ -952,14 +961,15 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             .filter(|f| f.explains && f.limit != Limit::Link)
             .filter_map(|f| f.predicted_bps)
             .fold(f64::INFINITY, f64::min);
-        figures.expect_bps = match (link_goodput, next.is_finite()) {
+        let known_link = link_goodput.filter(|_| !figures.goodput_is_lower_bound);
+        figures.expect_bps = match (known_link, next.is_finite()) {
+            _ if figures.goodput_is_lower_bound => None,
             (Some(g), true) => Some(g.min(next)),
             (Some(g), false) => Some(g),
             (None, true) => Some(next),
             (None, false) => None,
         };
-        figures.streams_needed = figures
-            .goodput_bps
+        figures.streams_needed = known_link
             .zip(figures.per_stream_bps)
             .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
             .filter(|k| *k as f64 > n);
@@ -971,6 +981,10 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             f.what,
             f.sentence,
             match link_goodput {
+                Some(g) if figures.goodput_is_lower_bound => format!(
+                    "; the best interval reached {} (the link rate is not known)",
+                    mbps(g)
+                ),
                 Some(g) if f.limit != Limit::Link => format!("; the link could carry {}", mbps(g)),
                 _ => String::new(),
             }
@@ -1758,6 +1772,10 @@ mod tests {
             }
             if let (Some(x), Some(g)) = (f.expect_bps, f.goodput_bps) {
                 prop_assert!(x <= g);
+            }
+            if f.goodput_is_lower_bound {
+                prop_assert!(f.expect_bps.is_none() && f.streams_needed.is_none());
+                prop_assert!(f.window_needed_bytes.is_none());
             }
         }
     }

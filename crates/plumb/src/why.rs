@@ -238,7 +238,7 @@ fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
             s += &format!(
                 "; named because it was binding{share} by {}, not from a predicted rate: {model} ({conf}).",
                 if f.limit == plumb_diagnose::Limit::Cpu {
-                    "the data thread's time"
+                    "the CPU it used or waited for"
                 } else {
                     "TCP's counters"
                 }
