@@ -114,6 +114,9 @@ pub struct Evidence {
     pub sender_is_local: bool,
     /// The peer is plumb (its evidence is in the document).
     pub peer_is_plumb: bool,
+    /// The loss probability when it is known directly (the model's input
+    /// in `plumb why --loss`), used instead of the retransmission rate.
+    pub loss_probability: Option<f64>,
     /// What could not be known from this document.
     pub unknown: Vec<String>,
 }
@@ -326,8 +329,12 @@ impl Evidence {
         Some((secs / self.duration_s).min(1.0))
     }
 
-    /// Retransmitted segments over segments sent, when both are known.
+    /// The loss probability if given, else retransmitted segments over
+    /// segments sent, when both are known.
     pub fn loss_rate(&self) -> Option<f64> {
+        if let Some(p) = self.loss_probability {
+            return Some(p);
+        }
         let mss = self.mss().unwrap_or(1448).max(1);
         let retr: u64 = self.streams.iter().filter_map(|s| s.retransmits).sum();
         let sent: u64 = self.streams.iter().map(|s| s.bytes_sent).sum();

@@ -9,7 +9,7 @@ use plumb_model::units::thousands;
 use plumb_model::{tcp, Bytes};
 
 use crate::evidence::Evidence;
-use crate::rules::{Finding, Fix, Limit};
+use crate::rules::{Figures, Finding, Fix, Limit};
 
 fn fix(os: &str, note: &str, expected: Option<f64>, commands: &[String]) -> Fix {
     Fix {
@@ -20,36 +20,19 @@ fn fix(os: &str, note: &str, expected: Option<f64>, commands: &[String]) -> Fix 
     }
 }
 
-/// What to change for `limit`.
-pub fn for_limit(limit: Limit, ev: &Evidence, findings: &[Finding]) -> Vec<Fix> {
-    let rtt = ev.rtt_s().unwrap_or(0.0);
-    let link = ev.link.as_ref().map(|l| l.bps);
-    let goodput = findings
-        .iter()
-        .find(|f| f.limit == Limit::Link)
-        .map(|f| f.predicted_bps);
-    // What the model expects once this limit is gone: the link, unless loss caps it.
+/// What to change for `limit`. Every figure comes from `figures`, the one
+/// set the whole answer uses: the window needed, the buffer to allow, the
+/// streams needed and what to expect afterwards.
+pub fn for_limit(limit: Limit, ev: &Evidence, figures: &Figures, findings: &[Finding]) -> Vec<Fix> {
+    let expect = figures.expect_bps;
+    let goodput = figures.goodput_bps;
+    let window_needed = figures.window_needed_bytes;
+    let buf = figures.buffer_bytes;
+    let streams = figures.streams_needed;
     let loss_cap = findings
         .iter()
         .find(|f| f.limit == Limit::Loss)
-        .map(|f| f.predicted_bps);
-    let link_goodput = link.map(|l| l * crate::rules::efficiency(1448, true));
-    let expect = match (link_goodput.or(goodput), loss_cap) {
-        (Some(g), Some(l)) => Some(g.min(l)),
-        (g, l) => g.or(l),
-    };
-    let bdp = link
-        .filter(|_| rtt > 0.0)
-        .map(|l| (l * rtt / 8.0).ceil() as u64);
-    let buf = bdp.map(|b| (2 * b).max(4 << 20));
-    let per_stream = findings
-        .first()
-        .map(|f| f.predicted_bps / ev.streams.len().max(1) as f64);
-    let streams = link
-        .zip(per_stream)
-        .filter(|(_, p)| *p > 0.0)
-        .map(|(l, p)| (l * 0.95 / p).ceil() as u64)
-        .filter(|n| *n > 1);
+        .and_then(|f| f.predicted_bps);
     let mut out = Vec::new();
     match limit {
         Limit::ReceiveWindow | Limit::SendBuffer => {
@@ -60,17 +43,17 @@ pub fn for_limit(limit: Limit, ev: &Evidence, findings: &[Finding]) -> Vec<Fix> 
                 ("sender", "wmem_max", "tcp_wmem")
             };
             let b = buf.unwrap_or(64 << 20);
-            let need = bdp.map_or_else(
+            let need = window_needed.map_or_else(
                 || "the bandwidth-delay product (give --link to compute it)".to_string(),
                 |x| {
                     format!(
-                        "{} B (the bandwidth-delay product; {} B with ESnet's 2x margin)",
+                        "{} B (the link's goodput for one round trip; {} B with ESnet's 2x margin)",
                         thousands(x),
                         thousands(b)
                     )
                 },
             );
-            let shift = bdp
+            let shift = window_needed
                 .and_then(|x| tcp::window_shift(Bytes(x)))
                 .unwrap_or(tcp::MAX_WINDOW_SHIFT);
             out.push(fix(
@@ -168,7 +151,7 @@ pub fn for_limit(limit: Limit, ev: &Evidence, findings: &[Finding]) -> Vec<Fix> 
             out.push(fix(
                 "path",
                 "find where packets are lost and remove it: the model says loss, not the hosts, holds the rate",
-                expect.map(|e| link_goodput.map_or(e, |g| g.max(e))),
+                expect,
                 &[
                     "ip -s link   (errors and drops on each interface on the path)".into(),
                     "ethtool -S IF | grep -i -E 'err|drop|crc'".into(),
@@ -188,7 +171,9 @@ pub fn for_limit(limit: Limit, ev: &Evidence, findings: &[Finding]) -> Vec<Fix> 
                 out.push(fix(
                     "application",
                     "parallel streams share the loss and multiply the Mathis bound",
-                    loss_cap.map(|l| l * n as f64 / ev.streams.len().max(1) as f64),
+                    loss_cap
+                        .map(|l| l * n as f64 / ev.streams.len().max(1) as f64)
+                        .map(|e| goodput.map_or(e, |g| g.min(e))),
                     &[format!("{n} parallel streams (plumb -c HOST -P {n})")],
                 ));
             }

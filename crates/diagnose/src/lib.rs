@@ -2,11 +2,15 @@
 //!
 //! This crate owns the diagnosis: [`evidence`] turns a test's `-J` document
 //! (plumb's, or a stock iperf3's with thinner evidence) into typed
-//! [`Evidence`] once; [`rules`] weigh that evidence against the `plumb-model`
-//! formulas and name one primary [`Limit`] and any secondary ones, each with
-//! the measured rate, the rate the model predicts from the evidence, the
-//! evidence lines and a confidence; [`fixes`] say what to change on each OS
-//! and what the model expects the change to yield. No I/O, no clock.
+//! [`Evidence`] once (any other source — the model alone, a live
+//! connection — builds the same struct); [`rules`] weigh that evidence
+//! against the `plumb-model` formulas and name the primary [`Limit`] only
+//! when its prediction explains the measured rate within a stated tolerance
+//! or TCP's counters show it binding, else "unexplained"; every finding
+//! carries its prediction (or none, for a cause with no rate model), its
+//! status and a confidence computed from the evidence; [`fixes`] say what
+//! to change on each OS and what the model expects the change to yield,
+//! from one set of link and target [`Figures`]. No I/O, no clock.
 #![forbid(unsafe_code)]
 
 pub mod evidence;
@@ -14,4 +18,6 @@ pub mod fixes;
 pub mod rules;
 
 pub use evidence::{Evidence, LinkSource};
-pub use rules::{diagnose, Confidence, Diagnosis, EvidenceLine, Finding, Fix, Limit};
+pub use rules::{
+    diagnose, Confidence, Diagnosis, EvidenceLine, Figures, Finding, Fix, Limit, Status,
+};

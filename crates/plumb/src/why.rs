@@ -9,7 +9,7 @@ use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Diagnosis, Evidence, LinkSource};
 use plumb_model::units::{sig, thousands};
-use plumb_model::{Bytes, Limit as ModelLimit, LossRate, PathInput, Prediction, Rate, Rtt};
+use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 use plumb_report::Tee;
@@ -199,20 +199,72 @@ pub fn explain(doc: &Value, link: Option<LinkRate>, json: bool) -> anyhow::Resul
 
 /// The `diagnosis` object of `-J` output.
 pub fn diagnosis_json(d: &Diagnosis) -> Value {
+    let primary = d.primary();
     json!({
-        "limit": d.limit.map(|l| l.name()),
+        "limit": d.limit_name(),
         "secondary": d.secondary.iter().map(|l| l.name()).collect::<Vec<_>>(),
         "measured_bps": d.measured_bps,
         "predicted_bps": d.predicted_bps,
+        "tolerance": d.tolerance,
         "link_bps": d.link_bps,
         "link_source": d.link_source,
         "summary": d.summary,
-        "confidence": d.findings.first().map(|f| f.confidence),
+        "confidence": d.confidence,
+        "confidence_level": primary.map(|f| f.level.word()),
         "evidence": d.evidence,
         "findings": d.findings,
+        "figures": d.figures,
         "fixes": d.fixes,
         "unknown": d.unknown,
     })
+}
+
+fn rate(b: f64) -> String {
+    Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human)
+}
+
+/// The line under the summary: the measurement, and how the answer stands
+/// against it.
+fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
+    let mut s = format!(
+        "Measured {} over {} s",
+        rate(d.measured_bps),
+        sig(ev.duration_s, 3)
+    );
+    let Some(f) = d.primary() else {
+        return s + "; nothing plumb models predicts this rate, so no fix is offered.";
+    };
+    let conf = format!("confidence {}, {}", sig(f.confidence, 2), f.level.word());
+    match (f.explains, f.predicted_bps, f.tolerance) {
+        (true, Some(p), Some(t)) => {
+            s += &format!(
+                "; the model predicts {} from this evidence, within the {}% it allows either way ({conf}).",
+                rate(p),
+                sig(t * 100.0, 2)
+            );
+        }
+        _ => {
+            let share = f.binding_share.map_or(String::new(), |x| {
+                format!(" {}% of the test", sig(x * 100.0, 2))
+            });
+            let model = match f.predicted_bps {
+                Some(p) => format!(
+                    "its own model allows {}, which does not explain the rate",
+                    rate(p)
+                ),
+                None => "it has no rate model".into(),
+            };
+            s += &format!(
+                "; named because it was binding{share} by {}, not from a predicted rate: {model} ({conf}).",
+                if f.limit == plumb_diagnose::Limit::Cpu {
+                    "the CPU it used or waited for"
+                } else {
+                    "TCP's counters"
+                }
+            );
+        }
+    }
+    s
 }
 
 /// The diagnosis as a network engineer would write it.
@@ -220,21 +272,7 @@ pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
     let mut s = String::new();
     s += &d.summary;
     s += "\n\n";
-    let rate = |b: f64| Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human);
-    s += &format!(
-        "Measured {} over {} s",
-        rate(d.measured_bps),
-        sig(ev.duration_s, 3)
-    );
-    if let (Some(p), Some(f)) = (d.predicted_bps, d.findings.first()) {
-        let conf = format!("{:?}", f.confidence).to_lowercase();
-        s += &format!(
-            "; the model predicts {} from this evidence (confidence: {conf}).",
-            rate(p)
-        );
-    } else {
-        s += ".";
-    }
+    s += &verdict(d, ev);
     s += "\n";
     if !d.evidence.is_empty() {
         s += "\nEvidence:\n";
@@ -249,10 +287,24 @@ pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
             s += &format!("  {:<60} {v}\n", e.what);
         }
     }
-    if d.findings.len() > 1 {
-        s += "\nAlso seen:\n";
-        for f in &d.findings[1..] {
-            s += &format!("  - {} ({:?} confidence)\n", f.sentence, f.confidence);
+    let others: Vec<_> = d
+        .findings
+        .iter()
+        .skip(usize::from(d.primary().is_some()))
+        .collect();
+    if !others.is_empty() {
+        s += if d.limit.is_some() {
+            "\nAlso seen:\n"
+        } else {
+            "\nSeen:\n"
+        };
+        for f in others {
+            // A cause that does not bind has no confidence worth printing.
+            let how = match f.status {
+                plumb_diagnose::Status::NotBinding => f.status.word().to_string(),
+                _ => format!("{}, confidence {}", f.status.word(), sig(f.confidence, 2)),
+            };
+            s += &format!("  - {} ({how}): {}.\n", f.what, f.sentence);
         }
     }
     if !d.fixes.is_empty() {
@@ -290,6 +342,11 @@ fn os_name(os: &str) -> &str {
 }
 
 /// `plumb why --rate … --rtt … -w …`: the model's answer with no test.
+///
+/// The model's rate stands in for the measurement and goes through the same
+/// rules as a test, so the summary, the windows and streams needed and the
+/// fixes come from one set of figures. Segments are framed as Linux sends
+/// them (MTU 1500, TCP timestamps: 1448 B of payload), as the rules assume.
 fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     let (Some(rate), Some(rtt)) = (a.rate.or(a.measure.link), a.rtt) else {
         return Ok(usage_error(
@@ -302,36 +359,22 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             "the model needs -w WINDOW and/or --loss besides --rate and --rtt",
         ));
     }
+    let framing = Framing {
+        timestamps: true,
+        ..Framing::default()
+    };
     let input = PathInput {
         rate: Some(rate),
         rtt: Some(rtt),
         window,
         loss: a.loss,
+        framing,
         ..PathInput::default()
     };
-    let p = Prediction::of(&input);
-    let Some((predicted, limit)) = p.predicted else {
+    let Some((predicted, _)) = Prediction::of(&input).predicted else {
         return Ok(usage_error("nothing to predict from these flags"));
     };
-    let goodput = p.link_goodput.map_or(0.0, Rate::bps);
-    let summary = match limit {
-        ModelLimit::Window => format!(
-            "Limited by the receive window: {} per {} round trip allows {}; the link could carry {}.",
-            window.map_or(String::new(), Bytes::human),
-            rtt.human(),
-            predicted.human(),
-            rate_h(goodput)
-        ),
-        ModelLimit::Loss => format!(
-            "Limited by packet loss: {}% loss at {} RTT caps a Reno/CUBIC stream at {} (Mathis); the link could carry {}.",
-            sig(a.loss.map_or(0.0, LossRate::probability) * 100.0, 3),
-            rtt.human(),
-            predicted.human(),
-            rate_h(goodput)
-        ),
-        ModelLimit::Link => format!("Limited by the link: {} of TCP payload fits; nothing to fix.", predicted.human()),
-    };
-    // Reuse the rules' fixes by handing them model-made evidence.
+    let rtt_us = (rtt.secs() * 1e6).round() as u64;
     let ev = Evidence {
         tcp: true,
         duration_s: 0.0,
@@ -341,18 +384,26 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             source: LinkSource::Given,
         }),
         streams: vec![plumb_diagnose::evidence::StreamTcp {
+            mss: Some(framing.payload().get()),
             max_snd_wnd: window.map(Bytes::get),
-            srtt_us: Some((rtt.secs() * 1e6) as u64),
-            min_rtt_us: Some((rtt.secs() * 1e6) as u64),
+            srtt_us: Some(rtt_us),
+            min_rtt_us: Some(rtt_us),
             ..Default::default()
         }],
+        loss_probability: a.loss.map(LossRate::probability),
         ..Evidence::default()
     };
     let mut d = diagnose(&ev);
-    d.summary = summary;
+    // There was no measurement: the model's rate is not evidence.
+    d.evidence
+        .retain(|e| e.what != "measured goodput (receiver)");
     d.unknown = vec![
         "everything a test measures: this is the model alone (run plumb why HOST to measure)"
             .into(),
+        format!(
+            "the segment size: {} B of payload assumed (MTU 1500, TCP timestamps, as Linux sends)",
+            framing.payload().get()
+        ),
     ];
     if a.measure.json {
         println!(
@@ -362,13 +413,24 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}\n", d.summary)?;
-        if let Some(n) = p.streams_needed.filter(|n| *n > 1) {
-            writeln!(
+        let windowed = matches!(
+            d.limit,
+            Some(plumb_diagnose::Limit::ReceiveWindow | plumb_diagnose::Limit::SendBuffer)
+        );
+        match (d.figures.window_needed_bytes, d.figures.streams_needed) {
+            (Some(w), Some(n)) if windowed => writeln!(
                 out,
                 "Filling the link takes a window of {} or {} parallel streams.\n",
-                p.window_needed.map_or(String::new(), Bytes::human),
+                Bytes(w).human(),
                 thousands(n)
-            )?;
+            )?,
+            // A larger window does not lift a loss limit; more streams do.
+            (_, Some(n)) => writeln!(
+                out,
+                "Filling the link takes {} parallel streams.\n",
+                thousands(n)
+            )?,
+            _ => {}
         }
         let text = render(&d, &ev);
         // The rendered text starts with the rules' own summary and a measured line; skip them.
@@ -377,8 +439,4 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         write!(out, "{}", rest.trim_start_matches('\n'))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn rate_h(bps: f64) -> String {
-    Rate::from_bps(bps).map_or_else(|| "0 bit/s".into(), Rate::human)
 }

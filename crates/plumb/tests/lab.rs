@@ -110,7 +110,10 @@ fn backup_scenario_with_the_old_window() {
         (m / p - 1.0).abs() <= 0.15,
         "diagnosis predicted {p}, measured {m}"
     );
-    assert_eq!(v["diagnosis"]["confidence"], "high");
+    assert_eq!(v["diagnosis"]["confidence_level"], "high");
+    assert!(v["diagnosis"]["confidence"]
+        .as_f64()
+        .is_some_and(|c| c >= 0.75));
 }
 
 #[test]
@@ -239,6 +242,34 @@ fn small_mss_is_path_mtu() {
     let (limit, m, p) = diag(&v);
     assert_eq!(limit, "path_mtu", "{}", v["diagnosis"]["summary"]);
     assert!((m / p - 1.0).abs() <= 0.15, "predicted {p}, measured {m}");
+}
+
+/// Issue 14: a small MSS and a small window on the same path. The MSS alone
+/// would allow about 853 Mbit/s; the 17,520 B window allows 9.3, and that
+/// is what the path carries, so the window is named and the MSS is seen,
+/// not binding.
+#[test]
+fn small_mss_and_small_window_is_the_receive_window() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        &["-M", "536", "--rwin", "17520", "-t", "4"],
+    );
+    let (limit, m, p) = diag(&v);
+    assert_eq!(limit, "receive_window", "{}", v["diagnosis"]["summary"]);
+    let tolerance = v["diagnosis"]["tolerance"].as_f64().unwrap_or(0.0);
+    assert!(
+        m <= p * (1.0 + tolerance) && m >= p / (1.0 + tolerance),
+        "predicted {p}, measured {m}, tolerance {tolerance}"
+    );
+    let mtu = v["diagnosis"]["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["limit"] == "path_mtu"))
+        .expect("the small MSS is seen");
+    assert_eq!(mtu["status"], "seen, not binding", "{mtu}");
 }
 
 #[test]
