@@ -14,18 +14,6 @@ use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn can_lab() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-    });
-    let tun = std::path::Path::new("/dev/net/tun").exists();
-    if !(root && tun) {
-        eprintln!("skipped: plumb lab needs root and /dev/net/tun");
-    }
-    root && tun
-}
-
 fn leftovers() -> Vec<String> {
     let ns = std::process::Command::new("ip")
         .args(["netns", "list"])

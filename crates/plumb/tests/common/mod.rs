@@ -231,3 +231,18 @@ pub fn listening(port: u16) -> bool {
         })
     })
 }
+
+/// Whether this machine can run a lab (root and /dev/net/tun); prints that
+/// the test was skipped when not. Every lab test asks here, so how skips are
+/// reported changes in one place.
+pub fn can_lab() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let tun = std::path::Path::new("/dev/net/tun").exists();
+    if !(root && tun) {
+        eprintln!("skipped: plumb lab needs root and /dev/net/tun");
+    }
+    root && tun
+}
