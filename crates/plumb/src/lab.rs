@@ -311,7 +311,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
                 .stdin(Stdio::null());
             if json {
                 // Its output is not JSON: keep stdout for the document.
-                c.stdout(Stdio::null());
+                c.stdout(std::io::stderr());
             }
             let r = Reaper(Some(c.spawn()?));
             if a.exec.is_none() {

@@ -448,3 +448,74 @@ fn a_receiver_with_data_in_flight_is_ended() {
     // The lab did not wait for the far program: it ended it.
     assert!(t0.elapsed() < Duration::from_secs(30));
 }
+
+#[test]
+fn a_lab_that_fails_ends_what_it_started() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The plumb client needs a server in "far"; this far program never
+    // listens, so the lab gives up (after 10 s) with an error — and still
+    // ends the program and the child it forked.
+    let out = lab_run(
+        &[
+            "lab",
+            "--rate",
+            "100m",
+            "--rtt",
+            "10ms",
+            "--far-exec",
+            "sleep 60 & sleep 60",
+            "--",
+            "-t",
+            "2",
+        ],
+        Duration::from_secs(40),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not start listening"), "{err}");
+}
+
+#[test]
+fn sigterm_during_exec_ends_both_sides() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tag = new_tag();
+    let mut child = spawn_lab(
+        &[
+            "lab",
+            "-J",
+            "--rate",
+            "100m",
+            "--rtt",
+            "10ms",
+            "--far-exec",
+            "sleep 60 & sleep 60",
+            "--exec",
+            "sleep 60 & sleep 60",
+        ],
+        &tag,
+    );
+    let pid = child.id();
+    wait_for_client(&mut child, Duration::from_millis(500));
+    // Both sides are running: sh and two sleeps each.
+    let running = tagged(&tag).len();
+    let t0 = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let out = finish(child, Duration::from_secs(20));
+    let took = t0.elapsed();
+    let left = remains(pid, &tag);
+    kill_tagged(&tag);
+    assert!(running >= 6, "{running} programs were running");
+    assert!(left.is_empty(), "left {left:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_ne!(out.status.code(), Some(0));
+}
