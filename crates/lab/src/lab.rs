@@ -696,7 +696,11 @@ impl Lab {
             };
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                let Some(pid) = stale_owner(&name) else {
+                // Also `plumb-lab-<pid>`, the CPU-quota group of earlier versions.
+                let old = name
+                    .strip_prefix("plumb-lab-")
+                    .and_then(|p| p.parse::<u32>().ok());
+                let Some(pid) = stale_owner(&name).or(old) else {
                     continue;
                 };
                 if pid == std::process::id() || PathBuf::from(format!("/proc/{pid}")).exists() {

@@ -148,17 +148,7 @@ fn remains(lab_pid: u32, tag: &str) -> Vec<String> {
             left.push(format!("/tmp/{name}"));
         }
     }
-    let links = Command::new("ip")
-        .args(["-o", "link"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    left.extend(
-        links
-            .lines()
-            .filter(|l| l.contains(": plumb"))
-            .map(str::to_string),
-    );
+    left.extend(leftovers());
     left
 }
 
