@@ -509,3 +509,94 @@ fn sigterm_during_exec_ends_both_sides() {
     assert!(took < Duration::from_secs(5), "took {took:?}");
     assert_ne!(out.status.code(), Some(0));
 }
+
+#[test]
+fn a_second_signal_ends_the_lab_at_once_and_still_leaves_nothing() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tag = new_tag();
+    // A far program that ignores the first signal's consequences: the lab
+    // must not wait for it after the second.
+    let mut child = spawn_lab(
+        &[
+            "lab",
+            "-J",
+            "--rate",
+            "100m",
+            "--rtt",
+            "10ms",
+            "--far-exec",
+            "sleep 60 & sleep 60",
+            "--exec",
+            "trap '' INT TERM; sleep 60",
+        ],
+        &tag,
+    );
+    let pid = child.id();
+    wait_for_client(&mut child, Duration::from_millis(500));
+    let t0 = Instant::now();
+    for _ in 0..2 {
+        let sent = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = finish(child, Duration::from_secs(20));
+    let took = t0.elapsed();
+    let left = remains(pid, &tag);
+    kill_tagged(&tag);
+    assert!(left.is_empty(), "left {left:?}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // Ended by the signal itself, as without a handler.
+    assert_eq!(out.status.code(), None, "{:?}", out.status);
+}
+
+#[test]
+fn what_a_killed_lab_left_running_is_ended_by_the_next_lab() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tag = new_tag();
+    let mut child = spawn_lab(
+        &[
+            "lab",
+            "-J",
+            "--rate",
+            "100m",
+            "--rtt",
+            "10ms",
+            "--far-exec",
+            "sleep 60 & sleep 60",
+            "--exec",
+            "sleep 60 & sleep 60",
+        ],
+        &tag,
+    );
+    let pid = child.id();
+    wait_for_client(&mut child, Duration::from_millis(500));
+    // SIGKILL: no handler runs. The direct children die with the lab; what
+    // they started lives on, in the lab's cgroups and namespaces.
+    let _ = child.kill();
+    let _ = child.wait();
+    let t0 = Instant::now();
+    while tagged(&tag).len() > 4 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let orphans = tagged(&tag);
+    // The next lab's start removes a dead lab's cgroups (with their
+    // processes) and namespaces.
+    let out = lab_run(
+        &["lab", "--rate", "100m", "--rtt", "10ms", "--exec", "true"],
+        Duration::from_secs(30),
+    );
+    let left = remains(pid, &tag);
+    kill_tagged(&tag);
+    assert!(out.status.success());
+    assert!(!orphans.is_empty(), "the killed lab left nothing to clean");
+    assert!(left.is_empty(), "left {left:?}");
+}
