@@ -114,7 +114,7 @@ fn pids_in(dir: &Path) -> Vec<u32> {
 }
 
 /// Kills every process in the group at `dir` and removes it, waiting (at
-/// most [`REMOVE_LIMIT`]) until the kernel lets it go. A group that does not
+/// most 3 s) until the kernel lets it go. A group that does not
 /// exist is already done.
 pub fn kill_and_remove(dir: &Path) -> io::Result<()> {
     let t0 = Instant::now();
@@ -148,8 +148,8 @@ pub fn kill_and_remove(dir: &Path) -> io::Result<()> {
 }
 
 /// Kills every process (but this one) whose network namespace is the one
-/// bound at `ns_path` (e.g. `/run/netns/NAME`), until none is left or
-/// [`REMOVE_LIMIT`] has passed; returns how many were signalled. The
+/// bound at `ns_path` (e.g. `/run/netns/NAME`), until none is left or 3 s
+/// have passed; returns how many were signalled. The
 /// fallback where no cgroup v2 hierarchy can hold a lab's processes.
 pub fn kill_in_netns(ns_path: &Path) -> io::Result<usize> {
     let ino = fs::metadata(ns_path)?.ino();

@@ -399,3 +399,30 @@ fn processes_end_with_the_lab_on_stop_and_on_panic() {
         assert!(left.is_empty(), "{case}: left behind: {left:?}");
     }
 }
+
+#[test]
+fn sweeping_a_namespace_ends_what_runs_in_it() {
+    // The fallback where no cgroup v2 hierarchy can hold the processes.
+    let Some(_g) = setup("sweeping_a_namespace") else {
+        return;
+    };
+    let tag = format!("{}-sweep", std::process::id());
+    let cfg = LabConfig::new(gbps(1.0), Duration::from_millis(2));
+    with_lab(cfg, |lab| {
+        let mut child = lab
+            .command(Side::Far, "sh")
+            .args(["-c", "sleep 60 & sleep 60"])
+            .env("PLUMB_TEST_TAG", &tag)
+            .spawn()
+            .expect("spawn");
+        let t0 = std::time::Instant::now();
+        while tagged(&tag).len() < 3 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(tagged(&tag).len(), 3, "sh and two sleeps");
+        let n = plumb_lab::cgroup::kill_in_netns(&lab.namespace_path(Side::Far)).expect("sweep");
+        let _ = child.wait();
+        assert!(n >= 3, "signalled {n}");
+        assert!(tagged(&tag).is_empty(), "{:?}", tagged(&tag));
+    });
+}
