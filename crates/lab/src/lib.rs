@@ -18,7 +18,7 @@
 //!   count segments and to cut a GSO packet when only part of it is dropped.
 //! - [`packet`] — owned, pooled packet buffers (no allocation per packet).
 //! - [`sys`] — the only `unsafe` code: TUN ioctls, `setns`, `ppoll`, socket
-//!   options, the signal pipe.
+//!   options, the signal pipe, `kill`, joining a cgroup between fork and exec.
 //! - [`forward`] — the per-direction driver loop around an [`emu::Link`].
 //! - [`cgroup`] — the groups that hold each side's processes, so a lab ends
 //!   every process it started.
