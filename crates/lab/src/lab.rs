@@ -3,8 +3,12 @@
 //! Owns: the topology's life cycle — namespaces `plumb-<pid>-<n>-near` and
 //! `…-far`, one TUN device in each (`near` has 198.18.0.1, `far` 198.18.0.2,
 //! RFC 2544 benchmarking addresses, each a /32 with the other as peer), the
-//! two forwarder threads, and removing all of it again: on drop, on
-//! SIGINT/SIGTERM if [`Lab::install_signal_cleanup`] was called, and for
+//! two forwarder threads, one cgroup per side holding every process started
+//! there with [`Lab::command`] (see [`crate::cgroup`]), and removing all of
+//! it again — processes first, so nothing lives on in a namespace that is
+//! gone: on drop (so also on an error or a panic that unwinds), on
+//! SIGINT/SIGTERM if [`Lab::install_signal_cleanup`] was called (a caller
+//! that wants to finish its work first holds a [`SignalDeferral`]), and for
 //! crashed earlier runs via [`Lab::cleanup_stale`].
 //!
 //! ```text
@@ -17,16 +21,18 @@
 //! then moved; their descriptors stay valid, and since the devices are not
 //! persistent, closing them (even by crashing) deletes the devices.
 
+use std::ffi::CString;
 use std::fs;
 use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::cgroup::{self, Cgroup, Hierarchies};
 use crate::emu::{ConfigError, Link, LinkConfig, LossModel, QueueLimit, Rate, ETHERNET_OVERHEAD};
 use crate::forward::{DirectionStats, Forwarder, Shared};
 use crate::sys::{self, Tun};
@@ -128,6 +134,10 @@ pub struct LabConfig {
     /// Ignored (silently) where the device is missing or not writable; see
     /// [`LabStats::idle_poll`].
     pub idle_poll: bool,
+    /// Limit the far side's processes (all of them together) to this share
+    /// of one CPU, e.g. 0.05: cgroup v2 `cpu.max` where v2 has the cpu
+    /// controller, else a v1 `cpu` group's CFS quota. None = no limit.
+    pub far_cpu: Option<f64>,
 }
 
 impl LabConfig {
@@ -151,6 +161,7 @@ impl LabConfig {
             tcp_buffer_max: None,
             realtime: Some(10),
             idle_poll: true,
+            far_cpu: None,
         }
     }
 
@@ -227,6 +238,13 @@ impl LabConfig {
         }
         if self.txqueuelen == 0 {
             return Err(LabError::Invalid("txqueuelen 0".into()));
+        }
+        if let Some(share) = self.far_cpu {
+            if !(share > 0.0 && share <= 1024.0) {
+                return Err(LabError::Invalid(format!(
+                    "far CPU share {share} is not above 0 and at most 1024 CPUs"
+                )));
+            }
         }
         Ok(())
     }
@@ -322,8 +340,53 @@ static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
 /// Namespaces of live labs in this process, for the signal handler's thread.
 static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+/// Cgroups of live labs in this process, for the signal handler's thread.
+static LIVE_CGROUPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 fn live() -> std::sync::MutexGuard<'static, Vec<String>> {
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn live_cgroups() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE_CGROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Some lab of this process has no v2 cgroups: the signal path sweeps
+/// namespaces for processes.
+static SWEEP: AtomicBool = AtomicBool::new(false);
+
+/// How many [`SignalDeferral`]s are held.
+static DEFERRING: AtomicUsize = AtomicUsize::new(0);
+/// The signal that arrived while deferred (0 = none).
+static PENDING: AtomicI32 = AtomicI32::new(0);
+
+/// While held, the first SIGINT or SIGTERM does not tear the labs down and
+/// end the process: it is recorded for [`Lab::pending_signal`], so the caller
+/// can stop what runs, report what it has, and drop its lab. A second signal
+/// still tears down and ends the process, as without a deferral.
+#[derive(Debug)]
+pub struct SignalDeferral(());
+
+impl Drop for SignalDeferral {
+    fn drop(&mut self) {
+        DEFERRING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Kills the processes of every live lab and removes its cgroups and
+/// namespaces: the signal handler's thread, on its way to ending the process.
+fn tear_down_all() {
+    let groups: Vec<PathBuf> = live_cgroups().clone();
+    for g in &groups {
+        let _ = cgroup::kill_and_remove(g);
+    }
+    let names: Vec<String> = live().clone();
+    for ns in names {
+        if SWEEP.load(Ordering::SeqCst) {
+            let _ = cgroup::kill_in_netns(&PathBuf::from(NETNS_DIR).join(&ns));
+        }
+        let _ = ip(&["netns", "del", &ns], None);
+    }
 }
 
 fn base36(mut n: u64, width: usize) -> String {
@@ -352,8 +415,50 @@ impl Drop for Namespaces {
     }
 }
 
-/// A running lab. Dropping it stops the forwarders and deletes the devices
-/// and namespaces.
+/// Kills the processes in cgroups and removes the groups when dropped, so a
+/// failure halfway through [`Lab::start`] leaves nothing behind.
+#[derive(Debug, Default)]
+struct Groups(Vec<Cgroup>);
+
+impl Groups {
+    fn add(&mut self, dir: PathBuf) -> std::io::Result<&Cgroup> {
+        live_cgroups().push(dir.clone());
+        match Cgroup::create(dir.clone()) {
+            Ok(g) => {
+                self.0.push(g);
+                Ok(&self.0[self.0.len() - 1])
+            }
+            Err(e) => {
+                live_cgroups().retain(|d| *d != dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// Kills and removes every group; the first error.
+    fn remove_all(&mut self) -> Result<(), LabError> {
+        let mut first = None;
+        for g in self.0.drain(..) {
+            if let Err(e) = cgroup::kill_and_remove(g.dir()) {
+                first.get_or_insert(LabError::Io {
+                    context: "ending the lab's processes".into(),
+                    source: e,
+                });
+            }
+            live_cgroups().retain(|d| d != g.dir());
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Groups {
+    fn drop(&mut self) {
+        let _ = self.remove_all();
+    }
+}
+
+/// A running lab. Dropping it ends the processes started in it, stops the
+/// forwarders and deletes the devices, cgroups and namespaces.
 #[derive(Debug)]
 pub struct Lab {
     config: LabConfig,
@@ -365,6 +470,13 @@ pub struct Lab {
     /// Dropped before `namespaces` (field order), so devices go first.
     tuns: Option<[Arc<Tun>; 2]>,
     namespaces: Namespaces,
+    /// Every cgroup of this lab; empty where no v2 hierarchy can be used
+    /// (then the namespaces are swept for processes instead).
+    groups: Groups,
+    /// Per side, the `cgroup.procs` files a process started there joins.
+    joins: [Vec<CString>; 2],
+    /// No v2 group holds the processes: sweep the namespaces at the end.
+    sweep: bool,
     /// The CPU latency request, held while the lab lives ([`LabConfig::idle_poll`]).
     cpu_latency: Option<std::fs::File>,
 }
@@ -384,6 +496,7 @@ impl Lab {
             Link::new(config.far_to_near.clone())?,
         ];
         // Best effort: a stale namespace does not stop us, names are unique.
+        Lab::cleanup_stale_cgroups();
         let _ = Lab::cleanup_stale();
 
         let pid = std::process::id();
@@ -413,6 +526,10 @@ impl Lab {
             live().push(ns.clone());
             namespaces.0.push(ns.clone());
             ip(&["netns", "add", ns], None)?;
+        }
+        let (groups, joins) = Lab::make_groups(&netns, config.far_cpu)?;
+        if joins[0].is_empty() {
+            SWEEP.store(true, Ordering::SeqCst);
         }
         for ns in &netns {
             configure_sysctls(ns, config.tcp_buffer_max)?;
@@ -448,6 +565,9 @@ impl Lab {
             shared,
             tuns: Some(tuns.clone()),
             namespaces,
+            sweep: joins[0].is_empty(),
+            groups,
+            joins,
             cpu_latency: None,
         };
         if lab.config.idle_poll {
@@ -476,6 +596,53 @@ impl Lab {
             lab.forwarders.push(h);
         }
         Ok(lab)
+    }
+
+    /// One cgroup v2 group per side, named like its namespace, and the CPU
+    /// quota of the far side (in its v2 group where v2 has the cpu
+    /// controller, else in a v1 `cpu` group of its own).
+    fn make_groups(
+        netns: &[String; 2],
+        far_cpu: Option<f64>,
+    ) -> Result<(Groups, [Vec<CString>; 2]), LabError> {
+        let h = Hierarchies::find();
+        let mut groups = Groups::default();
+        let mut joins: [Vec<CString>; 2] = [Vec::new(), Vec::new()];
+        let procs = |g: &Cgroup| sys::cstring_path(&g.procs_file()).map_err(io_err("cgroup path"));
+        if let Some(root) = &h.v2 {
+            for (i, ns) in netns.iter().enumerate() {
+                match groups.add(root.join(ns)) {
+                    Ok(g) => joins[i].push(procs(g)?),
+                    // Not ours to use (read-only, delegated elsewhere):
+                    // fall back to sweeping the namespaces.
+                    Err(_) if i == 0 => break,
+                    Err(e) => return Err(io_err(format!("creating cgroup for {ns}"))(e)),
+                }
+            }
+        }
+        let Some(share) = far_cpu else {
+            return Ok((groups, joins));
+        };
+        let period = 100_000u64;
+        let quota = ((share * period as f64) as u64).max(1000);
+        let context = "limiting the far side's CPU";
+        let far_v2 = groups.0.get(1).map(|g| g.dir().join("cpu.max"));
+        if let Some(cpu_max) = far_v2.filter(|f| f.exists()) {
+            fs::write(&cpu_max, format!("{quota} {period}")).map_err(io_err(context))?;
+        } else if let Some(root) = &h.v1_cpu {
+            let g = groups.add(root.join(&netns[1])).map_err(io_err(context))?;
+            fs::write(g.dir().join("cpu.cfs_period_us"), period.to_string())
+                .map_err(io_err(context))?;
+            fs::write(g.dir().join("cpu.cfs_quota_us"), quota.to_string())
+                .map_err(io_err(context))?;
+            joins[1].push(procs(g)?);
+        } else {
+            return Err(LabError::Invalid(
+                "a CPU limit needs the cgroup cpu controller (v2 cpu.max or a v1 cpu hierarchy)"
+                    .into(),
+            ));
+        }
+        Ok((groups, joins))
     }
 
     /// [`LabError::NotRoot`] unless the process may create namespaces and TUN
@@ -517,9 +684,41 @@ impl Lab {
         Ok(removed)
     }
 
-    /// On SIGINT or SIGTERM, delete the namespaces of every live lab in this
-    /// process, then let the signal take its default course (the process
-    /// dies, which closes the TUN descriptors and so deletes the devices).
+    /// Kills and removes `plumb-<pid>-…` cgroups of processes that no longer
+    /// exist (their processes outlived a lab that was killed); returns how
+    /// many groups were removed.
+    fn cleanup_stale_cgroups() -> usize {
+        let h = Hierarchies::find();
+        let mut removed = 0;
+        for root in [h.v2, h.v1_cpu].into_iter().flatten() {
+            let Ok(entries) = fs::read_dir(&root) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                // Also `plumb-lab-<pid>`, the CPU-quota group of earlier versions.
+                let old = name
+                    .strip_prefix("plumb-lab-")
+                    .and_then(|p| p.parse::<u32>().ok());
+                let Some(pid) = stale_owner(&name).or(old) else {
+                    continue;
+                };
+                if pid == std::process::id() || PathBuf::from(format!("/proc/{pid}")).exists() {
+                    continue;
+                }
+                if cgroup::kill_and_remove(&entry.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
+    /// On SIGINT or SIGTERM, end the processes of every live lab in this
+    /// process and delete its cgroups and namespaces, then let the signal
+    /// take its default course (the process dies, which closes the TUN
+    /// descriptors and so deletes the devices) — unless a [`SignalDeferral`]
+    /// is held, which turns the first signal into [`Lab::pending_signal`].
     ///
     /// The handler itself only writes a byte to a pipe (async-signal-safe); a
     /// helper thread does the cleanup. Idempotent.
@@ -531,18 +730,39 @@ impl Lab {
             std::thread::Builder::new()
                 .name("plumb-lab-signals".into())
                 .spawn(move || {
-                    if let Some(sig) = sys::read_byte(std::os::fd::AsFd::as_fd(&rd)) {
-                        let names: Vec<String> = live().clone();
-                        for ns in names {
-                            let _ = ip(&["netns", "del", &ns], None);
+                    while let Some(sig) = sys::read_byte(std::os::fd::AsFd::as_fd(&rd)) {
+                        let sig = libc::c_int::from(sig);
+                        if DEFERRING.load(Ordering::SeqCst) > 0
+                            && PENDING
+                                .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+                                .is_ok()
+                        {
+                            continue;
                         }
-                        sys::reraise_default(libc::c_int::from(sig));
+                        tear_down_all();
+                        sys::reraise_default(sig);
                     }
                 })
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         });
         r.clone().map_err(LabError::Signal)
+    }
+
+    /// Defers SIGINT/SIGTERM while the returned guard lives (see
+    /// [`SignalDeferral`]); only meaningful after
+    /// [`Lab::install_signal_cleanup`].
+    pub fn defer_signals() -> SignalDeferral {
+        DEFERRING.fetch_add(1, Ordering::SeqCst);
+        SignalDeferral(())
+    }
+
+    /// The signal that arrived while a [`SignalDeferral`] was held, if any.
+    pub fn pending_signal() -> Option<i32> {
+        match PENDING.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
     }
 
     /// The configuration the lab runs with.
@@ -589,13 +809,38 @@ impl Lab {
     }
 
     /// A command that runs `program` inside a side's namespace (via
-    /// `ip netns exec`); add arguments and spawn it as usual. The process is
-    /// killed if the spawning thread dies first, so it cannot outlive the lab.
+    /// `ip netns exec`); add arguments and spawn it as usual. The process
+    /// joins the side's cgroup before it runs, so it and everything it starts
+    /// end with the lab; it is also killed if the spawning thread dies first.
     pub fn command(&self, side: Side, program: &str) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", self.namespace_name(side), program]);
         sys::kill_with_parent(&mut c);
+        sys::join_cgroups_on_exec(&mut c, self.joins[side.index()].clone());
         c
+    }
+
+    /// The cgroups holding each side's processes (empty where cgroup v2 is
+    /// not usable; the namespaces are then swept for processes instead).
+    pub fn cgroups(&self) -> Vec<PathBuf> {
+        self.groups
+            .0
+            .iter()
+            .map(|g| g.dir().to_path_buf())
+            .collect()
+    }
+
+    /// Ends every process started in the lab: kills and removes its cgroups,
+    /// or, without them, kills whatever runs in its namespaces.
+    fn end_processes(&mut self) -> Result<(), LabError> {
+        if self.sweep {
+            for ns in &self.namespaces.0 {
+                let path = PathBuf::from(NETNS_DIR).join(ns);
+                cgroup::kill_in_netns(&path).map_err(io_err(format!("sweeping {ns}")))?;
+            }
+            return Ok(());
+        }
+        self.groups.remove_all()
     }
 
     /// Moves the *calling thread* into a side's namespace: sockets it opens
@@ -674,6 +919,7 @@ impl Lab {
     /// Stops the forwarders and removes devices and namespaces, reporting the
     /// first error (dropping the lab does the same, silently).
     pub fn stop(mut self) -> Result<LabStats, LabError> {
+        let ended = self.end_processes();
         self.halt();
         let stats = self.stats();
         self.tuns = None;
@@ -685,6 +931,7 @@ impl Lab {
             }
             live().retain(|n| n != ns);
         }
+        ended?;
         first.map_or(Ok(stats), Err)
     }
 
@@ -700,6 +947,9 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // Processes first: once the namespace is deleted they would live on
+        // in it, unreachable.
+        let _ = self.end_processes();
         self.halt();
         // Close the devices before deleting the namespaces they live in.
         self.tuns = None;

@@ -18,8 +18,10 @@
 //!   count segments and to cut a GSO packet when only part of it is dropped.
 //! - [`packet`] — owned, pooled packet buffers (no allocation per packet).
 //! - [`sys`] — the only `unsafe` code: TUN ioctls, `setns`, `ppoll`, socket
-//!   options, the signal pipe.
+//!   options, the signal pipe, `kill`, joining a cgroup between fork and exec.
 //! - [`forward`] — the per-direction driver loop around an [`emu::Link`].
+//! - [`cgroup`] — the groups that hold each side's processes, so a lab ends
+//!   every process it started.
 //! - [`Lab`] — namespaces, devices, forwarders, cleanup. Start with
 //!   [`Lab::start`]`(`[`LabConfig::new`]`(rate, rtt))`.
 //! - [`measure`] — the lab measuring itself: [`Lab::probe`] (RTT and rate) and
@@ -38,6 +40,7 @@
 //! - Loss/reorder/duplication of packets the emulator cannot parse (not
 //!   IPv4/IPv6 TCP/UDP GSO) is per packet, not per segment.
 
+pub mod cgroup;
 pub mod emu;
 pub mod forward;
 pub mod hist;
@@ -50,6 +53,7 @@ pub mod wire;
 
 pub use forward::DirectionStats;
 pub use lab::{
-    DeviceCounters, Direction, Lab, LabConfig, LabError, LabStats, Side, FAR_ADDR, NEAR_ADDR,
+    DeviceCounters, Direction, Lab, LabConfig, LabError, LabStats, Side, SignalDeferral, FAR_ADDR,
+    NEAR_ADDR,
 };
 pub use measure::{Probe, TransferOptions, TransferReport};

@@ -6,8 +6,9 @@
 //! waiting on file descriptors with nanosecond timeouts, entering a network
 //! namespace on the current thread, per-thread scheduling knobs, the CPU
 //! latency request (`/dev/cpu_dma_latency`), the few
-//! socket options the self-tests need, and the async-signal-safe half of the
-//! SIGINT/SIGTERM cleanup. Every function here either returns an
+//! socket options the self-tests need, the async-signal-safe half of the
+//! SIGINT/SIGTERM cleanup, sending signals, joining a cgroup between fork and
+//! exec, and unnamed temporary files. Every function here either returns an
 //! [`io::Error`] built from `errno` or cannot fail; none keeps raw pointers
 //! past the call.
 
@@ -571,6 +572,96 @@ pub fn kill_with_parent(cmd: &mut std::process::Command) {
             }
             Ok(())
         });
+    }
+}
+
+/// Makes `cmd`'s process move itself into each cgroup whose `cgroup.procs`
+/// file is listed (see [`cstring_path`]), after fork and before exec: it is
+/// inside before it can start a child of its own, so nothing it starts
+/// escapes the group. A file that cannot be written fails the spawn.
+pub fn join_cgroups_on_exec(cmd: &mut std::process::Command, procs_files: Vec<CString>) {
+    use std::os::unix::process::CommandExt;
+    if procs_files.is_empty() {
+        return;
+    }
+    // SAFETY: the closure runs in the child between fork and exec and only
+    // calls open(2), write(2) and close(2), which are async-signal-safe, on
+    // strings the closure owns; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            for path in &procs_files {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                // "0" names the writing process.
+                let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let err = io::Error::last_os_error();
+                libc::close(fd);
+                if n != 1 {
+                    return Err(err);
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A path as the C string system calls take.
+pub fn cstring_path(path: &Path) -> io::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)
+}
+
+/// Sends signal `sig` to process `pid`. `ESRCH` (already gone) is an error
+/// like any other; callers that do not care ignore it.
+pub fn send_signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    if pid <= 0 {
+        // 0 and negatives address process groups: never what a caller means here.
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    // SAFETY: kill(2) takes two integers and touches no memory of ours.
+    cvt(unsafe { libc::kill(pid, sig) })?;
+    Ok(())
+}
+
+/// A read-write file in `dir` that has no name (`O_TMPFILE`), so nothing is
+/// left in `dir` however the process ends. Another process can open it as
+/// `/proc/<our pid>/fd/<fd>` while we hold it. Where the file system has no
+/// `O_TMPFILE`, the file is created under a unique name and unlinked at once.
+pub fn unnamed_file(dir: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(dir);
+    match tmp {
+        Ok(f) => Ok(f),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) =>
+        {
+            static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let path = dir.join(format!(
+                ".plumb-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            std::fs::remove_file(&path)?;
+            Ok(f)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -328,3 +328,106 @@ fn teardown_after_panic_and_stale_cleanup() {
     }
     assert!(removed.expect("cleanup") >= 1 && !still_there);
 }
+
+/// Live processes whose environment carries `tag` (every process a lab
+/// command starts inherits the variable the test gave it).
+fn tagged(tag: &str) -> Vec<u32> {
+    let want = format!("PLUMB_TEST_TAG={tag}");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
+        })
+        .collect()
+}
+
+#[test]
+fn processes_end_with_the_lab_on_stop_and_on_panic() {
+    let Some(_g) = setup("processes_end_with_the_lab") else {
+        return;
+    };
+    for (case, panic) in [("stop", false), ("panic", true)] {
+        let tag = format!("{}-{case}", std::process::id());
+        let cfg = LabConfig::new(gbps(1.0), Duration::from_millis(2));
+        let lab = Lab::start(cfg).expect("lab starts");
+        let groups = lab.cgroups();
+        // Each side: a program that forks a child which outlives its
+        // parent's wait, and would run for a minute.
+        let mut children = Vec::new();
+        for side in [Side::Near, Side::Far] {
+            let child = lab
+                .command(side, "sh")
+                .args(["-c", "sleep 60 & sleep 60"])
+                .env("PLUMB_TEST_TAG", &tag)
+                .spawn()
+                .expect("spawn");
+            children.push(child);
+        }
+        let t0 = std::time::Instant::now();
+        while tagged(&tag).len() < 6 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // sh and two sleeps per side.
+        assert_eq!(tagged(&tag).len(), 6, "{case}: programs started");
+        // Where cgroup v2 is usable, one group per side holds each side's three.
+        assert!(groups.is_empty() || groups.len() == 2, "{groups:?}");
+        for g in &groups {
+            let procs = std::fs::read_to_string(g.join("cgroup.procs")).expect("procs");
+            assert_eq!(
+                procs.lines().count(),
+                3,
+                "{case}: {} holds {procs}",
+                g.display()
+            );
+        }
+        if panic {
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                let _lab = lab;
+                panic!("a failing test");
+            }));
+            assert!(r.is_err());
+        } else {
+            lab.stop().expect("stop");
+        }
+        let left = tagged(&tag);
+        assert!(left.is_empty(), "{case}: still running: {left:?}");
+        for g in &groups {
+            assert!(!g.exists(), "{case}: cgroup {} left", g.display());
+        }
+        for mut c in children {
+            let _ = c.wait();
+        }
+        let left = leftovers();
+        assert!(left.is_empty(), "{case}: left behind: {left:?}");
+    }
+}
+
+#[test]
+fn sweeping_a_namespace_ends_what_runs_in_it() {
+    // The fallback where no cgroup v2 hierarchy can hold the processes.
+    let Some(_g) = setup("sweeping_a_namespace") else {
+        return;
+    };
+    let tag = format!("{}-sweep", std::process::id());
+    let cfg = LabConfig::new(gbps(1.0), Duration::from_millis(2));
+    with_lab(cfg, |lab| {
+        let mut child = lab
+            .command(Side::Far, "sh")
+            .args(["-c", "sleep 60 & sleep 60"])
+            .env("PLUMB_TEST_TAG", &tag)
+            .spawn()
+            .expect("spawn");
+        let t0 = std::time::Instant::now();
+        while tagged(&tag).len() < 3 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(tagged(&tag).len(), 3, "sh and two sleeps");
+        let n = plumb_lab::cgroup::kill_in_netns(&lab.namespace_path(Side::Far)).expect("sweep");
+        let _ = child.wait();
+        assert!(n >= 3, "signalled {n}");
+        assert!(tagged(&tag).is_empty(), "{:?}", tagged(&tag));
+    });
+}

@@ -91,6 +91,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         hold: false,
         why: false,
         json: false,
+        json_stream: false,
         client: Vec::new(),
     };
     println!("{}\n", lab_line(&args, probe.as_ref()));

@@ -1,9 +1,17 @@
 //! `plumb lab`: a long fat network on this machine — two namespaces joined by
 //! the userspace link emulator — with plumb (or any program) run across it,
 //! and the model's prediction printed beside what was measured.
+//!
+//! Owns the command's life cycle: client flags checked with the client's own
+//! parser before any lab is built; with `-J`/`--json-stream` (before or
+//! after `--`) only JSON on stdout, notes on stderr; the first SIGINT or
+//! SIGTERM passed on to the program running in the lab, whose partial result
+//! is still printed; and every process started ended with the lab (the lab
+//! holds each side's processes in a cgroup).
 
-use std::io::Write;
-use std::process::{Child, ExitCode, Stdio};
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::process::{Child, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -16,6 +24,7 @@ use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use serde_json::{json, Value};
 
 use crate::cli::usage_error;
+use crate::measure::MeasureArgs;
 
 /// Flags of `plumb lab`.
 #[derive(Debug, Args, Clone)]
@@ -65,9 +74,12 @@ pub struct LabArgs {
     /// Also say what limited the transfer (plumb why)
     #[arg(long)]
     pub why: bool,
-    /// One JSON document: the client's, plus "lab" and "model" (and "diagnosis")
+    /// One JSON document: the client's, plus "lab" and "model" (and "diagnosis"); notes go to stderr
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// The client's line-delimited JSON events, then one "lab" event; notes go to stderr
+    #[arg(long)]
+    pub json_stream: bool,
     /// plumb client flags, after --
     #[arg(last = true, allow_hyphen_values = true)]
     pub client: Vec<String>,
@@ -132,6 +144,7 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
     if let Some(seed) = a.seed {
         cfg = cfg.with_seed(seed);
     }
+    cfg.far_cpu = a.far_cpu.map(LossRate::probability);
     for dir in [Direction::NearToFar, Direction::FarToNear] {
         let link = cfg.link_mut(dir);
         if let Some(j) = a.jitter {
@@ -148,56 +161,6 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
         }
     }
     Ok(cfg)
-}
-
-/// A CPU bandwidth cgroup (v2 `cpu.max`, or v1 `cpu.cfs_quota_us`), removed
-/// when dropped after its processes are gone.
-struct CpuQuota {
-    dir: std::path::PathBuf,
-    procs: &'static str,
-}
-
-impl CpuQuota {
-    fn new(share: f64) -> std::io::Result<CpuQuota> {
-        let name = format!("plumb-lab-{}", std::process::id());
-        let period = 100_000u64;
-        let quota = ((share * period as f64) as u64).max(1000);
-        let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers");
-        if v2.exists() {
-            let dir = std::path::Path::new("/sys/fs/cgroup").join(&name);
-            std::fs::create_dir_all(&dir)?;
-            std::fs::write(dir.join("cpu.max"), format!("{quota} {period}"))?;
-            return Ok(CpuQuota {
-                dir,
-                procs: "cgroup.procs",
-            });
-        }
-        let dir = std::path::Path::new("/sys/fs/cgroup/cpu").join(&name);
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("cpu.cfs_period_us"), period.to_string())?;
-        std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string())?;
-        Ok(CpuQuota {
-            dir,
-            procs: "cgroup.procs",
-        })
-    }
-
-    fn add(&self, pid: u32) -> std::io::Result<()> {
-        std::fs::write(self.dir.join(self.procs), pid.to_string())
-    }
-}
-
-impl Drop for CpuQuota {
-    fn drop(&mut self) {
-        // The far processes are killed first (the Reaper is dropped earlier);
-        // a cgroup can only be removed once empty, so allow a moment.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
 }
 
 /// Kills a child when dropped: nothing the lab starts outlives it.
@@ -217,6 +180,86 @@ fn lab_error(e: &LabError) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// The client flags after `--`, parsed by the client's own parser and
+/// checked as the client checks them, before any lab is built.
+fn check_client_flags(args: &[String]) -> Result<MeasureArgs, ExitCode> {
+    #[derive(clap::Parser)]
+    #[command(name = "plumb lab ... --", no_binary_name = true)]
+    struct ClientLine {
+        #[command(flatten)]
+        measure: MeasureArgs,
+    }
+    for (flags, why) in [
+        (
+            &["-c", "--client"][..],
+            "the lab connects the client to the far end",
+        ),
+        (
+            &["-p", "--port"][..],
+            "the lab's far server listens on 5201",
+        ),
+        (
+            &["--json-file"][..],
+            "the lab collects the client's document itself",
+        ),
+    ] {
+        if let Some(f) = args.iter().find(|a| {
+            flags
+                .iter()
+                .any(|f| *a == f || a.starts_with(&format!("{f}=")))
+        }) {
+            return Err(usage_error(format!(
+                "client flags after --: {f} is not yours to set here: {why}"
+            )));
+        }
+    }
+    // Exactly the command line run_client gives the client (but the result file).
+    let far = plumb_lab::FAR_ADDR.to_string();
+    let mut argv = vec!["-c".to_string(), far, "-p".into(), LAB_PORT.to_string()];
+    argv.extend(args.iter().cloned());
+    let m = match <ClientLine as clap::Parser>::try_parse_from(&argv) {
+        Ok(line) => line.measure,
+        Err(e) if e.use_stderr() => {
+            // One line, saying whose flag it is.
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("invalid arguments");
+            let msg = first.strip_prefix("error: ").unwrap_or(first);
+            return Err(usage_error(format!(
+                "client flags after --: {msg} (see plumb --help)"
+            )));
+        }
+        // --help after --: the client's flags.
+        Err(e) => return Err(crate::cli::clap_exit(e)),
+    };
+    if m.server {
+        return Err(usage_error(
+            "client flags after --: -s is not one; the lab runs the server itself",
+        ));
+    }
+    let checked = crate::measure::test_spec(&m)
+        .and_then(|spec| crate::measure::client_config(&m, spec).map(|_| ()));
+    if let Err(msg) = checked {
+        return Err(usage_error(format!("client flags after --: {msg}")));
+    }
+    Ok(m)
+}
+
+/// The port of the far server.
+const LAB_PORT: u16 = 5201;
+
+/// Notes for a person: stdout, or stderr when stdout is for JSON.
+fn note(json: bool, line: &str) {
+    if json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
 /// Runs `plumb lab`.
 pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let cfg = match lab_config(a) {
@@ -228,6 +271,15 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
             "--exec runs your program instead of the plumb client: drop the client flags after --",
         ));
     }
+    let client = match &a.exec {
+        Some(_) => None,
+        None => match check_client_flags(&a.client) {
+            Ok(m) => Some(m),
+            Err(code) => return Ok(code),
+        },
+    };
+    let stream = a.json_stream || client.as_ref().is_some_and(|m| m.json_stream);
+    let json = a.json || stream || client.as_ref().is_some_and(|m| m.json);
     if let Err(e) = Lab::check_privileges() {
         return Ok(lab_error(&e));
     }
@@ -241,29 +293,15 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let probe = lab.probe().ok();
     let far = lab.far_addr().to_string();
     let near = lab.near_addr().to_string();
-    if !a.json {
-        println!("{}", lab_line(a, probe.as_ref()));
-    }
+    note(json, &lab_line(a, probe.as_ref()));
     if a.hold {
-        return hold(&lab, a);
+        return hold(&lab, json);
     }
 
     // The far side: a plumb server, or the user's program.
     let exe = std::env::current_exe()?;
     let exe_s = exe.to_string_lossy().to_string();
-    let port = 5201u16;
-    // A CPU quota for the far side, placed from out here: inside a namespace
-    // `ip netns exec` remounts /sys and the cgroup tree is out of reach.
-    let quota = match a.far_cpu {
-        Some(share) => match CpuQuota::new(share.probability()) {
-            Ok(q) => Some(q),
-            Err(e) => {
-                eprintln!("plumb: cannot limit the far side's CPU: {e}");
-                return Ok(ExitCode::from(1));
-            }
-        },
-        None => None,
-    };
+    let port = LAB_PORT;
     let server = match &a.far_exec {
         Some(cmd) => {
             let mut c = lab.command(Side::Far, "sh");
@@ -271,24 +309,24 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
                 .env("PLUMB_NEAR", &near)
                 .env("PLUMB_FAR", &far)
                 .stdin(Stdio::null());
-            let r = Reaper(Some(c.spawn()?));
-            if let (Some(q), Some(child)) = (&quota, &r.0) {
-                q.add(child.id())?;
+            if json {
+                // Its output is not JSON: keep stdout for the document.
+                c.stdout(std::io::stderr());
             }
+            let r = Reaper(Some(c.spawn()?));
             if a.exec.is_none() {
                 // The plumb client will connect: the far program is its server.
                 wait_listening(&lab, port)?;
             }
             r
         }
-        None => {
-            let r = start_server(&lab, &exe_s, port)?;
-            if let (Some(q), Some(child)) = (&quota, &r.0) {
-                q.add(child.id())?;
-            }
-            r
-        }
+        None => start_server(&lab, &exe_s, port)?,
     };
+
+    // From here the first SIGINT/SIGTERM goes to the program in the lab,
+    // which ends (the plumb client with its partial result); we report and
+    // the lab ends the rest. A second signal ends everything at once.
+    let _deferral = Lab::defer_signals();
 
     // The near side: the user's program, or the plumb client.
     if let Some(cmd) = &a.exec {
@@ -296,14 +334,20 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
         c.args(["-c", cmd])
             .env("PLUMB_FAR", &far)
             .env("PLUMB_NEAR", &near);
-        let status = c.status()?;
+        let status = wait_passing_signals(c.spawn()?)?;
         drop(server);
-        report_emulator(&lab, a.json);
+        report_emulator(&lab, json);
         return Ok(status
             .code()
             .map_or(ExitCode::from(1), |c| ExitCode::from(c.clamp(0, 255) as u8)));
     }
-    let (status, doc) = run_client(&lab, &exe_s, port, &a.client, a.json)?;
+    let mut client_args = a.client.clone();
+    if stream && !client.as_ref().is_some_and(|m| m.json_stream) {
+        client_args.push("--json-stream".into());
+    }
+    // With --json-stream the client's events are the stream; with -J the
+    // client is quiet and its document comes back to be extended.
+    let (status, doc) = run_client(&lab, &exe_s, port, &client_args, json && !stream)?;
     drop(server);
     let Some(mut doc) = doc else {
         eprintln!("plumb: the client produced no result");
@@ -319,7 +363,21 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
         });
         Evidence::from_json(&doc, link).map(|ev| (diagnose(&ev), ev))
     });
-    if a.json {
+    if let (true, Some(Err(e))) = (json, &diagnosis) {
+        eprintln!("plumb: cannot diagnose: {e}");
+    }
+    if stream {
+        let mut data = serde_json::Map::new();
+        data.insert("lab".into(), lab_json);
+        data.insert("model".into(), model.0.clone());
+        if let Some(Ok((d, _))) = &diagnosis {
+            data.insert("diagnosis".into(), crate::why::diagnosis_json(d));
+        }
+        println!(
+            "{}",
+            serde_json::to_string(&json!({"event": "lab", "data": data}))?
+        );
+    } else if json {
         if let Some(o) = doc.as_object_mut() {
             o.insert("lab".into(), lab_json);
             o.insert("model".into(), model.0.clone());
@@ -356,8 +414,41 @@ pub(crate) fn start_server(lab: &Lab, exe: &str, port: u16) -> anyhow::Result<Re
     Ok(r)
 }
 
+/// How long a program in the lab has, after the signal was passed on, to end
+/// by itself before it is killed.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Waits for `child`; a SIGINT/SIGTERM the lab defers ([`Lab::defer_signals`])
+/// is passed on to it, and after [`GRACE`] it is killed.
+fn wait_passing_signals(child: Child) -> anyhow::Result<ExitStatus> {
+    let mut reaper = Reaper(Some(child));
+    let mut passed: Option<Instant> = None;
+    loop {
+        let Some(child) = reaper.0.as_mut() else {
+            anyhow::bail!("lost the child process");
+        };
+        if let Some(status) = child.try_wait()? {
+            reaper.0 = None;
+            return Ok(status);
+        }
+        match (Lab::pending_signal(), passed) {
+            (Some(sig), None) => {
+                // Already gone is fine: try_wait sees it next time.
+                let _ = plumb_lab::sys::send_signal(child.id(), sig);
+                passed = Some(Instant::now());
+            }
+            (Some(_), Some(t)) if t.elapsed() > GRACE => {
+                let _ = child.kill();
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs the plumb client in the near namespace against the far server; its
-/// text report goes to stdout unless `quiet`, its -J document comes back.
+/// text report goes to stdout unless `quiet`, its -J document comes back
+/// (also the partial one of an interrupted run).
 pub(crate) fn run_client(
     lab: &Lab,
     exe: &str,
@@ -365,8 +456,12 @@ pub(crate) fn run_client(
     args: &[String],
     quiet: bool,
 ) -> anyhow::Result<(std::process::ExitStatus, Option<Value>)> {
-    let json_path =
-        std::env::temp_dir().join(format!("plumb-lab-{}-{port}.json", std::process::id()));
+    // The document comes back through a file with no name, which the
+    // client opens through our descriptor: nothing is left in /tmp however
+    // either process ends.
+    let mut file = plumb_lab::sys::unnamed_file(&std::env::temp_dir())
+        .map_err(|e| anyhow::anyhow!("cannot create a temporary file: {e}"))?;
+    let json_path = format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd());
     let mut c = lab.command(Side::Near, exe);
     c.args(["-c", &lab.far_addr().to_string(), "-p", &port.to_string()])
         .args(args);
@@ -374,12 +469,11 @@ pub(crate) fn run_client(
     if quiet {
         c.stdout(Stdio::null());
     }
-    let status = c.status()?;
-    let doc = std::fs::read_to_string(&json_path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let _ = std::fs::remove_file(&json_path);
-    Ok((status, doc))
+    let status = wait_passing_signals(c.spawn()?)?;
+    let mut text = String::new();
+    file.rewind()?;
+    file.read_to_string(&mut text)?;
+    Ok((status, serde_json::from_str(&text).ok()))
 }
 
 /// Waits (bounded) until the far server listens.
@@ -475,17 +569,17 @@ fn lab_json(
 }
 
 fn report_emulator(lab: &Lab, json: bool) {
-    if json {
-        return;
-    }
     let s = lab.stats();
     let d = &s.near_to_far;
-    println!(
+    note(
+        json,
+        &format!(
         "Emulator near->far: {} segments delivered, {} dropped by the queue, {} by loss; release error p99 {} us",
         d.link.delivered.segments,
         d.link.dropped_queue.segments,
         d.link.dropped_loss.segments,
         sig(d.release_error.quantile(0.99).as_secs_f64() * 1e6, 3)
+    ),
     );
 }
 
@@ -524,9 +618,8 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
         size: None,
     };
     let p = Prediction::of(&input);
-    let measured = doc["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0);
+    // None when the test ended before its summary (interrupted).
+    let measured = doc["end"]["sum_received"]["bits_per_second"].as_f64();
     let Some((per_stream, limit)) = p.predicted else {
         return (Value::Null, String::new());
     };
@@ -563,16 +656,22 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
         }
     }
     let rate = |b: f64| Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human);
+    let outcome = match measured {
+        Some(m) => format!(
+            "measured {} ({}% of the prediction)",
+            rate(m),
+            sig(m / predicted.max(1.0) * 100.0, 3)
+        ),
+        None => "no result to compare (the test ended before its summary)".into(),
+    };
     let line = format!(
-        "Model: {} predicted ({why}{}); measured {} ({}% of the prediction).",
+        "Model: {} predicted ({why}{}); {outcome}.",
         rate(predicted),
         if streams > 1 {
             format!(", {streams} streams")
         } else {
             String::new()
         },
-        rate(measured),
-        sig(measured / predicted.max(1.0) * 100.0, 3)
     );
     (
         json!({"predicted_bps": predicted, "limit": name, "measured_bps": measured,
@@ -582,8 +681,12 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
     )
 }
 
-fn hold(lab: &Lab, a: &LabArgs) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
+fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
+    let mut out: Box<dyn Write> = if json {
+        Box::new(std::io::stderr().lock())
+    } else {
+        Box::new(std::io::stdout().lock())
+    };
     writeln!(
         out,
         "The link is up until Ctrl-C. Near {} is in namespace {}, far {} in {}.",
@@ -609,7 +712,7 @@ fn hold(lab: &Lab, a: &LabArgs) -> anyhow::Result<ExitCode> {
         lab.namespace_name(Side::Near)
     )?;
     out.flush()?;
-    let _ = a;
+    drop(out);
     // The signal handler removes the lab and ends the process; bounded only by the user.
     loop {
         std::thread::sleep(Duration::from_secs(1));

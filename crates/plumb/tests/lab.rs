@@ -14,43 +14,6 @@ use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Whether a lab can be built here; if not, the calling test is recorded as
-/// skipped (a failure under `PLUMB_REQUIRE_LAB=1`) and should return.
-fn can_lab() -> bool {
-    match plumb_lab::Lab::check_privileges() {
-        Ok(()) => true,
-        Err(e) => {
-            plumb_testkit::skip_lab!("{e}");
-            false
-        }
-    }
-}
-
-fn leftovers() -> Vec<String> {
-    let ns = std::process::Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    let links = std::process::Command::new("ip")
-        .args(["-o", "link"])
-        .output()
-        .map(|o| o.stdout)
-        .unwrap_or_default();
-    let mut v: Vec<String> = String::from_utf8_lossy(&ns)
-        .lines()
-        .filter(|l| l.starts_with("plumb-"))
-        .map(str::to_string)
-        .collect();
-    v.extend(
-        String::from_utf8_lossy(&links)
-            .lines()
-            .filter(|l| l.contains(": plumb"))
-            .map(str::to_string),
-    );
-    v
-}
-
 /// `plumb lab --why -J LAB… -- CLIENT…`, checked for leftovers afterwards.
 fn lab(lab_args: &[&str], client: &[&str]) -> Value {
     let mut a = vec!["lab", "--why", "-J"];

@@ -259,3 +259,60 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Whether this machine can run a lab (root and /dev/net/tun). When not,
+/// the calling test is recorded as skipped (a failure under
+/// `PLUMB_REQUIRE_LAB=1`, as in CI) and should return. Every lab test asks
+/// here, so how skips are reported changes in one place.
+pub fn can_lab() -> bool {
+    match plumb_lab::Lab::check_privileges() {
+        Ok(()) => true,
+        Err(e) => {
+            plumb_testkit::skip_lab!("{e}");
+            false
+        }
+    }
+}
+
+/// Namespaces (`plumb-<pid>-…`) and TUN devices (`plumb<pid in base 36>…`)
+/// of labs whose process is gone: what a finished lab left behind. A lab of
+/// a process still alive — another test binary's, run at the same time — is
+/// not a leftover.
+pub fn leftovers() -> Vec<String> {
+    let alive = |pid: Option<u32>| {
+        pid.is_some_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+    };
+    let ns = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let links = Command::new("ip")
+        .args(["-o", "link"])
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let mut v: Vec<String> = String::from_utf8_lossy(&ns)
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("plumb-")
+                .is_some_and(|rest| !alive(rest.split('-').next().and_then(|p| p.parse().ok())))
+        })
+        .map(str::to_string)
+        .collect();
+    v.extend(
+        String::from_utf8_lossy(&links)
+            .lines()
+            .filter(|l| {
+                l.split(": ")
+                    .nth(1)
+                    .and_then(|n| n.strip_prefix("plumb"))
+                    .is_some_and(|rest| {
+                        let pid = rest.get(..5).and_then(|p| u32::from_str_radix(p, 36).ok());
+                        !alive(pid)
+                    })
+            })
+            .map(str::to_string),
+    );
+    v
+}
