@@ -393,6 +393,12 @@ pub fn set_udp_gro(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     set_bool(fd, libc::SOL_UDP, libc::UDP_GRO, on)
 }
 
+/// Sets `SO_TIMESTAMPNS`: every received message carries the kernel's
+/// receive time (realtime clock, nanoseconds) in a cmsg.
+pub fn set_timestamp_ns(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    set_bool(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, on)
+}
+
 /// Reads `UDP_GRO`.
 pub fn udp_gro(fd: BorrowedFd<'_>) -> io::Result<bool> {
     get_bool(fd, libc::SOL_UDP, libc::UDP_GRO)
