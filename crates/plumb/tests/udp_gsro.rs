@@ -27,7 +27,25 @@ fn newest_iperf3() -> Result<&'static str, &'static str> {
     static BIN: OnceLock<Result<String, String>> = OnceLock::new();
     BIN.get_or_init(|| {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/newest-iperf3");
-        let out = run(script, &[], Duration::from_secs(300));
+        // Bounded: a download that hangs is a skip, not a hung test.
+        let mut child = Command::new(script)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run scripts/newest-iperf3: {e}"))?;
+        let t0 = std::time::Instant::now();
+        while child.try_wait().ok().flatten().is_none() {
+            if t0.elapsed() > Duration::from_secs(300) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("scripts/newest-iperf3 took over 300 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("scripts/newest-iperf3: {e}"))?;
         if !out.status.success() {
             return Err(format!(
                 "no iperf3 with --gsro: {}",
@@ -47,6 +65,14 @@ fn newest_iperf3() -> Result<&'static str, &'static str> {
     .as_ref()
     .map(String::as_str)
     .map_err(String::as_str)
+}
+
+/// One 1 Gb/s measurement at a time: two in parallel on a 2-CPU machine
+/// measure each other.
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A value at a JSON path like `end.plumb.udp.gro`.
@@ -83,10 +109,37 @@ fn rmem_max() -> u64 {
         .unwrap_or(0)
 }
 
+/// Runs `a` and `b` [`RUNS`] times each, alternating which goes first so
+/// that drifting load hits both, and returns the least loss of each with
+/// all the runs. A neighbour's burst of CPU only ever adds loss (on a
+/// 2-CPU machine busy with other builds a single run of either tool lost
+/// up to 22 %), so the best of three is the closest to the loss the path
+/// itself has; a receiver that invents loss, as plumb's once did (50 % in
+/// every run), shows it in every run.
+const RUNS: usize = 3;
+fn least_loss(
+    mut a: impl FnMut() -> f64,
+    mut b: impl FnMut() -> f64,
+) -> (f64, f64, Vec<f64>, Vec<f64>) {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for i in 0..RUNS {
+        if i % 2 == 0 {
+            xs.push(a());
+            ys.push(b());
+        } else {
+            ys.push(b());
+            xs.push(a());
+        }
+    }
+    let least = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    (least(&xs), least(&ys), xs, ys)
+}
+
 /// The case the bug report measured: a stock iperf3 `--gsro` client at 64 B
 /// and 1 Gb/s coalesces 128 datagrams per GSO message, which a GRO receiver
 /// reads whole (8 KiB); plumb's slots were 4 KiB and it reported 50 % loss.
-/// Both servers now report the same loss, within a percentage point.
+/// Both servers now report the same loss, within a percentage point
+/// (the least of three alternating runs each).
 ///
 /// `-w 4M` on the client gives both servers the same socket buffers
 /// (plumb's default; iperf3 keeps the system default, 208 KiB here, and
@@ -98,25 +151,30 @@ fn an_iperf3_gsro_client_sees_the_same_loss_from_plumb_as_from_iperf3() {
         Ok(b) => b,
         Err(why) => return skip(why),
     };
+    let _one = exclusive();
     let args = ["--gsro", "-l", "64", "-b", "1G", "-t", "2", "-w", "4M"];
-    let theirs = {
-        let _srv = Server::start(iperf3, &["-s", "-1"], port(29_000));
-        iperf3_client(iperf3, _srv.port, &args)
+    let theirs_srv = Server::start(iperf3, &["-s"], port(29_000));
+    let ours_srv = Server::start(plumb_bin(), &["-s"], port(29_000));
+    let loss = |port: u16| {
+        let v = iperf3_client(iperf3, port, &args);
+        let packets = num(&v, "end.sum.packets");
+        assert!(packets > 100_000.0, "only {packets} datagrams counted");
+        num(&v, "end.sum.lost_percent")
     };
-    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port(29_000));
-    let ours = iperf3_client(iperf3, srv.port, &args);
-    let server_doc = json(&srv.finish(LIMIT), "plumb server");
-
-    let loss_theirs = num(&theirs, "end.sum.lost_percent");
-    let loss_ours = num(&ours, "end.sum.lost_percent");
-    let packets = num(&ours, "end.sum.packets");
-    assert!(packets > 100_000.0, "only {packets} datagrams counted");
+    let (ours, theirs, all_ours, all_theirs) =
+        least_loss(|| loss(ours_srv.port), || loss(theirs_srv.port));
     assert!(
-        (loss_ours - loss_theirs).abs() <= 1.0,
-        "loss into plumb -s {loss_ours:.2} % vs into iperf3 -s {loss_theirs:.2} %"
+        (ours - theirs).abs() <= 1.0,
+        "least loss into plumb -s {ours:.2} % ({all_ours:?}) vs into iperf3 -s \
+         {theirs:.2} % ({all_theirs:?})"
     );
+    drop((theirs_srv, ours_srv));
+
     // The plumb server says what it did: GRO on, as the client asked, with
     // jitter per coalesced read and no read cut short.
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port(29_000));
+    iperf3_client(iperf3, srv.port, &args);
+    let server_doc = json(&srv.finish(LIMIT), "plumb server");
     let u = at(&server_doc, "end.plumb.udp");
     assert_eq!(u["gsro"], true, "{u}");
     assert_eq!(u["gro"], true, "{u}");
@@ -133,13 +191,16 @@ fn an_iperf3_gsro_client_sees_the_same_loss_from_plumb_as_from_iperf3() {
 /// plumb's `--gsro` asks an iperf3 3.21+ server for GSO and GRO with
 /// iperf3's own keys, and that server turns them on (its `test_start` says
 /// so); plumb sends 64 datagrams per GSO message. With `-R` the server
-/// sends GSO messages and plumb reads them with GRO, losing none.
+/// sends GSO messages and plumb reads them with GRO, reporting the loss
+/// iperf3's own `--gsro -R` client reports, within a percentage point (the
+/// least of three alternating runs each).
 #[test]
 fn plumb_gsro_against_an_iperf3_server_negotiates_gso_and_gro() {
     let iperf3 = match newest_iperf3() {
         Ok(b) => b,
         Err(why) => return skip(why),
     };
+    let _one = exclusive();
     let srv = Server::start(iperf3, &["-s", "-1", "-J"], port(29_000));
     let ours = plumb_client(
         srv.port,
@@ -154,33 +215,44 @@ fn plumb_gsro_against_an_iperf3_server_negotiates_gso_and_gro() {
     assert_eq!(u["gro"], Value::Null, "iperf3 does not report it: {u}");
     let packets = num(&ours, "end.sum.packets");
     assert!(packets > 100_000.0, "only {packets} datagrams");
-    // What iperf3's server received is what plumb's client reports.
-    assert_eq!(
-        num(&theirs, "end.sum.packets"),
-        packets,
-        "iperf3 server and plumb client disagree on the datagrams"
+    // What iperf3's server counted is what plumb's client reports (the
+    // server's own document may add datagrams that were still in flight).
+    let counted = num(&theirs, "end.sum.packets");
+    assert!(
+        (counted - packets).abs() <= 0.01 * packets,
+        "iperf3 server counted {counted} datagrams, plumb's client reports {packets}"
     );
 
-    let srv = Server::start(iperf3, &["-s", "-1"], port(29_000));
-    let rev = plumb_client(
-        srv.port,
-        &[
-            "--gsro", "-R", "-l", "64", "-b", "1G", "-t", "2", "-w", "4M",
-        ],
+    let srv = Server::start(iperf3, &["-s"], port(29_000));
+    let args = [
+        "--gsro", "-R", "-l", "64", "-b", "1G", "-t", "2", "-w", "4M",
+    ];
+    let mut last = Value::Null;
+    let (ours, theirs, all_ours, all_theirs) = least_loss(
+        || {
+            last = plumb_client(srv.port, &args);
+            assert!(num(&last, "end.sum.packets") > 100_000.0);
+            num(&last, "end.sum.lost_percent")
+        },
+        || {
+            num(
+                &iperf3_client(iperf3, srv.port, &args),
+                "end.sum.lost_percent",
+            )
+        },
     );
-    let u = at(&rev, "end.plumb.udp");
+    assert!(
+        (ours - theirs).abs() <= 1.0,
+        "-R: least loss at plumb's GRO receiver {ours:.2} % ({all_ours:?}) vs at \
+         iperf3's {theirs:.2} % ({all_theirs:?})"
+    );
+    let u = at(&last, "end.plumb.udp");
     assert_eq!(
         (&u["gro"], &u["truncated_reads"]),
         (&Value::Bool(true), &Value::from(0)),
         "{u}"
     );
     assert_eq!(u["jitter_resolution"], "gro_batch", "{u}");
-    assert!(num(&rev, "end.sum.packets") > 100_000.0);
-    let loss = num(&rev, "end.sum.lost_percent");
-    assert!(
-        loss < 1.0,
-        "plumb's GRO receiver lost {loss:.2} % from iperf3's GSO sender"
-    );
 }
 
 /// `--no-gsro` (the default) moves one datagram per message and takes each
@@ -189,6 +261,7 @@ fn plumb_gsro_against_an_iperf3_server_negotiates_gso_and_gro() {
 /// and the text output says the same in one line.
 #[test]
 fn plumb_to_plumb_discloses_gso_gro_jitter_and_buffers() {
+    let _one = exclusive();
     let srv = Server::start(plumb_bin(), &["-s"], port(29_000));
     for flags in [&[][..], &["--no-gsro"][..]] {
         let mut args = vec!["-l", "64", "-b", "100M", "-t", "1"];
