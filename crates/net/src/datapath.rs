@@ -1241,6 +1241,27 @@ mod tests {
         );
     }
 
+    /// The first socket to ask for timestamps switches the kernel's
+    /// stamping on from a workqueue, later; until then `recvmsg` stamps a
+    /// datagram when it is read. Probes until a datagram read 5 ms after it
+    /// was sent carries a stamp at least 4 ms old (bounded: 200 probes).
+    fn wait_for_arrival_stamps(tx: &UdpSocket, rx: &UdpSocket) {
+        rx.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        let mut batch = crate::udp::UdpBatch::new(1, 64).expect("batch");
+        for _ in 0..200 {
+            tx.send(&[0u8; 8]).expect("probe");
+            std::thread::sleep(Duration::from_millis(5));
+            batch.recv(rx.as_fd()).expect("probe back");
+            let (_, real) = crate::sys::clock_pair();
+            let stamp = batch.received(0).and_then(|r| r.stamp).expect("a stamp");
+            if real.saturating_sub(stamp) >= Duration::from_millis(4) {
+                return;
+            }
+        }
+        panic!("the kernel never stamped a datagram on arrival");
+    }
+
     /// With `SO_TIMESTAMPNS` and no GRO, arrivals are the kernel's, one per
     /// datagram: datagrams sent 20 ms apart and read in one batch give a
     /// transit difference of about 20 ms (with one clock read per batch it
@@ -1250,6 +1271,7 @@ mod tests {
         const LEN: usize = 64;
         let (tx, rx) = udp_pair();
         crate::sockopt::set_timestamp_ns(rx.as_fd(), true).expect("SO_TIMESTAMPNS");
+        wait_for_arrival_stamps(&tx, &rx);
         let mut intake = UdpIntake::new(LEN, width(), false).expect("intake");
         intake.timestamps(true);
         assert_eq!(intake.jitter_resolution(), JitterResolution::Datagram);

@@ -215,12 +215,17 @@ pub fn connect_tcp(
 /// granted (`end.plumb.udp`); `-w` sets any other size, as with iperf3.
 pub const UDP_DEFAULT_BUFFER: u32 = 4 << 20;
 
-/// Sizes a UDP socket's buffers to [`UDP_DEFAULT_BUFFER`] unless `-w` set them.
+/// Sizes a UDP socket's buffers to [`UDP_DEFAULT_BUFFER`] unless `-w` set
+/// them, and asks for receive timestamps (`SO_TIMESTAMPNS`) now, during the
+/// handshake: the first socket on a host to ask switches the kernel's
+/// stamping on from a workqueue, some time later, and until it runs a
+/// datagram is stamped when read rather than when it arrived.
 fn udp_buffers(sock: &Socket, o: &DataOptions) {
     if o.window.is_none() {
         let _ = sock.set_recv_buffer_size(UDP_DEFAULT_BUFFER as usize);
         let _ = sock.set_send_buffer_size(UDP_DEFAULT_BUFFER as usize);
     }
+    let _ = sockopt::set_timestamp_ns(sock.as_fd(), true);
 }
 
 /// A UDP socket connected to `addr`, optionally bound first.
