@@ -60,6 +60,9 @@ pub struct Counters {
     pub jitter_bits: AtomicU64,
     /// UDP receiver: reads the kernel cut short (`MSG_TRUNC`).
     pub truncated_reads: AtomicU64,
+    /// UDP receiver: packets the kernel dropped at the socket, its buffer
+    /// full, while the test ran (`u64::MAX` = unknown).
+    pub socket_drops: AtomicU64,
     /// UDP sender: datagrams per send message (1 = no GSO; 0 = not a UDP sender).
     pub udp_gso_segs: AtomicU64,
     /// UDP receiver: 0 = not a UDP receiver, 1 = GRO off, 2 = GRO on.
@@ -1028,6 +1031,8 @@ pub fn udp_recv(
         }
     };
     rx.timestamps(stamps);
+    // Drops before now (a stray burst before the test) are not the test's.
+    let drops0 = crate::sockopt::socket_drops(fd).ok();
     c.udp_gro.store(if gro { 2 } else { 1 }, Relaxed);
     c.udp_jitter_res
         .store(rx.jitter_resolution().code(), Relaxed);
@@ -1064,6 +1069,12 @@ pub fn udp_recv(
             break;
         }
     }
+    // Once, at the end: drops while the test ran, read outside the loop.
+    let drops = drops0.zip(crate::sockopt::socket_drops(fd).ok());
+    c.socket_drops.store(
+        drops.map_or(u64::MAX, |(a, b)| u64::from(b.wrapping_sub(a))),
+        Relaxed,
+    );
     c.end();
 }
 

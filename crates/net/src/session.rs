@@ -849,6 +849,10 @@ impl Session {
                     u.jitter_resolution = Some(r.as_str().to_string());
                 }
                 *u.truncated_reads.get_or_insert(0) += c.truncated_reads.load(Relaxed);
+                let drops = c.socket_drops.load(Relaxed);
+                if drops != u64::MAX {
+                    *u.socket_drops.get_or_insert(0) += drops;
+                }
             }
             if u.sndbuf_granted.is_none() {
                 if let StreamSocket::Udp(sock) = &s.socket {
@@ -988,6 +992,7 @@ pub fn udp_summary(
         "gro": receiver.and_then(|u| u.gro),
         "jitter_resolution": receiver.and_then(|u| u.jitter_resolution.clone()),
         "truncated_reads": receiver.and_then(|u| u.truncated_reads),
+        "socket_drops": receiver.and_then(|u| u.socket_drops),
         "socket_buffer_requested": local.socket_buffer_requested,
         "sndbuf_granted": local.sndbuf_granted,
         "rcvbuf_granted": local.rcvbuf_granted,

@@ -273,6 +273,7 @@ fn plumb_to_plumb_discloses_gso_gro_jitter_and_buffers() {
         assert_eq!(u["gro"], false, "{flags:?}: {u}");
         assert_eq!(u["jitter_resolution"], "datagram", "{flags:?}: {u}");
         assert_eq!(u["truncated_reads"], 0, "{flags:?}: {u}");
+        assert!(u["socket_drops"].is_u64(), "{flags:?}: {u}");
         assert_eq!(u["socket_buffer_requested"], 4 << 20, "{flags:?}: {u}");
         // Each end's own facts travel too.
         assert_eq!(at(&v, "end.plumb.local.udp.gso_segments"), 1);
@@ -288,6 +289,7 @@ fn plumb_to_plumb_discloses_gso_gro_jitter_and_buffers() {
     assert_eq!(u["gro"], true, "{u}");
     assert_eq!(u["jitter_resolution"], "gro_batch", "{u}");
     assert_eq!(num(&v, "end.sum.lost_percent"), 0.0, "paced at 100M: {u}");
+    assert_eq!(u["socket_drops"], 0, "{u}");
 
     // -w is what is asked for; the kernel reports twice what it grants.
     let v = plumb_client(

@@ -145,6 +145,11 @@ pub struct PlumbUdp {
     /// apart from loss.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated_reads: Option<u64>,
+    /// A receiving end: packets the kernel dropped at its sockets because
+    /// the receive buffer was full (`SO_MEMINFO`) — loss at the receiver
+    /// itself, not on the path. With GRO one drop may be many datagrams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_drops: Option<u64>,
     /// SO_SNDBUF and SO_RCVBUF asked for on each UDP socket, bytes (`-w`, or
     /// plumb's default of 4 MiB; the kernel caps it at wmem_max/rmem_max).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -118,6 +118,11 @@ fn udp_line(u: &serde_json::Value) -> Option<String> {
     if let Some(n) = u.get("truncated_reads").and_then(|v| v.as_u64()) {
         l.push_str(&format!("; {n} truncated reads"));
     }
+    if let Some(n) = u.get("socket_drops").and_then(|v| v.as_u64()) {
+        l.push_str(&format!(
+            "; {n} dropped at the receiving socket (buffer full)"
+        ));
+    }
     if let Some(b) = u.get("socket_buffer_requested").and_then(|v| v.as_u64()) {
         l.push_str(&format!("; socket buffers {} asked", bytes(b as f64)));
         let g = |k: &str| u.get(k).and_then(|v| v.as_u64());
