@@ -74,6 +74,9 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
     p.udp_counters_64bit = s.udp_counters_64bit;
     p.repeating_payload = s.repeating_payload;
     p.zerocopy = s.zerocopy;
+    if udp {
+        set_gsro(&mut p, s.gsro);
+    }
     p.client_version = "3.12".to_string();
     p.plumb = Some(PlumbParams {
         rwin: s.rwin,
@@ -82,6 +85,31 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
         version: env!("CARGO_PKG_VERSION").to_string(),
     });
     p
+}
+
+/// Largest UDP payload of one GSO message (an IPv4 datagram's 65,535 bytes
+/// less the IP and UDP headers).
+const GSO_BUFFER: i64 = 65_507;
+/// Most datagrams per GSO message asked of the peer: what plumb's own sender
+/// puts in one (every kernel with GSO takes 64; iperf3 3.21+ asks 128, the
+/// limit from Linux 6.x on), so both directions of a test are alike.
+const GSO_MAX_DATAGRAMS: i64 = 64;
+
+/// iperf3 3.21+'s GSO/GRO keys, sent with every UDP test whether on or off
+/// (as that iperf3 does): `gso`/`gro` 1 or 0, the datagram size and the
+/// largest GSO message (whole datagrams, at most 64) and GRO read. An
+/// iperf3 3.21+ peer then sends and receives as asked; an older one
+/// ignores the keys.
+fn set_gsro(p: &mut TestParams, on: bool) {
+    p.gso = Some(i64::from(on));
+    p.gro = Some(i64::from(on));
+    p.gso_dg_size = Some(if on { p.len } else { 0 });
+    p.gso_bf_size = Some(if on && p.len > 0 {
+        (GSO_BUFFER / p.len).clamp(1, GSO_MAX_DATAGRAMS) * p.len
+    } else {
+        GSO_BUFFER
+    });
+    p.gro_bf_size = Some(GSO_BUFFER);
 }
 
 /// The `authtoken` for `a`, stamped now (spec §10).

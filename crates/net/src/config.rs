@@ -97,6 +97,9 @@ pub struct TestSpec {
     /// `--total-bitrate`: `bandwidth` is the rate of all streams together,
     /// shared by one pacer on this end (peers are told each stream's share).
     pub total_bitrate: bool,
+    /// `--gsro`: UDP with GSO on the sending end and GRO on the receiving
+    /// end, asked of the peer as iperf3 3.21+ asks (`gso`, `gro`).
+    pub gsro: bool,
 }
 
 impl Default for TestSpec {
@@ -128,6 +131,7 @@ impl Default for TestSpec {
             rwin: None,
             sndbuf: None,
             skip_rx_copy: false,
+            gsro: false,
             total_bitrate: false,
         }
     }

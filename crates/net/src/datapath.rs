@@ -58,6 +58,17 @@ pub struct Counters {
     pub duplicates: AtomicU64,
     /// UDP receiver: RFC 3550 jitter in seconds, as `f64` bits.
     pub jitter_bits: AtomicU64,
+    /// UDP receiver: reads the kernel cut short (`MSG_TRUNC`).
+    pub truncated_reads: AtomicU64,
+    /// UDP receiver: packets the kernel dropped at the socket, its buffer
+    /// full, while the test ran (`u64::MAX` = unknown).
+    pub socket_drops: AtomicU64,
+    /// UDP sender: datagrams per send message (1 = no GSO; 0 = not a UDP sender).
+    pub udp_gso_segs: AtomicU64,
+    /// UDP receiver: 0 = not a UDP receiver, 1 = GRO off, 2 = GRO on.
+    pub udp_gro: std::sync::atomic::AtomicU8,
+    /// UDP receiver: a [`JitterResolution`] code (0 = not a UDP receiver).
+    pub udp_jitter_res: std::sync::atomic::AtomicU8,
     /// Receiver: when the last byte arrived after the stop, as nanoseconds
     /// since [`epoch`] (0 = nothing arrived after the stop).
     pub last_rx_ns: AtomicU64,
@@ -686,6 +697,11 @@ impl UdpSender {
         self.layout.segs > 1
     }
 
+    /// Datagrams per message (1 without GSO).
+    pub fn segments(&self) -> usize {
+        self.layout.segs
+    }
+
     /// Sequence number of the last datagram sent (0 before any).
     pub fn last_seq(&self) -> u64 {
         self.seq
@@ -740,8 +756,8 @@ impl UdpSender {
 
 /// A pacing schedule for a UDP sender of `len`-byte datagrams at `rate_bps`:
 /// grants of about [`UDP_QUANTUM`]'s worth, at most one batch.
-pub fn udp_schedule(rate_bps: u64, len: usize) -> Option<Schedule> {
-    let batch = UdpLayout::new(len, true).capacity();
+pub fn udp_schedule(rate_bps: u64, len: usize, gso: bool) -> Option<Schedule> {
+    let batch = UdpLayout::new(len, gso).capacity();
     Schedule::for_datagrams(rate_bps, len, UDP_QUANTUM, batch)
 }
 
@@ -750,12 +766,17 @@ pub fn udp_schedule(rate_bps: u64, len: usize) -> Option<Schedule> {
 /// `pacer` grants ([`udp_schedule`]).
 ///
 /// All datagrams of one call carry the same send time (one clock read per
-/// call; they leave within microseconds of each other).
+/// call; they leave within microseconds of each other). With `gso` they go
+/// as GSO messages of up to 64 datagrams where the kernel takes them, else
+/// one datagram per message; the datagrams per message actually used are
+/// published in [`Counters::udp_gso_segs`].
+#[allow(clippy::too_many_arguments)]
 pub fn udp_send(
     sock: &std::net::UdpSocket,
     len: usize,
     seq64: bool,
     repeating: bool,
+    gso: bool,
     shared: &Shared,
     c: &Counters,
     mut pacer: Option<Pacer>,
@@ -768,7 +789,7 @@ pub fn udp_send(
         c.end();
         return;
     }
-    let mut tx = match UdpSender::new(payload(len, repeating), width, true) {
+    let mut tx = match UdpSender::new(payload(len, repeating), width, gso) {
         Ok(t) => t,
         Err(e) => {
             c.fail(e);
@@ -802,6 +823,8 @@ pub fn udp_send(
             c.bytes.fetch_add((sent * len) as u64, Relaxed);
             c.packets.store(tx.last_seq(), Relaxed);
         }
+        // After the send: a refused GSO send rebuilds the sender without it.
+        c.udp_gso_segs.store(tx.segments() as u64, Relaxed);
         match result {
             Ok(_) if claimed == 0 => break,
             Ok(_) => {}
@@ -817,52 +840,143 @@ pub fn udp_send(
     c.end();
 }
 
+/// How finely a UDP receiver's jitter resolves arrival times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JitterResolution {
+    /// Each datagram has its own kernel receive time (GRO off).
+    Datagram,
+    /// One kernel receive time per coalesced GRO read: the datagrams of one
+    /// read share it, so jitter is between reads, not datagrams.
+    GroBatch,
+    /// No kernel timestamps: one clock read per `recvmmsg` call.
+    ReadBatch,
+}
+
+impl JitterResolution {
+    /// The name plumb's JSON uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JitterResolution::Datagram => "datagram",
+            JitterResolution::GroBatch => "gro_batch",
+            JitterResolution::ReadBatch => "read_batch",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            JitterResolution::Datagram => 1,
+            JitterResolution::GroBatch => 2,
+            JitterResolution::ReadBatch => 3,
+        }
+    }
+
+    /// From [`Counters::udp_jitter_res`] (0 = not a UDP receiver).
+    pub fn from_code(c: u8) -> Option<JitterResolution> {
+        match c {
+            1 => Some(JitterResolution::Datagram),
+            2 => Some(JitterResolution::GroBatch),
+            3 => Some(JitterResolution::ReadBatch),
+            _ => None,
+        }
+    }
+}
+
+/// Slots of a receiver with `UDP_GRO` on: each [`crate::udp::MAX_SLOT_SIZE`],
+/// so 2 MiB of address space, of which only the bytes written are ever
+/// touched (the batch is an anonymous mapping).
+const UDP_GRO_SLOTS: usize = 32;
+
 /// A UDP receiver's batch and statistics: one `recvmmsg` fills many slots,
 /// GRO slots are split back into datagrams, and every datagram's header is
 /// counted (loss, out-of-order, duplicates and jitter as iperf3 counts them).
 ///
-/// Arrival time is read once per `recvmmsg`, after it returns, and shared by
-/// every datagram of the batch (GRO segments share the kernel's one arrival
-/// anyway); jitter is therefore the variation between batches' transit
-/// times, which on a fast receiver is the same microseconds apart.
+/// Arrival time is the kernel's receive time of each message when the
+/// socket has `SO_TIMESTAMPNS` on ([`UdpIntake::timestamps`]), mapped onto
+/// the monotonic clock: per datagram without GRO, per coalesced read with
+/// it (the kernel stamps the coalesced buffer once). Without timestamps it
+/// is one clock read per `recvmmsg`, shared by the whole batch.
+///
+/// With GRO every slot holds 64 KiB, the most one coalesced read can carry
+/// whatever the datagram length, so a read is never cut. Without GRO a slot
+/// holds one datagram of the agreed length; a longer one is cut. A cut read
+/// (`MSG_TRUNC`) is counted in [`UdpIntake::truncated_reads`], never as
+/// loss: the datagrams whose headers arrived are counted as received.
 #[derive(Debug)]
 pub struct UdpIntake {
     batch: UdpBatch,
     width: SeqWidth,
     stats: UdpReceiver,
     bytes: u64,
+    gro: bool,
+    timestamps: bool,
+    truncated: u64,
 }
 
 impl UdpIntake {
     /// An intake for `len`-byte datagrams; `gro` when the socket has
-    /// `UDP_GRO` on (slots then hold a whole coalesced buffer).
+    /// `UDP_GRO` on (slots then hold a whole coalesced read).
     pub fn new(len: usize, width: SeqWidth, gro: bool) -> Result<UdpIntake, UdpBatchError> {
-        let slot = if gro {
-            (GSO_MAX_SEGMENTS * len).min(crate::udp::MAX_SLOT_SIZE)
+        let (slots, slot) = if gro {
+            (UDP_GRO_SLOTS, crate::udp::MAX_SLOT_SIZE)
         } else {
-            len.max(1)
+            let slot = len.clamp(1, crate::udp::MAX_SLOT_SIZE);
+            (
+                (UDP_RECV_BYTES / slot).clamp(1, crate::udp::MAX_SLOTS),
+                slot,
+            )
         };
-        let slots = (UDP_RECV_BYTES / slot).clamp(1, crate::udp::MAX_SLOTS);
         Ok(UdpIntake {
             batch: UdpBatch::new(slots, slot)?,
             width,
             stats: UdpReceiver::new(),
             bytes: 0,
+            gro,
+            timestamps: false,
+            truncated: 0,
         })
+    }
+
+    /// Takes arrival times from the kernel's `SO_TIMESTAMPNS` (set on the
+    /// socket by the caller) where a message carries one.
+    pub fn timestamps(&mut self, on: bool) {
+        self.timestamps = on;
+    }
+
+    /// How finely jitter resolves arrivals with this intake's settings.
+    pub fn jitter_resolution(&self) -> JitterResolution {
+        match (self.timestamps, self.gro) {
+            (false, _) => JitterResolution::ReadBatch,
+            (true, true) => JitterResolution::GroBatch,
+            (true, false) => JitterResolution::Datagram,
+        }
     }
 
     /// Receives one batch — waiting up to the socket's timeout for the first
     /// datagram — and counts it; returns how many datagrams it held.
     pub fn recv(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         self.batch.recv(fd)?;
-        let (sec, usec) = clock_monotonic();
-        Ok(self.absorb(Duration::new(u64::from(sec), usec.saturating_mul(1000))))
+        let (mono, real) = crate::sys::clock_pair();
+        Ok(self.absorb(mono, real))
     }
 
-    /// Counts the datagrams of the last receive as arriving at `arrival`.
-    fn absorb(&mut self, arrival: Duration) -> usize {
+    /// Counts the datagrams of the last receive. `now`/`real_now` are the
+    /// monotonic and realtime clocks read together just after it: the
+    /// fallback arrival time, and the offset that maps kernel timestamps
+    /// (realtime) onto the monotonic clock of the senders' stamps.
+    fn absorb(&mut self, now: Duration, real_now: Duration) -> usize {
         let mut n = 0;
         for slot in self.batch.iter_received() {
+            if slot.truncated {
+                self.truncated += 1;
+            }
+            // A stamp after `real_now` (a clock step) falls back to `now`.
+            let arrival = match slot.stamp {
+                Some(t) if self.timestamps => real_now
+                    .checked_sub(t)
+                    .and_then(|ago| now.checked_sub(ago))
+                    .unwrap_or(now),
+                _ => now,
+            };
             for d in slot.datagrams() {
                 // Runts without a header are not iperf3 datagrams: skipped.
                 if let Ok(h) = UdpHeader::decode(d, self.width) {
@@ -884,21 +998,30 @@ impl UdpIntake {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// Reads the kernel cut short (`MSG_TRUNC`): a datagram, or a coalesced
+    /// read, longer than its slot.
+    pub fn truncated_reads(&self) -> u64 {
+        self.truncated
+    }
 }
 
-/// Receives datagrams in batches — with `UDP_GRO` where the kernel has it —
-/// and keeps iperf3's loss, out-of-order and jitter counts (plus exact
-/// duplicates) until stopped.
+/// Receives datagrams in batches — with `UDP_GRO` when `gro` asks for it
+/// and the kernel has it — and keeps iperf3's loss, out-of-order and jitter
+/// counts (plus exact duplicates and cut reads) until stopped. Arrival
+/// times come from the kernel's per-message timestamps where it gives them.
 pub fn udp_recv(
     sock: &std::net::UdpSocket,
     len: usize,
     seq64: bool,
+    gro: bool,
     shared: &Shared,
     c: &Counters,
 ) {
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
-    let gro = crate::sockopt::set_udp_gro(fd, true).is_ok();
+    let gro = gro && crate::sockopt::set_udp_gro(fd, true).is_ok();
+    let stamps = crate::sockopt::set_timestamp_ns(fd, true).is_ok();
     let mut rx = match UdpIntake::new(len, SeqWidth::from_counters_64bit(seq64), gro) {
         Ok(r) => r,
         Err(e) => {
@@ -907,6 +1030,12 @@ pub fn udp_recv(
             return;
         }
     };
+    rx.timestamps(stamps);
+    // Drops before now (a stray burst before the test) are not the test's.
+    let drops0 = crate::sockopt::socket_drops(fd).ok();
+    c.udp_gro.store(if gro { 2 } else { 1 }, Relaxed);
+    c.udp_jitter_res
+        .store(rx.jitter_resolution().code(), Relaxed);
     let mut stopped_at: Option<Instant> = None;
     loop {
         match rx.recv(fd) {
@@ -919,6 +1048,7 @@ pub fn udp_recv(
                 c.out_of_order.store(st.out_of_order as i64, Relaxed);
                 c.duplicates.store(st.duplicates, Relaxed);
                 c.jitter_bits.store(st.jitter.to_bits(), Relaxed);
+                c.truncated_reads.store(rx.truncated_reads(), Relaxed);
             }
             Err(e) if transient(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED) => {
                 if shared.stop_receivers.load(Relaxed) {
@@ -939,6 +1069,12 @@ pub fn udp_recv(
             break;
         }
     }
+    // Once, at the end: drops while the test ran, read outside the loop.
+    let drops = drops0.zip(crate::sockopt::socket_drops(fd).ok());
+    c.socket_drops.store(
+        drops.map_or(u64::MAX, |(a, b)| u64::from(b.wrapping_sub(a))),
+        Relaxed,
+    );
     c.end();
 }
 
@@ -1047,6 +1183,129 @@ mod tests {
         assert_eq!(st.out_of_order, 0);
     }
 
+    /// Datagram `seq` of `len` bytes with iperf3's 32-bit header.
+    fn datagram(seq: u64, len: usize) -> Vec<u8> {
+        let mut d = vec![0u8; len];
+        UdpHeader::stamped(seq, Duration::from_secs(1))
+            .encode(width(), &mut d)
+            .expect("long enough");
+        d
+    }
+
+    /// What an iperf3 3.21+ `--gsro` client sends at 64 B: GSO messages of
+    /// 128 datagrams (8 KiB), which reach a GRO socket whole. Slots sized by
+    /// the datagram length (64 x 64 B) cut each read in half, and the
+    /// missing half showed as 50 % loss; a GRO intake takes them whole.
+    #[test]
+    fn a_gro_read_of_128_small_datagrams_is_taken_whole() {
+        const LEN: usize = 64;
+        const SEGS: usize = 128;
+        let (tx, rx) = udp_pair();
+        crate::sockopt::set_udp_gro(rx.as_fd(), true).expect("GRO");
+        let mut msg = Vec::with_capacity(SEGS * LEN);
+        for seq in 1..=(3 * SEGS) as u64 {
+            msg.extend_from_slice(&datagram(seq, LEN));
+        }
+        let mut out = crate::udp::UdpBatch::new(3, SEGS * LEN).expect("batch");
+        for (m, chunk) in msg.chunks(SEGS * LEN).enumerate() {
+            out.slot_mut(m).copy_from_slice(chunk);
+        }
+        let lens = [SEGS * LEN; 3];
+        match out.send(tx.as_fd(), &lens, Some(LEN as u16)) {
+            Ok(3) => {}
+            // Kernels before 6.x take at most 64 segments per message.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                eprintln!("SKIPPED: this kernel refuses 128-segment GSO messages");
+                return;
+            }
+            other => panic!("GSO send: {other:?}"),
+        }
+        let mut intake = UdpIntake::new(LEN, width(), true).expect("intake");
+        drain(&rx, &mut intake, 3 * SEGS as u64);
+        let st = intake.stats();
+        assert_eq!(
+            (st.received, st.max_seq),
+            (3 * SEGS as u64, 3 * SEGS as u64)
+        );
+        assert_eq!(st.lost, 0);
+        assert_eq!(intake.truncated_reads(), 0);
+    }
+
+    /// A datagram longer than its slot is cut: counted as a truncated read,
+    /// its header still counted as received, and no loss.
+    #[test]
+    fn a_truncated_read_is_counted_apart_from_loss() {
+        const LEN: usize = 64;
+        let (tx, rx) = udp_pair();
+        let mut intake = UdpIntake::new(LEN, width(), false).expect("intake");
+        tx.send(&datagram(1, LEN)).expect("send");
+        tx.send(&datagram(2, 3 * LEN)).expect("send"); // longer than the slot
+        tx.send(&datagram(3, LEN)).expect("send");
+        drain(&rx, &mut intake, 3);
+        let st = intake.stats();
+        assert_eq!(intake.truncated_reads(), 1);
+        assert_eq!((st.received, st.max_seq, st.lost), (3, 3, 0));
+        assert_eq!(
+            intake.bytes(),
+            3 * LEN as u64,
+            "only what was read is counted"
+        );
+    }
+
+    /// The first socket to ask for timestamps switches the kernel's
+    /// stamping on from a workqueue, later; until then `recvmsg` stamps a
+    /// datagram when it is read. Probes until a datagram read 5 ms after it
+    /// was sent carries a stamp at least 4 ms old (bounded: 200 probes).
+    fn wait_for_arrival_stamps(tx: &UdpSocket, rx: &UdpSocket) {
+        rx.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        let mut batch = crate::udp::UdpBatch::new(1, 64).expect("batch");
+        for _ in 0..200 {
+            tx.send(&[0u8; 8]).expect("probe");
+            std::thread::sleep(Duration::from_millis(5));
+            batch.recv(rx.as_fd()).expect("probe back");
+            let (_, real) = crate::sys::clock_pair();
+            let stamp = batch.received(0).and_then(|r| r.stamp).expect("a stamp");
+            if real.saturating_sub(stamp) >= Duration::from_millis(4) {
+                return;
+            }
+        }
+        panic!("the kernel never stamped a datagram on arrival");
+    }
+
+    /// With `SO_TIMESTAMPNS` and no GRO, arrivals are the kernel's, one per
+    /// datagram: datagrams sent 20 ms apart and read in one batch give a
+    /// transit difference of about 20 ms (with one clock read per batch it
+    /// would be 0), so the first jitter step is about 20 ms / 16.
+    #[test]
+    fn kernel_timestamps_resolve_jitter_per_datagram() {
+        const LEN: usize = 64;
+        let (tx, rx) = udp_pair();
+        crate::sockopt::set_timestamp_ns(rx.as_fd(), true).expect("SO_TIMESTAMPNS");
+        wait_for_arrival_stamps(&tx, &rx);
+        let mut intake = UdpIntake::new(LEN, width(), false).expect("intake");
+        intake.timestamps(true);
+        assert_eq!(intake.jitter_resolution(), JitterResolution::Datagram);
+        // Both carry the same send stamp, so their transit times differ by
+        // exactly the time between their arrivals.
+        tx.send(&datagram(1, LEN)).expect("send");
+        std::thread::sleep(Duration::from_millis(20));
+        tx.send(&datagram(2, LEN)).expect("send");
+        drain(&rx, &mut intake, 2);
+        let st = intake.stats();
+        assert_eq!(st.received, 2);
+        let step = 0.020 / 16.0;
+        assert!(
+            st.jitter >= step && st.jitter < 3.0 * step,
+            "jitter {} s, expected about {step} s",
+            st.jitter
+        );
+        let mut plain = UdpIntake::new(LEN, width(), true).expect("intake");
+        assert_eq!(plain.jitter_resolution(), JitterResolution::ReadBatch);
+        plain.timestamps(true);
+        assert_eq!(plain.jitter_resolution(), JitterResolution::GroBatch);
+    }
+
     #[test]
     fn runts_are_not_counted() {
         let (tx, rx) = udp_pair();
@@ -1074,11 +1333,11 @@ mod tests {
         let got = std::sync::Arc::new(Counters::default());
         let receiver = {
             let (shared, got) = (shared.clone(), got.clone());
-            std::thread::spawn(move || udp_recv(&rx, LEN, false, &shared, &got))
+            std::thread::spawn(move || udp_recv(&rx, LEN, false, true, &shared, &got))
         };
         // Paced at 400 Mbit/s (0.5 M datagrams/s) so loopback drops none.
-        let pacer = udp_schedule(400_000_000, LEN).map(Pacer::Own);
-        udp_send(&tx, LEN, false, false, &shared, &sent, pacer);
+        let pacer = udp_schedule(400_000_000, LEN, true).map(Pacer::Own);
+        udp_send(&tx, LEN, false, false, true, &shared, &sent, pacer);
         assert!(shared.budget_spent.load(Relaxed));
         assert_eq!(sent.packets.load(Relaxed), 5_001);
         assert_eq!(sent.bytes.load(Relaxed), 5_001 * LEN as u64);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use plumb_proto::params::{Protocol as WireProtocol, TestParams};
 use plumb_proto::results::{
-    CpuTimes, PlumbResults, PlumbStreamInfo, Results, StreamResult, TcpInfoSummary,
+    CpuTimes, PlumbResults, PlumbStreamInfo, PlumbUdp, Results, StreamResult, TcpInfoSummary,
 };
 use plumb_report::{
     CpuUtil, EndRecord, IntervalDetail, IntervalRecord, Protocol, StreamEnd, StreamInterval,
@@ -66,6 +66,15 @@ pub struct Plan {
     /// Sending sockets have a fixed SO_SNDBUF (`-w`, `--sndbuf`), so the
     /// kernel does not autotune it.
     pub sndbuf_set: bool,
+    /// UDP senders send GSO messages (iperf3 3.21+'s `gso`, `--gsro`).
+    pub gso: bool,
+    /// UDP receivers turn `UDP_GRO` on (iperf3 3.21+'s `gro`, `--gsro`).
+    pub gro: bool,
+    /// SO_SNDBUF/SO_RCVBUF asked for on UDP sockets: `-w` or plumb's default.
+    pub udp_buffer: u32,
+    /// Datagrams per GSO message the client asked for (`gso_bf_size /
+    /// gso_dg_size`), when it asked for GSO.
+    pub gso_asked: Option<u64>,
 }
 
 impl Plan {
@@ -103,6 +112,21 @@ impl Plan {
             budget,
             rwin: plumb.rwin,
             sndbuf_set: p.window.is_some_and(|w| w > 0) || plumb.sndbuf.is_some(),
+            // As iperf3 3.21+: off unless the client asked (an older client
+            // does not send the keys at all).
+            gso: p.gso.is_some_and(|g| g > 0),
+            gro: p.gro.is_some_and(|g| g > 0),
+            udp_buffer: p
+                .window
+                .and_then(|w| u32::try_from(w).ok())
+                .filter(|w| *w > 0)
+                .unwrap_or(crate::sockets::UDP_DEFAULT_BUFFER),
+            gso_asked: match (p.gso, p.gso_dg_size, p.gso_bf_size) {
+                (Some(g), Some(dg), Some(bf)) if g > 0 && dg > 0 && bf >= dg => {
+                    Some((bf / dg) as u64)
+                }
+                _ => None,
+            },
         }
     }
 
@@ -448,13 +472,14 @@ impl Session {
                                 plan.len,
                                 plan.seq64,
                                 plan.repeating,
+                                plan.gso,
                                 &shared,
                                 &c,
                                 pacer,
                             );
                         }
                         (StreamSocket::Udp(u), false) => {
-                            datapath::udp_recv(&u, plan.len, plan.seq64, &shared, &c)
+                            datapath::udp_recv(&u, plan.len, plan.seq64, plan.gro, &shared, &c)
                         }
                     }
                     if let (Some((c0, w0)), Some((c1, w1))) = (sched0, host::thread_schedstat()) {
@@ -480,7 +505,7 @@ impl Session {
         let p = &self.plan;
         let schedule = |rate| match p.protocol {
             Protocol::Tcp => datapath::tcp_schedule(rate, p.len),
-            Protocol::Udp => datapath::udp_schedule(rate, p.len),
+            Protocol::Udp => datapath::udp_schedule(rate, p.len, p.gso),
         };
         match p.total_rate {
             Some(total) => PacerFactory::shared(schedule(total)),
@@ -787,8 +812,56 @@ impl Session {
                 streams: plumb_streams,
                 // The server driver fills this in when tests overlap.
                 concurrent_tests: None,
+                udp: self.udp_facts(),
             }),
         }
+    }
+
+    /// How this end moved UDP datagrams (`None` for TCP): its senders' GSO
+    /// segments, its receivers' GRO, jitter resolution and cut reads, and
+    /// the socket buffers asked for and granted.
+    fn udp_facts(&self) -> Option<PlumbUdp> {
+        if self.plan.protocol != Protocol::Udp {
+            return None;
+        }
+        let mut u = PlumbUdp {
+            gsro: self.plan.gso || self.plan.gro,
+            gso_segments_asked: self.plan.gso_asked,
+            socket_buffer_requested: Some(u64::from(self.plan.udp_buffer)),
+            ..PlumbUdp::default()
+        };
+        for s in &self.streams {
+            let c = &s.counters;
+            if s.sender {
+                let segs = c.udp_gso_segs.load(Relaxed);
+                if segs > 0 {
+                    u.gso_segments = Some(u.gso_segments.unwrap_or(0).max(segs));
+                }
+            } else {
+                match c.udp_gro.load(Relaxed) {
+                    1 => u.gro = Some(u.gro.unwrap_or(false)),
+                    2 => u.gro = Some(true),
+                    _ => {}
+                }
+                if let Some(r) =
+                    datapath::JitterResolution::from_code(c.udp_jitter_res.load(Relaxed))
+                {
+                    u.jitter_resolution = Some(r.as_str().to_string());
+                }
+                *u.truncated_reads.get_or_insert(0) += c.truncated_reads.load(Relaxed);
+                let drops = c.socket_drops.load(Relaxed);
+                if drops != u64::MAX {
+                    *u.socket_drops.get_or_insert(0) += drops;
+                }
+            }
+            if u.sndbuf_granted.is_none() {
+                if let StreamSocket::Udp(sock) = &s.socket {
+                    u.sndbuf_granted = sockopt::send_buffer(sock.as_fd()).ok();
+                    u.rcvbuf_granted = sockopt::recv_buffer(sock.as_fd()).ok();
+                }
+            }
+        }
+        Some(u)
     }
 
     /// The end record from this end's counters and the peer's results.
@@ -866,10 +939,17 @@ impl Session {
             (peer.congestion_used.clone(), local_cc)
         };
         let local = self.local_results(None);
-        let plumb = serde_json::json!({
+        let mut plumb = serde_json::json!({
             "local": local.plumb,
             "remote": peer.plumb,
         });
+        if let (Some(l), serde_json::Value::Object(m)) = (
+            local.plumb.as_ref().and_then(|p| p.udp.as_ref()),
+            &mut plumb,
+        ) {
+            let remote = peer.plumb.as_ref().and_then(|p| p.udp.as_ref());
+            m.insert("udp".into(), udp_summary(l, remote, we_send));
+        }
         EndRecord {
             protocol: self.plan.protocol,
             bidir: self.plan.bidir,
@@ -889,6 +969,34 @@ impl Session {
             server_output_json: peer.server_output_json.clone(),
         }
     }
+}
+
+/// `end.plumb.udp`: what the test used, each fact from the end that plays
+/// the part — GSO from the sending end, GRO, jitter resolution and cut reads
+/// from the receiving end (this end where it plays both, as with
+/// `--bidir`) — and this end's socket buffers. A fact only a stock iperf3
+/// peer knows is `null`.
+pub fn udp_summary(
+    local: &PlumbUdp,
+    remote: Option<&PlumbUdp>,
+    we_send: bool,
+) -> serde_json::Value {
+    let pick = |ours: bool| if ours { Some(local) } else { remote };
+    let we_receive = local.gro.is_some();
+    let sender = pick(we_send || local.gso_segments.is_some());
+    let receiver = pick(we_receive || !we_send);
+    serde_json::json!({
+        "gsro": local.gsro,
+        "gso_segments": sender.and_then(|u| u.gso_segments),
+        "gso_segments_asked": local.gso_segments_asked,
+        "gro": receiver.and_then(|u| u.gro),
+        "jitter_resolution": receiver.and_then(|u| u.jitter_resolution.clone()),
+        "truncated_reads": receiver.and_then(|u| u.truncated_reads),
+        "socket_drops": receiver.and_then(|u| u.socket_drops),
+        "socket_buffer_requested": local.socket_buffer_requested,
+        "sndbuf_granted": local.sndbuf_granted,
+        "rcvbuf_granted": local.rcvbuf_granted,
+    })
 }
 
 fn stream_info(s: &Stream, info: Option<&TcpInfo>, sndbuf_set: bool) -> PlumbStreamInfo {

@@ -393,6 +393,36 @@ pub fn set_udp_gro(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     set_bool(fd, libc::SOL_UDP, libc::UDP_GRO, on)
 }
 
+/// Sets `SO_TIMESTAMPNS`: every received message carries the kernel's
+/// receive time (realtime clock, nanoseconds) in a cmsg.
+pub fn set_timestamp_ns(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    set_bool(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, on)
+}
+
+/// Packets the kernel dropped at this socket because its receive buffer
+/// was full (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`, Linux 4.6). For UDP with
+/// GRO one drop may be a whole coalesced read of many datagrams.
+pub fn socket_drops(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    // The kernel's `SK_MEMINFO_VARS` u32 counters; drops is the last.
+    const VARS: usize = 9;
+    const DROPS: usize = 8;
+    let mut buf = [0u8; 4 * VARS];
+    let n = sys::getsockopt_bytes(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, &mut buf)?;
+    if n < 4 * (DROPS + 1) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "SO_MEMINFO without a drop counter",
+        ));
+    }
+    let at = 4 * DROPS;
+    Ok(u32::from_ne_bytes([
+        buf[at],
+        buf[at + 1],
+        buf[at + 2],
+        buf[at + 3],
+    ]))
+}
+
 /// Reads `UDP_GRO`.
 pub fn udp_gro(fd: BorrowedFd<'_>) -> io::Result<bool> {
     get_bool(fd, libc::SOL_UDP, libc::UDP_GRO)
@@ -520,5 +550,21 @@ mod tests {
         assert_eq!(udp_segment(tx.as_fd()).expect("segment"), 0);
         set_udp_gro(rx.as_fd(), true).expect("gro");
         assert!(udp_gro(rx.as_fd()).expect("gro"));
+    }
+
+    #[test]
+    fn a_full_udp_receive_buffer_counts_drops() {
+        let (tx, rx) = udp_pair();
+        // The smallest buffer the kernel grants, never read from.
+        set_recv_buffer(rx.as_fd(), 1).expect("rcvbuf");
+        assert_eq!(socket_drops(rx.as_fd()).expect("meminfo"), 0);
+        for _ in 0..1_000 {
+            let _ = tx.send(&[0u8; 1_000]);
+        }
+        let drops = socket_drops(rx.as_fd()).expect("meminfo");
+        assert!(
+            (900..=1_000).contains(&drops),
+            "{drops} drops of 1000 datagrams"
+        );
     }
 }

@@ -22,7 +22,9 @@ use crate::sys::{self, MmsgScratch, RecvMeta};
 
 /// Most messages one `sendmmsg`/`recvmmsg` call takes (`UIO_MAXIOV`).
 pub const MAX_SLOTS: usize = 1024;
-/// Largest slot: a GRO receive can return up to 64 KiB of coalesced payload.
+/// Largest slot, and the size a receiver with `UDP_GRO` on must use: one
+/// coalesced read can hold up to 64 KiB of payload (a whole GSO message on
+/// loopback, 128 segments of 64 B on Linux 6.x), whatever the datagram length.
 pub const MAX_SLOT_SIZE: usize = 65_536;
 
 /// Why a [`UdpBatch`] could not be built.
@@ -57,6 +59,9 @@ pub struct Received<'a> {
     pub segment_size: Option<u16>,
     /// The datagram did not fit the slot and was cut (`MSG_TRUNC`).
     pub truncated: bool,
+    /// The kernel's receive time (realtime clock), when the socket has
+    /// `SO_TIMESTAMPNS` on: one per message, so one per coalesced GRO read.
+    pub stamp: Option<std::time::Duration>,
 }
 
 impl<'a> Received<'a> {
@@ -204,6 +209,7 @@ impl UdpBatch {
             data: &self.buf[start..start + m.len],
             segment_size: m.gro_segment,
             truncated: m.truncated,
+            stamp: m.stamp,
         })
     }
 

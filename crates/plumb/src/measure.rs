@@ -147,6 +147,13 @@ pub struct MeasureArgs {
     /// plumb server sending with -R splits it evenly instead)
     #[arg(long = "total-bitrate")]
     pub total_bitrate: bool,
+    /// UDP: GSO on the sending end, GRO on the receiving end, as iperf3
+    /// 3.21+'s --gsro (jitter then resolves per coalesced read)
+    #[arg(long = "gsro", overrides_with = "no_gsro")]
+    pub gsro: bool,
+    /// UDP: one datagram per message and per-datagram receive times (the default)
+    #[arg(long = "no-gsro", overrides_with = "gsro")]
+    pub no_gsro: bool,
     /// Server limits and authentication (see measure/harden.rs).
     #[command(flatten)]
     pub harden: harden::HardenArgs,
@@ -424,6 +431,10 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     }
     t.skip_rx_copy = a.skip_rx_copy;
     t.total_bitrate = a.total_bitrate;
+    if a.gsro && !a.udp {
+        return Err("--gsro applies to UDP (-u), not TCP".into());
+    }
+    t.gsro = a.gsro && a.udp;
     Ok(t)
 }
 
@@ -524,6 +535,12 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if a.server {
         if a.client.is_some() {
             return Ok(usage_error("-s and -c cannot be used together"));
+        }
+        if a.gsro || a.no_gsro {
+            // As iperf3: the client asks, the server follows it.
+            return Ok(usage_error(
+                "--gsro and --no-gsro are client options (the server follows the client)",
+            ));
         }
         let mut cfg = ServerConfig {
             port: a.port.unwrap_or(DEFAULT_PORT),

@@ -111,6 +111,55 @@ pub struct PlumbResults {
     /// did (a server with `--max-tests` above 1); absent when none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrent_tests: Option<u64>,
+    /// UDP tests: how this end moved datagrams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp: Option<PlumbUdp>,
+}
+
+/// How one end of a UDP test moved its datagrams: what a UDP figure needs
+/// beside it to be compared with another (GSO/GRO change the packet rate by
+/// an order of magnitude, and how jitter is resolved).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlumbUdp {
+    /// The client asked for GSO and GRO (`--gsro`; iperf3 3.21+'s `gso`/`gro`).
+    pub gsro: bool,
+    /// A sending end: datagrams per send message (1 = one datagram per
+    /// message, no GSO).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso_segments: Option<u64>,
+    /// Datagrams per GSO message the client asked the sending end for
+    /// (`gso_bf_size / gso_dg_size`), when it asked for GSO: what a stock
+    /// iperf3 sender uses, which does not report it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso_segments_asked: Option<u64>,
+    /// A receiving end: whether `UDP_GRO` was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro: Option<bool>,
+    /// A receiving end: what one arrival time covers — `"datagram"` (the
+    /// kernel's per-datagram receive time), `"gro_batch"` (one time per
+    /// coalesced read) or `"read_batch"` (one clock read per `recvmmsg`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_resolution: Option<String>,
+    /// A receiving end: reads the kernel cut short (`MSG_TRUNC`), counted
+    /// apart from loss.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated_reads: Option<u64>,
+    /// A receiving end: packets the kernel dropped at its sockets because
+    /// the receive buffer was full (`SO_MEMINFO`) — loss at the receiver
+    /// itself, not on the path. With GRO one drop may be many datagrams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_drops: Option<u64>,
+    /// SO_SNDBUF and SO_RCVBUF asked for on each UDP socket, bytes (`-w`, or
+    /// plumb's default of 4 MiB; the kernel caps it at wmem_max/rmem_max).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket_buffer_requested: Option<u64>,
+    /// SO_SNDBUF as the kernel reports it (twice what it grants for data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sndbuf_granted: Option<u32>,
+    /// SO_RCVBUF as the kernel reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_granted: Option<u32>,
 }
 
 /// System-wide CPU time shares over the test, percent of all CPUs.
@@ -349,6 +398,11 @@ mod tests {
                 ..PlumbStreamInfo::default()
             }],
             concurrent_tests: None,
+            udp: Some(PlumbUdp {
+                gsro: true,
+                gso_segments: Some(64),
+                ..PlumbUdp::default()
+            }),
         });
         let json = encode(&results);
         assert!(
@@ -417,6 +471,7 @@ mod tests {
                     thread_wait_us: None,
                 }).collect(),
                 concurrent_tests: None,
+                udp: None,
             }
         }
     }

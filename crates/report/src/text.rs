@@ -87,6 +87,56 @@ impl<W: Write> TextSink<W> {
     }
 }
 
+/// The one line saying how a UDP test moved its datagrams, from
+/// `end.plumb.udp`: GSO, GRO, what jitter resolves, cut reads and socket
+/// buffers. A fact the peer did not report (a stock iperf3) says so.
+fn udp_line(u: &serde_json::Value) -> Option<String> {
+    let gsro = u.get("gsro")?.as_bool()?;
+    let gso = match u.get("gso_segments").and_then(|v| v.as_u64()) {
+        Some(n) if n > 1 => format!("GSO {n} datagrams/message"),
+        Some(_) => "no GSO (1 datagram/message)".to_string(),
+        None => match u.get("gso_segments_asked").and_then(|v| v.as_u64()) {
+            Some(n) => format!("GSO {n} datagrams/message asked of the sender (not reported)"),
+            None => "sender's GSO not reported by the peer".to_string(),
+        },
+    };
+    let gro = match u.get("gro").and_then(|v| v.as_bool()) {
+        Some(true) => "GRO on",
+        Some(false) => "GRO off",
+        None => "receiver's GRO not reported by the peer",
+    };
+    let jitter = match u.get("jitter_resolution").and_then(|v| v.as_str()) {
+        Some("datagram") => "jitter per datagram",
+        Some("gro_batch") => "jitter per GRO read (not per datagram)",
+        Some("read_batch") => "jitter per receive batch (not per datagram)",
+        _ => "jitter resolution not reported",
+    };
+    let mut l = format!(
+        "UDP {}: {gso}, {gro}; {jitter}",
+        if gsro { "--gsro" } else { "--no-gsro" }
+    );
+    if let Some(n) = u.get("truncated_reads").and_then(|v| v.as_u64()) {
+        l.push_str(&format!("; {n} truncated reads"));
+    }
+    if let Some(n) = u.get("socket_drops").and_then(|v| v.as_u64()) {
+        l.push_str(&format!(
+            "; {n} dropped at the receiving socket (buffer full)"
+        ));
+    }
+    if let Some(b) = u.get("socket_buffer_requested").and_then(|v| v.as_u64()) {
+        l.push_str(&format!("; socket buffers {} asked", bytes(b as f64)));
+        let g = |k: &str| u.get(k).and_then(|v| v.as_u64());
+        if let (Some(snd), Some(rcv)) = (g("sndbuf_granted"), g("rcvbuf_granted")) {
+            l.push_str(&format!(
+                ", {} send / {} receive granted",
+                bytes(snd as f64),
+                bytes(rcv as f64)
+            ));
+        }
+    }
+    Some(l)
+}
+
 fn interval(start: f64, end: f64) -> String {
     format!("{start:6.2}-{end:<6.2} sec")
 }
@@ -208,6 +258,9 @@ impl<W: Write> Sink for TextSink<W> {
         );
         self.line("");
         self.line(&l);
+        if let Some(l) = e.plumb.as_ref().and_then(|p| udp_line(p.get("udp")?)) {
+            self.line(&l);
+        }
         if let (Some(s), Some(r)) = (&e.sender_tcp_congestion, &e.receiver_tcp_congestion) {
             if !udp {
                 let l = format!("snd_tcp_congestion {s}, rcv_tcp_congestion {r}");

@@ -132,6 +132,29 @@ pub fn online_cpus() -> usize {
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
 }
 
+/// `CLOCK_MONOTONIC` and `CLOCK_REALTIME` read back to back, each to the
+/// nanosecond: a UDP receiver maps the kernel's receive timestamps (realtime)
+/// onto the monotonic clock that iperf3's send stamps use. A clock before
+/// 1970 reads as zero.
+pub fn clock_pair() -> (std::time::Duration, std::time::Duration) {
+    let read = |id: libc::clockid_t| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, exclusive timespec; both clocks always
+        // exist on Linux.
+        unsafe { libc::clock_gettime(id, &mut ts) };
+        std::time::Duration::new(
+            u64::try_from(ts.tv_sec).unwrap_or(0),
+            u32::try_from(ts.tv_nsec).unwrap_or(0).min(999_999_999),
+        )
+    };
+    let mono = read(libc::CLOCK_MONOTONIC);
+    let real = read(libc::CLOCK_REALTIME);
+    (mono, real)
+}
+
 /// `clock_gettime(CLOCK_MONOTONIC)` as `(seconds, microseconds)`, truncated
 /// to `u32` the way iperf3 writes them into UDP headers.
 ///

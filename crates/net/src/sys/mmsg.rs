@@ -1,5 +1,5 @@
 //! `sendmmsg` / `recvmmsg` over caller-owned slot buffers, with the
-//! `UDP_SEGMENT` (GSO) and `UDP_GRO` control messages.
+//! `UDP_SEGMENT` (GSO), `UDP_GRO` and `SCM_TIMESTAMPNS` control messages.
 //!
 //! The header, iovec and control arrays live in a [`MmsgScratch`] allocated
 //! once; each call only rewrites their pointers, so the per-batch path does
@@ -11,9 +11,11 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use super::cvt;
 
 /// Control space per message, in `u64` words (so it is `cmsghdr`-aligned).
-/// One `UDP_SEGMENT` or `UDP_GRO` cmsg needs `CMSG_SPACE(4)` = 24 bytes on
-/// 64-bit; 64 bytes leaves room should a caller enable one more cmsg.
-const CONTROL_WORDS: usize = 8;
+/// A received message may carry a `UDP_GRO` cmsg (`CMSG_SPACE(4)` = 24 bytes
+/// on 64-bit) and an `SCM_TIMESTAMPNS` one (`CMSG_SPACE(16)` = 32 bytes);
+/// 80 bytes holds both with room to spare. A cmsg that does not fit is cut
+/// by the kernel (`MSG_CTRUNC`) and then simply not found.
+const CONTROL_WORDS: usize = 10;
 
 /// Preallocated `mmsghdr` / `iovec` / control arrays for up to `capacity`
 /// messages per call.
@@ -66,6 +68,9 @@ pub struct RecvMeta {
     pub gro_segment: Option<u16>,
     /// `MSG_TRUNC` was set: the datagram was larger than the slot.
     pub truncated: bool,
+    /// The kernel's receive time of the message (`SCM_TIMESTAMPNS`, the
+    /// realtime clock) when the socket has `SO_TIMESTAMPNS` on.
+    pub stamp: Option<std::time::Duration>,
 }
 
 fn invalid(msg: &'static str) -> io::Error {
@@ -227,17 +232,28 @@ pub fn recvmmsg(
         )
     })? as usize;
     for (hdr, m) in scratch.hdrs[..got].iter().zip(meta.iter_mut()) {
+        let (gro_segment, stamp) = received_cmsgs(&hdr.msg_hdr);
         *m = RecvMeta {
             len: (hdr.msg_len as usize).min(slot_size),
-            gro_segment: gro_segment(&hdr.msg_hdr),
+            gro_segment,
             truncated: hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            stamp,
         };
     }
     Ok(got)
 }
 
-/// Finds the `UDP_GRO` cmsg (an `int` segment size) in a received header.
-fn gro_segment(msg: &libc::msghdr) -> Option<u16> {
+/// Finds the `UDP_GRO` cmsg (an `int` segment size) and the
+/// `SCM_TIMESTAMPNS` cmsg (a `timespec`) in a received header.
+fn received_cmsgs(msg: &libc::msghdr) -> (Option<u16>, Option<std::time::Duration>) {
+    let (mut seg, mut stamp) = (None, None);
+    // SAFETY: pure size computations.
+    let (int_len, ts_len) = unsafe {
+        (
+            libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize,
+            libc::CMSG_LEN(std::mem::size_of::<libc::timespec>() as u32) as usize,
+        )
+    };
     // SAFETY: `msg` was just filled by recvmmsg; its control pointer and the
     // kernel-updated length describe bytes inside `scratch.control`, and the
     // CMSG macros only walk within that range.
@@ -245,19 +261,26 @@ fn gro_segment(msg: &libc::msghdr) -> Option<u16> {
     while !cmsg.is_null() {
         // SAFETY: non-null and inside the control buffer (see above).
         let hdr = unsafe { &*cmsg };
-        // SAFETY: pure size computation.
-        let min_len = unsafe { libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) };
-        if hdr.cmsg_level == libc::SOL_UDP
-            && hdr.cmsg_type == libc::UDP_GRO
-            && hdr.cmsg_len as usize >= min_len as usize
-        {
+        let len = hdr.cmsg_len as usize;
+        if hdr.cmsg_level == libc::SOL_UDP && hdr.cmsg_type == libc::UDP_GRO && len >= int_len {
             // SAFETY: the length check guarantees an int of data in bounds.
-            let seg: libc::c_int =
+            let s: libc::c_int = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
+            seg = u16::try_from(s).ok().filter(|&s| s > 0);
+        } else if hdr.cmsg_level == libc::SOL_SOCKET
+            && hdr.cmsg_type == libc::SCM_TIMESTAMPNS
+            && len >= ts_len
+        {
+            // SAFETY: the length check guarantees a timespec of data in bounds.
+            let ts: libc::timespec =
                 unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
-            return u16::try_from(seg).ok().filter(|&s| s > 0);
+            if let (Ok(sec), Ok(nsec)) = (u64::try_from(ts.tv_sec), u32::try_from(ts.tv_nsec)) {
+                if nsec < 1_000_000_000 {
+                    stamp = Some(std::time::Duration::new(sec, nsec));
+                }
+            }
         }
         // SAFETY: same invariant as CMSG_FIRSTHDR.
         cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
     }
-    None
+    (seg, stamp)
 }

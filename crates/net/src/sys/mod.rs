@@ -28,8 +28,8 @@ mod sockopt;
 mod tcp_info;
 
 pub use host::{
-    clock_monotonic, getrusage_self, online_cpus, sched_batch_self, sched_getaffinity_self,
-    sched_policy_self, sched_setaffinity_self, uname, RawUname, Rusage,
+    clock_monotonic, clock_pair, getrusage_self, online_cpus, sched_batch_self,
+    sched_getaffinity_self, sched_policy_self, sched_setaffinity_self, uname, RawUname, Rusage,
 };
 pub use io::{
     memfd_create, pipe, poll_many, poll_one, read, recv_errqueue, recv_trunc, send_flags, sendfile,
