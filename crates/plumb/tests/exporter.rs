@@ -409,3 +409,398 @@ fn a_burst_of_50_probes_is_bounded_and_leaves_nothing_behind() {
         "the burst was not seen ({peak} threads at most)"
     );
 }
+
+// ---- A real Prometheus scraping the exporter ----
+
+/// A child process killed (and reaped) when dropped, also when a test panics.
+struct Proc(Option<Child>);
+
+impl Proc {
+    fn spawn(c: &mut Command) -> Proc {
+        Proc(Some(
+            c.stdin(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {c:?}: {e}")),
+        ))
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A directory removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(what: &str) -> TempDir {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("plumb-{what}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Percent-encodes a PromQL expression for a query string.
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Prometheus's scrape config: the blackbox pattern, each target a plumb
+/// server handed to the exporter as `?target=`.
+fn prometheus_config(exporter: &str, server: &str, sport: u16, link: Option<&str>) -> String {
+    let link = link.map_or(String::new(), |l| format!("      link: ['{l}']\n"));
+    format!(
+        "global:\n  scrape_interval: 3s\n  scrape_timeout: 3s\n\
+         scrape_configs:\n  - job_name: plumb\n    metrics_path: /probe\n    params:\n      port: ['{sport}']\n      time: ['1']\n{link}\
+         \x20   static_configs:\n      - targets: ['{server}']\n\
+         \x20   relabel_configs:\n\
+         \x20     - source_labels: [__address__]\n        target_label: __param_target\n\
+         \x20     - source_labels: [__param_target]\n        target_label: instance\n\
+         \x20     - target_label: __address__\n        replacement: '{exporter}'\n"
+    )
+}
+
+/// Runs Prometheus (through `wrap`, e.g. `ip netns exec NS`) with `config`,
+/// waits (bounded) until it has scraped the probe twice, and returns the
+/// instant-query results of `queries` as JSON text.
+fn prometheus_scrapes(wrap: &[&str], config: &str, queries: &[&str]) -> Vec<String> {
+    let dir = TempDir::new("prometheus");
+    let cfg = dir.0.join("prometheus.yml");
+    std::fs::write(&cfg, config).expect("write prometheus.yml");
+    let pport = port(32_000);
+    let listen = format!("127.0.0.1:{pport}");
+    let mut argv: Vec<String> = wrap.iter().map(|s| s.to_string()).collect();
+    argv.extend([
+        "prometheus".to_string(),
+        format!("--config.file={}", cfg.display()),
+        format!("--storage.tsdb.path={}", dir.0.join("data").display()),
+        format!("--web.listen-address={listen}"),
+    ]);
+    let log = std::fs::File::create(dir.0.join("log")).expect("log file");
+    let mut prom = Proc::spawn(
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(Stdio::null())
+            .stderr(log),
+    );
+    // Queries go through curl in the same namespace as Prometheus.
+    let get = |path: &str| -> String {
+        let mut c = Command::new(if wrap.is_empty() { "curl" } else { wrap[0] });
+        if !wrap.is_empty() {
+            c.args(&wrap[1..]).arg("curl");
+        }
+        let out = c
+            .args(["-s", "--max-time", "5", &format!("http://{listen}{path}")])
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let t0 = Instant::now();
+    let scrapes = "/api/v1/query?query=".to_string() + &encode("count_over_time(plumb_up[5m])");
+    loop {
+        assert!(
+            prom.alive(),
+            "prometheus exited: {}",
+            std::fs::read_to_string(dir.0.join("log")).unwrap_or_default()
+        );
+        let r = get(&scrapes);
+        let n = r
+            .split("\"value\":[")
+            .nth(1)
+            .and_then(|v| v.split('"').nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if n >= 2.0 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "Prometheus did not scrape twice in 40 s: {r}\n{}",
+            std::fs::read_to_string(dir.0.join("log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    queries
+        .iter()
+        .map(|q| get(&("/api/v1/query?query=".to_string() + &encode(q))))
+        .collect()
+}
+
+#[test]
+fn prometheus_scrapes_throughput_and_limit_through_the_exporter() {
+    if !have("prometheus") || !have("curl") {
+        eprintln!("skipped: Debian's prometheus and curl are needed (scripts/test installs them)");
+        return;
+    }
+    let srv = Server::start(plumb_bin(), &["-s"], port(32_000));
+    let exp = Exporter::start(port(32_000), &[]);
+    let config = prometheus_config(
+        &format!("127.0.0.1:{}", exp.port),
+        "127.0.0.1",
+        srv.port,
+        None,
+    );
+    let r = prometheus_scrapes(
+        &[],
+        &config,
+        &[
+            "plumb_throughput_bytes_per_second{side=\"receiver\"}",
+            "plumb_limit_info",
+            "plumb_up",
+        ],
+    );
+    assert!(r[0].contains("\"status\":\"success\""), "{}", r[0]);
+    assert!(
+        r[0].contains("\"__name__\":\"plumb_throughput_bytes_per_second\""),
+        "{}",
+        r[0]
+    );
+    assert!(r[0].contains("\"instance\":\"127.0.0.1\""), "{}", r[0]);
+    assert!(r[1].contains("\"limit\":\""), "{}", r[1]);
+    assert!(r[2].contains("\"1\"]"), "plumb_up is 1: {}", r[2]);
+}
+
+fn can_lab() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let tun = std::path::Path::new("/dev/net/tun").exists();
+    if !(root && tun) {
+        eprintln!("skipped: plumb lab needs root and /dev/net/tun");
+    }
+    root && tun
+}
+
+/// `plumb lab --hold`: the link stays up until the guard drops, which stops
+/// the lab as Ctrl-C does (it removes its namespaces and devices).
+struct HeldLab {
+    child: Option<Child>,
+    near: String,
+    far: String,
+    far_addr: String,
+}
+
+impl HeldLab {
+    fn start(args: &[&str]) -> HeldLab {
+        let mut child = Command::new(plumb_bin())
+            .args(["lab", "--hold"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start plumb lab --hold");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lab = HeldLab {
+            child: Some(child),
+            near: String::new(),
+            far: String::new(),
+            far_addr: String::new(),
+        };
+        // "The link is up until Ctrl-C. Near A is in namespace N, far B in F."
+        let t0 = Instant::now();
+        while lab.near.is_empty() {
+            let left = Duration::from_secs(30).saturating_sub(t0.elapsed());
+            let line = rx
+                .recv_timeout(left)
+                .expect("plumb lab --hold did not say where the link is");
+            if let Some(rest) = line.split_once("is in namespace ").map(|(_, r)| r) {
+                let w: Vec<&str> = rest
+                    .trim_end_matches('.')
+                    .split([' ', ','])
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                // [near-ns, far, ADDR, in, far-ns]
+                assert_eq!(w.len(), 5, "{line}");
+                lab.near = w[0].to_string();
+                lab.far_addr = w[2].to_string();
+                lab.far = w[4].to_string();
+            }
+        }
+        lab
+    }
+
+    fn exec(&self, ns: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns]);
+        c
+    }
+}
+
+impl Drop for HeldLab {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-INT", &c.id().to_string()])
+                .status();
+            let t0 = Instant::now();
+            while matches!(c.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Whether the process `pid` sees a TCP listener on `port` in its own namespace.
+fn listening_in(pid: u32, port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
+            })
+        })
+    })
+}
+
+fn wait_listening_in(p: &mut Proc, port: u16, what: &str) {
+    let pid = p.0.as_ref().map_or(0, Child::id);
+    let t0 = Instant::now();
+    while !listening_in(pid, port) {
+        assert!(p.alive(), "{what} exited early");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{what} did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn prometheus_finds_the_receive_window_on_a_lab_link() {
+    if !can_lab() {
+        return;
+    }
+    if !have("prometheus") || !have("curl") {
+        eprintln!("skipped: Debian's prometheus and curl are needed (scripts/test installs them)");
+        return;
+    }
+    let names;
+    {
+        // Declared first, dropped last: the lab outlives everything run in it.
+        let lab = HeldLab::start(&["--rate", "1gbit", "--rtt", "15ms"]);
+        names = [lab.near.clone(), lab.far.clone()];
+        // The far host's receive buffer is clamped as an old or misconfigured
+        // host's is: autotuning may not grow past 64 KB (its namespace's sysctl only).
+        let serve = format!(
+            "sysctl -q -w net.ipv4.tcp_rmem='4096 65536 65536' && exec {} -s -p 5201",
+            plumb_bin()
+        );
+        let mut srv = Proc::spawn(
+            lab.exec(&lab.far)
+                .args(["sh", "-c", &serve])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        wait_listening_in(&mut srv, 5201, "the far plumb server");
+        let eport = port(32_000);
+        let listen = format!("127.0.0.1:{eport}");
+        let mut exp = Proc::spawn(
+            lab.exec(&lab.near)
+                .args([
+                    plumb_bin(),
+                    "exporter",
+                    "--listen",
+                    &listen,
+                    "--target-allow",
+                    "198.18.0.0/15",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        wait_listening_in(&mut exp, eport, "the exporter");
+        let config = prometheus_config(&listen, &lab.far_addr, 5201, Some("1g"));
+        let wrap = ["ip", "netns", "exec", lab.near.as_str()];
+        let r = prometheus_scrapes(
+            &wrap,
+            &config,
+            &[
+                "plumb_limit_info",
+                "plumb_throughput_bytes_per_second{side=\"receiver\"}",
+                "plumb_rtt_seconds",
+            ],
+        );
+        assert!(r[0].contains("\"limit\":\"receive_window\""), "{}", r[0]);
+        // 64 KB per 15 ms round trip is at most 35 Mbit/s (4.4 MB/s); the link is 1 Gbit/s.
+        let value = |s: &str| -> f64 {
+            s.split("\"value\":[")
+                .nth(1)
+                .and_then(|v| v.split('"').nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no value in {s}"))
+        };
+        let tput = value(&r[1]);
+        assert!(
+            tput > 0.0 && tput < 4.4e6,
+            "{tput} B/s through a 64 KB window"
+        );
+        let rtt = value(&r[2]);
+        assert!((0.015..0.1).contains(&rtt), "RTT {rtt} s on a 15 ms link");
+        drop(exp);
+        drop(srv);
+    }
+    let left = String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .expect("ip netns")
+            .stdout,
+    )
+    .to_string();
+    for n in &names {
+        assert!(
+            !left.contains(n.as_str()),
+            "namespace {n} left behind: {left}"
+        );
+    }
+}
