@@ -13,6 +13,16 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
+/// Tests that move data run one at a time: two CPUs, and a lab's diagnosis
+/// must not see another test's loopback traffic as its CPU limit.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// An exporter process, killed when dropped.
 struct Exporter {
     child: Child,
@@ -142,6 +152,7 @@ fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
 
 #[test]
 fn probe_of_a_local_server_gives_openmetrics_with_the_limit() {
+    let _one = serial();
     let srv = Server::start(plumb_bin(), &["-s"], port(32_000));
     let exp = Exporter::start(port(32_000), &[]);
     let q = format!("/probe?target=127.0.0.1&port={}&time=1", srv.port);
@@ -284,6 +295,7 @@ fn refusals_are_quick_and_one_line() {
 
 #[test]
 fn the_test_time_is_capped_by_max_time_and_the_scrape_timeout() {
+    let _one = serial();
     let srv = Server::start(plumb_bin(), &["-s"], port(32_000));
     let exp = Exporter::start(port(32_000), &["--max-time", "1"]);
     let (_, _, body) = exp.get(
@@ -316,6 +328,7 @@ fn the_test_time_is_capped_by_max_time_and_the_scrape_timeout() {
 
 #[test]
 fn a_burst_of_50_probes_is_bounded_and_leaves_nothing_behind() {
+    let _one = serial();
     let srv = Server::start(plumb_bin(), &["-s", "--max-tests", "8"], port(32_000));
     let exp = Exporter::start(port(32_000), &["--max-probes", "2"]);
     // Warm up: tiny_http's pool keeps a few threads; measure after one request.
@@ -565,6 +578,7 @@ fn prometheus_scrapes(wrap: &[&str], config: &str, queries: &[&str]) -> Vec<Stri
 
 #[test]
 fn prometheus_scrapes_throughput_and_limit_through_the_exporter() {
+    let _one = serial();
     if !have("prometheus") || !have("curl") {
         eprintln!("skipped: Debian's prometheus and curl are needed (scripts/test installs them)");
         return;
@@ -718,6 +732,7 @@ fn wait_listening_in(p: &mut Proc, port: u16, what: &str) {
 
 #[test]
 fn prometheus_finds_the_receive_window_on_a_lab_link() {
+    let _one = serial();
     if !can_lab() {
         return;
     }
