@@ -237,7 +237,7 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
             return reply(req, 403, &msg);
         }
     };
-    let permit = match st.gate.try_enter(p.target) {
+    let permit = match st.gate.try_enter(&p.target) {
         Ok(permit) => permit,
         Err(Busy::Target) => {
             st.own.count(Outcome::BusyTarget, 0.0);
@@ -253,7 +253,19 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
         .name("plumb-probe".into())
         .spawn(move || {
             let _permit = permit;
-            let r = run_probe(&p);
+            let mut p = p;
+            let target = match query::resolve(&mut p, &st2.policy.allow) {
+                Ok(ip) => ip,
+                Err(Refusal::Forbidden(msg)) => {
+                    st2.own.count(Outcome::Forbidden, 0.0);
+                    return reply(req, 403, &msg);
+                }
+                Err(Refusal::BadRequest(msg)) => {
+                    st2.own.count(Outcome::BadRequest, 0.0);
+                    return reply(req, 400, &msg);
+                }
+            };
+            let r = run_probe(&p, target);
             st2.own.count(
                 if r.up {
                     Outcome::Success
@@ -287,7 +299,7 @@ fn link_for(ip: IpAddr, given: Option<plumb_model::Rate>) -> Option<LinkRate> {
     })
 }
 
-fn run_probe(p: &Probe) -> ProbeResult {
+fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
     let t0 = Instant::now();
     let mut capture = JsonSink::new(Vec::new());
     let outcome = plumb_net::client::run(&p.config, &mut capture);
@@ -298,7 +310,7 @@ fn run_probe(p: &Probe) -> ProbeResult {
         ..ProbeResult::default()
     };
     if r.up {
-        if let Ok(ev) = Evidence::from_json(&doc, link_for(p.target, p.link)) {
+        if let Ok(ev) = Evidence::from_json(&doc, link_for(target, p.link)) {
             let mut ev = ev;
             if ev.link.is_none() && ev.best_interval_bps > 0.0 {
                 // Without a link rate the best interval is the only bound on it (as plumb why).

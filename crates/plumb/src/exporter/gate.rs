@@ -4,8 +4,9 @@
 //! that would distort each other's throughput anyway.
 
 use std::collections::HashSet;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+
+use super::query::Target;
 
 /// Why a probe may not start now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +20,7 @@ pub enum Busy {
 /// The set of running probes.
 #[derive(Debug)]
 pub struct Gate {
-    running: Mutex<HashSet<IpAddr>>,
+    running: Mutex<HashSet<Target>>,
     max: usize,
 }
 
@@ -27,7 +28,7 @@ pub struct Gate {
 #[derive(Debug)]
 pub struct Permit {
     gate: Arc<Gate>,
-    target: IpAddr,
+    target: Target,
 }
 
 impl Gate {
@@ -40,20 +41,20 @@ impl Gate {
     }
 
     /// Takes a place for a probe of `target`, or says why not.
-    pub fn try_enter(self: &Arc<Self>, target: IpAddr) -> Result<Permit, Busy> {
+    pub fn try_enter(self: &Arc<Self>, target: &Target) -> Result<Permit, Busy> {
         // A panicking probe thread cannot leave the set half-updated: insert
         // and remove are single calls, so a poisoned lock is still consistent.
         let mut set = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if set.contains(&target) {
+        if set.contains(target) {
             return Err(Busy::Target);
         }
         if set.len() >= self.max {
             return Err(Busy::Full);
         }
-        set.insert(target);
+        set.insert(target.clone());
         Ok(Permit {
             gate: Arc::clone(self),
-            target,
+            target: target.clone(),
         })
     }
 
@@ -83,16 +84,16 @@ mod tests {
     #[test]
     fn one_per_target_and_a_cap_overall() {
         let g = Gate::new(2);
-        let a: IpAddr = [127, 0, 0, 1].into();
-        let b: IpAddr = [127, 0, 0, 2].into();
-        let c: IpAddr = [127, 0, 0, 3].into();
-        let pa = g.try_enter(a).expect("first probe of a");
-        assert_eq!(g.try_enter(a).err(), Some(Busy::Target));
-        let _pb = g.try_enter(b).expect("first probe of b");
-        assert_eq!(g.try_enter(c).err(), Some(Busy::Full));
+        let a = Target::Addr([127, 0, 0, 1].into());
+        let b = Target::Name("b.example".into());
+        let c = Target::Addr([127, 0, 0, 3].into());
+        let pa = g.try_enter(&a).expect("first probe of a");
+        assert_eq!(g.try_enter(&a).err(), Some(Busy::Target));
+        let _pb = g.try_enter(&b).expect("first probe of b");
+        assert_eq!(g.try_enter(&c).err(), Some(Busy::Full));
         assert_eq!(g.running(), 2);
         drop(pa);
         assert_eq!(g.running(), 1);
-        assert!(g.try_enter(c).is_ok(), "a freed place is reusable");
+        assert!(g.try_enter(&c).is_ok(), "a freed place is reusable");
     }
 }

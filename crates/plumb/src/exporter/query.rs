@@ -41,11 +41,29 @@ pub enum Refusal {
     Forbidden(String),
 }
 
+/// What `target=` names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// An address, already checked against the allow list.
+    Addr(IpAddr),
+    /// A host name, not yet resolved.
+    Name(String),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Addr(ip) => write!(f, "{ip}"),
+            Target::Name(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 /// A checked probe.
 #[derive(Debug, Clone)]
 pub struct Probe {
-    /// The address tested (resolved once here, so the address checked is the one tested).
-    pub target: IpAddr,
+    /// The target; one probe of it runs at a time.
+    pub target: Target,
     /// The client run.
     pub config: ClientConfig,
     /// `link=`: the bottleneck rate, for the diagnosis.
@@ -106,29 +124,8 @@ fn seconds(name: &str, v: &str) -> Result<f64, Refusal> {
     }
 }
 
-/// The address `host` names, if the allow list permits it.
-fn resolve(host: &str, allow: &[IpPrefix]) -> Result<IpAddr, Refusal> {
-    if host.is_empty() || host.len() > 253 {
-        return Err(bad("target must be a host name or address"));
-    }
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let ip = match bare.parse::<IpAddr>() {
-        Ok(ip) => ip,
-        Err(_) => {
-            if !host
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'-')
-            {
-                return Err(bad(format!("invalid target '{host}'")));
-            }
-            (host, 0)
-                .to_socket_addrs()
-                .ok()
-                .and_then(|mut a| a.next())
-                .map(|a| a.ip())
-                .ok_or_else(|| bad(format!("cannot resolve target '{host}'")))?
-        }
-    };
+/// Whether `ip` may be probed.
+fn permitted(ip: IpAddr, allow: &[IpPrefix]) -> Result<IpAddr, Refusal> {
     let ip = plumb_net::config::canonical(ip);
     if allow.iter().any(|p| p.contains(ip)) {
         Ok(ip)
@@ -137,6 +134,43 @@ fn resolve(host: &str, allow: &[IpPrefix]) -> Result<IpAddr, Refusal> {
             "target {ip} is not in --target-allow"
         )))
     }
+}
+
+/// The target as given: an address (checked against the allow list here) or
+/// a host name (checked for its characters; resolved by [`resolve`] on the
+/// probe's own thread, so a slow DNS server never holds up the accept loop).
+fn check_target(host: &str, allow: &[IpPrefix]) -> Result<Target, Refusal> {
+    if host.is_empty() || host.len() > 253 {
+        return Err(bad("target must be a host name or address"));
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return permitted(ip, allow).map(Target::Addr);
+    }
+    if !host
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'-')
+    {
+        return Err(bad(format!("invalid target '{host}'")));
+    }
+    Ok(Target::Name(host.to_ascii_lowercase()))
+}
+
+/// Resolves a probe's host name (once: the address checked is the address
+/// tested) and checks it against the allow list; addresses pass through.
+pub fn resolve(p: &mut Probe, allow: &[IpPrefix]) -> Result<IpAddr, Refusal> {
+    let ip = match &p.target {
+        Target::Addr(ip) => return Ok(*ip),
+        Target::Name(name) => (name.as_str(), 0)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .map(|a| a.ip())
+            .ok_or_else(|| bad(format!("cannot resolve target '{name}'")))?,
+    };
+    let ip = permitted(ip, allow)?;
+    p.config.host = ip.to_string();
+    Ok(ip)
 }
 
 /// Checks `query` (the part after `?`) and the scrape timeout Prometheus sent.
@@ -178,7 +212,7 @@ pub fn parse(query: &str, scrape_timeout: Option<&str>, policy: &Policy) -> Resu
         seen.push(k);
     }
     let host = target.ok_or_else(|| bad("missing parameter 'target'"))?;
-    let ip = resolve(&host, &policy.allow)?;
+    let target = check_target(&host, &policy.allow)?;
     let mut t = time.unwrap_or(DEFAULT_TIME_S).min(policy.max_time);
     if let Some(h) = scrape_timeout {
         let limit = seconds("X-Prometheus-Scrape-Timeout-Seconds", h.trim())?;
@@ -192,14 +226,14 @@ pub fn parse(query: &str, scrape_timeout: Option<&str>, policy: &Policy) -> Resu
     }
     // Whole milliseconds: a clean value in the metrics and in the server's log.
     let t = (t * 1000.0).floor() / 1000.0;
-    m.client = Some(ip.to_string());
+    m.client = Some(target.to_string());
     m.time = Some(t);
     m.connect_timeout = Some(CONNECT_TIMEOUT_MS);
     m.rcv_timeout = Some(RCV_TIMEOUT_MS);
     let spec = test_spec(&m).map_err(bad)?;
     let config = client_config(&m, spec).map_err(bad)?;
     Ok(Probe {
-        target: ip,
+        target,
         config,
         link,
         time: t,
@@ -234,7 +268,7 @@ mod tests {
             &policy(),
         )
         .expect("valid");
-        assert_eq!(p.target, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(p.target, Target::Addr(IpAddr::from([127, 0, 0, 1])));
         assert_eq!(p.config.port, 15201);
         assert_eq!(p.time, 3.0);
         assert_eq!(p.config.spec.parallel, 2);
@@ -280,6 +314,17 @@ mod tests {
         assert!(bad("target=127.0.0.1&module=x").contains("unknown parameter"));
         assert!(bad("target=127.0.0.1&target=127.0.0.1").contains("twice"));
         assert!(bad("target=a%20b").contains("invalid target"));
+        // Names are checked once resolved, on the probe's thread.
+        let mut p = parse("target=LocalHost", None, &policy()).expect("a name");
+        assert_eq!(p.target, Target::Name("localhost".into()));
+        match resolve(&mut p, &policy().allow) {
+            Ok(ip) => {
+                assert!(ip.is_loopback(), "{ip}");
+                assert_eq!(p.config.host, ip.to_string());
+            }
+            // localhost may resolve to ::1 first, outside this policy's 127.0.0.1/32.
+            Err(r) => assert!(matches!(r, Refusal::Forbidden(_)), "{r:?}"),
+        }
         for q in ["target=127.0.0.2", "target=198.18.0.1", "target=%3A%3A1"] {
             assert!(
                 matches!(parse(q, None, &policy()), Err(Refusal::Forbidden(_))),
