@@ -819,3 +819,36 @@ fn prometheus_finds_the_receive_window_on_a_lab_link() {
         );
     }
 }
+
+#[test]
+fn bad_flags_are_usage_errors_and_sigterm_stops_it() {
+    for args in [
+        &["exporter", "--max-probes", "0"][..],
+        &["exporter", "--target-allow", "10.1.2.3/8"],
+        &["exporter", "--max-time", "0"],
+        &["exporter", "--listen", "nowhere"],
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+    let mut exp = Exporter::start(port(32_000), &[]);
+    let (status, _, body) = exp.get("/", &[]);
+    assert_eq!(status, 200);
+    assert!(body.contains("/probe?target="), "{body}");
+    let pid = exp.child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let t0 = Instant::now();
+    let st = loop {
+        if let Ok(Some(st)) = exp.child.try_wait() {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "still running after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.success(), "exit after SIGTERM: {st}");
+}
