@@ -76,7 +76,7 @@ pub struct ProbeResult {
     pub test_time: f64,
     /// The client's `-J` document (partial when the test failed).
     pub doc: Value,
-    /// Smoothed and minimum RTT, seconds, from the evidence.
+    /// Smoothed RTT, seconds, from the evidence.
     pub rtt: Option<f64>,
     /// Minimum RTT, seconds.
     pub min_rtt: Option<f64>,
