@@ -203,6 +203,8 @@ fn handle(st: &Arc<State>, req: Request) {
     let url = req.url().to_string();
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     match path {
+        // A HEAD would run a whole test for nothing.
+        "/probe" if *req.method() == Method::Head => reply(req, 405, "/probe needs GET"),
         "/probe" => probe(st, req, query),
         "/metrics" => {
             let text = st.own.text(st.gate.running());

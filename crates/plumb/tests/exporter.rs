@@ -837,6 +837,15 @@ fn bad_flags_are_usage_errors_and_sigterm_stops_it() {
     let (status, _, body) = exp.get("/", &[]);
     assert_eq!(status, 200);
     assert!(body.contains("/probe?target="), "{body}");
+    // A HEAD of /probe would run a test for nothing: refused.
+    let mut s = TcpStream::connect(("127.0.0.1", exp.port)).expect("connect");
+    s.write_all(b"HEAD /probe?target=127.0.0.1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut head = String::new();
+    let _ = s.read_to_string(&mut head);
+    assert!(head.starts_with("HTTP/1.1 405"), "{head}");
     let pid = exp.child.id().to_string();
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let t0 = Instant::now();
