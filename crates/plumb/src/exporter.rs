@@ -31,8 +31,8 @@ use gate::{Busy, Gate};
 use metrics::{Outcome, Own, ProbeResult};
 use query::{Policy, Probe, Refusal};
 
-/// The port iperf3 exporters use (Prometheus's default-port allocation list
-/// gives 9579 to iperf3_exporter), so scrape configs written for them fit.
+/// The port iperf3 exporters listen on (edgard/iperf3_exporter and its
+/// forks), so scrape configs written for them fit.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9579";
 
 /// Flags of `plumb exporter`.
