@@ -47,6 +47,8 @@ enum Command {
     Why(WhyArgs),
     /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
     Lab(crate::lab::LabArgs),
+    /// Prometheus probes: HTTP /probe?target=HOST runs a test and answers with its metrics and limit.
+    Exporter(crate::exporter::ExporterArgs),
     /// Run a server (the same as plumb -s).
     Server(MeasureArgs),
     /// Run a client against HOST (the same as plumb -c HOST).
@@ -98,6 +100,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Demo(args)) => crate::demo::run(&args),
         Some(Command::Why(args)) => crate::why::run(&args),
         Some(Command::Lab(args)) => crate::lab::run(&args),
+        Some(Command::Exporter(args)) => crate::exporter::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
             crate::measure::run(&m)

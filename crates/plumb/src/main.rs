@@ -8,6 +8,7 @@ mod args;
 mod calc;
 mod cli;
 mod demo;
+mod exporter;
 mod lab;
 mod measure;
 mod why;

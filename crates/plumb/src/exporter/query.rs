@@ -1,0 +1,335 @@
+//! A `/probe` query turned into a checked client run: which address to test,
+//! with which of `plumb -c`'s flags, for how long. Everything a stranger can
+//! put in a URL is checked here, through the same checks as the command line
+//! (`measure::test_spec`), and every refusal is one line.
+
+use std::net::{IpAddr, ToSocketAddrs};
+
+use plumb_model::Rate;
+use plumb_net::config::{ClientConfig, IpPrefix};
+
+use crate::measure::{client_config, test_spec, MeasureArgs};
+
+/// Test seconds when the query gives none (iperf3 exporters use 5 too).
+pub const DEFAULT_TIME_S: f64 = 5.0;
+/// Seconds a probe needs besides the test: connect, parameter and result
+/// exchanges, the diagnosis and the answer (about 0.3 s on loopback; the rest
+/// is for a long round trip).
+pub const OVERHEAD_S: f64 = 1.5;
+/// The shortest test worth running: under half a second TCP is still in slow start.
+pub const MIN_TIME_S: f64 = 0.5;
+/// A probe gives up connecting after this long.
+const CONNECT_TIMEOUT_MS: u64 = 2_000;
+/// A probe gives up when no data has arrived for this long.
+const RCV_TIMEOUT_MS: u64 = 3_000;
+
+/// What the operator allows (`--target-allow`, `--max-time`).
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Targets a probe may test.
+    pub allow: Vec<IpPrefix>,
+    /// Longest test, seconds.
+    pub max_time: f64,
+}
+
+/// Why a probe is refused before it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A malformed or out-of-range parameter (HTTP 400).
+    BadRequest(String),
+    /// A target outside `--target-allow` (HTTP 403).
+    Forbidden(String),
+}
+
+/// What `target=` names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// An address, already checked against the allow list.
+    Addr(IpAddr),
+    /// A host name, not yet resolved.
+    Name(String),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Addr(ip) => write!(f, "{ip}"),
+            Target::Name(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// A checked probe.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The target; one probe of it runs at a time.
+    pub target: Target,
+    /// The client run.
+    pub config: ClientConfig,
+    /// `link=`: the bottleneck rate, for the diagnosis.
+    pub link: Option<Rate>,
+    /// Test seconds after the caps.
+    pub time: f64,
+}
+
+fn bad(msg: impl Into<String>) -> Refusal {
+    Refusal::BadRequest(msg.into())
+}
+
+/// Decodes `%XX` and `+` of a query component.
+pub fn percent_decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = b
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| format!("bad percent escape in '{s}'"))?;
+                out.push(hex);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("'{s}' is not UTF-8"))
+}
+
+fn flag(name: &str, v: &str) -> Result<bool, Refusal> {
+    match v {
+        "" | "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(bad(format!(
+            "invalid {name} '{v}': expected 1/0 or true/false"
+        ))),
+    }
+}
+
+fn seconds(name: &str, v: &str) -> Result<f64, Refusal> {
+    match v.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 => Ok(t),
+        _ => Err(bad(format!(
+            "invalid {name} '{v}': expected seconds above 0"
+        ))),
+    }
+}
+
+/// Whether `ip` may be probed.
+fn permitted(ip: IpAddr, allow: &[IpPrefix]) -> Result<IpAddr, Refusal> {
+    let ip = plumb_net::config::canonical(ip);
+    if allow.iter().any(|p| p.contains(ip)) {
+        Ok(ip)
+    } else {
+        Err(Refusal::Forbidden(format!(
+            "target {ip} is not in --target-allow"
+        )))
+    }
+}
+
+/// The target as given: an address (checked against the allow list here) or
+/// a host name (checked for its characters; resolved by [`resolve`] on the
+/// probe's own thread, so a slow DNS server never holds up the accept loop).
+fn check_target(host: &str, allow: &[IpPrefix]) -> Result<Target, Refusal> {
+    if host.is_empty() || host.len() > 253 {
+        return Err(bad("target must be a host name or address"));
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return permitted(ip, allow).map(Target::Addr);
+    }
+    if !host
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'-')
+    {
+        return Err(bad(format!("invalid target '{host}'")));
+    }
+    Ok(Target::Name(host.to_ascii_lowercase()))
+}
+
+/// Resolves a probe's host name (once: the address checked is the address
+/// tested) and checks it against the allow list; addresses pass through.
+pub fn resolve(p: &mut Probe, allow: &[IpPrefix]) -> Result<IpAddr, Refusal> {
+    let ip = match &p.target {
+        Target::Addr(ip) => return Ok(*ip),
+        Target::Name(name) => (name.as_str(), 0)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .map(|a| a.ip())
+            .ok_or_else(|| bad(format!("cannot resolve target '{name}'")))?,
+    };
+    let ip = permitted(ip, allow)?;
+    p.config.host = ip.to_string();
+    Ok(ip)
+}
+
+/// Checks `query` (the part after `?`) and the scrape timeout Prometheus sent.
+pub fn parse(query: &str, scrape_timeout: Option<&str>, policy: &Policy) -> Result<Probe, Refusal> {
+    let mut m = MeasureArgs::default();
+    let mut target = None;
+    let mut time = None;
+    let mut link = None;
+    let mut seen: Vec<String> = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let k = percent_decode(k).map_err(bad)?;
+        let v = percent_decode(v).map_err(bad)?;
+        if seen.contains(&k) {
+            return Err(bad(format!("parameter '{k}' given twice")));
+        }
+        match k.as_str() {
+            "target" => target = Some(v.clone()),
+            "port" => match v.parse::<u16>() {
+                Ok(p) if p > 0 => m.port = Some(p),
+                _ => return Err(bad(format!("invalid port '{v}': expected 1 to 65535"))),
+            },
+            "time" => time = Some(seconds("time", &v)?),
+            "parallel" => {
+                m.parallel = Some(v.parse::<i64>().map_err(|_| {
+                    bad(format!("invalid parallel '{v}': expected a number of streams"))
+                })?);
+            }
+            "reverse" => m.reverse = flag("reverse", &v)?,
+            "udp" => m.udp = flag("udp", &v)?,
+            "bitrate" => m.bitrate = Some(v.clone()),
+            "link" => link = Some(crate::args::rate(&v).map_err(bad)?),
+            _ => {
+                return Err(bad(format!(
+                    "unknown parameter '{k}' (target, port, time, parallel, reverse, udp, bitrate, link)"
+                )))
+            }
+        }
+        seen.push(k);
+    }
+    let host = target.ok_or_else(|| bad("missing parameter 'target'"))?;
+    let target = check_target(&host, &policy.allow)?;
+    let mut t = time.unwrap_or(DEFAULT_TIME_S).min(policy.max_time);
+    if let Some(h) = scrape_timeout {
+        let limit = seconds("X-Prometheus-Scrape-Timeout-Seconds", h.trim())?;
+        t = t.min(limit - OVERHEAD_S);
+        if t < MIN_TIME_S {
+            return Err(bad(format!(
+                "scrape timeout {limit} s leaves no time for a test (give at least {} s)",
+                MIN_TIME_S + OVERHEAD_S
+            )));
+        }
+    }
+    // Whole milliseconds: a clean value in the metrics and in the server's log.
+    let t = (t * 1000.0).floor() / 1000.0;
+    m.client = Some(target.to_string());
+    m.time = Some(t);
+    m.connect_timeout = Some(CONNECT_TIMEOUT_MS);
+    m.rcv_timeout = Some(RCV_TIMEOUT_MS);
+    let spec = test_spec(&m).map_err(bad)?;
+    let config = client_config(&m, spec).map_err(bad)?;
+    Ok(Probe {
+        target,
+        config,
+        link,
+        time: t,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy {
+            allow: vec![IpPrefix::parse("127.0.0.1/32").expect("prefix")],
+            max_time: 10.0,
+        }
+    }
+
+    #[test]
+    fn decodes_escapes() {
+        assert_eq!(percent_decode("%3A%3A1"), Ok("::1".into()));
+        assert_eq!(percent_decode("a+b"), Ok("a b".into()));
+        assert!(percent_decode("%4").is_err());
+        assert!(percent_decode("%zz").is_err());
+        assert!(percent_decode("%ff").is_err(), "not UTF-8");
+    }
+
+    #[test]
+    fn a_full_query() {
+        let p = parse(
+            "target=127.0.0.1&port=15201&time=3&parallel=2&reverse=1&bitrate=100M&link=1g",
+            None,
+            &policy(),
+        )
+        .expect("valid");
+        assert_eq!(p.target, Target::Addr(IpAddr::from([127, 0, 0, 1])));
+        assert_eq!(p.config.port, 15201);
+        assert_eq!(p.time, 3.0);
+        assert_eq!(p.config.spec.parallel, 2);
+        assert!(p.config.spec.reverse);
+        assert_eq!(p.config.spec.bandwidth, Some(100_000_000));
+        assert_eq!(p.link.map(Rate::bps), Some(1e9));
+    }
+
+    #[test]
+    fn time_is_capped_by_max_time_and_scrape_timeout() {
+        let p = parse("target=127.0.0.1&time=60", None, &policy()).expect("valid");
+        assert_eq!(p.time, 10.0, "--max-time caps");
+        let p = parse("target=127.0.0.1&time=60", Some("4"), &policy()).expect("valid");
+        assert_eq!(p.time, 4.0 - OVERHEAD_S, "the scrape timeout caps");
+        let p = parse("target=127.0.0.1", None, &policy()).expect("valid");
+        assert_eq!(p.time, DEFAULT_TIME_S);
+        assert!(matches!(
+            parse("target=127.0.0.1", Some("1"), &policy()),
+            Err(Refusal::BadRequest(_))
+        ));
+        assert!(matches!(
+            parse("target=127.0.0.1", Some("soon"), &policy()),
+            Err(Refusal::BadRequest(_))
+        ));
+    }
+
+    #[test]
+    fn refusals() {
+        let bad = |q: &str| match parse(q, None, &policy()) {
+            Err(Refusal::BadRequest(m)) => m,
+            other => panic!("{q}: expected 400, got {other:?}"),
+        };
+        assert!(bad("").contains("missing parameter 'target'"));
+        assert!(bad("target=127.0.0.1&port=0").contains("port"));
+        assert!(bad("target=127.0.0.1&port=70000").contains("port"));
+        assert!(bad("target=127.0.0.1&time=-1").contains("time"));
+        assert!(bad("target=127.0.0.1&time=nan").contains("time"));
+        assert!(bad("target=127.0.0.1&parallel=0").contains("streams"));
+        assert!(bad("target=127.0.0.1&parallel=x").contains("parallel"));
+        assert!(bad("target=127.0.0.1&reverse=maybe").contains("reverse"));
+        assert!(bad("target=127.0.0.1&bitrate=fast").contains("fast"));
+        assert!(bad("target=127.0.0.1&link=wide").contains("wide"));
+        assert!(bad("target=127.0.0.1&module=x").contains("unknown parameter"));
+        assert!(bad("target=127.0.0.1&target=127.0.0.1").contains("twice"));
+        assert!(bad("target=a%20b").contains("invalid target"));
+        // Names are checked once resolved, on the probe's thread.
+        let mut p = parse("target=LocalHost", None, &policy()).expect("a name");
+        assert_eq!(p.target, Target::Name("localhost".into()));
+        match resolve(&mut p, &policy().allow) {
+            Ok(ip) => {
+                assert!(ip.is_loopback(), "{ip}");
+                assert_eq!(p.config.host, ip.to_string());
+            }
+            // localhost may resolve to ::1 first, outside this policy's 127.0.0.1/32.
+            Err(r) => assert!(matches!(r, Refusal::Forbidden(_)), "{r:?}"),
+        }
+        for q in ["target=127.0.0.2", "target=198.18.0.1", "target=%3A%3A1"] {
+            assert!(
+                matches!(parse(q, None, &policy()), Err(Refusal::Forbidden(_))),
+                "{q} must be refused"
+            );
+        }
+    }
+}

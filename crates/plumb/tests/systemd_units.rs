@@ -1,0 +1,149 @@
+//! The systemd units in `contrib/systemd/`: `systemd-analyze verify` accepts
+//! them, `systemd-analyze security --offline=yes` scores them no worse than
+//! the README says, and the command line each starts is one this plumb runs.
+//! (This container has no systemd as PID 1, so the sandbox itself is not
+//! exercised here.)
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn unit(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../contrib/systemd")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn have_analyze() -> bool {
+    let ok = Command::new("systemd-analyze")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: systemd-analyze is not installed");
+    }
+    ok
+}
+
+/// The unit with ExecStart pointing at the plumb under test (verify checks
+/// that the program exists), written to a temp file named as the unit.
+fn staged(name: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("plumb-units-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    let text = unit(name).replace("/usr/local/bin/plumb", plumb_bin());
+    std::fs::write(&path, text).expect("write unit");
+    (dir, path)
+}
+
+fn exposure(name: &str) -> f64 {
+    let (dir, path) = staged(name);
+    let verify = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .expect("systemd-analyze verify");
+    let security = Command::new("systemd-analyze")
+        .args(["security", "--offline=yes"])
+        .arg(&path)
+        .output()
+        .expect("systemd-analyze security");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        verify.status.success() && verify.stderr.is_empty(),
+        "verify {name}: {}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let text = String::from_utf8_lossy(&security.stdout).to_string();
+    text.lines()
+        .find_map(|l| {
+            l.split_once("Overall exposure level for ")?
+                .1
+                .split_once(": ")?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no exposure level in {text}"))
+}
+
+#[test]
+fn units_verify_and_score_as_the_readme_says() {
+    if !have_analyze() {
+        return;
+    }
+    // README "systemd": 1.2 for the server, 1.0 for the exporter (systemd 252).
+    let server = exposure("plumb-server.service");
+    assert!(server <= 1.2, "plumb-server.service exposure {server}");
+    let exporter = exposure("plumb-exporter.service");
+    assert!(
+        exporter <= 1.0,
+        "plumb-exporter.service exposure {exporter}"
+    );
+}
+
+/// The ExecStart line's arguments, with the port swapped for a free one.
+fn exec_args(name: &str, from: &str, to: &str) -> Vec<String> {
+    let text = unit(name);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/plumb "))
+        .expect("ExecStart");
+    let line = line.replace(from, to);
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+fn starts_and_listens(args: &[String], port: u16) {
+    let mut child = Command::new(plumb_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start plumb");
+    let t0 = Instant::now();
+    let mut ok = false;
+    while t0.elapsed() < Duration::from_secs(10) {
+        if listening(port) {
+            ok = true;
+            break;
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        ok,
+        "plumb {args:?} did not listen: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_units_command_lines_run() {
+    let p = port(36_000);
+    starts_and_listens(
+        &exec_args("plumb-server.service", "-p 5201", &format!("-p {p}")),
+        p,
+    );
+    let p = port(36_000);
+    starts_and_listens(
+        &exec_args(
+            "plumb-exporter.service",
+            "127.0.0.1:9579",
+            &format!("127.0.0.1:{p}"),
+        ),
+        p,
+    );
+}
