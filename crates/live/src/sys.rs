@@ -131,8 +131,11 @@ pub fn socket_owners() -> (HashMap<u32, Owner>, usize) {
     (map, denied)
 }
 
-/// Per-thread CPU counters of a process: (tid, ns on a CPU, ns waiting for one).
-pub fn thread_cpu(pid: u32) -> Option<Vec<(u32, u64, u64)>> {
+/// One thread's CPU counters: (tid, ns on a CPU, ns runnable waiting for one).
+pub type ThreadCpu = (u32, u64, u64);
+
+/// Per-thread CPU counters of a process.
+pub fn thread_cpu(pid: u32) -> Option<Vec<ThreadCpu>> {
     let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut v = Vec::new();
     for t in dir.flatten() {
@@ -152,8 +155,8 @@ pub fn thread_cpu(pid: u32) -> Option<Vec<(u32, u64, u64)>> {
 
 /// CPU used between two [`thread_cpu`] readings `secs` apart.
 pub fn cpu_between(
-    a: &[(u32, u64, u64)],
-    b: &[(u32, u64, u64)],
+    a: &[ThreadCpu],
+    b: &[ThreadCpu],
     secs: f64,
 ) -> Option<crate::evidence::ProcCpu> {
     if secs <= 0.0 {

@@ -9,6 +9,7 @@ mod calc;
 mod cli;
 mod demo;
 mod lab;
+mod live;
 mod measure;
 mod why;
 
