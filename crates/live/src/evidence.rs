@@ -248,5 +248,92 @@ pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
             }
         }
     }
+    if d.role == Role::Sender {
+        // TCP's busy time counts a paced writer as busy whenever anything is
+        // in flight, which on a long path is nearly always; what shows the
+        // writer is the limit is a send queue with nothing unsent and a
+        // congestion window left unfilled, sample after sample.
+        let share = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1e6 / d.secs.max(1e-3));
+        // A writer blocked on a full send buffer is not waiting for itself.
+        let waiting =
+            tr.samples >= 3 && tr.app_waiting * 4 >= tr.samples * 3 && tr.sq_full * 2 < tr.samples;
+        let tcp_limited = share(d.rwnd_limited_us) >= 0.3 || share(d.sndbuf_limited_us) >= 0.3;
+        let cpu = dg.findings.iter().any(|f| f.limit == Limit::Cpu);
+        let already = dg.limit == Some(Limit::Application);
+        if waiting && !tcp_limited && !cpu && !already {
+            let t = tr.last.tcp.unwrap_or_default();
+            dg.findings.retain(|f| f.limit != Limit::Application);
+            dg.findings.insert(
+                0,
+                Finding {
+                    limit: Limit::Application,
+                    predicted_bps: ev.measured_bps,
+                    sentence: format!(
+                        "Limited by the sending application: in {} of {} samples it had written nothing TCP had not yet sent, and the congestion window ({} segments) was not full; it sent {}{}.",
+                        tr.app_waiting,
+                        tr.samples,
+                        t.snd_cwnd,
+                        plumb_diagnose::rules::human_rate(ev.measured_bps),
+                        ev.link.as_ref().map_or(String::new(), |l| format!(" on a {} link", plumb_diagnose::rules::human_rate(l.bps)))
+                    ),
+                    evidence: vec![
+                        line("samples with nothing unsent and cwnd not full (TCP_INFO notsent_bytes, unacked < cwnd)", f64::from(tr.app_waiting), "samples"),
+                        line("samples", f64::from(tr.samples), "samples"),
+                    ],
+                    confidence: Confidence::Medium,
+                },
+            );
+            promote(&mut dg, &ev, "write sooner and in larger writes; lift any rate cap; keep more requests outstanding", "let the sending application offer more data");
+        }
+    }
+    // A sender that "had nothing to send" while its thread waited for a CPU
+    // had nothing because it could not run: the CPU is the cause. (A test's
+    // application finding can rest on a rate cap; a live one never does.)
+    if dg.limit == Some(Limit::Application) {
+        if let Some(i) = dg
+            .findings
+            .iter()
+            .position(|f| f.limit == Limit::Cpu && f.confidence == Confidence::High)
+        {
+            let f = dg.findings.remove(i);
+            dg.findings.insert(0, f.clone());
+            dg.limit = Some(Limit::Cpu);
+            dg.predicted_bps = Some(f.predicted_bps);
+            dg.summary = f.sentence;
+            dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
+            dg.evidence = f.evidence;
+            dg.evidence
+                .push(line("measured goodput", ev.measured_bps / 1e6, "Mbit/s"));
+            dg.fixes = plumb_diagnose::fixes::for_limit(Limit::Cpu, &ev, &dg.findings);
+        }
+    }
     (dg, ev)
+}
+
+/// Makes the first finding (one of live's own) the answer, with an
+/// application fix.
+fn promote(dg: &mut Diagnosis, ev: &Evidence, command: &str, note: &str) {
+    let Some(f) = dg.findings.first().cloned() else {
+        return;
+    };
+    dg.limit = Some(f.limit);
+    dg.predicted_bps = Some(f.predicted_bps);
+    dg.summary = f.sentence;
+    dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
+    dg.evidence = f.evidence;
+    dg.evidence.push(line(
+        if ev.sender_is_local {
+            "measured goodput (acknowledged)"
+        } else {
+            "measured goodput (receiver)"
+        },
+        ev.measured_bps / 1e6,
+        "Mbit/s",
+    ));
+    dg.fixes = vec![plumb_diagnose::rules::Fix {
+        os: "application".into(),
+        commands: vec![command.into()],
+        expected_bps: None,
+        note: note.into(),
+    }];
 }

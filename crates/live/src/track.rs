@@ -63,6 +63,9 @@ pub struct Track {
     pub rq_full: u32,
     /// Samples whose send queue was at least 3/4 of the send buffer.
     pub sq_full: u32,
+    /// Samples in which the sender had almost nothing unsent and a congestion
+    /// window it did not fill: it waited for its application.
+    pub app_waiting: u32,
     /// The send buffer size changed between samples (autotuning at work).
     pub sndbuf_moved: bool,
     /// Best rate between two consecutive samples, bit/s (either direction).
@@ -117,6 +120,7 @@ impl Track {
             rtt_sum_us: 0,
             rq_full: 0,
             sq_full: 0,
+            app_waiting: 0,
             sndbuf_moved: false,
             best_bps: 0.0,
         };
@@ -136,6 +140,12 @@ impl Track {
                 .max_cwnd_bytes
                 .max(u64::from(t.snd_cwnd) * u64::from(t.snd_mss));
             self.rtt_sum_us += u64::from(t.rtt);
+            // Less than a few segments unsent: what Nagle holds back of a
+            // small write, not a queue the network cannot take.
+            let little = t.notsent_bytes.is_some_and(|n| n < 4 * t.snd_mss.max(1));
+            if little && t.unacked < t.snd_cwnd {
+                self.app_waiting += 1;
+            }
         }
         if let Some(m) = &c.mem {
             if m.rcvbuf > 0 && u64::from(m.rmem_alloc) * 4 >= u64::from(m.rcvbuf) * 3 {

@@ -50,19 +50,28 @@ struct Ends {
 
 /// Runs `peer.py NEAR_ARGS` in near (it connects to far) and `peer.py
 /// FAR_ARGS` in far (it listens), and beside each, after 1.5 s, `plumb why
-/// -p 5201 --for 3 -J --link RATE`.
+/// -p 5201 --for 3 -J --link RATE`. The far program starts 0.3 s late: `plumb
+/// lab --far-cpu` puts the far shell into its CPU cgroup only after spawning
+/// it, and a child forked before that would escape the quota.
 fn live_lab(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) -> Ends {
+    let py = format!("python3 {}", peer_py().display());
+    live_lab_cmd(
+        name,
+        lab_args,
+        &format!("{py} role=connect host=$PLUMB_FAR {near}"),
+        &format!("{py} role=listen {far}"),
+        rate,
+    )
+}
+
+/// As [`live_lab`], with whole command lines for each side's program.
+fn live_lab_cmd(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) -> Ends {
     let dir = scratch(name);
-    let py = peer_py();
-    let py = py.display();
     let why = format!("{} why -p 5201 --for 3 -J --link {rate}", plumb_bin());
     let d = dir.display();
-    let near_cmd = format!(
-        "python3 {py} role=connect host=$PLUMB_FAR {near} & sleep 1.5; {why} >{d}/near.json 2>{d}/near.err; wait"
-    );
-    let far_cmd = format!(
-        "python3 {py} role=listen {far} & sleep 1.5; {why} >{d}/far.json 2>{d}/far.err; wait"
-    );
+    let near_cmd =
+        format!("{near} & sleep 1.5; {why} >{d}/near.json 2>{d}/near.err; wait; sleep 1");
+    let far_cmd = format!("sleep 0.3; {far} & sleep 1.5; {why} >{d}/far.json 2>{d}/far.err; wait");
     let mut a = vec!["lab"];
     a.extend_from_slice(lab_args);
     a.extend_from_slice(&["--exec", &near_cmd, "--far-exec", &far_cmd]);
@@ -89,10 +98,14 @@ fn live_lab(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) ->
 
 /// The data connection's entry (the busiest), checked for identity.
 fn busiest<'a>(v: &'a Value, role: &str) -> &'a Value {
+    busiest_of(v, role, "python3")
+}
+
+fn busiest_of<'a>(v: &'a Value, role: &str, command: &str) -> &'a Value {
     let c = &v["connections"][0];
     assert_eq!(c["this_host"], role, "{c:#}");
     assert!(c["local_port"] == 5201 || c["remote_port"] == 5201, "{c:#}");
-    assert_eq!(c["command"], "python3", "{c:#}");
+    assert_eq!(c["command"], command, "{c:#}");
     assert!(c["pid"].as_u64().is_some_and(|p| p > 1), "{c:#}");
     assert_eq!(v["diagnosis"], c["diagnosis"]);
     c
@@ -136,5 +149,320 @@ fn receive_window_17520_named_from_both_ends() {
         );
         let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
         assert!((m / 9.344e6 - 1.0).abs() <= 0.25, "{end}: measured {m}");
+    }
+}
+
+/// The receiving end cannot see the sender's buffer, cwnd or loss: it must
+/// not name a limit it has no evidence for.
+fn receiver_claims_nothing_false(c: &Value, truth: &str) {
+    let l = limit(c);
+    assert!(
+        l == "none" || l == truth,
+        "receiver named {l} without evidence: {}",
+        summary(c)
+    );
+}
+
+#[test]
+fn small_send_buffer_is_send_buffer() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "sndbuf",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send sndbuf=32768",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(limit(c), "send_buffer", "{}", summary(c));
+    receiver_claims_nothing_false(busiest(&e.far, "receiver"), "send_buffer");
+}
+
+#[test]
+fn writer_throttled_to_50_mbit_is_application() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "app",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send rate=50e6",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(limit(c), "application", "{}", summary(c));
+    let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
+    assert!((m / 50e6 - 1.0).abs() < 0.2, "measured {m}");
+    receiver_claims_nothing_false(busiest(&e.far, "receiver"), "application");
+}
+
+#[test]
+fn reno_with_lab_loss_is_loss() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "loss",
+        &[
+            "--rate", "1gbit", "--rtt", "15ms", "--loss", "0.5%", "--seed", "7",
+        ],
+        "dir=send cc=reno",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(limit(c), "loss", "{}", summary(c));
+    receiver_claims_nothing_false(busiest(&e.far, "receiver"), "loss");
+}
+
+#[test]
+fn full_200_mbit_link_is_link_from_both_ends() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "link",
+        &["--rate", "200mbit", "--rtt", "15ms"],
+        "dir=send",
+        "dir=recv",
+        "200m",
+    );
+    for (v, role) in [(&e.near, "sender"), (&e.far, "receiver")] {
+        let c = busiest(v, role);
+        assert_eq!(limit(c), "link", "{role}: {}", summary(c));
+    }
+}
+
+#[test]
+fn sender_under_cpu_quota_is_cpu() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // A stock iperf3 server in far sends (-R) under 5 % of one CPU. (Python
+    // under such a quota takes seconds just to start.)
+    let e = live_lab_cmd(
+        "cpu",
+        &["--rate", "1gbit", "--rtt", "15ms", "--far-cpu", "5%"],
+        "sleep 0.5; iperf3 -c $PLUMB_FAR -R -t 8 >/dev/null",
+        "iperf3 -s -1 >/dev/null",
+        "1g",
+    );
+    let c = busiest_of(&e.far, "sender", "iperf3");
+    assert_eq!(limit(c), "cpu", "{}", summary(c));
+    receiver_claims_nothing_false(busiest_of(&e.near, "receiver", "iperf3"), "cpu");
+}
+
+#[test]
+fn small_mss_is_path_mtu_from_both_ends() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "mss",
+        &["--rate", "200mbit", "--rtt", "15ms"],
+        "dir=send mss=536",
+        "dir=recv",
+        "200m",
+    );
+    for (v, role) in [(&e.near, "sender"), (&e.far, "receiver")] {
+        let c = busiest(v, role);
+        assert_eq!(limit(c), "path_mtu", "{role}: {}", summary(c));
+    }
+}
+
+#[test]
+fn idle_connection_is_idle_not_limited() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "idle",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send idle=1 secs=6",
+        "dir=recv",
+        "1g",
+    );
+    for v in [&e.near, &e.far] {
+        let c = &v["connections"][0];
+        assert_eq!(c["this_host"], "idle", "{c:#}");
+        assert!(c["diagnosis"]["limit"].is_null(), "{c:#}");
+        assert!(
+            c["diagnosis"]["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Idle")),
+            "{c:#}"
+        );
+    }
+}
+
+#[test]
+fn connection_closing_while_sampled_is_reported() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Sampling runs from 1.5 s to 4.5 s; the sender stops at 3 s.
+    let e = live_lab(
+        "close",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send secs=3 rate=20e6",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(c["closed"], true, "{c:#}");
+    assert!(
+        c["diagnosis"]["unknown"].as_array().is_some_and(|u| u
+            .iter()
+            .any(|s| s.as_str().is_some_and(|s| s.contains("closed")))),
+        "{c:#}"
+    );
+    let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
+    assert!(m > 5e6, "the samples before it closed count: {m}");
+}
+
+/// A Python pair on loopback, `plumb why` beside it on the host.
+fn loopback_pair(
+    v6: bool,
+    port: u16,
+    extra_recv: &str,
+) -> (std::process::Child, std::process::Child) {
+    let py = peer_py();
+    let host = if v6 { "::1" } else { "127.0.0.1" };
+    let v = if v6 { "v6=1" } else { "v6=" };
+    let mut recv_args = vec![
+        py.display().to_string(),
+        "role=listen".into(),
+        "dir=recv".into(),
+        format!("host={host}"),
+        format!("port={port}"),
+        "secs=4".into(),
+    ];
+    if v6 {
+        recv_args.push(v.into());
+    }
+    recv_args.extend(extra_recv.split_whitespace().map(str::to_string));
+    let recv = std::process::Command::new("python3")
+        .args(&recv_args)
+        .spawn()
+        .expect("python3 receiver");
+    let mut send_args = vec![
+        py.display().to_string(),
+        "role=connect".into(),
+        "dir=send".into(),
+        format!("host={host}"),
+        format!("port={port}"),
+        "secs=4".into(),
+        "rate=100e6".into(),
+    ];
+    if v6 {
+        send_args.push(v.into());
+    }
+    let send = std::process::Command::new("python3")
+        .args(&send_args)
+        .spawn()
+        .expect("python3 sender");
+    (recv, send)
+}
+
+struct Kill(std::process::Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn ipv6_loopback_connection_from_both_ends() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    let port = common::port(47100);
+    let (r, s) = loopback_pair(true, port, "");
+    let (_r, _s) = (Kill(r), Kill(s));
+    std::thread::sleep(Duration::from_millis(800));
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["why", "-p", &p, "--for", "1", "-J", "--link", "10g"],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb why");
+    let conns = v["connections"].as_array().expect("connections");
+    let roles: Vec<&str> = conns
+        .iter()
+        .filter_map(|c| c["this_host"].as_str())
+        .collect();
+    assert!(
+        roles.contains(&"sender") && roles.contains(&"receiver"),
+        "{roles:?}"
+    );
+    for c in conns {
+        assert!(
+            c["local"].as_str().is_some_and(|a| a.starts_with("[::1]:")),
+            "{c:#}"
+        );
+        let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
+        assert!((60e6..140e6).contains(&m), "measured {m}: {c:#}");
+    }
+    // The sender is held to 100 Mb/s by its own pacing: the application.
+    let snd = conns
+        .iter()
+        .find(|c| c["this_host"] == "sender")
+        .expect("sender");
+    assert_eq!(limit(snd), "application", "{}", summary(snd));
+    // Text output: one block per connection, busiest first.
+    let out = run(
+        plumb_bin(),
+        &["why", "--peer", "::1", "-p", &p, "--for", "0.5"],
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.matches("== [::1]:").count() >= 2, "{text}");
+}
+
+#[test]
+fn filter_matching_nothing_says_so_and_exits_1() {
+    let out = run(
+        plumb_bin(),
+        &["why", "--peer", "127.0.0.1:9", "--for", "0.3"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no TCP connection matches --peer 127.0.0.1:9"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for bad in [
+        vec!["why", "--peer", "not-an-ip"],
+        vec!["why", "--conn", "1.2.3.4:5"],
+        vec!["why", "-p", "5201", "--for", "0"],
+    ] {
+        let out = run(plumb_bin(), &bad, Duration::from_secs(20));
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }
 }
