@@ -45,6 +45,8 @@ enum Command {
     Calc(CalcArgs),
     /// Say what limits a transfer: test HOST (or read --from, or use the model) and explain.
     Why(WhyArgs),
+    /// The host's TCP connections, busiest first, with the limit of each (q quits).
+    Top(crate::top::TopArgs),
     /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
     Lab(crate::lab::LabArgs),
     /// Run a server (the same as plumb -s).
@@ -76,6 +78,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Demo(args)) => crate::demo::run(&args),
         Some(Command::Why(args)) => crate::why::run(&args),
         Some(Command::Lab(args)) => crate::lab::run(&args),
+        Some(Command::Top(args)) => crate::top::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
             crate::measure::run(&m)

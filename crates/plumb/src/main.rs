@@ -11,6 +11,7 @@ mod demo;
 mod lab;
 mod live;
 mod measure;
+mod top;
 mod why;
 
 use std::process::ExitCode;

@@ -128,13 +128,45 @@ fn receive_window_17520_named_from_both_ends() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let e = live_lab(
+    // Beside the sender, plumb top -n 2 --json lists the transfer with its limit.
+    let top_dir = scratch("rwnd-top");
+    let top_file = top_dir.join("top.ndjson");
+    let py = format!("python3 {}", peer_py().display());
+    let e = live_lab_cmd(
         "rwnd",
         &["--rate", "1gbit", "--rtt", "15ms"],
-        "dir=send secs=8",
-        "dir=recv clamp=17520",
+        &format!(
+            "{py} role=connect host=$PLUMB_FAR dir=send secs=8 & sleep 1; {} top -n 2 --json -p 5201 --link 1g >{}",
+            plumb_bin(),
+            top_file.display()
+        ),
+        &format!("{py} role=listen dir=recv clamp=17520"),
         "1g",
     );
+    let top = std::fs::read_to_string(&top_file).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&top_dir);
+    let rows: Vec<Value> = top
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let intervals: std::collections::BTreeSet<u64> =
+        rows.iter().filter_map(|r| r["interval"].as_u64()).collect();
+    assert_eq!(
+        intervals.into_iter().collect::<Vec<_>>(),
+        vec![1, 2],
+        "{top}"
+    );
+    for i in [1, 2] {
+        let r = rows
+            .iter()
+            .find(|r| r["interval"] == i && r["direction"] == "sender")
+            .unwrap_or_else(|| panic!("interval {i}: no sending row in {top}"));
+        assert_eq!(r["command"], "python3", "{r}");
+        assert_eq!(r["limit"], "receive_window", "{r}");
+        let rate = r["rate_bps"].as_f64().unwrap_or(0.0);
+        assert!((rate / 9.344e6 - 1.0).abs() < 0.3, "{r}");
+        assert!(r["rtt_ms"].as_f64().is_some_and(|t| t >= 14.0), "{r}");
+    }
     for (end, v, role) in [
         ("sender", &e.near, "sender"),
         ("receiver", &e.far, "receiver"),
@@ -464,5 +496,53 @@ fn filter_matching_nothing_says_so_and_exits_1() {
     ] {
         let out = run(plumb_bin(), &bad, Duration::from_secs(20));
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+/// `plumb top` in a pseudo-terminal (`script`): the full screen comes up,
+/// lists the running transfer, and q or Ctrl-C quits with the terminal
+/// restored (cursor shown, alternate screen left, cooked mode back).
+#[test]
+fn top_full_screen_in_a_pty_quits_and_restores() {
+    let have = |b: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {b}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !have("script") || !have("python3") {
+        eprintln!("skipped: needs script (util-linux) and python3");
+        return;
+    }
+    let port = common::port(47300);
+    let (r, s) = loopback_pair(false, port, "");
+    let (_r, _s) = (Kill(r), Kill(s));
+    std::thread::sleep(Duration::from_millis(800));
+    for key in ["q", "\x03"] {
+        let cmd = format!(
+            "{} top -i 0.3 -p {port}; echo; echo EXIT=$?; stty -a",
+            plumb_bin()
+        );
+        let shell =
+            format!("(sleep 1.5; printf '{key}') | timeout 20 script -qfec '{cmd}' /dev/null");
+        let out = run("sh", &["-c", &shell], Duration::from_secs(30));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("\x1b[?1049h"), "no alternate screen: {text}");
+        assert!(text.contains("PROCESS"), "{text}");
+        assert!(
+            text.contains("python3/"),
+            "the transfer is not listed: {text}"
+        );
+        let leave = text.rfind("\x1b[?1049l").expect("alternate screen left");
+        assert!(
+            text[..leave].contains("\x1b[?25h"),
+            "cursor not shown again"
+        );
+        assert!(text.contains("EXIT=0"), "{key}: {text}");
+        let stty = &text[text.find("EXIT=0").unwrap_or(0)..];
+        assert!(
+            stty.contains(" icanon") && stty.contains(" echo "),
+            "terminal left raw: {stty}"
+        );
     }
 }
