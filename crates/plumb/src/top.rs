@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use plumb_diagnose::evidence::LinkRate;
 use plumb_live::evidence::{explain, Context};
 use plumb_live::sys::Dumper;
 use plumb_live::{Conn, Role, Track};
@@ -45,27 +46,31 @@ pub struct TopArgs {
     pub link: Option<Rate>,
 }
 
+/// What rows look up beyond the socket: owners, and link rates by peer.
+struct Lookups {
+    owners: Owners,
+    links: HashMap<std::net::IpAddr, Option<LinkRate>>,
+    link: Option<Rate>,
+}
+
 /// One connection's row for one interval.
 struct Row {
     json: Value,
     rate: f64,
 }
 
-fn row(
-    prev: &Conn,
-    tp: f64,
-    now: &Conn,
-    t: f64,
-    owners: &mut Owners,
-    link: Option<Rate>,
-    interval: u64,
-) -> Row {
+fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups, interval: u64) -> Row {
+    let (owners, links, link) = (&mut look.owners, &mut look.links, look.link);
     let mut tr = Track::new(prev.clone(), tp);
     tr.update(now.clone(), t);
     let d = tr.delta();
     let owner = owners.get(now.inode);
     let ctx = Context {
-        link: link_for_peer(now.remote.ip(), link),
+        // One route lookup per peer, not per connection and interval.
+        link: links
+            .entry(now.remote.ip())
+            .or_insert_with(|| link_for_peer(now.remote.ip(), link))
+            .clone(),
         cpu: None,
         pid: owner.as_ref().map(|o| o.pid),
     };
@@ -214,7 +219,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let mut owners = Owners::new();
+    let owners = Owners::new();
     let screen_mode = !a.json && std::io::stdout().is_terminal();
     let screen = if screen_mode {
         Some(Screen::enter()?)
@@ -225,6 +230,11 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let step = Duration::from_secs_f64(a.interval);
     let mut prev: HashMap<u64, (Conn, f64)> = HashMap::new();
     let mut out = std::io::stdout().lock();
+    let mut look = Lookups {
+        owners,
+        links: HashMap::new(),
+        link: a.link,
+    };
     let mut i = 0u64;
     loop {
         let t = start.elapsed().as_secs_f64();
@@ -233,7 +243,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         let mut next = HashMap::new();
         for c in conns {
             let pid = if filter.pid.is_some() {
-                owners.get(c.inode).map(|o| o.pid)
+                look.owners.get(c.inode).map(|o| o.pid)
             } else {
                 None
             };
@@ -241,7 +251,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
             if let Some((p, tp)) = prev.get(&c.cookie) {
-                rows.push(row(p, *tp, &c, t, &mut owners, a.link, i));
+                rows.push(row(p, *tp, &c, t, &mut look, i));
             }
             next.insert(c.cookie, (c, t));
         }
