@@ -88,14 +88,33 @@ fn main() {
         cpus.push((cpu_ns() - c) as f64 / 1e6);
         walls.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    // The decode alone, over one dump's recorded bytes: what of the sample
+    // is plumb's own work rather than the kernel's.
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut sink = Vec::new();
+    for fam in plumb_live::diag::FAMILIES {
+        d.dump_family(fam, |b| chunks.push(b.to_vec()), &mut sink)
+            .expect("dump");
+    }
+    let mut parse_cpus = Vec::new();
+    for _ in 0..reps {
+        let c = cpu_ns();
+        let n: usize = chunks
+            .iter()
+            .map(|b| plumb_live::diag::parse(b).conns.len())
+            .sum();
+        assert!(n >= seen);
+        parse_cpus.push((cpu_ns() - c) as f64 / 1e6);
+    }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     println!(
-        "{{\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{:.2},\"cpu_ms_median\":{:.2}}}",
+        "{{\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{:.2},\"cpu_ms_median\":{:.2},\"decode_cpu_ms_median\":{:.2}}}",
         med(&mut walls),
-        med(&mut cpus)
+        med(&mut cpus),
+        med(&mut parse_cpus)
     );
     let _ = std::io::stdout().flush();
     // Hold the sockets until the caller is done with ss.

@@ -272,3 +272,71 @@ impl Tracker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcpinfo::TcpInfo;
+
+    fn conn(cookie: u64, acked: u64, received: u64, busy: u64, rwnd: u64) -> Conn {
+        Conn {
+            local: "127.0.0.1:1000".parse().expect("addr"),
+            remote: "127.0.0.1:2000".parse().expect("addr"),
+            state: 1,
+            inode: 1,
+            uid: 0,
+            cookie,
+            recv_queue: 0,
+            send_queue: 0,
+            tcp: Some(TcpInfo {
+                bytes_acked: Some(acked),
+                bytes_received: Some(received),
+                busy_time: Some(busy),
+                rwnd_limited: Some(rwnd),
+                snd_mss: 1448,
+                snd_cwnd: 10,
+                rtt: 15_000,
+                ..TcpInfo::default()
+            }),
+            congestion: None,
+            mem: None,
+            bbr: None,
+        }
+    }
+
+    #[test]
+    fn deltas_rates_shares_and_roles() {
+        let mut tr = Track::new(conn(1, 1_000, 0, 0, 0), 0.0);
+        tr.update(conn(1, 1_000 + 625_000, 0, 500_000, 400_000), 0.5);
+        tr.update(conn(1, 1_000 + 1_250_000, 10, 1_000_000, 800_000), 1.0);
+        let d = tr.delta();
+        assert_eq!(d.role, Role::Sender);
+        assert!((d.send_bps - 10e6).abs() < 1.0, "{d:?}");
+        assert_eq!(d.busy_us, Some(1_000_000));
+        assert_eq!(d.rwnd_limited_us, Some(800_000));
+        assert_eq!(tr.samples, 3);
+        assert_eq!(tr.max_cwnd_bytes, 14_480);
+        assert_eq!(tr.mean_rtt_us(), Some(15_000));
+
+        let mut rx = Track::new(conn(2, 0, 0, 0, 0), 0.0);
+        rx.update(conn(2, 1, 125_000, 0, 0), 1.0);
+        assert_eq!(rx.delta().role, Role::Receiver);
+        let mut idle = Track::new(conn(3, 5, 5, 0, 0), 0.0);
+        idle.update(conn(3, 10, 10, 0, 0), 1.0);
+        assert_eq!(idle.delta().role, Role::Idle);
+    }
+
+    #[test]
+    fn tracker_marks_a_vanished_connection_closed() {
+        let mut t = Tracker::default();
+        t.add(vec![conn(1, 0, 0, 0, 0), conn(2, 0, 0, 0, 0)], 0.0);
+        t.add(vec![conn(1, 10, 0, 0, 0)], 0.1);
+        t.add(vec![conn(1, 20, 0, 0, 0), conn(2, 50, 0, 0, 0)], 0.2);
+        assert_eq!(t.tracks.len(), 2);
+        assert!(!t.tracks[0].closed);
+        assert_eq!(t.tracks[0].samples, 3);
+        // A cookie is unique while a socket lives: once gone, it stays closed.
+        assert!(t.tracks[1].closed);
+        assert_eq!(t.tracks[1].samples, 1);
+    }
+}

@@ -378,7 +378,7 @@ fn loopback_pair(
         "dir=recv".into(),
         format!("host={host}"),
         format!("port={port}"),
-        "secs=4".into(),
+        "secs=8".into(),
     ];
     if v6 {
         recv_args.push(v.into());
@@ -394,7 +394,7 @@ fn loopback_pair(
         "dir=send".into(),
         format!("host={host}"),
         format!("port={port}"),
-        "secs=4".into(),
+        "secs=8".into(),
         "rate=100e6".into(),
     ];
     if v6 {
@@ -405,6 +405,27 @@ fn loopback_pair(
         .spawn()
         .expect("python3 sender");
     (recv, send)
+}
+
+/// Waits (bounded, ~10 s) until both ends of a connection on `port` exist:
+/// Python takes a while to start on a loaded machine.
+fn wait_connected(port: u16) {
+    let p = port.to_string();
+    for _ in 0..20 {
+        let out = run(
+            plumb_bin(),
+            &["why", "-p", &p, "--for", "0.2", "-J"],
+            Duration::from_secs(20),
+        );
+        if out.status.success()
+            && serde_json::from_slice::<Value>(&out.stdout)
+                .is_ok_and(|v| v["connections"].as_array().is_some_and(|c| c.len() >= 2))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    panic!("the Python pair on port {port} never connected");
 }
 
 struct Kill(std::process::Child);
@@ -428,7 +449,7 @@ fn ipv6_loopback_connection_from_both_ends() {
     let port = common::port(47100);
     let (r, s) = loopback_pair(true, port, "");
     let (_r, _s) = (Kill(r), Kill(s));
-    std::thread::sleep(Duration::from_millis(800));
+    wait_connected(port);
     let p = port.to_string();
     let out = run(
         plumb_bin(),
@@ -517,7 +538,7 @@ fn top_full_screen_in_a_pty_quits_and_restores() {
     let port = common::port(47300);
     let (r, s) = loopback_pair(false, port, "");
     let (_r, _s) = (Kill(r), Kill(s));
-    std::thread::sleep(Duration::from_millis(800));
+    wait_connected(port);
     for key in ["q", "\x03"] {
         let cmd = format!(
             "{} top -i 0.3 -p {port}; echo; echo EXIT=$?; stty -a",
@@ -544,5 +565,59 @@ fn top_full_screen_in_a_pty_quits_and_restores() {
             stty.contains(" icanon") && stty.contains(" echo "),
             "terminal left raw: {stty}"
         );
+    }
+}
+
+#[test]
+fn pid_and_conn_filters_pick_one_end() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    let port = common::port(47500);
+    let (r, s) = loopback_pair(false, port, "");
+    let recv_pid = r.id();
+    let (_r, _s) = (Kill(r), Kill(s));
+    wait_connected(port);
+    let pid = recv_pid.to_string();
+    let out = run(
+        plumb_bin(),
+        &["why", "--pid", &pid, "--for", "0.5", "-J"],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb why --pid");
+    let conns = v["connections"].as_array().expect("connections");
+    assert_eq!(conns.len(), 1, "{v:#}");
+    assert_eq!(conns[0]["pid"], recv_pid);
+    assert_eq!(conns[0]["this_host"], "receiver");
+    // --conn names the same connection from its two addresses, either way round.
+    let (l, rem) = (
+        conns[0]["local"].as_str().expect("local"),
+        conns[0]["remote"].as_str().expect("remote"),
+    );
+    for pair in [format!("{rem},{l}"), format!("{l},{rem}")] {
+        let out = run(
+            plumb_bin(),
+            &["why", "--conn", &pair, "--for", "0.3", "-J"],
+            Duration::from_secs(20),
+        );
+        let v = json(&out, "plumb why --conn");
+        let got: Vec<&str> = v["connections"]
+            .as_array()
+            .expect("connections")
+            .iter()
+            .filter_map(|c| c["local"].as_str())
+            .collect();
+        assert_eq!(got.len(), 2, "both ends of the one connection: {got:?}");
+        assert!(got.contains(&l) && got.contains(&rem));
     }
 }
