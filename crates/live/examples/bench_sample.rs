@@ -111,7 +111,7 @@ fn main() {
         v[v.len() / 2]
     };
     println!(
-        "{{\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{:.2},\"cpu_ms_median\":{:.2},\"decode_cpu_ms_median\":{:.2}}}",
+        "{{\"port\":{port},\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{:.2},\"cpu_ms_median\":{:.2},\"decode_cpu_ms_median\":{:.2}}}",
         med(&mut walls),
         med(&mut cpus),
         med(&mut parse_cpus)

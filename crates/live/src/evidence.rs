@@ -41,14 +41,23 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
     let measured = if sender { d.send_bps } else { d.recv_bps };
     let mut unknown = Vec::new();
     let min_rtt = t.min_rtt.filter(|r| *r > 0).map(u64::from);
-    // A thread that sleeps more than half the time waits for the network or
-    // its peer, not for a CPU: on a loaded host each of its many wake-ups
-    // still queues for a CPU, and that queueing adds up to a large "wait"
-    // share (40 % for a reader that ran 1 %, measured on a 2-core machine
-    // under build load) that does not hold the transfer back.
+    // CPU counts only where it could be what holds the transfer back. A
+    // thread that sleeps more than half the time waits for the network or
+    // its peer: on a loaded host each of its many wake-ups still queues for a
+    // CPU, and that adds up to a large "wait" share (40-53 % for a reader
+    // that ran 1 %, measured on a 2-core machine under build load). A
+    // receiver whose queue stays drained keeps up, however long it queued for
+    // a CPU; a sender held by the peer's window or its buffer is held by
+    // them, not by its CPU.
+    let share = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1e6 / d.secs.max(1e-3));
+    let cpu_can_bind = if sender {
+        share(d.rwnd_limited_us) < 0.3 && share(d.sndbuf_limited_us) < 0.3
+    } else {
+        tr.rq_full * 2 >= tr.samples
+    };
     let cpu = ctx
         .cpu
-        .filter(|c| c.thread_cpu_pct + c.thread_wait_pct >= 50.0)
+        .filter(|c| cpu_can_bind && c.thread_cpu_pct + c.thread_wait_pct >= 50.0)
         .map(|c| Cpu {
             process_pct: c.process_pct,
             thread_cpu_pct: Some(c.thread_cpu_pct),

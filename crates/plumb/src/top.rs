@@ -74,7 +74,14 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups, interval: u
         cpu: None,
         pid: owner.as_ref().map(|o| o.pid),
     };
-    let (dg, _) = explain(&tr, &ctx);
+    // Most of a busy host's connections are idle: name nothing for them
+    // without running the rules (a full diagnosis each costs more than the
+    // dump that found them).
+    let limit = if d.role == Role::Idle {
+        None
+    } else {
+        explain(&tr, &ctx).0.limit
+    };
     let tcp = now.tcp.unwrap_or_default();
     let window = match d.role {
         Role::Receiver => tcp.rcv_wnd,
@@ -95,7 +102,7 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups, interval: u
             "cwnd_bytes": u64::from(tcp.snd_cwnd) * u64::from(tcp.snd_mss),
             "window_bytes": window,
             "retransmits": d.retrans,
-            "limit": dg.limit.map(|l| l.name()),
+            "limit": limit.map(|l| l.name()),
             "congestion": now.congestion,
         }),
     }

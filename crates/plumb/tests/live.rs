@@ -55,11 +55,14 @@ struct Ends {
 /// it, and a child forked before that would escape the quota.
 fn live_lab(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) -> Ends {
     let py = format!("python3 {}", peer_py().display());
+    // Each side's plumb why starts once its Python end is connected (it
+    // creates a marker file), not after a fixed sleep: on a loaded machine
+    // Python can take seconds to start.
     live_lab_cmd(
         name,
         lab_args,
-        &format!("{py} role=connect host=$PLUMB_FAR {near}"),
-        &format!("{py} role=listen {far}"),
+        &format!("{py} role=connect host=$PLUMB_FAR up=@DIR@/near.up {near}"),
+        &format!("{py} role=listen up=@DIR@/far.up {far}"),
         rate,
     )
 }
@@ -67,11 +70,29 @@ fn live_lab(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) ->
 /// As [`live_lab`], with whole command lines for each side's program.
 fn live_lab_cmd(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) -> Ends {
     let dir = scratch(name);
+    let near = near.replace("@DIR@", &dir.display().to_string());
+    let far = far.replace("@DIR@", &dir.display().to_string());
+    // Wait (bounded, 20 s) for the side's marker if its program makes one.
+    let ready = |side: &str, cmd: &str| {
+        if cmd.contains(&format!("{side}.up")) {
+            format!(
+                "for i in $(seq 200); do [ -e {d}/{side}.up ] && break; sleep 0.1; done; sleep 0.5",
+                d = dir.display()
+            )
+        } else {
+            "sleep 1.5".to_string()
+        }
+    };
+    let (near_ready, far_ready) = (ready("near", &near), ready("far", &far));
     let why = format!("{} why -p 5201 --for 3 -J --link {rate}", plumb_bin());
     let d = dir.display();
-    let near_cmd =
-        format!("{near} & sleep 1.5; {why} >{d}/near.json 2>{d}/near.err; wait; sleep 1");
-    let far_cmd = format!("sleep 0.3; {far} & sleep 1.5; {why} >{d}/far.json 2>{d}/far.err; wait");
+    // The lab ends when near's command does: near waits (bounded) for far's answer.
+    let near_cmd = format!(
+        "{near} & {near_ready}; {why} >{d}/near.json 2>{d}/near.err; wait; \
+         for i in $(seq 150); do [ -s {d}/far.json ] && break; sleep 0.1; done"
+    );
+    let far_cmd =
+        format!("sleep 0.3; {far} & {far_ready}; {why} >{d}/far.json 2>{d}/far.err; wait");
     let mut a = vec!["lab"];
     a.extend_from_slice(lab_args);
     a.extend_from_slice(&["--exec", &near_cmd, "--far-exec", &far_cmd]);
@@ -136,11 +157,11 @@ fn receive_window_17520_named_from_both_ends() {
         "rwnd",
         &["--rate", "1gbit", "--rtt", "15ms"],
         &format!(
-            "{py} role=connect host=$PLUMB_FAR dir=send secs=8 & sleep 1; {} top -n 2 --json -p 5201 --link 1g >{}",
+            "{py} role=connect host=$PLUMB_FAR up=@DIR@/near.up dir=send secs=8 & for i in $(seq 200); do [ -e @DIR@/near.up ] && break; sleep 0.1; done; {} top -n 2 --json -p 5201 --link 1g >{}",
             plumb_bin(),
             top_file.display()
         ),
-        &format!("{py} role=listen dir=recv clamp=17520"),
+        &format!("{py} role=listen up=@DIR@/far.up dir=recv clamp=17520"),
         "1g",
     );
     let top = std::fs::read_to_string(&top_file).unwrap_or_default();
@@ -343,7 +364,8 @@ fn connection_closing_while_sampled_is_reported() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    // Sampling runs from 1.5 s to 4.5 s; the sender stops at 3 s.
+    // Sampling runs from 0.5 s to 3.5 s after the connection is up; the
+    // sender stops at 3 s.
     let e = live_lab(
         "close",
         &["--rate", "1gbit", "--rtt", "15ms"],
@@ -620,4 +642,32 @@ fn pid_and_conn_filters_pick_one_end() {
         assert_eq!(got.len(), 2, "both ends of the one connection: {got:?}");
         assert!(got.contains(&l) && got.contains(&rem));
     }
+}
+
+#[test]
+fn receiver_that_does_not_read_is_its_application() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The far reader takes 4 KiB every 10 ms: its receive queue stays full.
+    let e = live_lab(
+        "slowreader",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send",
+        "dir=recv slow=1",
+        "1g",
+    );
+    let c = busiest(&e.far, "receiver");
+    assert_eq!(limit(c), "application", "{}", summary(c));
+    assert!(
+        c["diagnosis"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("receiving application")),
+        "{}",
+        summary(c)
+    );
+    // The sender sees only the shut window.
+    let s = busiest(&e.near, "sender");
+    assert_eq!(limit(s), "receive_window", "{}", summary(s));
 }

@@ -1,7 +1,8 @@
 # A small TCP application that is not plumb, for the live `plumb why` tests.
 # Usage: python3 peer.py role=connect|listen dir=send|recv [host=H] [port=P]
 #   [secs=S] [v6=1] [rcvbuf=B] [sndbuf=B] [clamp=B] [cc=NAME] [mss=B]
-#   [rate=BITS_PER_S] [slow=1] [idle=1]
+#   [rate=BITS_PER_S] [slow=1] [idle=1] [up=PATH]
+# up=PATH: create PATH once connected (or accepted), so a test can wait for it.
 # Every loop is bounded by secs (sending) or by the peer closing (receiving,
 # with a hard limit of secs + 20 s).
 import socket, sys, time
@@ -46,6 +47,8 @@ else:
                 sys.exit("peer.py: cannot connect")
             time.sleep(0.1)
 
+if "up" in o:
+    open(o["up"], "w").close()
 start = time.time()
 if o.get("idle"):
     time.sleep(secs)
