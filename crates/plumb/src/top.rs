@@ -236,7 +236,9 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let step = Duration::from_secs_f64(a.interval);
     let mut prev: HashMap<u64, (Conn, f64)> = HashMap::new();
-    let mut out = std::io::stdout().lock();
+    // Buffered: stdout's line buffering would make one write(2) per row, and
+    // a busy host has tens of thousands of rows a second. Flushed per interval.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut look = Lookups {
         owners,
         links: HashMap::new(),
@@ -313,6 +315,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             break;
         }
     }
+    out.flush()?;
+    drop(out);
     drop(screen);
     Ok(ExitCode::SUCCESS)
 }
