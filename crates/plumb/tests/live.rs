@@ -671,3 +671,70 @@ fn receiver_that_does_not_read_is_its_application() {
     let s = busiest(&e.near, "sender");
     assert_eq!(limit(s), "receive_window", "{}", summary(s));
 }
+
+/// Without privileges the sockets are still visible (sock_diag needs none),
+/// but other users' processes are not: the answer says what it could not
+/// read instead of guessing.
+#[test]
+fn unprivileged_run_lists_what_it_cannot_see() {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root
+        || !setpriv
+        || std::process::Command::new("python3")
+            .arg("-V")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: needs root (to drop it), setpriv and python3");
+        return;
+    }
+    let port = common::port(47700);
+    let (r, s) = loopback_pair(false, port, "");
+    let (_r, _s) = (Kill(r), Kill(s));
+    wait_connected(port);
+    let p = port.to_string();
+    let out = run(
+        "setpriv",
+        &[
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            plumb_bin(),
+            "why",
+            "-p",
+            &p,
+            "--for",
+            "0.5",
+            "-J",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb why as nobody");
+    let conns = v["connections"].as_array().expect("connections");
+    assert!(conns.len() >= 2, "{v:#}");
+    for c in conns {
+        assert!(c["pid"].is_null(), "root's process seen by nobody: {c:#}");
+        let unknown = c["diagnosis"]["unknown"].to_string();
+        assert!(unknown.contains("owning process"), "{unknown}");
+    }
+    let snd = conns
+        .iter()
+        .find(|c| c["this_host"] == "sender")
+        .expect("sender");
+    assert!(
+        snd["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0) > 1e6,
+        "{snd:#}"
+    );
+}
