@@ -36,11 +36,28 @@ fn peer_py() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/peer.py")
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// A scratch directory under the temp dir, removed when dropped (also when
+/// the test fails).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("plumb-live-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch dir");
-    d
+    Scratch(d)
 }
 
 struct Ends {
@@ -109,12 +126,10 @@ fn live_lab_cmd(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str
         serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{side}: plumb why -J gave no JSON ({e}): {text} {err}"))
     };
-    let ends = Ends {
+    Ends {
         near: read("near"),
         far: read("far"),
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    ends
+    }
 }
 
 /// The data connection's entry (the busiest), checked for identity.
@@ -165,7 +180,6 @@ fn receive_window_17520_named_from_both_ends() {
         "1g",
     );
     let top = std::fs::read_to_string(&top_file).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&top_dir);
     let rows: Vec<Value> = top
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
