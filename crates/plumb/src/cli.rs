@@ -45,6 +45,8 @@ enum Command {
     Calc(CalcArgs),
     /// Say what limits a transfer: test HOST (or read --from, or use the model) and explain.
     Why(WhyArgs),
+    /// The host's TCP connections, busiest first, with the limit of each (q quits).
+    Top(crate::top::TopArgs),
     /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
     Lab(crate::lab::LabArgs),
     /// Prometheus probes: HTTP /probe?target=HOST runs a test and answers with its metrics and limit.
@@ -101,6 +103,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Why(args)) => crate::why::run(&args),
         Some(Command::Lab(args)) => crate::lab::run(&args),
         Some(Command::Exporter(args)) => crate::exporter::run(&args),
+        Some(Command::Top(args)) => crate::top::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
             crate::measure::run(&m)

@@ -10,7 +10,9 @@ mod cli;
 mod demo;
 mod exporter;
 mod lab;
+mod live;
 mod measure;
+mod top;
 mod why;
 
 use std::process::ExitCode;

@@ -21,7 +21,7 @@ use crate::measure::{test_spec, MeasureArgs};
 /// Flags of `plumb why`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  plumb why 198.18.0.2 --link 1g          test for 5 s and explain\n  plumb why --from result.json --link 1g  explain a saved plumb/iperf3 -J (or --json-stream) result\n  plumb why --rate 1g --rtt 15ms -w 17520  explain from the model alone"
+    after_help = "Examples:\n  plumb why 198.18.0.2 --link 1g          test for 5 s and explain\n  plumb why --port 873 --for 3            explain the running connections on port 873\n  plumb why --from result.json --link 1g  explain a saved plumb/iperf3 -J (or --json-stream) result\n  plumb why --rate 1g --rtt 15ms -w 17520  explain from the model alone"
 )]
 pub struct WhyArgs {
     /// Server to test against (plumb or iperf3); leave out for --from or the model alone
@@ -38,6 +38,12 @@ pub struct WhyArgs {
     /// Model alone: the loss rate
     #[arg(long, value_parser = crate::args::loss, conflicts_with_all = ["host", "from"])]
     pub loss: Option<LossRate>,
+    /// Live: sample the running connections for this many seconds [default: 3]
+    #[arg(long = "for", value_name = "SECS", conflicts_with_all = ["host", "from"])]
+    pub for_secs: Option<f64>,
+    /// Live connection filters (with -p PORT, either end)
+    #[command(flatten)]
+    pub live: crate::live::LiveFilterArgs,
     /// Client flags, as for plumb -c (the test defaults to 5 s)
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -92,6 +98,19 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
                 m.time = Some(5.0);
             }
             test_and_explain(&m, a.measure.link)
+        }
+        // No HOST, no model inputs, a connection filter: explain what is running.
+        None if a.rate.is_none()
+            && a.rtt.is_none()
+            && (a.live.any() || a.for_secs.is_some() || a.measure.port.is_some()) =>
+        {
+            crate::live::run(
+                &a.live,
+                a.measure.port,
+                a.for_secs,
+                a.measure.link,
+                a.measure.json,
+            )
         }
         None => model_only(a),
     }
@@ -350,7 +369,7 @@ fn os_name(os: &str) -> &str {
 fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     let (Some(rate), Some(rtt)) = (a.rate.or(a.measure.link), a.rtt) else {
         return Ok(usage_error(
-            "give a HOST to test, --from FILE, or --rate and --rtt (with -w WINDOW and/or --loss) for the model alone",
+            "give a HOST to test, --from FILE, a live filter (--port, --peer, --pid, --conn), or --rate and --rtt (with -w WINDOW and/or --loss) for the model alone",
         ));
     };
     let window = a.measure.window;

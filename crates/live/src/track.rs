@@ -1,0 +1,342 @@
+//! Deltas between snapshots: one [`Track`] per connection follows it across
+//! samples and says what happened between the first and the last — rates
+//! from `bytes_acked` / `bytes_received`, limited-time shares from
+//! `busy_time` / `rwnd_limited` / `sndbuf_limited`, retransmits — plus the
+//! extremes the samples saw (windows, cwnd, a full receive queue). Pure:
+//! the caller passes each sample's time.
+
+use crate::diag::Conn;
+
+/// Which end of the transfer this host is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// This host sent the data.
+    Sender,
+    /// This host received it.
+    Receiver,
+    /// Less than [`IDLE_BPS`] either way.
+    Idle,
+}
+
+impl Role {
+    /// `sender`, `receiver`, `idle`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Sender => "sender",
+            Role::Receiver => "receiver",
+            Role::Idle => "idle",
+        }
+    }
+}
+
+/// Below this, bit/s in both directions, a connection is idle: a keepalive
+/// or an interactive session, nothing to diagnose.
+pub const IDLE_BPS: f64 = 10_000.0;
+
+/// One connection over a sampling period.
+#[derive(Debug, Clone)]
+pub struct Track {
+    /// The first sample.
+    pub first: Conn,
+    /// Time of the first sample, s.
+    pub t_first: f64,
+    /// The latest sample.
+    pub last: Conn,
+    /// Time of the latest sample, s.
+    pub t_last: f64,
+    /// Samples seen.
+    pub samples: u32,
+    /// The connection was missing from a later dump: it closed.
+    pub closed: bool,
+    /// Largest peer window seen, bytes.
+    pub max_snd_wnd: u32,
+    /// Largest window this end advertised, bytes.
+    pub max_rcv_wnd: u32,
+    /// Smallest window this end advertised, bytes.
+    pub min_rcv_wnd: u32,
+    /// Largest cwnd seen, bytes.
+    pub max_cwnd_bytes: u64,
+    /// Sum of smoothed RTT over samples, µs (for the mean).
+    pub rtt_sum_us: u64,
+    /// Samples whose receive queue memory was at least 3/4 of the buffer:
+    /// the application was not reading.
+    pub rq_full: u32,
+    /// Samples whose send queue was at least 3/4 of the send buffer.
+    pub sq_full: u32,
+    /// Samples in which the sender had almost nothing unsent and a congestion
+    /// window it did not fill: it waited for its application.
+    pub app_waiting: u32,
+    /// The send buffer size changed between samples (autotuning at work).
+    pub sndbuf_moved: bool,
+    /// Best rate between two consecutive samples, bit/s (either direction).
+    pub best_bps: f64,
+}
+
+/// What a [`Track`] adds up to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delta {
+    /// Seconds between the first and last sample.
+    pub secs: f64,
+    /// Bytes the peer acknowledged.
+    pub acked: u64,
+    /// Bytes received in order.
+    pub received: u64,
+    /// Sending rate, bit/s (acknowledged bytes).
+    pub send_bps: f64,
+    /// Receiving rate, bit/s.
+    pub recv_bps: f64,
+    /// Busy time, µs.
+    pub busy_us: Option<u64>,
+    /// Receive-window-limited time, µs.
+    pub rwnd_limited_us: Option<u64>,
+    /// Send-buffer-limited time, µs.
+    pub sndbuf_limited_us: Option<u64>,
+    /// Retransmitted segments.
+    pub retrans: u64,
+    /// Retransmitted bytes.
+    pub bytes_retrans: Option<u64>,
+    /// Which end this host is.
+    pub role: Role,
+}
+
+fn d64(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    Some(b?.saturating_sub(a?))
+}
+
+impl Track {
+    /// Starts following `c`, sampled at `t` seconds.
+    pub fn new(c: Conn, t: f64) -> Track {
+        let mut tr = Track {
+            first: c.clone(),
+            t_first: t,
+            last: c.clone(),
+            t_last: t,
+            samples: 0,
+            closed: false,
+            max_snd_wnd: 0,
+            max_rcv_wnd: 0,
+            min_rcv_wnd: u32::MAX,
+            max_cwnd_bytes: 0,
+            rtt_sum_us: 0,
+            rq_full: 0,
+            sq_full: 0,
+            app_waiting: 0,
+            sndbuf_moved: false,
+            best_bps: 0.0,
+        };
+        tr.note(&c);
+        tr
+    }
+
+    fn note(&mut self, c: &Conn) {
+        self.samples += 1;
+        if let Some(t) = &c.tcp {
+            self.max_snd_wnd = self.max_snd_wnd.max(t.snd_wnd.unwrap_or(0));
+            if let Some(w) = t.rcv_wnd {
+                self.max_rcv_wnd = self.max_rcv_wnd.max(w);
+                self.min_rcv_wnd = self.min_rcv_wnd.min(w);
+            }
+            self.max_cwnd_bytes = self
+                .max_cwnd_bytes
+                .max(u64::from(t.snd_cwnd) * u64::from(t.snd_mss));
+            self.rtt_sum_us += u64::from(t.rtt);
+            // Less than a few segments unsent: what Nagle holds back of a
+            // small write, not a queue the network cannot take.
+            let little = t.notsent_bytes.is_some_and(|n| n < 4 * t.snd_mss.max(1));
+            if little && t.unacked < t.snd_cwnd {
+                self.app_waiting += 1;
+            }
+        }
+        if let Some(m) = &c.mem {
+            if m.rcvbuf > 0 && u64::from(m.rmem_alloc) * 4 >= u64::from(m.rcvbuf) * 3 {
+                self.rq_full += 1;
+            }
+            if m.sndbuf > 0 && u64::from(m.wmem_queued) * 4 >= u64::from(m.sndbuf) * 3 {
+                self.sq_full += 1;
+            }
+        }
+    }
+
+    /// Adds a sample of the same connection taken at `t` seconds.
+    pub fn update(&mut self, c: Conn, t: f64) {
+        let dt = t - self.t_last;
+        if dt > 0.0 {
+            let moved = |a: &Conn, b: &Conn| {
+                let (ta, tb) = (a.tcp.as_ref(), b.tcp.as_ref());
+                let s = d64(
+                    ta.and_then(|x| x.bytes_acked),
+                    tb.and_then(|x| x.bytes_acked),
+                );
+                let r = d64(
+                    ta.and_then(|x| x.bytes_received),
+                    tb.and_then(|x| x.bytes_received),
+                );
+                s.unwrap_or(0).max(r.unwrap_or(0))
+            };
+            let bps = moved(&self.last, &c) as f64 * 8.0 / dt;
+            self.best_bps = self.best_bps.max(bps);
+        }
+        if let (Some(a), Some(b)) = (&self.last.mem, &c.mem) {
+            if a.sndbuf != b.sndbuf {
+                self.sndbuf_moved = true;
+            }
+        }
+        self.note(&c);
+        self.last = c;
+        self.t_last = t;
+    }
+
+    /// Mean smoothed RTT over the samples, µs.
+    pub fn mean_rtt_us(&self) -> Option<u64> {
+        (self.samples > 0 && self.rtt_sum_us > 0).then(|| self.rtt_sum_us / u64::from(self.samples))
+    }
+
+    /// What happened between the first and the last sample.
+    pub fn delta(&self) -> Delta {
+        let secs = (self.t_last - self.t_first).max(0.0);
+        let (a, b) = (
+            self.first.tcp.unwrap_or_default(),
+            self.last.tcp.unwrap_or_default(),
+        );
+        let acked = d64(a.bytes_acked, b.bytes_acked).unwrap_or(0);
+        let received = d64(a.bytes_received, b.bytes_received).unwrap_or(0);
+        let rate = |n: u64| {
+            if secs > 0.0 {
+                n as f64 * 8.0 / secs
+            } else {
+                0.0
+            }
+        };
+        let (send_bps, recv_bps) = (rate(acked), rate(received));
+        let role = if send_bps.max(recv_bps) < IDLE_BPS {
+            Role::Idle
+        } else if send_bps >= recv_bps {
+            Role::Sender
+        } else {
+            Role::Receiver
+        };
+        Delta {
+            secs,
+            acked,
+            received,
+            send_bps,
+            recv_bps,
+            busy_us: d64(a.busy_time, b.busy_time),
+            rwnd_limited_us: d64(a.rwnd_limited, b.rwnd_limited),
+            sndbuf_limited_us: d64(a.sndbuf_limited, b.sndbuf_limited),
+            retrans: u64::from(b.total_retrans.saturating_sub(a.total_retrans)),
+            bytes_retrans: d64(a.bytes_retrans, b.bytes_retrans),
+            role,
+        }
+    }
+
+    /// The rate this host moved data, bit/s, whichever way.
+    pub fn rate_bps(&self) -> f64 {
+        let d = self.delta();
+        d.send_bps.max(d.recv_bps)
+    }
+}
+
+/// Connections followed across dumps, keyed by the kernel's socket cookie.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    /// Every connection seen, in the order first seen.
+    pub tracks: Vec<Track>,
+}
+
+impl Tracker {
+    /// Adds one dump taken at `t` seconds. A connection missing from it is
+    /// marked closed (its last sample stays).
+    pub fn add(&mut self, conns: Vec<Conn>, t: f64) {
+        let mut seen = vec![false; self.tracks.len()];
+        let index: std::collections::HashMap<u64, usize> = self
+            .tracks
+            .iter()
+            .enumerate()
+            .map(|(i, tr)| (tr.first.cookie, i))
+            .collect();
+        for c in conns {
+            match index.get(&c.cookie) {
+                Some(&i) if !self.tracks[i].closed => {
+                    seen[i] = true;
+                    self.tracks[i].update(c, t);
+                }
+                Some(_) => {}
+                None => self.tracks.push(Track::new(c, t)),
+            }
+        }
+        for (i, s) in seen.iter().enumerate() {
+            if !s {
+                self.tracks[i].closed = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcpinfo::TcpInfo;
+
+    fn conn(cookie: u64, acked: u64, received: u64, busy: u64, rwnd: u64) -> Conn {
+        Conn {
+            local: "127.0.0.1:1000".parse().expect("addr"),
+            remote: "127.0.0.1:2000".parse().expect("addr"),
+            state: 1,
+            inode: 1,
+            uid: 0,
+            cookie,
+            recv_queue: 0,
+            send_queue: 0,
+            tcp: Some(TcpInfo {
+                bytes_acked: Some(acked),
+                bytes_received: Some(received),
+                busy_time: Some(busy),
+                rwnd_limited: Some(rwnd),
+                snd_mss: 1448,
+                snd_cwnd: 10,
+                rtt: 15_000,
+                ..TcpInfo::default()
+            }),
+            congestion: None,
+            mem: None,
+            bbr: None,
+        }
+    }
+
+    #[test]
+    fn deltas_rates_shares_and_roles() {
+        let mut tr = Track::new(conn(1, 1_000, 0, 0, 0), 0.0);
+        tr.update(conn(1, 1_000 + 625_000, 0, 500_000, 400_000), 0.5);
+        tr.update(conn(1, 1_000 + 1_250_000, 10, 1_000_000, 800_000), 1.0);
+        let d = tr.delta();
+        assert_eq!(d.role, Role::Sender);
+        assert!((d.send_bps - 10e6).abs() < 1.0, "{d:?}");
+        assert_eq!(d.busy_us, Some(1_000_000));
+        assert_eq!(d.rwnd_limited_us, Some(800_000));
+        assert_eq!(tr.samples, 3);
+        assert_eq!(tr.max_cwnd_bytes, 14_480);
+        assert_eq!(tr.mean_rtt_us(), Some(15_000));
+
+        let mut rx = Track::new(conn(2, 0, 0, 0, 0), 0.0);
+        rx.update(conn(2, 1, 125_000, 0, 0), 1.0);
+        assert_eq!(rx.delta().role, Role::Receiver);
+        let mut idle = Track::new(conn(3, 5, 5, 0, 0), 0.0);
+        idle.update(conn(3, 10, 10, 0, 0), 1.0);
+        assert_eq!(idle.delta().role, Role::Idle);
+    }
+
+    #[test]
+    fn tracker_marks_a_vanished_connection_closed() {
+        let mut t = Tracker::default();
+        t.add(vec![conn(1, 0, 0, 0, 0), conn(2, 0, 0, 0, 0)], 0.0);
+        t.add(vec![conn(1, 10, 0, 0, 0)], 0.1);
+        t.add(vec![conn(1, 20, 0, 0, 0), conn(2, 50, 0, 0, 0)], 0.2);
+        assert_eq!(t.tracks.len(), 2);
+        assert!(!t.tracks[0].closed);
+        assert_eq!(t.tracks[0].samples, 3);
+        // A cookie is unique while a socket lives: once gone, it stays closed.
+        assert!(t.tracks[1].closed);
+        assert_eq!(t.tracks[1].samples, 1);
+    }
+}

@@ -1,0 +1,355 @@
+//! `plumb why` on what is running: samples the host's TCP connections that
+//! match a filter (`--port`, `--peer`, `--pid`, `--conn`) for `--for`
+//! seconds and explains each busy one with the same rules, text and `-J`
+//! `diagnosis` object as a test. The evidence comes from `plumb-live`; this
+//! module only picks connections, times the samples and prints.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use plumb_diagnose::evidence::LinkRate;
+use plumb_diagnose::LinkSource;
+use plumb_live::evidence::{explain, Context};
+use plumb_live::filter::{parse_conn, parse_peer};
+use plumb_live::sys::{self, Dumper, Owner};
+use plumb_live::{Filter, Role, Track, Tracker};
+use plumb_model::Rate;
+use serde_json::{json, Value};
+
+use crate::cli::usage_error;
+
+/// Connection filters shared by `plumb why` (live) and `plumb top`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LiveFilterArgs {
+    /// Live: only connections with this peer, ADDR or ADDR:PORT ([V6]:PORT)
+    #[arg(long, value_name = "ADDR[:PORT]")]
+    pub peer: Option<String>,
+    /// Live: only connections of this process
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Live: exactly this connection, SRC:SPORT,DST:DPORT (either way round)
+    #[arg(long, value_name = "SRC:SPORT,DST:DPORT")]
+    pub conn: Option<String>,
+}
+
+impl LiveFilterArgs {
+    /// Any live filter given.
+    pub fn any(&self) -> bool {
+        self.peer.is_some() || self.pid.is_some() || self.conn.is_some()
+    }
+
+    /// The filter, with `port` (`-p`) matching either end.
+    pub fn filter(&self, port: Option<u16>) -> Result<Filter, String> {
+        Ok(Filter {
+            port,
+            peer: self.peer.as_deref().map(parse_peer).transpose()?,
+            pid: self.pid,
+            conn: self.conn.as_deref().map(parse_conn).transpose()?,
+        })
+    }
+}
+
+/// Sampling period between dumps.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The owners of sockets, rescanned at most once a second when an unknown
+/// inode turns up (a scan of /proc costs more than a dump).
+pub struct Owners {
+    map: HashMap<u32, Owner>,
+    denied: usize,
+    scanned: Option<Instant>,
+}
+
+impl Owners {
+    /// Scans /proc now.
+    pub fn new() -> Owners {
+        let mut o = Owners {
+            map: HashMap::new(),
+            denied: 0,
+            scanned: None,
+        };
+        o.rescan();
+        o
+    }
+
+    fn rescan(&mut self) {
+        let (m, d) = sys::socket_owners();
+        self.map = m;
+        self.denied = d;
+        self.scanned = Some(Instant::now());
+    }
+
+    /// The owner of socket `inode`, rescanning when it is new and the map is stale.
+    pub fn get(&mut self, inode: u32) -> Option<Owner> {
+        if inode == 0 {
+            return None;
+        }
+        if !self.map.contains_key(&inode)
+            && self
+                .scanned
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+        {
+            self.rescan();
+        }
+        self.map.get(&inode).cloned()
+    }
+
+    /// Processes whose sockets could not be read.
+    pub fn denied(&self) -> usize {
+        self.denied
+    }
+}
+
+impl Default for Owners {
+    fn default() -> Self {
+        Owners::new()
+    }
+}
+
+/// The link rate for a peer: given, else the route's interface speed.
+pub fn link_for_peer(peer: std::net::IpAddr, given: Option<Rate>) -> Option<LinkRate> {
+    if let Some(r) = given {
+        return Some(LinkRate {
+            bps: r.bps(),
+            source: LinkSource::Given,
+        });
+    }
+    let ifname = plumb_net::host::route_interface(peer)?;
+    let mbps = plumb_net::host::link_speed_mbps(&ifname)?;
+    Some(LinkRate {
+        bps: mbps as f64 * 1e6,
+        source: LinkSource::Interface(ifname),
+    })
+}
+
+/// The identity of a tracked connection, as JSON.
+pub fn identity(tr: &Track, owner: Option<&Owner>) -> Value {
+    let c = &tr.last;
+    json!({
+        "local": c.local.to_string(),
+        "remote": c.remote.to_string(),
+        "local_port": c.local.port(),
+        "remote_port": c.remote.port(),
+        "pid": owner.map(|o| o.pid),
+        "command": owner.map(|o| o.command.clone()),
+        "congestion": c.congestion,
+        "this_host": tr.delta().role.name(),
+    })
+}
+
+fn describe(tr: &Track, owner: Option<&Owner>) -> String {
+    let c = &tr.last;
+    let who = owner.map_or("process unknown".to_string(), |o| {
+        format!("{} pid {}", o.command, o.pid)
+    });
+    let d = tr.delta();
+    let end = match d.role {
+        Role::Sender => "this host sends",
+        Role::Receiver => "this host receives",
+        Role::Idle => "idle",
+    };
+    format!(
+        "{} -> {} ({who}; {end}; {}{})",
+        c.local,
+        c.remote,
+        plumb_diagnose::rules::human_rate(tr.rate_bps()),
+        if tr.closed {
+            "; closed while sampled"
+        } else {
+            ""
+        }
+    )
+}
+
+/// What sampling saw: the connections, their owners, and each owner's CPU
+/// counters from when it was first seen.
+pub struct Sampled {
+    /// The connections.
+    pub tracker: Tracker,
+    /// Owner by socket cookie.
+    pub owner_of: HashMap<u64, Option<Owner>>,
+    /// Per-thread CPU counters by pid, at first sight.
+    pub cpu_start: HashMap<u32, (Vec<sys::ThreadCpu>, Instant)>,
+}
+
+impl Sampled {
+    /// The process's CPU from first sight until now.
+    pub fn cpu(&self, pid: u32) -> Option<plumb_live::evidence::ProcCpu> {
+        let (a, t) = self.cpu_start.get(&pid)?;
+        let b = sys::thread_cpu(pid)?;
+        sys::cpu_between(a, &b, t.elapsed().as_secs_f64())
+    }
+}
+
+/// Samples `filter`'s connections for `secs` seconds.
+fn sample(filter: &Filter, secs: f64, owners: &mut Owners) -> std::io::Result<Sampled> {
+    let mut d = Dumper::open()?;
+    let start = Instant::now();
+    let mut tracker = Tracker::default();
+    let mut owner_of: HashMap<u64, Option<Owner>> = HashMap::new();
+    let mut cpu_start = HashMap::new();
+    let ticks = ((secs / TICK.as_secs_f64()).round() as u64).max(1);
+    for i in 0..=ticks {
+        let t = start.elapsed().as_secs_f64();
+        let mut now = Vec::new();
+        for c in d.dump()? {
+            let owner = match owner_of.get(&c.cookie) {
+                Some(o) => o.clone(),
+                None => {
+                    let o = owners.get(c.inode);
+                    owner_of.insert(c.cookie, o.clone());
+                    o
+                }
+            };
+            if filter.matches(&c, owner.as_ref().map(|o| o.pid)) {
+                if let Some(o) = &owner {
+                    if let std::collections::hash_map::Entry::Vacant(e) = cpu_start.entry(o.pid) {
+                        if let Some(v) = sys::thread_cpu(o.pid) {
+                            e.insert((v, Instant::now()));
+                        }
+                    }
+                }
+                now.push(c);
+            }
+        }
+        tracker.add(now, t);
+        if i < ticks {
+            let next = TICK * (i as u32 + 1);
+            if let Some(wait) = next.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+    }
+    Ok(Sampled {
+        tracker,
+        owner_of,
+        cpu_start,
+    })
+}
+
+/// Runs `plumb why` on live connections.
+pub fn run(
+    f: &LiveFilterArgs,
+    port: Option<u16>,
+    secs: Option<f64>,
+    link: Option<Rate>,
+    json_out: bool,
+) -> anyhow::Result<ExitCode> {
+    let filter = match f.filter(port) {
+        Ok(x) => x,
+        Err(m) => return Ok(usage_error(m)),
+    };
+    let secs = secs.unwrap_or(3.0);
+    if !(0.2..=3600.0).contains(&secs) {
+        return Ok(usage_error(format!(
+            "--for {secs}: give 0.2 to 3600 seconds"
+        )));
+    }
+    let mut owners = Owners::new();
+    let sampled = match sample(&filter, secs, &mut owners) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("plumb: cannot read the host's TCP connections (sock_diag): {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let (tracker, owner_of) = (&sampled.tracker, &sampled.owner_of);
+    if tracker.tracks.is_empty() {
+        eprintln!(
+            "plumb: no TCP connection matches {} (sampled {secs} s)",
+            describe_filter(&filter)
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let mut tracks: Vec<&Track> = tracker.tracks.iter().collect();
+    tracks.sort_by(|a, b| b.rate_bps().total_cmp(&a.rate_bps()));
+    let mut out = std::io::stdout().lock();
+    let mut conns = Vec::new();
+    let mut text = String::new();
+    for tr in &tracks {
+        let owner = owner_of.get(&tr.first.cookie).cloned().flatten();
+        let cpu = owner.as_ref().and_then(|o| sampled.cpu(o.pid));
+        let ctx = Context {
+            link: link_for_peer(tr.last.remote.ip(), link),
+            cpu,
+            pid: owner.as_ref().map(|o| o.pid),
+        };
+        let mut id = identity(tr, owner.as_ref());
+        if tr.samples < 2 {
+            let msg = "closed before a second sample: nothing to measure";
+            text += &format!("== {} ==\n{msg}\n\n", describe(tr, owner.as_ref()));
+            id["closed"] = json!(true);
+            id["diagnosis"] = Value::Null;
+            id["note"] = json!(msg);
+            conns.push(id);
+            continue;
+        }
+        let (mut d, ev) = explain(tr, &ctx);
+        if tr.closed {
+            d.unknown.push(format!(
+                "the rest of the transfer: the connection closed {:.1} s into sampling",
+                tr.t_last
+            ));
+        }
+        if owners.denied() > 0 && owner.is_none() {
+            d.unknown.push(format!(
+                "the owning process: {} processes' sockets could not be read (run as root)",
+                owners.denied()
+            ));
+        }
+        text += &format!(
+            "== {} ==\n{}\n",
+            describe(tr, owner.as_ref()),
+            crate::why::render(&d, &ev)
+        );
+        id["closed"] = json!(tr.closed);
+        id["rate_bps"] = json!(tr.rate_bps());
+        id["samples"] = json!(tr.samples);
+        id["diagnosis"] = crate::why::diagnosis_json(&d);
+        conns.push(id);
+    }
+    if json_out {
+        let first = conns
+            .iter()
+            .find(|c| !c["diagnosis"].is_null())
+            .map(|c| c["diagnosis"].clone())
+            .unwrap_or(Value::Null);
+        let doc = json!({
+            "live": { "filter": describe_filter(&filter), "seconds": secs },
+            "connections": conns,
+            "diagnosis": first,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        write!(out, "{text}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The filter in words, for messages.
+pub fn describe_filter(f: &Filter) -> String {
+    let mut v = Vec::new();
+    if let Some(p) = f.port {
+        v.push(format!("--port {p}"));
+    }
+    if let Some((ip, p)) = f.peer {
+        v.push(match p {
+            Some(p) => format!("--peer {}", std::net::SocketAddr::new(ip, p)),
+            None => format!("--peer {ip}"),
+        });
+    }
+    if let Some(p) = f.pid {
+        v.push(format!("--pid {p}"));
+    }
+    if let Some((a, b)) = f.conn {
+        v.push(format!("--conn {a},{b}"));
+    }
+    if v.is_empty() {
+        "any connection".into()
+    } else {
+        v.join(" ")
+    }
+}

@@ -1,0 +1,754 @@
+//! `plumb why` and `plumb top` on live connections of applications that are
+//! not plumb (`tests/live/peer.py`, a small Python socket program), across
+//! `plumb lab` links whose truth is known, diagnosed while the transfer
+//! runs — from the sending host (near or far) and from the receiving one.
+//! Lab tests need root and /dev/net/tun; elsewhere they say they were
+//! skipped. Loopback tests need neither.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn can_lab() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let tun = Path::new("/dev/net/tun").exists();
+    let py = std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !(root && tun && py) {
+        eprintln!("skipped: live lab tests need root, /dev/net/tun and python3");
+    }
+    root && tun && py
+}
+
+fn peer_py() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/peer.py")
+}
+
+/// A scratch directory under the temp dir, removed when dropped (also when
+/// the test fails).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    let d = std::env::temp_dir().join(format!("plumb-live-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("scratch dir");
+    Scratch(d)
+}
+
+struct Ends {
+    near: Value,
+    far: Value,
+}
+
+/// Runs `peer.py NEAR_ARGS` in near (it connects to far) and `peer.py
+/// FAR_ARGS` in far (it listens), and beside each, after 1.5 s, `plumb why
+/// -p 5201 --for 3 -J --link RATE`. The far program starts 0.3 s late: `plumb
+/// lab --far-cpu` puts the far shell into its CPU cgroup only after spawning
+/// it, and a child forked before that would escape the quota.
+fn live_lab(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) -> Ends {
+    let py = format!("python3 {}", peer_py().display());
+    // Each side's plumb why starts once its Python end is connected (it
+    // creates a marker file), not after a fixed sleep: on a loaded machine
+    // Python can take seconds to start.
+    live_lab_cmd(
+        name,
+        lab_args,
+        &format!("{py} role=connect host=$PLUMB_FAR up=@DIR@/near.up {near}"),
+        &format!("{py} role=listen up=@DIR@/far.up {far}"),
+        rate,
+    )
+}
+
+/// As [`live_lab`], with whole command lines for each side's program.
+fn live_lab_cmd(name: &str, lab_args: &[&str], near: &str, far: &str, rate: &str) -> Ends {
+    let dir = scratch(name);
+    let near = near.replace("@DIR@", &dir.display().to_string());
+    let far = far.replace("@DIR@", &dir.display().to_string());
+    // Wait (bounded, 20 s) for the side's marker if its program makes one.
+    let ready = |side: &str, cmd: &str| {
+        if cmd.contains(&format!("{side}.up")) {
+            format!(
+                "for i in $(seq 200); do [ -e {d}/{side}.up ] && break; sleep 0.1; done; sleep 0.5",
+                d = dir.display()
+            )
+        } else {
+            "sleep 1.5".to_string()
+        }
+    };
+    let (near_ready, far_ready) = (ready("near", &near), ready("far", &far));
+    let why = format!("{} why -p 5201 --for 3 -J --link {rate}", plumb_bin());
+    let d = dir.display();
+    // The lab ends when near's command does: near waits (bounded) for far's answer.
+    let near_cmd = format!(
+        "{near} & {near_ready}; {why} >{d}/near.json 2>{d}/near.err; wait; \
+         for i in $(seq 150); do [ -s {d}/far.json ] && break; sleep 0.1; done"
+    );
+    let far_cmd =
+        format!("sleep 0.3; {far} & {far_ready}; {why} >{d}/far.json 2>{d}/far.err; wait");
+    let mut a = vec!["lab"];
+    a.extend_from_slice(lab_args);
+    a.extend_from_slice(&["--exec", &near_cmd, "--far-exec", &far_cmd]);
+    let out = run(plumb_bin(), &a, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "plumb {a:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |side: &str| -> Value {
+        let p = dir.join(format!("{side}.json"));
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let err = std::fs::read_to_string(dir.join(format!("{side}.err"))).unwrap_or_default();
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{side}: plumb why -J gave no JSON ({e}): {text} {err}"))
+    };
+    Ends {
+        near: read("near"),
+        far: read("far"),
+    }
+}
+
+/// The data connection's entry (the busiest), checked for identity.
+fn busiest<'a>(v: &'a Value, role: &str) -> &'a Value {
+    busiest_of(v, role, "python3")
+}
+
+fn busiest_of<'a>(v: &'a Value, role: &str, command: &str) -> &'a Value {
+    let c = &v["connections"][0];
+    assert_eq!(c["this_host"], role, "{c:#}");
+    assert!(c["local_port"] == 5201 || c["remote_port"] == 5201, "{c:#}");
+    assert_eq!(c["command"], command, "{c:#}");
+    assert!(c["pid"].as_u64().is_some_and(|p| p > 1), "{c:#}");
+    assert_eq!(v["diagnosis"], c["diagnosis"]);
+    c
+}
+
+fn limit(c: &Value) -> &str {
+    c["diagnosis"]["limit"].as_str().unwrap_or("none")
+}
+
+fn summary(c: &Value) -> String {
+    format!(
+        "{} | {}",
+        c["diagnosis"]["summary"], c["diagnosis"]["evidence"]
+    )
+}
+
+#[test]
+fn receive_window_17520_named_from_both_ends() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Beside the sender, plumb top -n 2 --json lists the transfer with its limit.
+    let top_dir = scratch("rwnd-top");
+    let top_file = top_dir.join("top.ndjson");
+    let py = format!("python3 {}", peer_py().display());
+    let e = live_lab_cmd(
+        "rwnd",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        &format!(
+            "{py} role=connect host=$PLUMB_FAR up=@DIR@/near.up dir=send secs=8 & for i in $(seq 200); do [ -e @DIR@/near.up ] && break; sleep 0.1; done; {} top -n 2 --json -p 5201 --link 1g >{}",
+            plumb_bin(),
+            top_file.display()
+        ),
+        &format!("{py} role=listen up=@DIR@/far.up dir=recv clamp=17520"),
+        "1g",
+    );
+    let top = std::fs::read_to_string(&top_file).unwrap_or_default();
+    let rows: Vec<Value> = top
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let intervals: std::collections::BTreeSet<u64> =
+        rows.iter().filter_map(|r| r["interval"].as_u64()).collect();
+    assert_eq!(
+        intervals.into_iter().collect::<Vec<_>>(),
+        vec![1, 2],
+        "{top}"
+    );
+    for i in [1, 2] {
+        let r = rows
+            .iter()
+            .find(|r| r["interval"] == i && r["direction"] == "sender")
+            .unwrap_or_else(|| panic!("interval {i}: no sending row in {top}"));
+        assert_eq!(r["command"], "python3", "{r}");
+        assert_eq!(r["limit"], "receive_window", "{r}");
+        let rate = r["rate_bps"].as_f64().unwrap_or(0.0);
+        assert!((rate / 9.344e6 - 1.0).abs() < 0.3, "{r}");
+        assert!(r["rtt_ms"].as_f64().is_some_and(|t| t >= 14.0), "{r}");
+    }
+    for (end, v, role) in [
+        ("sender", &e.near, "sender"),
+        ("receiver", &e.far, "receiver"),
+    ] {
+        let c = busiest(v, role);
+        assert_eq!(limit(c), "receive_window", "{end}: {}", summary(c));
+        let p = c["diagnosis"]["predicted_bps"].as_f64().unwrap_or(0.0);
+        assert!(
+            (p / 9.344e6 - 1.0).abs() <= 0.10,
+            "{end}: predicted {p} not within 10 % of 9.34 Mb/s: {}",
+            summary(c)
+        );
+        let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
+        assert!((m / 9.344e6 - 1.0).abs() <= 0.25, "{end}: measured {m}");
+    }
+}
+
+/// The receiving end cannot see the sender's buffer, cwnd or loss: it must
+/// not name a limit it has no evidence for.
+fn receiver_claims_nothing_false(c: &Value, truth: &str) {
+    let l = limit(c);
+    assert!(
+        l == "none" || l == truth,
+        "receiver named {l} without evidence: {}",
+        summary(c)
+    );
+}
+
+#[test]
+fn small_send_buffer_is_send_buffer() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "sndbuf",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send sndbuf=32768",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(limit(c), "send_buffer", "{}", summary(c));
+    receiver_claims_nothing_false(busiest(&e.far, "receiver"), "send_buffer");
+}
+
+#[test]
+fn writer_throttled_to_50_mbit_is_application() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "app",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send rate=50e6",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(limit(c), "application", "{}", summary(c));
+    let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
+    assert!((m / 50e6 - 1.0).abs() < 0.2, "measured {m}");
+    receiver_claims_nothing_false(busiest(&e.far, "receiver"), "application");
+}
+
+#[test]
+fn reno_with_lab_loss_is_loss() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "loss",
+        &[
+            "--rate", "1gbit", "--rtt", "15ms", "--loss", "0.5%", "--seed", "7",
+        ],
+        "dir=send cc=reno",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(limit(c), "loss", "{}", summary(c));
+    receiver_claims_nothing_false(busiest(&e.far, "receiver"), "loss");
+}
+
+#[test]
+fn full_200_mbit_link_is_link_from_both_ends() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "link",
+        &["--rate", "200mbit", "--rtt", "15ms"],
+        "dir=send",
+        "dir=recv",
+        "200m",
+    );
+    for (v, role) in [(&e.near, "sender"), (&e.far, "receiver")] {
+        let c = busiest(v, role);
+        assert_eq!(limit(c), "link", "{role}: {}", summary(c));
+    }
+}
+
+#[test]
+fn sender_under_cpu_quota_is_cpu() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // A stock iperf3 server in far sends (-R) under 5 % of one CPU. (Python
+    // under such a quota takes seconds just to start.)
+    let e = live_lab_cmd(
+        "cpu",
+        &["--rate", "1gbit", "--rtt", "15ms", "--far-cpu", "5%"],
+        "sleep 0.5; iperf3 -c $PLUMB_FAR -R -t 8 >/dev/null",
+        "iperf3 -s -1 >/dev/null",
+        "1g",
+    );
+    let c = busiest_of(&e.far, "sender", "iperf3");
+    assert_eq!(limit(c), "cpu", "{}", summary(c));
+    receiver_claims_nothing_false(busiest_of(&e.near, "receiver", "iperf3"), "cpu");
+}
+
+#[test]
+fn small_mss_is_path_mtu_from_both_ends() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "mss",
+        &["--rate", "200mbit", "--rtt", "15ms"],
+        "dir=send mss=536",
+        "dir=recv",
+        "200m",
+    );
+    for (v, role) in [(&e.near, "sender"), (&e.far, "receiver")] {
+        let c = busiest(v, role);
+        assert_eq!(limit(c), "path_mtu", "{role}: {}", summary(c));
+    }
+}
+
+#[test]
+fn idle_connection_is_idle_not_limited() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = live_lab(
+        "idle",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send idle=1 secs=6",
+        "dir=recv",
+        "1g",
+    );
+    for v in [&e.near, &e.far] {
+        let c = &v["connections"][0];
+        assert_eq!(c["this_host"], "idle", "{c:#}");
+        assert!(c["diagnosis"]["limit"].is_null(), "{c:#}");
+        assert!(
+            c["diagnosis"]["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Idle")),
+            "{c:#}"
+        );
+    }
+}
+
+#[test]
+fn connection_closing_while_sampled_is_reported() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Sampling runs from 0.5 s to 3.5 s after the connection is up; the
+    // sender stops at 3 s.
+    let e = live_lab(
+        "close",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send secs=3 rate=20e6",
+        "dir=recv",
+        "1g",
+    );
+    let c = busiest(&e.near, "sender");
+    assert_eq!(c["closed"], true, "{c:#}");
+    assert!(
+        c["diagnosis"]["unknown"].as_array().is_some_and(|u| u
+            .iter()
+            .any(|s| s.as_str().is_some_and(|s| s.contains("closed")))),
+        "{c:#}"
+    );
+    let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
+    assert!(m > 5e6, "the samples before it closed count: {m}");
+}
+
+/// A Python pair on loopback, `plumb why` beside it on the host.
+fn loopback_pair(
+    v6: bool,
+    port: u16,
+    extra_recv: &str,
+) -> (std::process::Child, std::process::Child) {
+    let py = peer_py();
+    let host = if v6 { "::1" } else { "127.0.0.1" };
+    let v = if v6 { "v6=1" } else { "v6=" };
+    let mut recv_args = vec![
+        py.display().to_string(),
+        "role=listen".into(),
+        "dir=recv".into(),
+        format!("host={host}"),
+        format!("port={port}"),
+        "secs=8".into(),
+    ];
+    if v6 {
+        recv_args.push(v.into());
+    }
+    recv_args.extend(extra_recv.split_whitespace().map(str::to_string));
+    let recv = std::process::Command::new("python3")
+        .args(&recv_args)
+        .spawn()
+        .expect("python3 receiver");
+    let mut send_args = vec![
+        py.display().to_string(),
+        "role=connect".into(),
+        "dir=send".into(),
+        format!("host={host}"),
+        format!("port={port}"),
+        "secs=8".into(),
+        "rate=100e6".into(),
+    ];
+    if v6 {
+        send_args.push(v.into());
+    }
+    let send = std::process::Command::new("python3")
+        .args(&send_args)
+        .spawn()
+        .expect("python3 sender");
+    (recv, send)
+}
+
+/// Waits (bounded, ~10 s) until both ends of a connection on `port` exist:
+/// Python takes a while to start on a loaded machine.
+fn wait_connected(port: u16) {
+    let p = port.to_string();
+    for _ in 0..20 {
+        let out = run(
+            plumb_bin(),
+            &["why", "-p", &p, "--for", "0.2", "-J"],
+            Duration::from_secs(20),
+        );
+        if out.status.success()
+            && serde_json::from_slice::<Value>(&out.stdout)
+                .is_ok_and(|v| v["connections"].as_array().is_some_and(|c| c.len() >= 2))
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    panic!("the Python pair on port {port} never connected");
+}
+
+struct Kill(std::process::Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn ipv6_loopback_connection_from_both_ends() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    let port = common::port(47100);
+    let (r, s) = loopback_pair(true, port, "");
+    let (_r, _s) = (Kill(r), Kill(s));
+    wait_connected(port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["why", "-p", &p, "--for", "1", "-J", "--link", "10g"],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb why");
+    let conns = v["connections"].as_array().expect("connections");
+    let roles: Vec<&str> = conns
+        .iter()
+        .filter_map(|c| c["this_host"].as_str())
+        .collect();
+    assert!(
+        roles.contains(&"sender") && roles.contains(&"receiver"),
+        "{roles:?}"
+    );
+    for c in conns {
+        assert!(
+            c["local"].as_str().is_some_and(|a| a.starts_with("[::1]:")),
+            "{c:#}"
+        );
+        let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
+        assert!((60e6..140e6).contains(&m), "measured {m}: {c:#}");
+    }
+    // The sender is held to 100 Mb/s by its own pacing: the application.
+    let snd = conns
+        .iter()
+        .find(|c| c["this_host"] == "sender")
+        .expect("sender");
+    assert_eq!(limit(snd), "application", "{}", summary(snd));
+    // Text output: one block per connection, busiest first.
+    let out = run(
+        plumb_bin(),
+        &["why", "--peer", "::1", "-p", &p, "--for", "0.5"],
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.matches("== [::1]:").count() >= 2, "{text}");
+}
+
+#[test]
+fn filter_matching_nothing_says_so_and_exits_1() {
+    let out = run(
+        plumb_bin(),
+        &["why", "--peer", "127.0.0.1:9", "--for", "0.3"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no TCP connection matches --peer 127.0.0.1:9"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for bad in [
+        vec!["why", "--peer", "not-an-ip"],
+        vec!["why", "--conn", "1.2.3.4:5"],
+        vec!["why", "-p", "5201", "--for", "0"],
+    ] {
+        let out = run(plumb_bin(), &bad, Duration::from_secs(20));
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+/// `plumb top` in a pseudo-terminal (`script`): the full screen comes up,
+/// lists the running transfer, and q or Ctrl-C quits with the terminal
+/// restored (cursor shown, alternate screen left, cooked mode back).
+#[test]
+fn top_full_screen_in_a_pty_quits_and_restores() {
+    let have = |b: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {b}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !have("script") || !have("python3") {
+        eprintln!("skipped: needs script (util-linux) and python3");
+        return;
+    }
+    let port = common::port(47300);
+    let (r, s) = loopback_pair(false, port, "");
+    let (_r, _s) = (Kill(r), Kill(s));
+    wait_connected(port);
+    for key in ["q", "\x03"] {
+        let cmd = format!(
+            "{} top -i 0.3 -p {port}; echo; echo EXIT=$?; stty -a",
+            plumb_bin()
+        );
+        let shell =
+            format!("(sleep 1.5; printf '{key}') | timeout 20 script -qfec '{cmd}' /dev/null");
+        let out = run("sh", &["-c", &shell], Duration::from_secs(30));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("\x1b[?1049h"), "no alternate screen: {text}");
+        assert!(text.contains("PROCESS"), "{text}");
+        assert!(
+            text.contains("python3/"),
+            "the transfer is not listed: {text}"
+        );
+        let leave = text.rfind("\x1b[?1049l").expect("alternate screen left");
+        assert!(
+            text[..leave].contains("\x1b[?25h"),
+            "cursor not shown again"
+        );
+        assert!(text.contains("EXIT=0"), "{key}: {text}");
+        let stty = &text[text.find("EXIT=0").unwrap_or(0)..];
+        assert!(
+            stty.contains(" icanon") && stty.contains(" echo "),
+            "terminal left raw: {stty}"
+        );
+    }
+}
+
+#[test]
+fn pid_and_conn_filters_pick_one_end() {
+    if std::process::Command::new("python3")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    let port = common::port(47500);
+    let (r, s) = loopback_pair(false, port, "");
+    let recv_pid = r.id();
+    let (_r, _s) = (Kill(r), Kill(s));
+    wait_connected(port);
+    let pid = recv_pid.to_string();
+    let out = run(
+        plumb_bin(),
+        &["why", "--pid", &pid, "--for", "0.5", "-J"],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb why --pid");
+    let conns = v["connections"].as_array().expect("connections");
+    assert_eq!(conns.len(), 1, "{v:#}");
+    assert_eq!(conns[0]["pid"], recv_pid);
+    assert_eq!(conns[0]["this_host"], "receiver");
+    // --conn names the same connection from its two addresses, either way round.
+    let (l, rem) = (
+        conns[0]["local"].as_str().expect("local"),
+        conns[0]["remote"].as_str().expect("remote"),
+    );
+    for pair in [format!("{rem},{l}"), format!("{l},{rem}")] {
+        let out = run(
+            plumb_bin(),
+            &["why", "--conn", &pair, "--for", "0.3", "-J"],
+            Duration::from_secs(20),
+        );
+        let v = json(&out, "plumb why --conn");
+        let got: Vec<&str> = v["connections"]
+            .as_array()
+            .expect("connections")
+            .iter()
+            .filter_map(|c| c["local"].as_str())
+            .collect();
+        assert_eq!(got.len(), 2, "both ends of the one connection: {got:?}");
+        assert!(got.contains(&l) && got.contains(&rem));
+    }
+}
+
+#[test]
+fn receiver_that_does_not_read_is_its_application() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The far reader takes 4 KiB every 10 ms: its receive queue stays full.
+    let e = live_lab(
+        "slowreader",
+        &["--rate", "1gbit", "--rtt", "15ms"],
+        "dir=send",
+        "dir=recv slow=1",
+        "1g",
+    );
+    let c = busiest(&e.far, "receiver");
+    assert_eq!(limit(c), "application", "{}", summary(c));
+    assert!(
+        c["diagnosis"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("receiving application")),
+        "{}",
+        summary(c)
+    );
+    // The sender sees only the shut window.
+    let s = busiest(&e.near, "sender");
+    assert_eq!(limit(s), "receive_window", "{}", summary(s));
+}
+
+/// Without privileges the sockets are still visible (sock_diag needs none),
+/// but other users' processes are not: the answer says what it could not
+/// read instead of guessing.
+#[test]
+fn unprivileged_run_lists_what_it_cannot_see() {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !root
+        || !setpriv
+        || std::process::Command::new("python3")
+            .arg("-V")
+            .output()
+            .is_err()
+    {
+        eprintln!("skipped: needs root (to drop it), setpriv and python3");
+        return;
+    }
+    let port = common::port(47700);
+    let (r, s) = loopback_pair(false, port, "");
+    let (_r, _s) = (Kill(r), Kill(s));
+    wait_connected(port);
+    let p = port.to_string();
+    let out = run(
+        "setpriv",
+        &[
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            plumb_bin(),
+            "why",
+            "-p",
+            &p,
+            "--for",
+            "0.5",
+            "-J",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb why as nobody");
+    let conns = v["connections"].as_array().expect("connections");
+    assert!(conns.len() >= 2, "{v:#}");
+    for c in conns {
+        assert!(c["pid"].is_null(), "root's process seen by nobody: {c:#}");
+        let unknown = c["diagnosis"]["unknown"].to_string();
+        assert!(unknown.contains("owning process"), "{unknown}");
+    }
+    let snd = conns
+        .iter()
+        .find(|c| c["this_host"] == "sender")
+        .expect("sender");
+    assert!(
+        snd["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0) > 1e6,
+        "{snd:#}"
+    );
+}
