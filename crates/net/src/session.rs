@@ -17,8 +17,8 @@ use plumb_proto::results::{
     CpuTimes, PlumbResults, PlumbStreamInfo, Results, StreamResult, TcpInfoSummary,
 };
 use plumb_report::{
-    CpuUtil, EndRecord, IntervalDetail, IntervalRecord, Protocol, StreamEnd, StreamInterval,
-    TcpEnd, TcpSample, Totals, UdpEnd,
+    CpuUtil, EndRecord, IntervalDetail, IntervalRecord, LimitedTime, Protocol, StreamEnd,
+    StreamInterval, TcpEnd, TcpSample, Totals, UdpEnd,
 };
 
 use crate::buf::PageBuf;
@@ -179,6 +179,9 @@ struct TcpAcc {
     min_rtt: u64,
     sum_rtt: u64,
     samples: u64,
+    /// TCP_INFO's cumulative busy/rwnd/sndbuf-limited times at the last
+    /// interval, to report each interval's share.
+    last_limited: LimitedTime,
 }
 
 /// How long an interval report waits for the sending threads' TCP_INFO
@@ -569,6 +572,7 @@ impl Session {
                             rtt: u64::from(i.rtt),
                             rttvar: u64::from(i.rttvar),
                             pmtu: u64::from(i.pmtu),
+                            limited: limited_since(&mut s.tcp.last_limited, &i),
                         };
                         s.last.retrans = total;
                         sample
@@ -889,6 +893,23 @@ impl Session {
             server_output_json: peer.server_output_json.clone(),
         }
     }
+}
+
+/// This interval's busy and limited times from TCP_INFO's cumulative
+/// counters, remembering them in `last` for the next interval.
+fn limited_since(last: &mut LimitedTime, i: &TcpInfo) -> Option<LimitedTime> {
+    let now = LimitedTime {
+        busy_us: i.busy_time?,
+        rwnd_limited_us: i.rwnd_limited?,
+        sndbuf_limited_us: i.sndbuf_limited?,
+    };
+    let delta = LimitedTime {
+        busy_us: now.busy_us.saturating_sub(last.busy_us),
+        rwnd_limited_us: now.rwnd_limited_us.saturating_sub(last.rwnd_limited_us),
+        sndbuf_limited_us: now.sndbuf_limited_us.saturating_sub(last.sndbuf_limited_us),
+    };
+    *last = now;
+    Some(delta)
 }
 
 fn stream_info(s: &Stream, info: Option<&TcpInfo>, sndbuf_set: bool) -> PlumbStreamInfo {
