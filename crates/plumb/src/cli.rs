@@ -47,6 +47,8 @@ enum Command {
     Why(WhyArgs),
     /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
     Lab(crate::lab::LabArgs),
+    /// Write a self-contained HTML report (charts, verdict) from -J documents; several are compared.
+    Report(crate::report::ReportArgs),
     /// Run a server (the same as plumb -s).
     Server(MeasureArgs),
     /// Run a client against HOST (the same as plumb -c HOST).
@@ -76,6 +78,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Demo(args)) => crate::demo::run(&args),
         Some(Command::Why(args)) => crate::why::run(&args),
         Some(Command::Lab(args)) => crate::lab::run(&args),
+        Some(Command::Report(args)) => crate::report::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
             crate::measure::run(&m)

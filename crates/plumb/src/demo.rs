@@ -25,6 +25,9 @@ pub struct DemoArgs {
     /// Seconds each transfer runs
     #[arg(short = 't', long = "time", default_value_t = 5)]
     pub time: u32,
+    /// Also write the before/after as an HTML report (charts, verdicts, the fix) to this file
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
 }
 
 fn rate(bps: f64) -> String {
@@ -90,6 +93,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         far_cpu: None,
         hold: false,
         why: false,
+        report: None,
         json: false,
         client: Vec::new(),
     };
@@ -133,6 +137,27 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         m2.map_or("no result".into(), rate)
     );
     drop(server);
+    if let Some(out) = &a.report {
+        let stats = lab.stats();
+        let lab_json = crate::lab::lab_json(&args, probe.as_ref(), &stats);
+        let mut inputs = Vec::new();
+        for (name, doc, p, limit) in [
+            ("before: 17,520-byte window", &doc1, p1, "window"),
+            ("after: autotuned window", &doc2, p2, "link"),
+        ] {
+            let Some(doc) = doc else { continue };
+            let mut doc = doc.clone();
+            if let Some(o) = doc.as_object_mut() {
+                o.insert("lab".into(), lab_json.clone());
+                o.insert(
+                    "model".into(),
+                    serde_json::json!({"predicted_bps": p, "limit": limit}),
+                );
+            }
+            inputs.push(crate::report::input(name.into(), doc, Some(link)));
+        }
+        crate::report::write_for(out, inputs)?;
+    }
 
     println!("\n               window        model          measured");
     println!(

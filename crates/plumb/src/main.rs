@@ -10,6 +10,7 @@ mod cli;
 mod demo;
 mod lab;
 mod measure;
+mod report;
 mod why;
 
 use std::process::ExitCode;

@@ -156,6 +156,9 @@ pub struct MeasureArgs {
     /// With --why: the bottleneck link's rate (1g, 100M)
     #[arg(long = "link", value_parser = crate::args::rate)]
     pub link: Option<Rate>,
+    /// Client: also write an HTML report of the test (charts, verdict) to this file
+    #[arg(long = "report", value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
     /// Also write the -J document to this file (used by plumb lab)
     #[arg(long = "json-file", hide = true)]
     pub json_file: Option<std::path::PathBuf>,
@@ -415,11 +418,21 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
     })
 }
 
+/// A report's name for a test against the host in the flags.
+fn host_name(a: &MeasureArgs) -> String {
+    format!("test against {}", a.client.as_deref().unwrap_or("?"))
+}
+
 /// Runs the client or the server the flags ask for.
 pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if a.server {
         if a.client.is_some() {
             return Ok(usage_error("-s and -c cannot be used together"));
+        }
+        if a.report.is_some() {
+            return Ok(usage_error(
+                "--report is a client flag: the client writes the report",
+            ));
         }
         let mut cfg = ServerConfig {
             port: a.port.unwrap_or(DEFAULT_PORT),
@@ -470,8 +483,19 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         Err(msg) => return Ok(usage_error(msg)),
     };
     let mut sink = sink(a)?;
+    // --report keeps the test's -J document for the page.
+    let mut capture = a.report.as_ref().map(|_| JsonSink::new(Vec::new()));
     let outcome = match &a.json_file {
-        None => plumb_net::client::run(&cfg, sink.as_mut()),
+        None => match capture.as_mut() {
+            None => plumb_net::client::run(&cfg, sink.as_mut()),
+            Some(json) => plumb_net::client::run(
+                &cfg,
+                &mut plumb_report::Tee {
+                    first: sink.as_mut(),
+                    second: json,
+                },
+            ),
+        },
         Some(path) => {
             let file = std::fs::File::create(path)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
@@ -486,6 +510,10 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         }
     };
     sink.finish()?;
+    if let (Ok(()), Some(path), Some(json)) = (&outcome, &a.report, &capture) {
+        let input = crate::report::input(host_name(a), json.document(), a.link);
+        crate::report::write_for(path, vec![input])?;
+    }
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {

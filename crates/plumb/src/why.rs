@@ -72,6 +72,15 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             bps: r.bps(),
             source: LinkSource::Given,
         });
+        if let Some(out) = &a.measure.report {
+            let name = path
+                .file_name()
+                .map_or("result".into(), |n| n.to_string_lossy().to_string());
+            crate::report::write_for(
+                out,
+                vec![crate::report::input(name, doc.clone(), a.measure.link)],
+            )?;
+        }
         return explain(&doc, link, a.measure.json);
     }
     match &a.host {
@@ -142,6 +151,14 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
         return Ok(ExitCode::from(1));
     }
     let link = link_for(&host, link);
+    if let Some(out) = &m.report {
+        let input = crate::report::input(
+            format!("test against {host}"),
+            doc.clone(),
+            link.as_ref().map(|l| l.bps).and_then(Rate::from_bps),
+        );
+        crate::report::write_for(out, vec![input])?;
+    }
     explain(&doc, link, m.json)
 }
 
