@@ -10,6 +10,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::*;
@@ -21,6 +22,13 @@ const CHECK: &str = concat!(
     "/../../scripts/report-browser-check"
 );
 const TARGET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target");
+
+/// One test at a time: Chromium and the demo's lab each want the two CPUs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn fixture(name: &str) -> String {
     format!("{FIXTURES}/{name}")
@@ -121,6 +129,7 @@ fn browse(
 
 #[test]
 fn lab_run_report_renders_with_verdict_and_every_chart() {
+    let _one = serial();
     let dir = Scratch::new("lab");
     let out = dir.path("lab.html");
     let html = report(&[fixture("plumb-lab-rwin.json")], &out);
@@ -149,6 +158,7 @@ fn lab_run_report_renders_with_verdict_and_every_chart() {
 
 #[test]
 fn iperf3_and_json_stream_reports_render() {
+    let _one = serial();
     let dir = Scratch::new("iperf3");
     for (name, streams) in [
         ("iperf3-3.12-p2.json", 2),
@@ -182,6 +192,7 @@ fn iperf3_and_json_stream_reports_render() {
 
 #[test]
 fn comparison_overlays_runs_and_sets_verdicts_side_by_side() {
+    let _one = serial();
     let dir = Scratch::new("cmp");
     let out = dir.path("cmp.html");
     let html = report(
@@ -210,6 +221,7 @@ fn comparison_overlays_runs_and_sets_verdicts_side_by_side() {
 
 #[test]
 fn the_browser_check_catches_requests_and_console_errors() {
+    let _one = serial();
     if !have_browser() {
         return;
     }
@@ -235,6 +247,7 @@ fn the_browser_check_catches_requests_and_console_errors() {
 
 #[test]
 fn bad_documents_exit_2_and_leave_no_file() {
+    let _one = serial();
     let dir = Scratch::new("hostile");
     let good = std::fs::read_to_string(fixture("plumb-p2.json")).expect("fixture");
     let cases: Vec<(&str, Vec<u8>)> = vec![
@@ -322,6 +335,7 @@ fn bad_documents_exit_2_and_leave_no_file() {
 
 #[test]
 fn client_report_flag_writes_the_page() {
+    let _one = serial();
     let dir = Scratch::new("client");
     let port = port(5840);
     let server = Server::start(plumb_bin(), &["-s", "-1"], port);
@@ -365,6 +379,7 @@ fn can_lab() -> bool {
 
 #[test]
 fn demo_report_shows_before_and_after() {
+    let _one = serial();
     if !can_lab() {
         return;
     }
@@ -379,6 +394,13 @@ fn demo_report_shows_before_and_after() {
     let html = std::fs::read_to_string(&out).expect("demo report written");
     assert!(html.contains("data-chart=\"compare\""));
     assert_eq!(html.matches("<article class=\"run\">").count(), 2);
+    // Both runs measured: each has its own throughput chart.
+    assert_eq!(
+        html.matches("data-chart=\"throughput\"").count(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let (charts, series) = counts(&html);
     let shot = format!("{TARGET}/report-demo.png");
     if let Some(seen) = browse(

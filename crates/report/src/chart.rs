@@ -409,7 +409,7 @@ mod tests {
         assert_eq!(s.label(s.ticks[1]), "5");
         let s = Scale::new(Quantity::Rate, 0.0, 1.2e9, 5);
         assert_eq!(s.unit, "Gbit/s");
-        assert_eq!(s.label(s.ticks[1]), "0.2");
+        assert_eq!(s.label(s.ticks[1]), "0.5");
     }
 
     #[test]

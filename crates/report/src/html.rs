@@ -103,11 +103,11 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
     let obj = doc
         .as_object()
         .ok_or_else(|| BadDocument("not a JSON object".into()))?;
+    let why = obj
+        .get("error")
+        .and_then(Value::as_str)
+        .map_or(String::new(), |e| format!(" (the test failed: {e})"));
     if !obj.get("start").is_some_and(Value::is_object) {
-        let why = obj
-            .get("error")
-            .and_then(Value::as_str)
-            .map_or(String::new(), |e| format!(" (the test failed: {e})"));
         return Err(BadDocument(format!(
             "not an iperf3/plumb -J document: no \"start\" object{why}"
         )));
@@ -115,7 +115,7 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
     let intervals = obj
         .get("intervals")
         .and_then(Value::as_array)
-        .ok_or_else(|| BadDocument("no \"intervals\" array".into()))?;
+        .ok_or_else(|| BadDocument(format!("no \"intervals\" array{why}")))?;
     let mut d = RunData {
         producer: doc["start"]["version"]
             .as_str()
@@ -454,6 +454,7 @@ pub type Panel = fn(&Input, &RunData) -> Option<String>;
 /// The sections of a run, top to bottom. A new kind of result is one more
 /// entry here.
 pub const PANELS: &[Panel] = &[
+    error_panel,
     verdict_panel,
     |_, d| throughput_chart(d).map(|c| c.to_html()),
     |_, d| window_chart(d).map(|c| c.to_html()),
@@ -465,8 +466,20 @@ pub const PANELS: &[Panel] = &[
     config_panel,
 ];
 
-fn verdict_panel(i: &Input, _: &RunData) -> Option<String> {
+/// A test that failed says so first (its document may hold nothing else).
+fn error_panel(i: &Input, _: &RunData) -> Option<String> {
+    let e = i.doc["error"].as_str()?;
+    Some(format!(
+        "<section class=\"verdict failed\"><p class=\"summary\">The test failed: {}</p></section>",
+        esc(e)
+    ))
+}
+
+fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
     let dg = &i.doc["diagnosis"];
+    if d.streams.is_empty() && !dg.is_object() {
+        return None;
+    }
     if !dg.is_object() {
         return Some(
             "<section class=\"verdict none\"><p>No diagnosis: the document holds too little evidence to name a limit.</p></section>"
@@ -585,6 +598,9 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
 
 /// What the document's writer did not record, said rather than drawn empty.
 fn missing_panel(_: &Input, d: &RunData) -> Option<String> {
+    if d.streams.is_empty() {
+        return Some("<p class=\"note\">No intervals in this document.</p>".into());
+    }
     let mut gaps = Vec::new();
     let senders = d.streams.iter().any(|s| s.sender);
     if !senders {
@@ -773,7 +789,7 @@ h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;margin:1.6rem 0 .4rem;bor
 h3{font-size:1rem;margin:1rem 0 .3rem}
 .sub,.note{color:var(--muted)}
 .verdict{background:var(--card);border-left:4px solid var(--accent);padding:.6rem .9rem;margin:.6rem 0}
-.verdict.none{border-left-color:var(--grid)}
+.verdict.none{border-left-color:var(--grid)}.verdict.failed{border-left-color:var(--c3)}
 .summary{font-size:1.1rem;font-weight:600;margin:.2rem 0 .5rem}
 table{border-collapse:collapse}
 .figures td{padding:.2rem 1.2rem .2rem 0;vertical-align:top}
