@@ -64,6 +64,9 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     let t = a.time.clamp(1, 60).to_string();
 
     if let Err(e) = Lab::check_privileges().and_then(|()| Lab::install_signal_cleanup()) {
+        if a.report.is_some() {
+            eprintln!("plumb: no report: the demo's before/after needs the lab ({e})");
+        }
         println!("No lab here ({e}); measuring on loopback instead, where there is no 15 ms to wait for.\n");
         return loopback(&t, &small);
     }
