@@ -245,7 +245,7 @@ impl Chart {
     pub fn x_scale(&self) -> Scale {
         let (lo, hi) = self.x_range.unwrap_or_else(|| self.extent(|p| p.0));
         let mut s = Scale::new(self.x.0, lo, hi, 8);
-        if self.x_range.is_none() && hi.is_finite() && hi > 0.0 {
+        if hi.is_finite() && hi > 0.0 {
             // Time runs to the last interval, not to the next tick.
             s.max = hi;
             s.ticks.retain(|t| *t <= hi + 1e-9);
