@@ -76,10 +76,12 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             let name = path
                 .file_name()
                 .map_or("result".into(), |n| n.to_string_lossy().to_string());
-            crate::report::write_for(
-                out,
-                vec![crate::report::input(name, doc.clone(), a.measure.link)],
-            )?;
+            // The page shows the answer printed below, not one saved in the document.
+            let mut fresh = doc.clone();
+            if let Some(o) = fresh.as_object_mut() {
+                o.remove("diagnosis");
+            }
+            crate::report::write_for(out, vec![crate::report::input(name, fresh, a.measure.link)])?;
         }
         return explain(&doc, link, a.measure.json);
     }

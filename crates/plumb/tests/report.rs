@@ -431,3 +431,28 @@ fn demo_report_shows_before_and_after() {
         assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000);
     }
 }
+
+#[test]
+fn why_from_a_saved_document_writes_its_report() {
+    let _one = serial();
+    let dir = Scratch::new("why");
+    let out = dir.path("why.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "why",
+            "--from",
+            &fixture("plumb-lab-rwin.json"),
+            "--report",
+            &out,
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let html = std::fs::read_to_string(&out).expect("report written");
+    // The page's verdict is the one plumb why printed.
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("Limited by"), "{text}");
+    assert!(html.contains(&first.replace('\'', "&#39;")), "{first}");
+}
