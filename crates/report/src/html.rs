@@ -108,6 +108,14 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
         .and_then(Value::as_str)
         .map_or(String::new(), |e| format!(" (the test failed: {e})"));
     if !obj.get("start").is_some_and(Value::is_object) {
+        if obj.get("diagnosis").is_some_and(Value::is_object) {
+            // A diagnosis without a test (plumb why -J from the model alone, or
+            // of live connections): the verdict is the whole report.
+            return Ok(RunData {
+                producer: "plumb why".into(),
+                ..RunData::default()
+            });
+        }
         return Err(BadDocument(format!(
             "not an iperf3/plumb -J document: no \"start\" object{why}"
         )));
@@ -597,9 +605,14 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
 }
 
 /// What the document's writer did not record, said rather than drawn empty.
-fn missing_panel(_: &Input, d: &RunData) -> Option<String> {
+fn missing_panel(i: &Input, d: &RunData) -> Option<String> {
     if d.streams.is_empty() {
-        return Some("<p class=\"note\">No intervals in this document.</p>".into());
+        let what = if i.doc["start"].is_object() {
+            "No intervals in this document."
+        } else {
+            "No test in this document: a diagnosis alone."
+        };
+        return Some(format!("<p class=\"note\">{what}</p>"));
     }
     let mut gaps = Vec::new();
     let senders = d.streams.iter().any(|s| s.sender);
@@ -642,6 +655,9 @@ fn text(v: &Value) -> Option<String> {
 fn config_panel(i: &Input, _: &RunData) -> Option<String> {
     let doc = &i.doc;
     let st = &doc["start"];
+    if !st.is_object() {
+        return None;
+    }
     let t = &st["test_start"];
     let mut rows: Vec<(String, String)> = Vec::new();
     let mut add = |k: &str, v: Option<String>| {

@@ -269,6 +269,17 @@ fn documents_that_are_not_reports() {
         let e = html::run_data(&doc).expect_err("not a report");
         assert!(e.0.contains(why), "{e} lacks {why}");
     }
+    // A diagnosis alone (plumb why -J from the model) is a verdict-only page.
+    let doc = json!({"diagnosis": {"summary": "Limited by the receive window: x", "predicted_bps": 9.3e6}});
+    let page = html::render(&[Input {
+        name: "model".into(),
+        doc,
+    }])
+    .expect("render");
+    assert!(
+        page.contains("Limited by the receive window: x") && !page.contains("<svg class=\"chart\"")
+    );
+    assert!(page.contains("a diagnosis alone"));
     let s = Scale::new(Quantity::Bytes, 0.0, 17_376.0, 5);
     assert_eq!((s.unit, s.label(s.ticks[1]).as_str()), ("kB", "5"));
 }
