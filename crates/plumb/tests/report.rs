@@ -99,7 +99,7 @@ fn browse(
     series: usize,
     texts: &[&str],
     shot: Option<&str>,
-    dark: bool,
+    extra: &[&str],
 ) -> Option<Value> {
     if !have_browser() {
         return None;
@@ -118,9 +118,7 @@ fn browse(
     if let Some(s) = shot {
         c.args(["--screenshot", s, "--screenshot-height", "2600"]);
     }
-    if dark {
-        c.arg("--dark");
-    }
+    c.args(extra);
     let o = c.output().expect("python3 runs the browser check");
     let line = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(
@@ -155,14 +153,23 @@ fn lab_run_report_renders_with_verdict_and_every_chart() {
             "expect about 941 Mbit/s",
         ],
         None,
-        false,
+        &[],
     ) {
         assert!(seen["chart_colours"].as_u64().unwrap_or(0) >= 5, "{seen}");
         assert_eq!(seen["background"], "rgb(255, 255, 255)", "{seen}");
         // The same page for a reader who prefers dark: a dark background, charts still drawn.
-        let dark = browse(&out, 5, 8, &["Limited by the receive window"], None, true)
-            .expect("the browser ran a moment ago");
+        // Printed, it is A4 (the check fails otherwise).
+        let dark = browse(
+            &out,
+            5,
+            8,
+            &["Limited by the receive window"],
+            None,
+            &["--dark", "--pdf"],
+        )
+        .expect("the browser ran a moment ago");
         assert_eq!(dark["background"], "rgb(21, 24, 28)", "{dark}");
+        assert!(dark["pdf_pages"].as_u64().unwrap_or(0) >= 1, "{dark}");
         assert!(dark["chart_colours"].as_u64().unwrap_or(0) >= 5, "{dark}");
     }
 }
@@ -197,7 +204,7 @@ fn iperf3_and_json_stream_reports_render() {
             series,
             &["Throughput over time", "Test configuration"],
             None,
-            false,
+            &[],
         );
     }
 }
@@ -228,7 +235,7 @@ fn comparison_overlays_runs_and_sets_verdicts_side_by_side() {
             "Limited by the receive window",
         ],
         None,
-        false,
+        &[],
     );
 }
 
@@ -426,7 +433,7 @@ fn demo_report_shows_before_and_after() {
     let mut texts = vec!["before: 17,520-byte window", "after: autotuned window"];
     texts.extend(verdicts.iter().map(String::as_str));
     let shot = format!("{TARGET}/report-demo.png");
-    if let Some(seen) = browse(&out, charts, series, &texts, Some(&shot), false) {
+    if let Some(seen) = browse(&out, charts, series, &texts, Some(&shot), &["--pdf"]) {
         assert!(seen["chart_colours"].as_u64().unwrap_or(0) >= 5, "{seen}");
         assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000);
     }
