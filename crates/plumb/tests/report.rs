@@ -463,3 +463,33 @@ fn why_from_a_saved_document_writes_its_report() {
     assert!(first.starts_with("Limited by"), "{text}");
     assert!(html.contains(&first.replace('\'', "&#39;")), "{first}");
 }
+
+#[test]
+fn lab_report_flag_shows_the_link() {
+    let _one = serial();
+    if !can_lab() {
+        return;
+    }
+    let dir = Scratch::new("labflag");
+    let out = dir.path("lab.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "lab", "--rate", "100m", "--rtt", "10ms", "--report", &out, "--", "-t", "2",
+        ],
+        Duration::from_secs(90),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).expect("report written");
+    assert!(html.contains("Lab link (emulated)") && html.contains("100 Mbit/s"));
+    assert!(html.contains("<p class=\"summary\">"), "a verdict");
+    assert!(html.contains("data-chart=\"throughput\""));
+    let o = run(
+        plumb_bin(),
+        &[
+            "lab", "--rate", "1g", "--rtt", "1ms", "--hold", "--report", &out,
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "--report and --hold conflict");
+}
