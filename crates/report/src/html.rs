@@ -616,7 +616,9 @@ fn missing_panel(i: &Input, d: &RunData) -> Option<String> {
     }
     let mut gaps = Vec::new();
     let senders = d.streams.iter().any(|s| s.sender);
-    if !senders {
+    if i.doc["start"]["test_start"]["protocol"] == "UDP" {
+        gaps.push("TCP's state and limit counters: this was a UDP test".to_string());
+    } else if !senders {
         gaps.push("TCP's state (window, RTT, retransmits): it is recorded by the sending end, and this end only received (a -R test: see the server's document)".to_string());
     } else {
         if d.streams.iter().all(|s| s.cwnd.is_empty()) {

@@ -172,6 +172,15 @@ fn iperf3_3_12_forward_and_reverse() {
     }])
     .expect("render");
     assert!(page.contains("this end only received"));
+    // UDP: no TCP state to miss.
+    let mut doc = load("iperf3-3.12-p2.json");
+    doc["start"]["test_start"]["protocol"] = json!("UDP");
+    let page = html::render(&[Input {
+        name: "u".into(),
+        doc,
+    }])
+    .expect("render");
+    assert!(page.contains("this was a UDP test") && !page.contains("limit counters ("));
 }
 
 #[test]
