@@ -17,8 +17,8 @@ use plumb_proto::results::{
     CpuTimes, PlumbResults, PlumbStreamInfo, PlumbUdp, Results, StreamResult, TcpInfoSummary,
 };
 use plumb_report::{
-    CpuUtil, EndRecord, IntervalDetail, IntervalRecord, Protocol, StreamEnd, StreamInterval,
-    TcpEnd, TcpSample, Totals, UdpEnd,
+    CpuUtil, EndRecord, IntervalDetail, IntervalRecord, LimitedTime, Protocol, StreamEnd,
+    StreamInterval, TcpEnd, TcpSample, Totals, UdpEnd,
 };
 
 use crate::buf::PageBuf;
@@ -203,6 +203,9 @@ struct TcpAcc {
     min_rtt: u64,
     sum_rtt: u64,
     samples: u64,
+    /// TCP_INFO's cumulative busy/rwnd/sndbuf-limited times at the last
+    /// interval, to report each interval's share.
+    last_limited: LimitedTime,
 }
 
 /// How long an interval report waits for the sending threads' TCP_INFO
@@ -594,6 +597,7 @@ impl Session {
                             rtt: u64::from(i.rtt),
                             rttvar: u64::from(i.rttvar),
                             pmtu: u64::from(i.pmtu),
+                            limited: limited_since(&mut s.tcp.last_limited, &i),
                         };
                         s.last.retrans = total;
                         sample
@@ -997,6 +1001,21 @@ pub fn udp_summary(
         "sndbuf_granted": local.sndbuf_granted,
         "rcvbuf_granted": local.rcvbuf_granted,
     })
+/// This interval's busy and limited times from TCP_INFO's cumulative
+/// counters, remembering them in `last` for the next interval.
+fn limited_since(last: &mut LimitedTime, i: &TcpInfo) -> Option<LimitedTime> {
+    let now = LimitedTime {
+        busy_us: i.busy_time?,
+        rwnd_limited_us: i.rwnd_limited?,
+        sndbuf_limited_us: i.sndbuf_limited?,
+    };
+    let delta = LimitedTime {
+        busy_us: now.busy_us.saturating_sub(last.busy_us),
+        rwnd_limited_us: now.rwnd_limited_us.saturating_sub(last.rwnd_limited_us),
+        sndbuf_limited_us: now.sndbuf_limited_us.saturating_sub(last.sndbuf_limited_us),
+    };
+    *last = now;
+    Some(delta)
 }
 
 fn stream_info(s: &Stream, info: Option<&TcpInfo>, sndbuf_set: bool) -> PlumbStreamInfo {

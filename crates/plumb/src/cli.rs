@@ -51,6 +51,8 @@ enum Command {
     Lab(crate::lab::LabArgs),
     /// Prometheus probes: HTTP /probe?target=HOST runs a test and answers with its metrics and limit.
     Exporter(crate::exporter::ExporterArgs),
+    /// Write a self-contained HTML report (charts, verdict) from -J documents; several are compared.
+    Report(crate::report::ReportArgs),
     /// Run a server (the same as plumb -s).
     Server(MeasureArgs),
     /// Run a client against HOST (the same as plumb -c HOST).
@@ -104,6 +106,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Lab(args)) => crate::lab::run(&args),
         Some(Command::Exporter(args)) => crate::exporter::run(&args),
         Some(Command::Top(args)) => crate::top::run(&args),
+        Some(Command::Report(args)) => crate::report::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
             crate::measure::run(&m)

@@ -25,6 +25,9 @@ pub struct DemoArgs {
     /// Seconds each transfer runs
     #[arg(short = 't', long = "time", default_value_t = 5, value_parser = crate::args::whole_seconds)]
     pub time: u64,
+    /// Also write the before/after as an HTML report (charts, verdicts, the fix) to this file
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
 }
 
 fn rate(bps: f64) -> String {
@@ -61,6 +64,9 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     let t = a.time.clamp(1, 60).to_string();
 
     if let Err(e) = Lab::check_privileges().and_then(|()| Lab::install_signal_cleanup()) {
+        if a.report.is_some() {
+            eprintln!("plumb: no report: the demo's before/after needs the lab ({e})");
+        }
         println!("No lab here ({e}); measuring on loopback instead, where there is no 15 ms to wait for.\n");
         return loopback(&t, &small);
     }
@@ -90,6 +96,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         far_cpu: None,
         hold: false,
         why: false,
+        report: None,
         json: false,
         json_stream: false,
         client: Vec::new(),
@@ -134,6 +141,27 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         m2.map_or("no result".into(), rate)
     );
     drop(server);
+    if let Some(out) = &a.report {
+        let stats = lab.stats();
+        let lab_json = crate::lab::lab_json(&args, probe.as_ref(), &stats);
+        let mut inputs = Vec::new();
+        for (name, doc, p, limit) in [
+            ("before: 17,520-byte window", &doc1, p1, "window"),
+            ("after: autotuned window", &doc2, p2, "link"),
+        ] {
+            let Some(doc) = doc else { continue };
+            let mut doc = doc.clone();
+            if let Some(o) = doc.as_object_mut() {
+                o.insert("lab".into(), lab_json.clone());
+                o.insert(
+                    "model".into(),
+                    serde_json::json!({"predicted_bps": p, "limit": limit}),
+                );
+            }
+            inputs.push(crate::report::input(name.into(), doc, Some(link)));
+        }
+        crate::report::write_for(out, inputs)?;
+    }
 
     println!("\n               window        model          measured");
     println!(

@@ -74,6 +74,9 @@ pub struct LabArgs {
     /// Also say what limited the transfer (plumb why)
     #[arg(long)]
     pub why: bool,
+    /// Also write an HTML report of the run (charts, verdict, the lab link) to this file
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["exec", "hold"])]
+    pub report: Option<std::path::PathBuf>,
     /// One JSON document: the client's, plus "lab" and "model" (and "diagnosis"); notes go to stderr
     #[arg(short = 'J', long)]
     pub json: bool,
@@ -366,6 +369,20 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     if let (true, Some(Err(e))) = (json, &diagnosis) {
         eprintln!("plumb: cannot diagnose: {e}");
     }
+    if let Some(out) = &a.report {
+        let mut full = doc.clone();
+        if let Some(o) = full.as_object_mut() {
+            o.insert("lab".into(), lab_json.clone());
+            o.insert("model".into(), model.0.clone());
+        }
+        let name = format!(
+            "lab link {}, RTT {}: plumb -c {}",
+            a.rate.human(),
+            a.rtt.human(),
+            a.client.join(" ")
+        );
+        crate::report::write_for(out, vec![crate::report::input(name, full, Some(a.rate))])?;
+    }
     if stream {
         let mut data = serde_json::Map::new();
         data.insert("lab".into(), lab_json);
@@ -534,7 +551,7 @@ pub(crate) fn lab_line(a: &LabArgs, probe: Option<&plumb_lab::measure::Probe>) -
     s
 }
 
-fn lab_json(
+pub(crate) fn lab_json(
     a: &LabArgs,
     probe: Option<&plumb_lab::measure::Probe>,
     stats: &plumb_lab::LabStats,

@@ -13,6 +13,7 @@ mod lab;
 mod live;
 mod measure;
 mod top;
+mod report;
 mod why;
 
 use std::process::ExitCode;

@@ -163,6 +163,9 @@ pub struct MeasureArgs {
     /// With --why: the bottleneck link's rate (1g, 100M)
     #[arg(long = "link", value_parser = crate::args::rate)]
     pub link: Option<Rate>,
+    /// Client: also write an HTML report of the test (charts, verdict) to this file
+    #[arg(long = "report", value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
     /// Also write the -J document to this file (used by plumb lab)
     #[arg(long = "json-file", hide = true)]
     pub json_file: Option<std::path::PathBuf>,
@@ -530,6 +533,11 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
     })
 }
 
+/// A report's name for a test against the host in the flags.
+fn host_name(a: &MeasureArgs) -> String {
+    format!("test against {}", a.client.as_deref().unwrap_or("?"))
+}
+
 /// Runs the client or the server the flags ask for.
 pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if a.server {
@@ -540,6 +548,11 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             // As iperf3: the client asks, the server follows it.
             return Ok(usage_error(
                 "--gsro and --no-gsro are client options (the server follows the client)",
+            ));
+        }
+        if a.report.is_some() {
+            return Ok(usage_error(
+                "--report is a client flag: the client writes the report",
             ));
         }
         let mut cfg = ServerConfig {
@@ -596,9 +609,26 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         inner: sink.as_mut(),
         printed: false,
     };
+    // --report keeps the test's -J document for the page.
+    let mut capture = a.report.as_ref().map(|_| JsonSink::new(Vec::new()));
     let outcome = match &a.json_file {
-        None if text_on_terminal => plumb_net::client::run(&cfg, &mut errors),
-        None => plumb_net::client::run(&cfg, errors.inner),
+        None => {
+            let first: &mut dyn Sink = if text_on_terminal {
+                &mut errors
+            } else {
+                &mut *errors.inner
+            };
+            match capture.as_mut() {
+                None => plumb_net::client::run(&cfg, first),
+                Some(json) => plumb_net::client::run(
+                    &cfg,
+                    &mut plumb_report::Tee {
+                        first,
+                        second: json,
+                    },
+                ),
+            }
+        }
         Some(path) => {
             let file = std::fs::File::create(path)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
@@ -619,6 +649,10 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     };
     let printed = errors.printed;
     sink.finish()?;
+    if let (Ok(()), Some(path), Some(json)) = (&outcome, &a.report, &capture) {
+        let input = crate::report::input(host_name(a), json.document(), a.link);
+        crate::report::write_for(path, vec![input])?;
+    }
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {

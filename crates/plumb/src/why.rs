@@ -88,6 +88,17 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             bps: r.bps(),
             source: LinkSource::Given,
         });
+        if let Some(out) = &a.measure.report {
+            let name = path
+                .file_name()
+                .map_or("result".into(), |n| n.to_string_lossy().to_string());
+            // The page shows the answer printed below, not one saved in the document.
+            let mut fresh = doc.clone();
+            if let Some(o) = fresh.as_object_mut() {
+                o.remove("diagnosis");
+            }
+            crate::report::write_for(out, vec![crate::report::input(name, fresh, a.measure.link)])?;
+        }
         return explain(&doc, link, a.measure.json);
     }
     match &a.host {
@@ -180,6 +191,14 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
         return Ok(ExitCode::from(1));
     }
     let link = link_for(&host, link);
+    if let Some(out) = &m.report {
+        let input = crate::report::input(
+            format!("test against {host}"),
+            doc.clone(),
+            link.as_ref().map(|l| l.bps).and_then(Rate::from_bps),
+        );
+        crate::report::write_for(out, vec![input])?;
+    }
     explain(&doc, link, m.json)
 }
 

@@ -302,6 +302,17 @@ fn stream_interval_json(s: &StreamInterval) -> Value {
             m.insert("rtt".into(), json!(t.rtt));
             m.insert("rttvar".into(), json!(t.rttvar));
             m.insert("pmtu".into(), json!(t.pmtu));
+            if let Some(l) = t.limited {
+                // Not in iperf3's schema: under plumb's own key, as in `end`.
+                m.insert(
+                    "plumb".into(),
+                    json!({
+                        "busy_us": l.busy_us,
+                        "rwnd_limited_us": l.rwnd_limited_us,
+                        "sndbuf_limited_us": l.sndbuf_limited_us,
+                    }),
+                );
+            }
         }
         IntervalDetail::Tcp(None) => {}
         IntervalDetail::UdpSender { packets } => {

@@ -132,6 +132,23 @@ pub struct TcpSample {
     pub rttvar: u64,
     /// Path MTU, bytes.
     pub pmtu: u64,
+    /// What limited the stream during the interval, from TCP_INFO's
+    /// cumulative counters (plumb only; `None` where the kernel lacks them).
+    pub limited: Option<LimitedTime>,
+}
+
+/// Time a sending stream spent with data in flight, and the parts of it the
+/// receive window and the send buffer held it back, over one interval, µs
+/// (the differences of TCP_INFO's `busy_time`, `rwnd_limited`,
+/// `sndbuf_limited`, Linux 4.10+).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitedTime {
+    /// Time with data in flight.
+    pub busy_us: u64,
+    /// Time limited by the peer's receive window.
+    pub rwnd_limited_us: u64,
+    /// Time limited by the send buffer.
+    pub sndbuf_limited_us: u64,
 }
 
 /// Per-kind numbers of one stream over one interval.

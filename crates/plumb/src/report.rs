@@ -1,0 +1,156 @@
+//! `plumb report FILE… [-o report.html]`, and the `--report FILE` of
+//! `plumb -c`, `plumb why`, `plumb lab` and `plumb demo`.
+//!
+//! Glue only: reads `-J` documents and `--json-stream` logs (plumb's or
+//! iperf3's), adds a diagnosis where the document has none and the evidence
+//! allows one, hands them to `plumb_report::html`, and writes the page to a
+//! temporary file renamed into place, so that a failure never leaves half a
+//! report behind.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use plumb_diagnose::evidence::LinkRate;
+use plumb_diagnose::{diagnose, Evidence, LinkSource};
+use plumb_model::Rate;
+use plumb_report::html::{render, Input};
+use serde_json::Value;
+
+use crate::cli::usage_error;
+
+/// Flags of `plumb report`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  plumb report result.json                       one run\n  plumb report before.json after.json -o fix.html  compared on one page\n\nReads plumb's and iperf3's -J documents and --json-stream logs."
+)]
+pub struct ReportArgs {
+    /// -J documents or --json-stream logs (plumb's or iperf3's); several are compared
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The HTML file to write
+    #[arg(short = 'o', long = "output", default_value = "report.html")]
+    pub output: PathBuf,
+    /// The bottleneck link's rate, for a diagnosis the document does not hold (1g, 100M)
+    #[arg(long = "link", value_parser = crate::args::rate)]
+    pub link: Option<Rate>,
+}
+
+/// Runs `plumb report`.
+pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let mut inputs = Vec::with_capacity(a.files.len());
+    for path in &a.files {
+        let doc = match load(path) {
+            Ok(d) => d,
+            Err(msg) => return Ok(usage_error(msg)),
+        };
+        inputs.push(input(display_name(path), doc, a.link));
+    }
+    match write(&a.output, &inputs) {
+        Ok(()) => {
+            println!("wrote {}", a.output.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(WriteError::Bad(msg)) => Ok(usage_error(msg)),
+        Err(WriteError::Io(e)) => Err(e),
+    }
+}
+
+fn display_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    )
+}
+
+/// Reads a `-J` document, or a `--json-stream` log reassembled into one.
+pub fn load(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let doc = match serde_json::from_str::<Value>(&text) {
+        Ok(v) => v,
+        Err(e) => plumb_report::json::document_from_events(&text).ok_or_else(|| {
+            format!(
+                "{} is not a -J document or a --json-stream log: {e}",
+                path.display()
+            )
+        })?,
+    };
+    // Check it here, so that the one-line error names the file.
+    plumb_report::html::run_data(&doc).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(doc)
+}
+
+/// A document ready for the page: with a `diagnosis` when it has none and
+/// the evidence allows one (the link rate from `link`, else the best
+/// interval as a lower bound, as `plumb why --from` does).
+pub fn input(name: String, mut doc: Value, link: Option<Rate>) -> Input {
+    if !doc["diagnosis"].is_object() {
+        let mut link = link.map(|r| LinkRate {
+            bps: r.bps(),
+            source: LinkSource::Given,
+        });
+        if let Ok(ev0) = Evidence::from_json(&doc, link.clone()) {
+            if link.is_none() && ev0.best_interval_bps > 0.0 {
+                link = Some(LinkRate {
+                    bps: ev0.best_interval_bps,
+                    source: LinkSource::BestInterval,
+                });
+            }
+            let d = diagnose(&Evidence { link, ..ev0 });
+            if let Some(o) = doc.as_object_mut() {
+                o.insert("diagnosis".into(), crate::why::diagnosis_json(&d));
+            }
+        }
+    }
+    Input { name, doc }
+}
+
+/// Why a report was not written.
+#[derive(Debug)]
+pub enum WriteError {
+    /// A document that cannot be reported on (a usage error).
+    Bad(String),
+    /// The file could not be written.
+    Io(anyhow::Error),
+}
+
+/// Renders `inputs` and writes the page to `out` atomically: a temporary
+/// file in the same directory, renamed over `out` once complete.
+pub fn write(out: &Path, inputs: &[Input]) -> Result<(), WriteError> {
+    let html = render(inputs).map_err(|e| WriteError::Bad(e.to_string()))?;
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        out.file_name()
+            .map_or("report".into(), |n| n.to_string_lossy()),
+        std::process::id()
+    ));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(html.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, out)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        WriteError::Io(anyhow::anyhow!("cannot write {}: {e}", out.display()))
+    })
+}
+
+/// The `--report FILE` of the measuring commands: one page from the
+/// documents a command just produced, and a line saying where it went.
+pub fn write_for(out: &Path, inputs: Vec<Input>) -> anyhow::Result<()> {
+    match write(out, &inputs) {
+        Ok(()) => {
+            eprintln!("plumb: report written to {}", out.display());
+            Ok(())
+        }
+        Err(WriteError::Bad(msg)) => Err(anyhow::anyhow!("no report: {msg}")),
+        Err(WriteError::Io(e)) => Err(e),
+    }
+}

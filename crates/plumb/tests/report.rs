@@ -1,0 +1,495 @@
+//! `plumb report` and `--report`: pages built from recorded documents of
+//! plumb and iperf3 3.12, opened in a real browser (Debian's headless
+//! Chromium, driven by `scripts/report-browser-check` with the network cut),
+//! and hostile input. Without Chromium the browser checks say they were
+//! skipped, unless `PLUMB_REQUIRE_BROWSER=1` (as `scripts/test` sets, after
+//! installing it) makes that a failure. The demo's report needs root and
+//! /dev/net/tun; its screenshot is kept as `target/report-demo.png`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../report/tests/fixtures");
+const CHECK: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scripts/report-browser-check"
+);
+const TARGET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target");
+
+/// One test at a time: Chromium and the demo's lab each want the two CPUs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn fixture(name: &str) -> String {
+    format!("{FIXTURES}/{name}")
+}
+
+/// A scratch directory removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("plumb-report-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn have_browser() -> bool {
+    let found = ["chromium", "chromium-browser"].iter().any(|b| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(b).exists()))
+    });
+    if !found {
+        assert!(
+            std::env::var("PLUMB_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "chromium is not installed (scripts/test installs it)"
+        );
+        eprintln!("skipped: no chromium on PATH (apt-get install -y chromium)");
+    }
+    found
+}
+
+/// Writes a report of `files`, checking the command's exit and message.
+fn report(files: &[String], out: &str) -> String {
+    let mut args: Vec<&str> = vec!["report"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["-o", out]);
+    let o = run(plumb_bin(), &args, Duration::from_secs(30));
+    assert!(
+        o.status.success(),
+        "plumb report failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::read_to_string(out).expect("the report was written")
+}
+
+/// What the page holds, counted in its source: the browser must render as many.
+fn counts(html: &str) -> (usize, usize) {
+    (
+        html.matches("<svg class=\"chart\"").count(),
+        html.matches("class=\"series ").count() - html.matches("<line class=\"series ").count(),
+    )
+}
+
+/// Runs the browser check; `None` when it was skipped.
+fn browse(
+    page: &str,
+    charts: usize,
+    series: usize,
+    texts: &[&str],
+    shot: Option<&str>,
+    extra: &[&str],
+) -> Option<Value> {
+    if !have_browser() {
+        return None;
+    }
+    let mut c = Command::new("python3");
+    c.arg(CHECK).arg(page);
+    c.args([
+        "--charts",
+        &charts.to_string(),
+        "--series",
+        &series.to_string(),
+    ]);
+    for t in texts {
+        c.args(["--text", t]);
+    }
+    if let Some(s) = shot {
+        c.args(["--screenshot", s, "--screenshot-height", "2600"]);
+    }
+    c.args(extra);
+    let o = c.output().expect("python3 runs the browser check");
+    let line = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "browser check failed ({:?}): {line}",
+        o.status.code()
+    );
+    Some(serde_json::from_str(line.trim()).expect("the check prints one JSON line"))
+}
+
+#[test]
+fn lab_run_report_renders_with_verdict_and_every_chart() {
+    let _one = serial();
+    let dir = Scratch::new("lab");
+    let out = dir.path("lab.html");
+    let html = report(&[fixture("plumb-lab-rwin.json")], &out);
+    // One sending stream: throughput (stream + prediction), windows (cwnd +
+    // receiver's), RTT, retransmits, limited share (rwnd + sndbuf).
+    assert_eq!(counts(&html), (5, 8));
+    assert!(html.contains("Lab link (emulated)") && html.contains("net.ipv4.tcp_rmem"));
+    assert!(
+        !html.contains("src=") && !html.contains("href="),
+        "the page links nothing"
+    );
+    if let Some(seen) = browse(
+        &out,
+        5,
+        8,
+        &[
+            "Limited by the receive window",
+            "What to change",
+            "expect about 941 Mbit/s",
+        ],
+        None,
+        &[],
+    ) {
+        assert!(seen["chart_colours"].as_u64().unwrap_or(0) >= 5, "{seen}");
+        assert_eq!(seen["background"], "rgb(255, 255, 255)", "{seen}");
+        // The same page for a reader who prefers dark: a dark background, charts still drawn.
+        // Printed, it is A4 (the check fails otherwise).
+        let dark = browse(
+            &out,
+            5,
+            8,
+            &["Limited by the receive window"],
+            None,
+            &["--dark", "--pdf"],
+        )
+        .expect("the browser ran a moment ago");
+        assert_eq!(dark["background"], "rgb(21, 24, 28)", "{dark}");
+        assert!(dark["pdf_pages"].as_u64().unwrap_or(0) >= 1, "{dark}");
+        assert!(dark["chart_colours"].as_u64().unwrap_or(0) >= 5, "{dark}");
+    }
+}
+
+#[test]
+fn iperf3_and_json_stream_reports_render() {
+    let _one = serial();
+    let dir = Scratch::new("iperf3");
+    for (name, streams) in [
+        ("iperf3-3.12-p2.json", 2),
+        ("iperf3-3.12-reverse.json", 1),
+        ("plumb-stream.jsonl", 1),
+        ("plumb-p2.json", 2),
+    ] {
+        let out = dir.path(&format!("{name}.html"));
+        let html = report(&[fixture(name)], &out);
+        let (charts, series) = counts(&html);
+        assert!(
+            charts >= 1 && series >= streams,
+            "{name}: {charts} charts, {series} series"
+        );
+        if name.starts_with("iperf3") {
+            // What iperf3 does not record is said, not drawn empty.
+            assert!(html.contains("Not in this document"), "{name}");
+            assert!(!html.contains("data-chart=\"limited\""), "{name}");
+        } else {
+            assert!(html.contains("data-chart=\"limited\""), "{name}");
+        }
+        browse(
+            &out,
+            charts,
+            series,
+            &["Throughput over time", "Test configuration"],
+            None,
+            &[],
+        );
+    }
+}
+
+#[test]
+fn comparison_overlays_runs_and_sets_verdicts_side_by_side() {
+    let _one = serial();
+    let dir = Scratch::new("cmp");
+    let out = dir.path("cmp.html");
+    let html = report(
+        &[
+            fixture("plumb-lab-rwin.json"),
+            fixture("iperf3-3.12-p2.json"),
+        ],
+        &out,
+    );
+    assert!(html.contains("data-chart=\"compare\""));
+    assert_eq!(html.matches("<article class=\"run\">").count(), 2);
+    let (charts, series) = counts(&html);
+    browse(
+        &out,
+        charts,
+        series,
+        &[
+            "Compared",
+            "plumb-lab-rwin.json",
+            "iperf3-3.12-p2.json",
+            "Limited by the receive window",
+        ],
+        None,
+        &[],
+    );
+}
+
+#[test]
+fn the_browser_check_catches_requests_and_console_errors() {
+    let _one = serial();
+    if !have_browser() {
+        return;
+    }
+    let dir = Scratch::new("bad");
+    let page = dir.path("bad.html");
+    // A loopback port nothing listens on; the check cuts the network anyway.
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><p>x</p><img src=\"http://127.0.0.1:9/x.png\"><script>console.error('boom')</script>",
+    )
+    .expect("write");
+    let o = Command::new("python3")
+        .args([CHECK, &page, "--charts", "0"])
+        .output()
+        .expect("python3");
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{line}");
+    assert!(
+        line.contains("requests attempted") && line.contains("boom"),
+        "{line}"
+    );
+}
+
+#[test]
+fn bad_documents_exit_2_and_leave_no_file() {
+    let _one = serial();
+    let dir = Scratch::new("hostile");
+    let good = std::fs::read_to_string(fixture("plumb-p2.json")).expect("fixture");
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated.json", good.as_bytes()[..good.len() / 2].to_vec()),
+        ("empty.json", Vec::new()),
+        ("garbage.json", vec![0xff, 0x00, 0x13, 0x37]),
+        ("array.json", b"[1,2,3]".to_vec()),
+        ("nostart.json", br#"{"intervals":[]}"#.to_vec()),
+        (
+            "error.json",
+            br#"{"start":{},"error":"unable to connect"}"#.to_vec(),
+        ),
+        (
+            "badinterval.json",
+            br#"{"start":{},"intervals":[{"streams":[{"socket":1}]}]}"#.to_vec(),
+        ),
+    ];
+    for (name, bytes) in cases {
+        let input = dir.path(name);
+        std::fs::write(&input, bytes).expect("write");
+        let out = dir.path("out.html");
+        let o = run(
+            plumb_bin(),
+            &["report", &input, "-o", &out],
+            Duration::from_secs(10),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error names the file: {err}"
+        );
+        assert!(!Path::new(&out).exists(), "{name}: no output file");
+        // Nor a temporary one.
+        let left: Vec<_> = std::fs::read_dir(&dir.0)
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{name}: {left:?}");
+    }
+    // A good file among bad ones writes nothing either, and an existing
+    // report is left as it was.
+    let out = dir.path("kept.html");
+    std::fs::write(&out, "old").expect("write");
+    let o = run(
+        plumb_bin(),
+        &[
+            "report",
+            &fixture("plumb-p2.json"),
+            &dir.path("truncated.json"),
+            "-o",
+            &out,
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&out).expect("read"), "old");
+    // A missing file and an unwritable output.
+    let o = run(
+        plumb_bin(),
+        &["report", &dir.path("nope.json")],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(
+        plumb_bin(),
+        &[
+            "report",
+            &fixture("plumb-p2.json"),
+            "-o",
+            &dir.path("no/such/dir.html"),
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stderr).trim().lines().count(), 1);
+}
+
+#[test]
+fn client_report_flag_writes_the_page() {
+    let _one = serial();
+    let dir = Scratch::new("client");
+    let port = port(5840);
+    let server = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let out = dir.path("client.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &server.port.to_string(),
+            "-t",
+            "2",
+            "--report",
+            &out,
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).expect("report written");
+    assert!(html.contains("data-chart=\"throughput\"") && html.contains("data-chart=\"limited\""));
+    let o = run(
+        plumb_bin(),
+        &["-s", "--report", &out],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+fn can_lab() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let tun = Path::new("/dev/net/tun").exists();
+    if !(root && tun) {
+        eprintln!("skipped: plumb demo's lab needs root and /dev/net/tun");
+    }
+    root && tun
+}
+
+#[test]
+fn demo_report_shows_before_and_after() {
+    let _one = serial();
+    if !can_lab() {
+        return;
+    }
+    let dir = Scratch::new("demo");
+    let out = dir.path("demo.html");
+    let o = run(
+        plumb_bin(),
+        &["demo", "-t", "3", "--report", &out],
+        Duration::from_secs(120),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).expect("demo report written");
+    assert!(html.contains("data-chart=\"compare\""));
+    assert_eq!(html.matches("<article class=\"run\">").count(), 2);
+    // Both runs measured: each has its own throughput chart.
+    assert_eq!(
+        html.matches("data-chart=\"throughput\"").count(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let (charts, series) = counts(&html);
+    // Each run's verdict, whatever this busy machine made of it, must be on screen.
+    let verdicts: Vec<String> = html
+        .split("<p class=\"summary\">")
+        .skip(1)
+        .filter_map(|v| v.split("</p>").next())
+        .map(|v| v.replace("&#39;", "'").replace("&amp;", "&"))
+        .collect();
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    let mut texts = vec!["before: 17,520-byte window", "after: autotuned window"];
+    texts.extend(verdicts.iter().map(String::as_str));
+    let shot = format!("{TARGET}/report-demo.png");
+    if let Some(seen) = browse(&out, charts, series, &texts, Some(&shot), &["--pdf"]) {
+        assert!(seen["chart_colours"].as_u64().unwrap_or(0) >= 5, "{seen}");
+        assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000);
+    }
+}
+
+#[test]
+fn why_from_a_saved_document_writes_its_report() {
+    let _one = serial();
+    let dir = Scratch::new("why");
+    let out = dir.path("why.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "why",
+            "--from",
+            &fixture("plumb-lab-rwin.json"),
+            "--report",
+            &out,
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let html = std::fs::read_to_string(&out).expect("report written");
+    // The page's verdict is the one plumb why printed.
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("Limited by"), "{text}");
+    assert!(html.contains(&first.replace('\'', "&#39;")), "{first}");
+}
+
+#[test]
+fn lab_report_flag_shows_the_link() {
+    let _one = serial();
+    if !can_lab() {
+        return;
+    }
+    let dir = Scratch::new("labflag");
+    let out = dir.path("lab.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "lab", "--rate", "100m", "--rtt", "10ms", "--report", &out, "--", "-t", "2",
+        ],
+        Duration::from_secs(90),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).expect("report written");
+    assert!(html.contains("Lab link (emulated)") && html.contains("100 Mbit/s"));
+    assert!(html.contains("<p class=\"summary\">"), "a verdict");
+    assert!(html.contains("data-chart=\"throughput\""));
+    let o = run(
+        plumb_bin(),
+        &[
+            "lab", "--rate", "1g", "--rtt", "1ms", "--hold", "--report", &out,
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "--report and --hold conflict");
+}

@@ -1,0 +1,975 @@
+//! The HTML report: one self-contained page from one or more `-J` documents.
+//!
+//! This module owns what the page shows and in which order. It reads the
+//! same JSON the `-J` sink writes (plumb's, or a stock iperf3's, optionally
+//! with the `diagnosis`, `model` and `lab` objects `plumb why`/`plumb lab`
+//! add), turns it into [`RunData`] (per-stream series over time) and then
+//! into [`Chart`]s and tables. Each section of a run is a [`Panel`]: a
+//! function that returns nothing when the document holds nothing for it, so
+//! a new kind of result (UDP loss, live connections) is one new entry in
+//! [`PANELS`]. The page loads nothing: inline SVG and CSS, no script, and a
+//! Content-Security-Policy that forbids any request.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::chart::{esc, Chart, Quantity, Series, Style};
+
+/// One document to report on.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// Its name on the page (the file name).
+    pub name: String,
+    /// The `-J` document.
+    pub doc: Value,
+}
+
+/// One stream's values over the test's intervals, as step series: each
+/// interval's value at its start, and the last one again at its end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamData {
+    /// "stream 1", with "(receiving)" for a receiver.
+    pub label: String,
+    /// This end sent on the stream (TCP state is only known at the sender).
+    pub sender: bool,
+    /// Goodput, bit/s.
+    pub rate: Vec<(f64, f64)>,
+    /// Congestion window, bytes.
+    pub cwnd: Vec<(f64, f64)>,
+    /// The window the receiver advertised, bytes.
+    pub rwnd: Vec<(f64, f64)>,
+    /// Smoothed RTT, µs.
+    pub rtt_us: Vec<(f64, f64)>,
+    /// Retransmitted segments per interval.
+    pub retransmits: Vec<(f64, f64)>,
+    /// Share of the interval limited by the receive window, %.
+    pub rwnd_limited_pct: Vec<(f64, f64)>,
+    /// Share of the interval limited by the send buffer, %.
+    pub sndbuf_limited_pct: Vec<(f64, f64)>,
+}
+
+/// What the charts of one run are drawn from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunData {
+    /// The program that wrote the document ("plumb 0.1.0", "iperf 3.12").
+    pub producer: String,
+    /// Each stream.
+    pub streams: Vec<StreamData>,
+    /// The sum over the streams (one direction), bit/s.
+    pub sum: Vec<(f64, f64)>,
+    /// The other direction's sum in a `--bidir` test, bit/s.
+    pub sum_reverse: Vec<(f64, f64)>,
+    /// The rate the model predicts, bit/s, and what it is.
+    pub predicted: Option<(f64, String)>,
+    /// The end of the last interval, s.
+    pub end_s: f64,
+}
+
+/// Why a document cannot be reported on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadDocument(pub String);
+
+impl std::fmt::Display for BadDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadDocument {}
+
+fn num(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|x| x.is_finite())
+}
+
+/// Pushes one interval's value as a step: at the interval's start, and
+/// (for the last interval) again at its end — see [`close_steps`].
+fn step(series: &mut Vec<(f64, f64)>, start: f64, value: Option<f64>) {
+    if let Some(v) = value {
+        series.push((start, v));
+    }
+}
+
+fn close_steps(series: &mut Vec<(f64, f64)>, end: f64) {
+    if let Some(&(x, v)) = series.last() {
+        if end > x {
+            series.push((end, v));
+        }
+    }
+}
+
+/// Reads the series the charts need from a `-J` document.
+pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
+    let obj = doc
+        .as_object()
+        .ok_or_else(|| BadDocument("not a JSON object".into()))?;
+    let why = obj
+        .get("error")
+        .and_then(Value::as_str)
+        .map_or(String::new(), |e| format!(" (the test failed: {e})"));
+    if !obj.get("start").is_some_and(Value::is_object) {
+        if obj.get("diagnosis").is_some_and(Value::is_object) {
+            // A diagnosis without a test (plumb why -J from the model alone, or
+            // of live connections): the verdict is the whole report.
+            return Ok(RunData {
+                producer: "plumb why".into(),
+                ..RunData::default()
+            });
+        }
+        return Err(BadDocument(format!(
+            "not an iperf3/plumb -J document: no \"start\" object{why}"
+        )));
+    }
+    let intervals = obj
+        .get("intervals")
+        .and_then(Value::as_array)
+        .ok_or_else(|| BadDocument(format!("no \"intervals\" array{why}")))?;
+    let mut d = RunData {
+        producer: doc["start"]["version"]
+            .as_str()
+            .unwrap_or("unknown program")
+            .to_string(),
+        ..RunData::default()
+    };
+    // Streams are keyed by socket and direction; their order is the first interval's.
+    let mut keys: Vec<(i64, bool)> = Vec::new();
+    let mut last_end = 0.0f64;
+    for iv in intervals {
+        let Some(streams) = iv["streams"].as_array() else {
+            return Err(BadDocument("an interval without \"streams\"".into()));
+        };
+        for s in streams {
+            let (Some(start), Some(end)) = (num(&s["start"]), num(&s["end"])) else {
+                return Err(BadDocument(
+                    "an interval stream without start/end times".into(),
+                ));
+            };
+            let key = (s["socket"].as_i64().unwrap_or(0), s["sender"] != false);
+            let k = match keys.iter().position(|x| *x == key) {
+                Some(k) => k,
+                None => {
+                    keys.push(key);
+                    d.streams.push(StreamData {
+                        label: String::new(),
+                        sender: key.1,
+                        ..StreamData::default()
+                    });
+                    keys.len() - 1
+                }
+            };
+            let st = &mut d.streams[k];
+            let secs = (end - start).max(1e-9);
+            step(&mut st.rate, start, num(&s["bits_per_second"]));
+            step(&mut st.cwnd, start, num(&s["snd_cwnd"]));
+            step(&mut st.rwnd, start, num(&s["snd_wnd"]).filter(|w| *w > 0.0));
+            step(&mut st.rtt_us, start, num(&s["rtt"]).filter(|r| *r > 0.0));
+            step(&mut st.retransmits, start, num(&s["retransmits"]));
+            let p = &s["plumb"];
+            let share = |key: &str| num(&p[key]).map(|us| (us / 1e6 / secs * 100.0).min(100.0));
+            step(&mut st.rwnd_limited_pct, start, share("rwnd_limited_us"));
+            step(
+                &mut st.sndbuf_limited_pct,
+                start,
+                share("sndbuf_limited_us"),
+            );
+            last_end = last_end.max(end);
+        }
+        if let Some(start) = num(&iv["sum"]["start"]) {
+            step(&mut d.sum, start, num(&iv["sum"]["bits_per_second"]));
+        }
+        if let Some(start) = num(&iv["sum_bidir_reverse"]["start"]) {
+            step(
+                &mut d.sum_reverse,
+                start,
+                num(&iv["sum_bidir_reverse"]["bits_per_second"]),
+            );
+        }
+    }
+    let bidir = !d.sum_reverse.is_empty();
+    for (k, st) in d.streams.iter_mut().enumerate() {
+        st.label = match (bidir, st.sender) {
+            (true, true) => format!("stream {} (sending)", k + 1),
+            (true, false) => format!("stream {} (receiving)", k + 1),
+            _ => format!("stream {}", k + 1),
+        };
+        for s in [
+            &mut st.rate,
+            &mut st.cwnd,
+            &mut st.rwnd,
+            &mut st.rtt_us,
+            &mut st.retransmits,
+            &mut st.rwnd_limited_pct,
+            &mut st.sndbuf_limited_pct,
+        ] {
+            close_steps(s, last_end);
+        }
+    }
+    close_steps(&mut d.sum, last_end);
+    close_steps(&mut d.sum_reverse, last_end);
+    d.end_s = last_end;
+    d.predicted = if let Some(p) = num(&doc["diagnosis"]["predicted_bps"]) {
+        let limit = doc["diagnosis"]["limit"].as_str().unwrap_or("model");
+        Some((p, format!("predicted ({})", limit.replace('_', " "))))
+    } else {
+        num(&doc["model"]["predicted_bps"]).map(|p| {
+            let limit = doc["model"]["limit"].as_str().unwrap_or("model");
+            (p, format!("predicted ({limit})"))
+        })
+    };
+    Ok(d)
+}
+
+/// A rate for people: three significant figures, unit by size.
+pub fn rate(bps: f64) -> String {
+    let (div, unit) = crate::chart::unit_for(Quantity::Rate, bps.abs());
+    format!("{} {unit}", sig3(bps / div))
+}
+
+fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return "0".into();
+    }
+    let digits = 3 - 1 - x.abs().log10().floor() as i32;
+    let d = digits.clamp(0, 6) as usize;
+    format!("{x:.d$}")
+}
+
+fn predicted_line(d: &RunData, start: f64, end: f64, style: Style) -> Option<Series> {
+    let (p, name) = d.predicted.clone()?;
+    Some(Series {
+        name,
+        points: vec![(start, p), (end.max(start + 1e-3), p)],
+        style,
+    })
+}
+
+fn chart(id: &str, title: &str, y: (Quantity, &str), series: Vec<Series>) -> Chart {
+    Chart {
+        id: id.into(),
+        title: title.into(),
+        x: (Quantity::Seconds, "time".into()),
+        y: (y.0, y.1.into()),
+        series,
+        steps: true,
+        x_range: None,
+    }
+}
+
+/// Throughput over time: each stream, their sum, the model's prediction.
+pub fn throughput_chart(d: &RunData) -> Option<Chart> {
+    let mut series: Vec<Series> = d
+        .streams
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.rate.is_empty())
+        .map(|(k, s)| Series {
+            name: s.label.clone(),
+            points: s.rate.clone(),
+            style: Style::Palette(k),
+        })
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    if series.len() > 1 && !d.sum.is_empty() {
+        let name = if d.sum_reverse.is_empty() {
+            "sum"
+        } else {
+            "sum (sending)"
+        };
+        series.push(Series {
+            name: name.into(),
+            points: d.sum.clone(),
+            style: Style::Sum,
+        });
+    }
+    if !d.sum_reverse.is_empty() {
+        series.push(Series {
+            name: "sum (receiving)".into(),
+            points: d.sum_reverse.clone(),
+            style: Style::Dashed(7),
+        });
+    }
+    series.extend(predicted_line(d, 0.0, d.end_s, Style::Reference));
+    Some(chart(
+        "throughput",
+        "Throughput over time",
+        (Quantity::Rate, "goodput"),
+        series,
+    ))
+}
+
+fn per_stream(
+    d: &RunData,
+    pick: fn(&StreamData) -> &Vec<(f64, f64)>,
+    suffix: &str,
+    dashed: bool,
+) -> Vec<Series> {
+    d.streams
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !pick(s).is_empty())
+        .map(|(k, s)| Series {
+            name: format!("{}{suffix}", s.label),
+            points: pick(s).clone(),
+            style: if dashed {
+                Style::Dashed(k)
+            } else {
+                Style::Palette(k)
+            },
+        })
+        .collect()
+}
+
+/// The congestion window and the window the receiver advertised.
+pub fn window_chart(d: &RunData) -> Option<Chart> {
+    let mut s = per_stream(d, |s| &s.cwnd, ": congestion window", false);
+    s.extend(per_stream(d, |s| &s.rwnd, ": receiver's window", true));
+    (!s.is_empty()).then(|| {
+        chart(
+            "windows",
+            "Congestion window (solid) and the receiver's advertised window (dashed)",
+            (Quantity::Bytes, "window"),
+            s,
+        )
+    })
+}
+
+/// The smoothed RTT.
+pub fn rtt_chart(d: &RunData) -> Option<Chart> {
+    let s = per_stream(d, |s| &s.rtt_us, "", false);
+    (!s.is_empty()).then(|| {
+        chart(
+            "rtt",
+            "Round-trip time (TCP's smoothed RTT)",
+            (Quantity::Micros, "RTT"),
+            s,
+        )
+    })
+}
+
+/// Retransmitted segments per interval.
+pub fn retransmit_chart(d: &RunData) -> Option<Chart> {
+    let s = per_stream(d, |s| &s.retransmits, "", false);
+    (!s.is_empty()).then(|| {
+        chart(
+            "retransmits",
+            "Retransmitted segments per interval",
+            (Quantity::Count, "segments"),
+            s,
+        )
+    })
+}
+
+/// The share of each interval the receive window or the send buffer held
+/// the sender back (TCP_INFO, plumb only).
+pub fn limited_chart(d: &RunData) -> Option<Chart> {
+    let mut s = per_stream(d, |s| &s.rwnd_limited_pct, ": receive window", false);
+    s.extend(per_stream(
+        d,
+        |s| &s.sndbuf_limited_pct,
+        ": send buffer",
+        true,
+    ));
+    (!s.is_empty()).then(|| {
+        chart(
+            "limited",
+            "Share of each interval limited by the receive window (solid) or the send buffer (dashed)",
+            (Quantity::Percent, "time limited"),
+            s,
+        )
+    })
+}
+
+/// Latency percentiles (`pNN_us` keys) and histogram buckets, as plumb
+/// records them under `end.plumb.latency`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Latency {
+    /// (percentile, µs), ascending.
+    pub percentiles: Vec<(f64, f64)>,
+    /// The CDF from the histogram: (upper bound µs, cumulative fraction).
+    pub cdf: Vec<(f64, f64)>,
+}
+
+/// Reads `end.plumb.latency`, if the test measured latency. Percentiles are
+/// keys `p50_us`, `p99_us`, `p99_9_us`…; the histogram is `histogram` or
+/// `buckets`, an array of `[upper_us, count]` pairs or of objects with an
+/// upper bound (`le_us`, `upper_us`, `us`) and a `count`.
+pub fn latency(doc: &Value) -> Option<Latency> {
+    let l = doc["end"]["plumb"]["latency"].as_object()?;
+    let mut out = Latency::default();
+    for (k, v) in l {
+        let Some(p) = k.strip_prefix('p').and_then(|r| r.strip_suffix("_us")) else {
+            continue;
+        };
+        if let (Ok(p), Some(v)) = (p.replace('_', ".").parse::<f64>(), num(v)) {
+            out.percentiles.push((p, v));
+        }
+    }
+    out.percentiles.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let buckets = l
+        .get("histogram")
+        .or_else(|| l.get("buckets"))
+        .and_then(Value::as_array);
+    if let Some(b) = buckets {
+        let mut pairs: Vec<(f64, f64)> = b
+            .iter()
+            .filter_map(|e| match e {
+                Value::Array(a) => Some((num(a.first()?)?, num(a.get(1)?)?)),
+                Value::Object(o) => {
+                    let up = ["le_us", "upper_us", "us"]
+                        .iter()
+                        .find_map(|k| o.get(*k).and_then(num))?;
+                    Some((up, num(o.get("count")?)?))
+                }
+                _ => None,
+            })
+            .collect();
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let total: f64 = pairs.iter().map(|p| p.1).sum();
+        if total > 0.0 {
+            let mut acc = 0.0;
+            for (up, n) in pairs {
+                acc += n;
+                out.cdf.push((up, acc / total));
+            }
+        }
+    }
+    (!out.percentiles.is_empty() || !out.cdf.is_empty()).then_some(out)
+}
+
+/// The latency CDF chart.
+pub fn latency_chart(l: &Latency) -> Option<Chart> {
+    (!l.cdf.is_empty()).then(|| Chart {
+        id: "latency".into(),
+        title: "Latency: cumulative distribution".into(),
+        x: (Quantity::Micros, "latency".into()),
+        y: (Quantity::Fraction, "fraction of samples".into()),
+        series: vec![Series {
+            name: "CDF".into(),
+            points: l.cdf.clone(),
+            style: Style::Palette(0),
+        }],
+        steps: false,
+        x_range: None,
+    })
+}
+
+/// One section of a run: its HTML, or nothing when the document holds
+/// nothing for it.
+pub type Panel = fn(&Input, &RunData) -> Option<String>;
+
+/// The sections of a run, top to bottom. A new kind of result is one more
+/// entry here.
+pub const PANELS: &[Panel] = &[
+    error_panel,
+    verdict_panel,
+    |_, d| throughput_chart(d).map(|c| c.to_html()),
+    |_, d| window_chart(d).map(|c| c.to_html()),
+    |_, d| rtt_chart(d).map(|c| c.to_html()),
+    |_, d| retransmit_chart(d).map(|c| c.to_html()),
+    |_, d| limited_chart(d).map(|c| c.to_html()),
+    latency_panel,
+    missing_panel,
+    config_panel,
+];
+
+/// A test that failed says so first (its document may hold nothing else).
+fn error_panel(i: &Input, _: &RunData) -> Option<String> {
+    let e = i.doc["error"].as_str()?;
+    Some(format!(
+        "<section class=\"verdict failed\"><p class=\"summary\">The test failed: {}</p></section>",
+        esc(e)
+    ))
+}
+
+fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
+    let dg = &i.doc["diagnosis"];
+    if d.streams.is_empty() && !dg.is_object() {
+        return None;
+    }
+    if !dg.is_object() {
+        return Some(
+            "<section class=\"verdict none\"><p>No diagnosis: the document holds too little evidence to name a limit.</p></section>"
+                .into(),
+        );
+    }
+    let mut s = String::from("<section class=\"verdict\">");
+    let _ = write!(
+        s,
+        "<p class=\"summary\">{}</p><table class=\"figures\"><tr>",
+        esc(dg["summary"].as_str().unwrap_or("No limit named."))
+    );
+    let cell = |s: &mut String, k: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            let _ = write!(s, "<td><span class=\"k\">{k}</span><b>{}</b></td>", rate(v));
+        }
+    };
+    cell(&mut s, "measured", num(&dg["measured_bps"]));
+    cell(&mut s, "predicted", num(&dg["predicted_bps"]));
+    cell(&mut s, "link carries", num(&dg["link_bps"]));
+    if let Some(c) = dg["confidence"].as_str() {
+        let _ = write!(
+            s,
+            "<td><span class=\"k\">confidence</span><b>{}</b></td>",
+            esc(c)
+        );
+    }
+    s.push_str("</tr></table>");
+    if let Some(fixes) = dg["fixes"].as_array().filter(|f| !f.is_empty()) {
+        s.push_str("<h3>What to change</h3><ul class=\"fixes\">");
+        for (n, f) in fixes.iter().enumerate() {
+            if n == 1 && fixes.len() > 2 {
+                // The first fix is the one for this host's system; the rest fold.
+                s.push_str("</ul><details><summary>Other systems</summary><ul class=\"fixes\">");
+            }
+            let expect = num(&f["expected_bps"]).map_or(String::new(), |e| {
+                format!(" → expect about <b>{}</b>", rate(e))
+            });
+            let _ = write!(
+                s,
+                "<li><b>{}</b>: {}{expect}",
+                esc(os_name(f["os"].as_str().unwrap_or(""))),
+                esc(f["note"].as_str().unwrap_or(""))
+            );
+            if let Some(cmds) = f["commands"].as_array().filter(|c| !c.is_empty()) {
+                s.push_str("<pre>");
+                for c in cmds {
+                    let _ = writeln!(s, "{}", esc(c.as_str().unwrap_or("")));
+                }
+                s.push_str("</pre>");
+            }
+            s.push_str("</li>");
+        }
+        s.push_str("</ul>");
+        if fixes.len() > 2 {
+            s.push_str("</details>");
+        }
+    }
+    if let Some(ev) = dg["evidence"].as_array().filter(|e| !e.is_empty()) {
+        s.push_str("<details><summary>Evidence</summary><table class=\"kv\">");
+        for e in ev {
+            let v = num(&e["value"]).map_or(String::new(), |v| {
+                if e["unit"] == "B" {
+                    format!("{} B", v as u64)
+                } else {
+                    format!("{} {}", sig3(v), e["unit"].as_str().unwrap_or(""))
+                }
+            });
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                esc(e["what"].as_str().unwrap_or("")),
+                esc(&v)
+            );
+        }
+        s.push_str("</table></details>");
+    }
+    s.push_str("</section>");
+    Some(s)
+}
+
+fn os_name(os: &str) -> &str {
+    match os {
+        "linux" => "Linux",
+        "windows" => "Windows (Vista and later)",
+        "windows-legacy" => "Windows 2000/2003/XP",
+        "macos" => "macOS",
+        "freebsd" => "FreeBSD",
+        "application" => "Application",
+        "path" => "Path",
+        other => other,
+    }
+}
+
+fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
+    let l = latency(&i.doc)?;
+    let mut s = String::from("<section class=\"latency\"><h3>Latency</h3>");
+    if !l.percentiles.is_empty() {
+        s.push_str("<table class=\"figures\"><tr>");
+        for (p, us) in &l.percentiles {
+            let (div, unit) = crate::chart::unit_for(Quantity::Micros, *us);
+            let _ = write!(
+                s,
+                "<td><span class=\"k\">p{p}</span><b>{} {unit}</b></td>",
+                sig3(us / div)
+            );
+        }
+        s.push_str("</tr></table>");
+    }
+    if let Some(c) = latency_chart(&l) {
+        s.push_str(&c.to_html());
+    }
+    s.push_str("</section>");
+    Some(s)
+}
+
+/// What the document's writer did not record, said rather than drawn empty.
+fn missing_panel(i: &Input, d: &RunData) -> Option<String> {
+    if d.streams.is_empty() {
+        let what = if i.doc["start"].is_object() {
+            "No intervals in this document."
+        } else {
+            "No test in this document: a diagnosis alone."
+        };
+        return Some(format!("<p class=\"note\">{what}</p>"));
+    }
+    let mut gaps = Vec::new();
+    let senders = d.streams.iter().any(|s| s.sender);
+    if i.doc["start"]["test_start"]["protocol"] == "UDP" {
+        gaps.push("TCP's state and limit counters: this was a UDP test".to_string());
+    } else if !senders {
+        gaps.push("TCP's state (window, RTT, retransmits): it is recorded by the sending end, and this end only received (a -R test: see the server's document)".to_string());
+    } else {
+        if d.streams.iter().all(|s| s.cwnd.is_empty()) {
+            gaps.push("the congestion window".into());
+        }
+        if d.streams.iter().all(|s| s.rwnd_limited_pct.is_empty()) {
+            gaps.push(format!(
+                "the share of each interval limited by the receive window or the send buffer ({} does not record TCP_INFO's limit counters)",
+                d.producer
+            ));
+        }
+    }
+    (!gaps.is_empty()).then(|| {
+        let mut s = String::from("<p class=\"note\">Not in this document: ");
+        s.push_str(&esc(&gaps.join("; ")));
+        s.push_str(".</p>");
+        s
+    })
+}
+
+fn kv_rows(s: &mut String, rows: &[(String, String)]) {
+    for (k, v) in rows {
+        let _ = write!(s, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn config_panel(i: &Input, _: &RunData) -> Option<String> {
+    let doc = &i.doc;
+    let st = &doc["start"];
+    if !st.is_object() {
+        return None;
+    }
+    let t = &st["test_start"];
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut add = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            rows.push((k.into(), v));
+        }
+    };
+    add("written by", text(&st["version"]));
+    add("this host", text(&st["system_info"]));
+    add("time", text(&st["timestamp"]["time"]));
+    add(
+        "server",
+        st["connecting_to"]["host"]
+            .as_str()
+            .map(|h| format!("{h} port {}", st["connecting_to"]["port"])),
+    );
+    add("protocol", text(&t["protocol"]));
+    add("streams", text(&t["num_streams"]));
+    add("duration", text(&t["duration"]).map(|d| format!("{d} s")));
+    add("block size", text(&t["blksize"]).map(|b| format!("{b} B")));
+    let dir = if t["bidir"].as_i64().unwrap_or(0) != 0 {
+        "both ways (--bidir)"
+    } else if t["reverse"].as_i64().unwrap_or(0) != 0 {
+        "server to client (-R)"
+    } else {
+        "client to server"
+    };
+    add("direction", Some(dir.into()));
+    add(
+        "congestion control (sender)",
+        text(&doc["end"]["sender_tcp_congestion"]),
+    );
+    add(
+        "congestion control (receiver)",
+        text(&doc["end"]["receiver_tcp_congestion"]),
+    );
+    add(
+        "send buffer granted",
+        text(&st["sndbuf_actual"]).map(|b| format!("{b} B")),
+    );
+    add(
+        "receive buffer granted",
+        text(&st["rcvbuf_actual"]).map(|b| format!("{b} B")),
+    );
+    let cpu = &doc["end"]["cpu_utilization_percent"];
+    add(
+        "CPU, this host",
+        num(&cpu["host_total"]).map(|c| format!("{} %", sig3(c))),
+    );
+    add(
+        "CPU, the other host",
+        num(&cpu["remote_total"]).map(|c| format!("{} %", sig3(c))),
+    );
+    let mut s =
+        String::from("<section class=\"config\"><h3>Test configuration</h3><table class=\"kv\">");
+    kv_rows(&mut s, &rows);
+    s.push_str("</table>");
+
+    // Both hosts' sysctls side by side (plumb records them; iperf3 does not).
+    let local = doc["end"]["plumb"]["local"]["sysctl"].as_object();
+    let remote = doc["end"]["plumb"]["remote"]["sysctl"].as_object();
+    if local.is_some() || remote.is_some() {
+        let mut keys: Vec<&String> = local
+            .iter()
+            .chain(remote.iter())
+            .flat_map(|m| m.keys())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        s.push_str("<h3>Sysctls</h3><table class=\"kv sysctl\"><tr><th>key</th><th>this host</th><th>the other host</th></tr>");
+        for k in keys {
+            let get = |m: Option<&serde_json::Map<String, Value>>| {
+                m.and_then(|m| m.get(k))
+                    .and_then(text)
+                    .unwrap_or_else(|| "–".into())
+            };
+            let (a, b) = (get(local), get(remote));
+            let differ = if a != b { " class=\"differ\"" } else { "" };
+            let _ = write!(
+                s,
+                "<tr{differ}><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(k),
+                esc(&a),
+                esc(&b)
+            );
+        }
+        s.push_str("</table>");
+    }
+    let lab = &doc["lab"];
+    if lab.is_object() {
+        let c = &lab["configured"];
+        let m = &lab["measured"];
+        let e = &lab["emulator"];
+        let mut rows = Vec::new();
+        let mut add = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                rows.push((k.to_string(), v));
+            }
+        };
+        add("link rate", num(&c["rate_bps"]).map(rate));
+        add(
+            "round trip",
+            num(&c["rtt_ms"]).map(|r| format!("{} ms", sig3(r))),
+        );
+        add(
+            "loss",
+            num(&c["loss"]).map(|l| format!("{} %", sig3(l * 100.0))),
+        );
+        add("queue", text(&c["queue"]));
+        add("seed", text(&c["seed"]));
+        add(
+            "measured round trip (min)",
+            num(&m["rtt_min_ms"]).map(|r| format!("{} ms", sig3(r))),
+        );
+        add("measured link rate", num(&m["rate_bps"]).map(rate));
+        add("segments delivered", text(&e["segments_delivered"]));
+        add("dropped by the queue", text(&e["segments_dropped_queue"]));
+        add(
+            "dropped by the loss model",
+            text(&e["segments_dropped_loss"]),
+        );
+        add(
+            "release error p50 / p99",
+            num(&e["release_error_p50_us"])
+                .zip(num(&e["release_error_p99_us"]))
+                .map(|(a, b)| format!("{} / {} µs", sig3(a), sig3(b))),
+        );
+        s.push_str("<h3>Lab link (emulated)</h3><table class=\"kv\">");
+        kv_rows(&mut s, &rows);
+        s.push_str("</table>");
+    }
+    s.push_str("</section>");
+    Some(s)
+}
+
+const CSS: &str = r#"
+:root{--bg:#fff;--fg:#1a1a1a;--muted:#5a5a5a;--grid:#dcdcdc;--card:#f4f6f8;--accent:#0072B2;
+--c0:#0072B2;--c1:#E69F00;--c2:#009E73;--c3:#D55E00;--c4:#CC79A7;--c5:#56B4E9;--c6:#8C6D00;--c7:#000000;}
+@media (prefers-color-scheme:dark){:root{--bg:#15181c;--fg:#e8e8e8;--muted:#a8a8a8;--grid:#3a3f45;--card:#1f242a;--accent:#56B4E9;
+--c0:#56B4E9;--c1:#E69F00;--c2:#2FBF8F;--c3:#F07A3A;--c4:#E08BC0;--c5:#9AD3F5;--c6:#F0E442;--c7:#ffffff;}}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:60rem;padding:1rem 1.25rem;background:var(--bg);color:var(--fg);
+font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;margin:1.6rem 0 .4rem;border-bottom:1px solid var(--grid)}
+h3{font-size:1rem;margin:1rem 0 .3rem}
+.sub,.note{color:var(--muted)}
+.verdict{background:var(--card);border-left:4px solid var(--accent);padding:.6rem .9rem;margin:.6rem 0}
+.verdict.none{border-left-color:var(--grid)}.verdict.failed{border-left-color:var(--c3)}
+.summary{font-size:1.1rem;font-weight:600;margin:.2rem 0 .5rem}
+table{border-collapse:collapse}
+.figures td{padding:.2rem 1.2rem .2rem 0;vertical-align:top}
+.figures .k{display:block;font-size:.8rem;color:var(--muted)}
+.kv td,.kv th{padding:.15rem .8rem .15rem 0;text-align:left;vertical-align:top;border-bottom:1px solid var(--grid)}
+.kv td:first-child{color:var(--muted)}
+.sysctl tr.differ td{font-weight:600}
+.fixes{padding-left:1.1rem}.fixes li{margin:.3rem 0}
+pre{background:var(--bg);border:1px solid var(--grid);padding:.3rem .5rem;overflow-x:auto;font-size:.85rem;margin:.2rem 0}
+figure{margin:.8rem 0}figcaption{font-weight:600;font-size:.95rem}
+svg.chart{width:100%;height:auto;display:block}
+.grid{stroke:var(--grid);stroke-width:1}
+.frame{fill:none;stroke:var(--muted);stroke-width:1}
+.tick{fill:var(--muted);font-size:11px}
+.axis{fill:var(--fg);font-size:12px}
+.series{fill:none;stroke-width:2;stroke-linejoin:round}
+.s0{stroke:var(--c0);fill:var(--c0)}.s1{stroke:var(--c1);fill:var(--c1)}.s2{stroke:var(--c2);fill:var(--c2)}.s3{stroke:var(--c3);fill:var(--c3)}
+.s4{stroke:var(--c4);fill:var(--c4)}.s5{stroke:var(--c5);fill:var(--c5)}.s6{stroke:var(--c6);fill:var(--c6)}.s7{stroke:var(--c7);fill:var(--c7)}
+path.series{fill:none}
+.dash{stroke-dasharray:6 4}
+.sum{stroke:var(--fg);stroke-width:3}
+.ref{stroke:var(--c3);stroke-width:2;stroke-dasharray:8 5}
+.legend{list-style:none;padding:0;margin:.2rem 0 0;display:flex;flex-wrap:wrap;gap:.2rem 1.1rem;font-size:.85rem}
+.legend svg{vertical-align:middle;margin-right:.35rem}
+table.compare td,table.compare th{padding:.25rem .8rem .25rem 0;border-bottom:1px solid var(--grid);text-align:left;vertical-align:top}
+footer{margin-top:2rem;font-size:.8rem;color:var(--muted)}
+@page{size:A4;margin:14mm}
+@media print{:root{--bg:#fff;--fg:#000;--muted:#444;--grid:#ccc;--card:#f2f2f2;--c0:#0072B2;--c1:#E69F00;--c2:#009E73;--c3:#D55E00;--c4:#CC79A7;--c5:#56B4E9;--c6:#8C6D00;--c7:#000}
+body{max-width:none;padding:0;font-size:10.5pt}figure,.verdict,table{break-inside:avoid}h2{break-after:avoid}details{display:block}details>*{display:block}}
+"#;
+
+/// The whole page for one or more documents.
+pub fn render(inputs: &[Input]) -> Result<String, BadDocument> {
+    let runs: Vec<RunData> = inputs
+        .iter()
+        .map(|i| run_data(&i.doc).map_err(|e| BadDocument(format!("{}: {e}", i.name))))
+        .collect::<Result<_, _>>()?;
+    let title = if inputs.len() == 1 {
+        format!("plumb report: {}", inputs[0].name)
+    } else {
+        format!("plumb report: {} runs compared", inputs.len())
+    };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"color-scheme\" content=\"light dark\">\
+         <title>{}</title><style>{CSS}</style></head><body><h1>{}</h1>",
+        esc(&title),
+        esc(&title)
+    );
+    if inputs.len() > 1 {
+        s.push_str(&compare_section(inputs, &runs));
+    }
+    for (i, d) in inputs.iter().zip(&runs) {
+        let _ = write!(
+            s,
+            "<article class=\"run\"><h2>{}</h2><p class=\"sub\">{}</p>",
+            esc(&i.name),
+            esc(&d.producer)
+        );
+        for panel in PANELS {
+            if let Some(html) = panel(i, d) {
+                s.push_str(&html);
+            }
+        }
+        s.push_str("</article>");
+    }
+    s.push_str("<footer>Written by plumb report. Everything on this page is inline: it loads nothing.</footer></body></html>\n");
+    Ok(s)
+}
+
+/// The overlaid throughput of several runs, one series each.
+pub fn compare_chart(inputs: &[Input], runs: &[RunData]) -> Chart {
+    let end = runs.iter().map(|r| r.end_s).fold(0.0, f64::max);
+    let mut series = Vec::new();
+    for (k, (i, d)) in inputs.iter().zip(runs).enumerate() {
+        let pts = if d.sum.is_empty() {
+            d.streams
+                .first()
+                .map(|s| s.rate.clone())
+                .unwrap_or_default()
+        } else {
+            d.sum.clone()
+        };
+        series.push(Series {
+            name: i.name.clone(),
+            points: pts,
+            style: Style::Palette(k),
+        });
+        if let Some(p) = predicted_line(d, 0.0, d.end_s, Style::Dashed(k)) {
+            series.push(Series {
+                name: format!("{}: {}", i.name, p.name),
+                ..p
+            });
+        }
+    }
+    Chart {
+        x_range: Some((0.0, end)),
+        ..chart(
+            "compare",
+            "Throughput of each run (sum of its streams; dashed: its prediction)",
+            (Quantity::Rate, "goodput"),
+            series,
+        )
+    }
+}
+
+fn compare_section(inputs: &[Input], runs: &[RunData]) -> String {
+    let mut s = String::from("<section class=\"compare\"><h2>Compared</h2>");
+    s.push_str(&compare_chart(inputs, runs).to_html());
+    s.push_str("<table class=\"compare\"><tr><th></th>");
+    for i in inputs {
+        let _ = write!(s, "<th>{}</th>", esc(&i.name));
+    }
+    s.push_str("</tr>");
+    type Cell = fn(&Value) -> String;
+    let rows: [(&str, Cell); 6] = [
+        ("limit", |d| {
+            d["diagnosis"]["limit"]
+                .as_str()
+                .map_or("–".into(), |l| l.replace('_', " "))
+        }),
+        ("measured", |d| {
+            num(&d["diagnosis"]["measured_bps"])
+                .or_else(|| num(&d["end"]["sum_received"]["bits_per_second"]))
+                .map_or("–".into(), rate)
+        }),
+        ("predicted", |d| {
+            num(&d["diagnosis"]["predicted_bps"])
+                .or_else(|| num(&d["model"]["predicted_bps"]))
+                .map_or("–".into(), rate)
+        }),
+        ("verdict", |d| {
+            d["diagnosis"]["summary"]
+                .as_str()
+                .unwrap_or("–")
+                .to_string()
+        }),
+        ("fix (Linux)", |d| {
+            d["diagnosis"]["fixes"]
+                .as_array()
+                .and_then(|f| f.iter().find(|f| f["os"] == "linux").or(f.first()))
+                .map_or("–".into(), |f| {
+                    let e = num(&f["expected_bps"])
+                        .map_or(String::new(), |e| format!(" → about {}", rate(e)));
+                    format!("{}{e}", f["note"].as_str().unwrap_or(""))
+                })
+        }),
+        ("written by", |d| {
+            d["start"]["version"].as_str().unwrap_or("–").to_string()
+        }),
+    ];
+    for (name, f) in rows {
+        let _ = write!(s, "<tr><th>{name}</th>");
+        for i in inputs {
+            let _ = write!(s, "<td>{}</td>", esc(&f(&i.doc)));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table></section>");
+    s
+}
