@@ -1001,6 +1001,8 @@ pub fn udp_summary(
         "sndbuf_granted": local.sndbuf_granted,
         "rcvbuf_granted": local.rcvbuf_granted,
     })
+}
+
 /// This interval's busy and limited times from TCP_INFO's cumulative
 /// counters, remembering them in `last` for the next interval.
 fn limited_since(last: &mut LimitedTime, i: &TcpInfo) -> Option<LimitedTime> {
