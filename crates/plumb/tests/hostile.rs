@@ -73,14 +73,22 @@ impl Srv {
 
     /// Waits (bounded) until the server is idle — no test thread left, only
     /// the gate — and returns its usage then.
+    /// The server's usage once it is idle: one thread left, and the same
+    /// descriptor count in five readings 50 ms apart. One thread alone is not
+    /// enough: a connection the gate is still closing (a busy client held
+    /// for its 250 ms) can be counted in one snapshot and gone by the next.
     fn idle(&self) -> (u64, usize, u64) {
         let t0 = Instant::now();
+        let mut steady = 0;
+        let mut last = self.usage();
         loop {
+            std::thread::sleep(Duration::from_millis(50));
             let u = self.usage();
-            if u.2 == 1 || t0.elapsed() > Duration::from_secs(15) {
-                return u;
+            steady = if u.2 == 1 && u.1 == last.1 { steady + 1 } else { 0 };
+            last = u;
+            if steady >= 4 || t0.elapsed() > Duration::from_secs(15) {
+                return last;
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
