@@ -225,8 +225,27 @@ impl Shared {
 /// The bytes a sender repeats: random by default, `0123456789…` with
 /// `--repeating-payload` (as iperf3).
 pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    fill_payload(&mut out, repeating);
+    out
+}
+
+/// [`payload`] written straight into a page-aligned buffer: a TCP sender's
+/// block. Made in place, not copied from a `Vec`, so that a stream holds one
+/// block, not two: the `Vec` stayed resident in each thread's malloc arena
+/// for the whole test (1 MiB of a `-P 8` client's peak).
+pub fn payload_block(len: usize, repeating: bool) -> PageBuf {
+    let mut out = PageBuf::zeroed(len);
+    fill_payload(&mut out, repeating);
+    out
+}
+
+fn fill_payload(out: &mut [u8], repeating: bool) {
     if repeating {
-        return (0..len).map(|i| b'0' + (i % 10) as u8).collect();
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = b'0' + (i % 10) as u8;
+        }
+        return;
     }
     // Random filler so that compressing links and dedup can't flatter the
     // result; xorshift seeded from the kernel is plenty for that.
@@ -238,15 +257,12 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
         seed = (Instant::now().elapsed().as_nanos() as u64 | 1).to_le_bytes();
     }
     let mut x = u64::from_le_bytes(seed) | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
+    for chunk in out.chunks_mut(8) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
     }
-    out.truncate(len);
-    out
 }
 
 fn transient(e: &io::Error) -> bool {
@@ -1087,6 +1103,22 @@ mod tests {
 
     fn width() -> SeqWidth {
         SeqWidth::from_counters_64bit(false)
+    }
+
+    #[test]
+    fn payload_block_is_the_payload_on_a_page_boundary() {
+        // Odd length: the last xorshift word is cut, as the Vec's was.
+        let b = payload_block(128 * 1024 + 3, true);
+        assert_eq!(b.as_ptr() as usize % PageBuf::ALIGN, 0);
+        assert_eq!(&b[..], &payload(128 * 1024 + 3, true)[..]);
+        assert_eq!(&b[8..12], b"8901");
+        let r = payload_block(4099, false);
+        assert_eq!(r.len(), 4099);
+        assert_eq!(r.as_ptr() as usize % PageBuf::ALIGN, 0);
+        // Random filler: neither zeros left from the mapping nor the digits.
+        assert!(r.iter().filter(|&&x| x == 0).count() < 200);
+        assert_ne!(&r[..16], &payload(16, true)[..]);
+        assert_ne!(&r[..8], &r[8..16]);
     }
 
     /// Receives until `want` datagrams were counted or 50 quiet batches.

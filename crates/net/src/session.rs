@@ -21,7 +21,6 @@ use plumb_report::{
     StreamInterval, TcpEnd, TcpSample, Totals, UdpEnd,
 };
 
-use crate::buf::PageBuf;
 use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
 use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
@@ -451,12 +450,18 @@ impl Session {
                     let sched0 = host::thread_schedstat();
                     match (sock, sender) {
                         (StreamSocket::Tcp(t), true) => {
-                            let buf = datapath::payload(plan.len, plan.repeating);
+                            let buf = datapath::payload_block(plan.len, plan.repeating);
                             let src = if plan.zerocopy {
-                                TcpSource::zero_copy(&buf)
-                                    .unwrap_or_else(|_| TcpSource::Copy(PageBuf::from_slice(&buf)))
+                                match TcpSource::zero_copy(&buf) {
+                                    // The pipe or memfd holds its own copy.
+                                    Ok(z) => {
+                                        drop(buf);
+                                        z
+                                    }
+                                    Err(_) => TcpSource::Copy(buf),
+                                }
                             } else {
-                                TcpSource::Copy(PageBuf::from_slice(&buf))
+                                TcpSource::Copy(buf)
                             };
                             datapath::tcp_send(&t, src, &shared, &c, pacer);
                         }
