@@ -2,8 +2,8 @@
 //! not plumb (`tests/live/peer.py`, a small Python socket program), across
 //! `plumb lab` links whose truth is known, diagnosed while the transfer
 //! runs — from the sending host (near or far) and from the receiving one.
-//! Lab tests need root and /dev/net/tun; elsewhere they say they were
-//! skipped. Loopback tests need neither.
+//! Lab tests need root, /dev/net/tun and python3; elsewhere each skip is
+//! counted (`plumb_testkit`). Loopback tests need neither.
 
 mod common;
 
@@ -16,20 +16,24 @@ use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// A live lab test needs the lab (root, /dev/net/tun: `common::can_lab`
+/// counts that skip) and python3 for the peer; either skip is counted.
 fn can_lab() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-    });
-    let tun = Path::new("/dev/net/tun").exists();
-    let py = std::process::Command::new("python3")
+    if !common::can_lab() {
+        return false;
+    }
+    if !have_python() {
+        plumb_testkit::skip!("live lab tests need python3");
+        return false;
+    }
+    true
+}
+
+fn have_python() -> bool {
+    std::process::Command::new("python3")
         .arg("-V")
         .output()
-        .is_ok_and(|o| o.status.success());
-    if !(root && tun && py) {
-        eprintln!("skipped: live lab tests need root, /dev/net/tun and python3");
-    }
-    root && tun && py
+        .is_ok_and(|o| o.status.success())
 }
 
 fn peer_py() -> PathBuf {
@@ -474,12 +478,8 @@ impl Drop for Kill {
 
 #[test]
 fn ipv6_loopback_connection_from_both_ends() {
-    if std::process::Command::new("python3")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: needs python3");
+    if !have_python() {
+        plumb_testkit::skip!("needs python3");
         return;
     }
     let port = common::port(47100);
@@ -568,7 +568,7 @@ fn top_full_screen_in_a_pty_quits_and_restores() {
             .is_ok_and(|o| o.status.success())
     };
     if !have("script") || !have("python3") {
-        eprintln!("skipped: needs script (util-linux) and python3");
+        plumb_testkit::skip!("needs script (util-linux) and python3");
         return;
     }
     let port = common::port(47300);
@@ -606,12 +606,8 @@ fn top_full_screen_in_a_pty_quits_and_restores() {
 
 #[test]
 fn pid_and_conn_filters_pick_one_end() {
-    if std::process::Command::new("python3")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: needs python3");
+    if !have_python() {
+        plumb_testkit::skip!("needs python3");
         return;
     }
     let port = common::port(47500);
@@ -706,7 +702,7 @@ fn unprivileged_run_lists_what_it_cannot_see() {
             .output()
             .is_err()
     {
-        eprintln!("skipped: needs root (to drop it), setpriv and python3");
+        plumb_testkit::skip!("needs root (to drop it), setpriv and python3");
         return;
     }
     let port = common::port(47700);
