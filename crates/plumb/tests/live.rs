@@ -236,6 +236,31 @@ fn receive_window_17520_named_from_both_ends() {
     }
 }
 
+/// A cause with no rate model (an application, a CPU) is named by its
+/// binding evidence, never by echoing the measurement as a prediction
+/// (issue 14): no prediction, a binding share over the engine's bar, and a
+/// confidence that share gives.
+fn named_without_a_model(c: &Value) {
+    let d = &c["diagnosis"];
+    let f = &d["findings"][0];
+    assert_eq!(f["status"], "primary", "{}", summary(c));
+    assert!(f["predicted_bps"].is_null(), "{}", summary(c));
+    assert!(d["predicted_bps"].is_null(), "{}", summary(c));
+    assert_eq!(f["counters_bind"], true, "{}", summary(c));
+    let share = f["binding_share"].as_f64().unwrap_or(-1.0);
+    assert!((0.3..=1.0).contains(&share), "{}", summary(c));
+    let conf = d["confidence"].as_f64().unwrap_or(-1.0);
+    assert!(conf > 0.0 && conf <= share + 1e-9, "{}", summary(c));
+    assert_eq!(f["confidence"].as_f64(), Some(conf), "{}", summary(c));
+    assert!(
+        d["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Limited by ")),
+        "{}",
+        summary(c)
+    );
+}
+
 /// The receiving end cannot see the sender's buffer, cwnd or loss: it must
 /// not name a limit it has no evidence for.
 fn receiver_claims_nothing_false(c: &Value, truth: &str) {
@@ -280,6 +305,7 @@ fn writer_throttled_to_50_mbit_is_application() {
     );
     let c = busiest(&e.near, "sender");
     assert_eq!(limit(c), "application", "{}", summary(c));
+    named_without_a_model(c);
     let m = c["diagnosis"]["measured_bps"].as_f64().unwrap_or(0.0);
     assert!((m / 50e6 - 1.0).abs() < 0.2, "measured {m}");
     receiver_claims_nothing_false(busiest(&e.far, "receiver"), "application");
@@ -341,6 +367,7 @@ fn sender_under_cpu_quota_is_cpu() {
     );
     let c = busiest_of(&e.far, "sender", "iperf3");
     assert_eq!(limit(c), "cpu", "{}", summary(c));
+    named_without_a_model(c);
     receiver_claims_nothing_false(busiest_of(&e.near, "receiver", "iperf3"), "cpu");
 }
 
@@ -683,6 +710,7 @@ fn receiver_that_does_not_read_is_its_application() {
     );
     let c = busiest(&e.far, "receiver");
     assert_eq!(limit(c), "application", "{}", summary(c));
+    named_without_a_model(c);
     assert!(
         c["diagnosis"]["summary"]
             .as_str()
