@@ -976,19 +976,7 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
     }
 
     let summary = match findings.first().filter(|_| primary.is_some()) {
-        Some(f) => format!(
-            "Limited by {}: {}{}.",
-            f.what,
-            f.sentence,
-            match link_goodput {
-                Some(g) if figures.goodput_is_lower_bound => format!(
-                    "; the best interval reached {} (the link rate is not known)",
-                    mbps(g)
-                ),
-                Some(g) if f.limit != Limit::Link => format!("; the link could carry {}", mbps(g)),
-                _ => String::new(),
-            }
-        ),
+        Some(f) => lead(f, &figures),
         None => unexplained(ev, &figures, &findings),
     };
     let mut evidence = findings
@@ -1052,6 +1040,26 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         fixes,
         unknown,
     }
+}
+
+/// The lead sentence when `f` is the primary finding: "Limited by" its
+/// cause, its clause, and what the link could carry. Public so that other
+/// evidence sources (a live connection) that add findings of their own word
+/// the answer the same way.
+pub fn lead(f: &Finding, figures: &Figures) -> String {
+    format!(
+        "Limited by {}: {}{}.",
+        f.what,
+        f.sentence,
+        match figures.goodput_bps {
+            Some(g) if figures.goodput_is_lower_bound => format!(
+                "; the best interval reached {} (the link rate is not known)",
+                mbps(g)
+            ),
+            Some(g) if f.limit != Limit::Link => format!("; the link could carry {}", mbps(g)),
+            _ => String::new(),
+        }
+    )
 }
 
 /// The lead sentence when nothing explains the rate: what was measured, and

@@ -3,9 +3,15 @@
 //! and the few live-only facts the test-document rules cannot see (a
 //! receiving application that does not read, an idle connection, what the
 //! receiving end cannot know about the sender).
+//!
+//! Live-only findings follow the engine's rule (issue 14): none has a rate
+//! model, so each predicts no rate; what shows it binding is the share of
+//! samples that saw it, weighed as the engine weighs a TCP limit counter.
 
 use plumb_diagnose::evidence::{Cpu, LinkRate, StreamTcp};
-use plumb_diagnose::rules::{Confidence, EvidenceLine, Finding};
+use plumb_diagnose::rules::{
+    lead, Confidence, EvidenceLine, Finding, Status, BINDING_SHARE, MISSING_FACTOR,
+};
 use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
 
 use crate::track::{Role, Track};
@@ -138,6 +144,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         sysctl_receiver: Default::default(),
         sender_is_local: sender,
         peer_is_plumb: false,
+        loss_probability: None,
         unknown,
     }
 }
@@ -150,8 +157,66 @@ fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
     }
 }
 
+/// The share of samples a live reading must cover before it can be the
+/// answer ahead of what the rules found: most of the period. A receive queue
+/// full in half the samples is what keeps the advertised window shut (the
+/// window finding is then its consequence); a writer with nothing unsent in
+/// three quarters of them set the pace. Both bars were set against the lab
+/// tests in `crates/plumb/tests/live.rs` and sit above [`BINDING_SHARE`].
+const APP_FULL_SHARE: f64 = 0.5;
+const APP_WAITING_SHARE: f64 = 0.75;
+
+/// A live-only finding: no rate model, so no prediction; its binding
+/// evidence is the share of samples that showed it. Its confidence is
+/// weighed the way the engine weighs a TCP counter with no model behind it:
+/// the share (halved below [`BINDING_SHARE`]), times [`MISSING_FACTOR`] for
+/// each piece of evidence it would have used and could not see.
+fn live_finding(
+    limit: Limit,
+    what: &str,
+    sentence: String,
+    share: f64,
+    missing: Vec<String>,
+    evidence: Vec<EvidenceLine>,
+) -> Finding {
+    let share = share.clamp(0.0, 1.0);
+    let binds = share >= BINDING_SHARE;
+    let confidence = weigh(share, binds, missing.len());
+    Finding {
+        limit,
+        what: what.into(),
+        sentence,
+        predicted_bps: None,
+        tolerance: None,
+        explains: false,
+        binding_share: Some(share),
+        counters_bind: binds,
+        status: if binds {
+            Status::Binding
+        } else {
+            Status::NotBinding
+        },
+        confidence,
+        level: Confidence::of(confidence),
+        missing,
+        evidence,
+    }
+}
+
+/// The engine's weight for binding evidence with no model behind it: the
+/// share, halved when it does not bind, times [`MISSING_FACTOR`] for each
+/// piece of evidence missing.
+fn weigh(share: f64, binds: bool, missing: usize) -> f64 {
+    let support = share * if binds { 1.0 } else { 0.5 };
+    (support * MISSING_FACTOR.powi(missing as i32)).clamp(0.0, 1.0)
+}
+
+fn ratio(n: u32, of: u32) -> f64 {
+    f64::from(n) / f64::from(of.max(1))
+}
+
 /// Diagnoses a sampled connection: the rules over [`evidence`], plus what
-/// only a live receiver shows.
+/// only a live connection shows.
 pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
     let ev = evidence(tr, ctx);
     let d = tr.delta();
@@ -162,6 +227,8 @@ pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
         dg.findings.clear();
         dg.fixes.clear();
         dg.predicted_bps = None;
+        dg.tolerance = None;
+        dg.confidence = None;
         dg.evidence
             .retain(|e| e.what.starts_with("measured") || e.what.starts_with("link rate"));
         dg.summary = format!(
@@ -171,90 +238,84 @@ pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
         );
         return (dg, ev);
     }
+    let cpu_missing = || {
+        ctx.cpu.is_none().then(|| {
+            "the owning process's CPU (a thread starved of CPU looks the same)".to_string()
+        })
+    };
     if d.role == Role::Receiver {
-        // Without the sender's cwnd a "congestion" verdict would rest on nothing.
-        dg.findings.retain(|f| f.limit != Limit::Congestion);
-        // A full receive queue: the window is small because the application
-        // does not read, not because the buffer is.
-        let full = tr.rq_full * 2 >= tr.samples && tr.samples >= 3;
-        if full {
-            let m = tr.last.mem.unwrap_or_default();
-            dg.findings.insert(
-                0,
-                Finding {
-                    limit: Limit::Application,
-                    predicted_bps: ev.measured_bps,
-                    sentence: format!(
-                        "Limited by the receiving application: it did not read fast enough; its receive queue held at least 3/4 of the {} B receive buffer in {} of {} samples, so the window this host advertises stayed shut.",
-                        m.rcvbuf, tr.rq_full, tr.samples
-                    ),
-                    evidence: vec![
-                        line("receive queue memory (SKMEMINFO rmem_alloc), last sample", f64::from(m.rmem_alloc), "B"),
-                        line("receive buffer (SKMEMINFO rcvbuf)", f64::from(m.rcvbuf), "B"),
-                        line("unread bytes (receive queue), last sample", f64::from(tr.last.recv_queue), "B"),
-                    ],
-                    confidence: Confidence::Medium,
-                },
-            );
+        // Without the sender's cwnd a "congestion" verdict would rest on
+        // nothing: drop it, and if it was the answer, the answer goes too.
+        if dg.limit == Some(Limit::Congestion) {
+            demote(&mut dg);
         }
+        dg.findings.retain(|f| f.limit != Limit::Congestion);
         // The receive-window finding gets the receiver's own numbers.
         let t = tr.last.tcp.unwrap_or_default();
+        let mut extra = vec![
+            line(
+                "receive-buffer autotuning space (TCP_INFO rcv_space)",
+                f64::from(t.rcv_space),
+                "B",
+            ),
+            line(
+                "window clamp in use (TCP_INFO rcv_ssthresh)",
+                f64::from(t.rcv_ssthresh),
+                "B",
+            ),
+        ];
+        if tr.min_rcv_wnd != u32::MAX {
+            extra.push(line(
+                "smallest window advertised (TCP_INFO rcv_wnd)",
+                f64::from(tr.min_rcv_wnd),
+                "B",
+            ));
+        }
+        if dg.limit == Some(Limit::ReceiveWindow) {
+            // The answer's evidence is its finding's, then the path's.
+            let at = dg.findings[0].evidence.len().min(dg.evidence.len());
+            dg.evidence.splice(at..at, extra.iter().cloned());
+        }
         for f in dg
             .findings
             .iter_mut()
             .filter(|f| f.limit == Limit::ReceiveWindow)
         {
-            f.evidence.push(line(
-                "receive-buffer autotuning space (TCP_INFO rcv_space)",
-                f64::from(t.rcv_space),
-                "B",
-            ));
-            f.evidence.push(line(
-                "window clamp in use (TCP_INFO rcv_ssthresh)",
-                f64::from(t.rcv_ssthresh),
-                "B",
-            ));
-            if tr.min_rcv_wnd != u32::MAX {
-                f.evidence.push(line(
-                    "smallest window advertised (TCP_INFO rcv_wnd)",
-                    f64::from(tr.min_rcv_wnd),
-                    "B",
-                ));
-            }
+            f.evidence.extend(extra.iter().cloned());
         }
-        match dg.findings.first() {
-            Some(f) => {
-                dg.limit = Some(f.limit);
-                dg.predicted_bps = Some(f.predicted_bps);
-                dg.summary = f.sentence.clone();
-                dg.evidence = f.evidence.clone();
-                dg.evidence.push(line(
-                    "measured goodput (receiver)",
-                    ev.measured_bps / 1e6,
-                    "Mbit/s",
-                ));
-                dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
-                if full {
-                    dg.fixes = vec![plumb_diagnose::rules::Fix {
-                        os: "application".into(),
-                        commands: vec!["read the socket sooner and in larger reads; move slow work (disk, decompression) off the reading thread".into()],
-                        expected_bps: None,
-                        note: "let the receiving application keep up".into(),
-                    }];
-                }
-            }
-            None => {
-                dg.limit = None;
-                dg.predicted_bps = None;
-                dg.secondary.clear();
-                dg.fixes.clear();
-                dg.evidence
-                    .retain(|e| e.what.starts_with("measured") || e.what.starts_with("link rate"));
-                dg.summary = format!(
-                    "No limit identified from the receiving end: {} received; the sender's limits are visible only on the sending host.",
-                    plumb_diagnose::rules::human_rate(ev.measured_bps)
-                );
-            }
+        // A full receive queue: the window is small because the application
+        // does not read, not because the buffer is.
+        let share = ratio(tr.rq_full, tr.samples);
+        if tr.samples >= 3 && share >= APP_FULL_SHARE {
+            let m = tr.last.mem.unwrap_or_default();
+            let f = live_finding(
+                Limit::Application,
+                "the receiving application",
+                format!(
+                    "it did not read fast enough; its receive queue held at least 3/4 of the {} B receive buffer in {} of {} samples, so the window this host advertises stayed shut (no rate model: plumb predicts no rate for it)",
+                    m.rcvbuf, tr.rq_full, tr.samples
+                ),
+                share,
+                cpu_missing().into_iter().collect(),
+                vec![
+                    line("samples with the receive queue at least 3/4 full", f64::from(tr.rq_full), "samples"),
+                    line("samples", f64::from(tr.samples), "samples"),
+                    line("receive queue memory (SKMEMINFO rmem_alloc), last sample", f64::from(m.rmem_alloc), "B"),
+                    line("receive buffer (SKMEMINFO rcvbuf)", f64::from(m.rcvbuf), "B"),
+                    line("unread bytes (receive queue), last sample", f64::from(tr.last.recv_queue), "B"),
+                ],
+            );
+            dg.findings.insert(0, f);
+            promote(
+                &mut dg,
+                &ev,
+                Some(("read the socket sooner and in larger reads; move slow work (disk, decompression) off the reading thread", "let the receiving application keep up")),
+            );
+        } else if dg.limit.is_none() {
+            dg.summary = format!(
+                "Unexplained from the receiving end: {} received; the sender's limits are visible only on the sending host (run plumb why there).",
+                plumb_diagnose::rules::human_rate(ev.measured_bps)
+            );
         }
     }
     if d.role == Role::Sender {
@@ -263,86 +324,191 @@ pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
         // writer is the limit is a send queue with nothing unsent and a
         // congestion window left unfilled, sample after sample.
         let share = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1e6 / d.secs.max(1e-3));
+        let waiting_share = ratio(tr.app_waiting, tr.samples);
         // A writer blocked on a full send buffer is not waiting for itself.
         let waiting =
-            tr.samples >= 3 && tr.app_waiting * 4 >= tr.samples * 3 && tr.sq_full * 2 < tr.samples;
-        let tcp_limited = share(d.rwnd_limited_us) >= 0.3 || share(d.sndbuf_limited_us) >= 0.3;
+            tr.samples >= 3 && waiting_share >= APP_WAITING_SHARE && tr.sq_full * 2 < tr.samples;
+        let tcp_limited = share(d.rwnd_limited_us) >= BINDING_SHARE
+            || share(d.sndbuf_limited_us) >= BINDING_SHARE;
         let cpu = dg.findings.iter().any(|f| f.limit == Limit::Cpu);
         let already = dg.limit == Some(Limit::Application);
         if waiting && !tcp_limited && !cpu && !already {
             let t = tr.last.tcp.unwrap_or_default();
+            let mut missing: Vec<String> = cpu_missing().into_iter().collect();
+            if d.rwnd_limited_us.is_none() || d.sndbuf_limited_us.is_none() {
+                missing.push("the sender's TCP limit counters".into());
+            }
             dg.findings.retain(|f| f.limit != Limit::Application);
-            dg.findings.insert(
-                0,
-                Finding {
-                    limit: Limit::Application,
-                    predicted_bps: ev.measured_bps,
-                    sentence: format!(
-                        "Limited by the sending application: in {} of {} samples it had written nothing TCP had not yet sent, and the congestion window ({} segments) was not full; it sent {}{}.",
-                        tr.app_waiting,
-                        tr.samples,
-                        t.snd_cwnd,
-                        plumb_diagnose::rules::human_rate(ev.measured_bps),
-                        ev.link.as_ref().map_or(String::new(), |l| format!(" on a {} link", plumb_diagnose::rules::human_rate(l.bps)))
-                    ),
-                    evidence: vec![
-                        line("samples with nothing unsent and cwnd not full (TCP_INFO notsent_bytes, unacked < cwnd)", f64::from(tr.app_waiting), "samples"),
-                        line("samples", f64::from(tr.samples), "samples"),
-                    ],
-                    confidence: Confidence::Medium,
-                },
+            let f = live_finding(
+                Limit::Application,
+                "the sending application",
+                format!(
+                    "in {} of {} samples it had written nothing TCP had not yet sent, and the congestion window ({} segments) was not full; it sent {}{} (no rate model: plumb predicts no rate for it)",
+                    tr.app_waiting,
+                    tr.samples,
+                    t.snd_cwnd,
+                    plumb_diagnose::rules::human_rate(ev.measured_bps),
+                    ev.link.as_ref().map_or(String::new(), |l| format!(" on a {} link", plumb_diagnose::rules::human_rate(l.bps)))
+                ),
+                waiting_share,
+                missing,
+                vec![
+                    line("samples with nothing unsent and cwnd not full (TCP_INFO notsent_bytes, unacked < cwnd)", f64::from(tr.app_waiting), "samples"),
+                    line("samples", f64::from(tr.samples), "samples"),
+                ],
             );
-            promote(&mut dg, &ev, "write sooner and in larger writes; lift any rate cap; keep more requests outstanding", "let the sending application offer more data");
+            dg.findings.insert(0, f);
+            promote(
+                &mut dg,
+                &ev,
+                Some(("write sooner and in larger writes; lift any rate cap; keep more requests outstanding", "let the sending application offer more data")),
+            );
         }
     }
     // A sender that "had nothing to send" while its thread waited for a CPU
-    // had nothing because it could not run: the CPU is the cause. (A test's
-    // application finding can rest on a rate cap; a live one never does.)
+    // had nothing because it could not run: the CPU is the cause when its
+    // counters bind, or when its thread was runnable for at least as much of
+    // the period as the application sat idle (the idle time is then time it
+    // waited to run: under a 5 % quota the thread ran 1 % and waited 75 %
+    // while the sender was idle 52 %, in the lab). (A test's application
+    // finding can rest on a rate cap; a live one never does.)
     if dg.limit == Some(Limit::Application) {
-        if let Some(i) = dg
-            .findings
-            .iter()
-            .position(|f| f.limit == Limit::Cpu && f.confidence == Confidence::High)
-        {
-            let f = dg.findings.remove(i);
-            dg.findings.insert(0, f.clone());
-            dg.limit = Some(Limit::Cpu);
-            dg.predicted_bps = Some(f.predicted_bps);
-            dg.summary = f.sentence;
-            dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
-            dg.evidence = f.evidence;
-            dg.evidence
-                .push(line("measured goodput", ev.measured_bps / 1e6, "Mbit/s"));
-            dg.fixes = plumb_diagnose::fixes::for_limit(Limit::Cpu, &ev, &dg.findings);
+        let idle = dg.findings[0].binding_share;
+        if let Some(i) = dg.findings.iter().position(|f| {
+            f.limit == Limit::Cpu
+                && (f.counters_bind
+                    || f.binding_share
+                        .zip(idle)
+                        .is_some_and(|(run, idle)| idle >= BINDING_SHARE && run >= idle))
+        }) {
+            let mut f = dg.findings.remove(i);
+            if !f.counters_bind {
+                let share = f.binding_share.unwrap_or(0.0);
+                f.counters_bind = true;
+                f.confidence = weigh(share, true, f.missing.len());
+                f.level = Confidence::of(f.confidence);
+            }
+            dg.findings.insert(0, f);
+            promote(&mut dg, &ev, None);
         }
     }
     (dg, ev)
 }
 
-/// Makes the first finding (one of live's own) the answer, with an
-/// application fix.
-fn promote(dg: &mut Diagnosis, ev: &Evidence, command: &str, note: &str) {
-    let Some(f) = dg.findings.first().cloned() else {
+/// The answer stops being the answer: its finding is only binding now (or
+/// seen), and the diagnosis is unexplained until something is promoted.
+fn demote(dg: &mut Diagnosis) {
+    if dg.limit.take().is_some() {
+        if let Some(f) = dg.findings.first_mut() {
+            f.status = if f.candidate() {
+                Status::Binding
+            } else {
+                Status::NotBinding
+            };
+        }
+    }
+    dg.predicted_bps = None;
+    dg.tolerance = None;
+    dg.confidence = None;
+    dg.fixes.clear();
+    dg.figures.per_stream_bps = None;
+    dg.figures.streams_needed = None;
+    dg.figures.expect_bps = None;
+    dg.secondary = dg.findings.iter().map(|f| f.limit).collect();
+    // What stays is the measurement and the path, not the old answer's numbers.
+    dg.evidence.retain(|e| {
+        e.what.starts_with("measured")
+            || e.what.starts_with("link rate")
+            || e.what.ends_with("RTT (TCP)")
+    });
+}
+
+/// Makes the first finding the answer, as the engine would have made it:
+/// the others' statuses, the figures that follow from it, the summary the
+/// engine words ([`lead`]), its evidence beside the measurement, and its
+/// fixes — an application's own (`app`: command and note), or the engine's.
+fn promote(dg: &mut Diagnosis, ev: &Evidence, app: Option<(&str, &str)>) {
+    // The old answer, if any, is somewhere after the new first finding.
+    let mut old_len = 0;
+    if let Some(f) = dg
+        .findings
+        .iter_mut()
+        .skip(1)
+        .find(|f| f.status == Status::Primary)
+    {
+        old_len = f.evidence.len();
+        f.status = if f.candidate() {
+            Status::Binding
+        } else {
+            Status::NotBinding
+        };
+    }
+    let Some(f) = dg.findings.first_mut() else {
         return;
     };
+    f.status = Status::Primary;
+    let f = f.clone();
+    // What the old answer's evidence was followed by: the measurement, the
+    // path and the link.
+    let tail: Vec<EvidenceLine> = if dg.limit.is_some() {
+        dg.evidence.iter().skip(old_len).cloned().collect()
+    } else {
+        dg.evidence
+            .iter()
+            .filter(|e| !e.what.ends_with("RTT (TCP)"))
+            .cloned()
+            .collect()
+    };
     dg.limit = Some(f.limit);
-    dg.predicted_bps = Some(f.predicted_bps);
-    dg.summary = f.sentence;
+    dg.predicted_bps = f.predicted_bps.filter(|_| f.explains);
+    dg.tolerance = f.tolerance.filter(|_| f.explains);
+    dg.confidence = Some(f.confidence);
     dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
-    dg.evidence = f.evidence;
-    dg.evidence.push(line(
-        if ev.sender_is_local {
-            "measured goodput (acknowledged)"
-        } else {
-            "measured goodput (receiver)"
-        },
-        ev.measured_bps / 1e6,
-        "Mbit/s",
-    ));
-    dg.fixes = vec![plumb_diagnose::rules::Fix {
-        os: "application".into(),
-        commands: vec![command.into()],
-        expected_bps: None,
-        note: note.into(),
-    }];
+    refigure(dg, ev);
+    dg.summary = lead(&f, &dg.figures);
+    dg.evidence = f.evidence.clone();
+    dg.evidence.extend(tail);
+    dg.fixes = match app {
+        Some((command, note)) => vec![plumb_diagnose::rules::Fix {
+            os: "application".into(),
+            commands: vec![command.into()],
+            expected_bps: dg.figures.expect_bps,
+            note: note.into(),
+        }],
+        None => plumb_diagnose::fixes::for_limit(f.limit, ev, &dg.figures, &dg.findings),
+    };
+}
+
+/// The figures that depend on the answer, for a live connection's one
+/// stream: what it gets today (the lowest prediction that explains the
+/// rate, else the measurement), the streams that would fill the link, and
+/// what to expect with the answer gone (the link's goodput, or the next
+/// explaining prediction when lower).
+fn refigure(dg: &mut Diagnosis, ev: &Evidence) {
+    let measured = ev.measured_bps;
+    let fig = &mut dg.figures;
+    let explaining = |skip: usize, link: bool| {
+        dg.findings
+            .iter()
+            .skip(skip)
+            .filter(|f| f.explains && (link || f.limit != Limit::Link))
+            .filter_map(|f| f.predicted_bps)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let today = explaining(0, true).min(measured);
+    fig.per_stream_bps = Some(today).filter(|x| *x > 0.0);
+    let known_link = fig.goodput_bps.filter(|_| !fig.goodput_is_lower_bound);
+    let next = Some(explaining(1, false)).filter(|x| x.is_finite());
+    fig.expect_bps = if fig.goodput_is_lower_bound {
+        None
+    } else {
+        match (known_link, next) {
+            (Some(g), Some(n)) => Some(g.min(n)),
+            (g, n) => g.or(n),
+        }
+    };
+    fig.streams_needed = known_link
+        .zip(fig.per_stream_bps)
+        .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
+        .filter(|k| *k > 1);
 }

@@ -309,6 +309,11 @@ pub fn run(
         id["rate_bps"] = json!(tr.rate_bps());
         id["samples"] = json!(tr.samples);
         id["diagnosis"] = crate::why::diagnosis_json(&d);
+        if id["this_host"] == "idle" {
+            // Nothing to explain: an idle connection has no limit, which is
+            // not the same as an unexplained one.
+            id["diagnosis"]["limit"] = Value::Null;
+        }
         conns.push(id);
     }
     if json_out {
