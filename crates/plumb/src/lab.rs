@@ -74,7 +74,7 @@ pub struct LabArgs {
 }
 
 /// Parses `--queue`: `1.5BDP`, `2MB`, `20ms`.
-fn parse_queue(s: &str) -> Result<QueueLimit, String> {
+pub(crate) fn parse_queue(s: &str) -> Result<QueueLimit, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
     if let Some(n) = lower.strip_suffix("bdp") {
