@@ -68,23 +68,23 @@ mod tests {
     use super::*;
 
     fn gbit() -> Rate {
-        Rate::from_bps(1e9).unwrap()
+        Rate::from_bps(1e9).expect("a rate")
     }
 
     #[test]
     fn a_queue_drains_at_the_link_rate() {
         // 12.5 MB at 1 Gb/s is 100 ms.
-        let d = queue_delay_secs(QueueSize::Bytes(12_500_000), gbit(), None).unwrap();
+        let d = queue_delay_secs(QueueSize::Bytes(12_500_000), gbit(), None).expect("bytes need no RTT");
         assert!((d - 0.1).abs() < 1e-12);
         assert_eq!(
             queue_delay_secs(QueueSize::Delay(0.1), gbit(), None),
             Some(0.1)
         );
         let rtt = Rtt::from_ms(15.0);
-        let bdp = queue_delay_secs(QueueSize::Bdp(2.0), gbit(), rtt).unwrap();
+        let bdp = queue_delay_secs(QueueSize::Bdp(2.0), gbit(), rtt).expect("an RTT was given");
         assert!((bdp - 0.030).abs() < 1e-12);
         assert_eq!(queue_delay_secs(QueueSize::Bdp(1.0), gbit(), None), None);
-        let loaded = loaded_rtt_secs(rtt.unwrap(), 0.1);
+        let loaded = loaded_rtt_secs(rtt.expect("15 ms"), 0.1);
         assert!((loaded - 0.115).abs() < 1e-12);
     }
 
