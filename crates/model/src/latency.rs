@@ -74,7 +74,8 @@ mod tests {
     #[test]
     fn a_queue_drains_at_the_link_rate() {
         // 12.5 MB at 1 Gb/s is 100 ms.
-        let d = queue_delay_secs(QueueSize::Bytes(12_500_000), gbit(), None).expect("bytes need no RTT");
+        let d = queue_delay_secs(QueueSize::Bytes(12_500_000), gbit(), None)
+            .expect("bytes need no RTT");
         assert!((d - 0.1).abs() < 1e-12);
         assert_eq!(
             queue_delay_secs(QueueSize::Delay(0.1), gbit(), None),

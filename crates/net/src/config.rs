@@ -97,6 +97,12 @@ pub struct TestSpec {
     /// `--total-bitrate`: `bandwidth` is the rate of all streams together,
     /// shared by one pacer on this end (peers are told each stream's share).
     pub total_bitrate: bool,
+    /// `--rr`/`--crr`: a request/response test instead of a throughput test.
+    pub rr: Option<plumb_proto::rr::RrParams>,
+    /// `--latency`: probe idle and loaded latency beside a throughput test.
+    pub latency: bool,
+    /// `--busy-poll`: SO_BUSY_POLL µs on request/response sockets.
+    pub busy_poll: Option<u32>,
 }
 
 impl Default for TestSpec {
@@ -129,6 +135,9 @@ impl Default for TestSpec {
             sndbuf: None,
             skip_rx_copy: false,
             total_bitrate: false,
+            rr: None,
+            latency: false,
+            busy_poll: None,
         }
     }
 }

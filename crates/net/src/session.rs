@@ -66,6 +66,8 @@ pub struct Plan {
     /// Sending sockets have a fixed SO_SNDBUF (`-w`, `--sndbuf`), so the
     /// kernel does not autotune it.
     pub sndbuf_set: bool,
+    /// A request/response test (`plumb.rr`): streams run [`crate::rr`] loops.
+    pub rr: Option<plumb_proto::rr::RrParams>,
 }
 
 impl Plan {
@@ -103,6 +105,7 @@ impl Plan {
             budget,
             rwin: plumb.rwin,
             sndbuf_set: p.window.is_some_and(|w| w > 0) || plumb.sndbuf.is_some(),
+            rr: plumb.rr,
         }
     }
 
@@ -278,6 +281,8 @@ pub struct Session {
     cpu: Option<(f64, f64, f64)>,
     cpu_system: Option<CpuTimes>,
     stopped_at: Option<Instant>,
+    /// What request/response streams need beyond the plan.
+    pub rr: crate::rr::RrContext,
 }
 
 impl Session {
@@ -297,6 +302,7 @@ impl Session {
             cpu: None,
             cpu_system: None,
             stopped_at: None,
+            rr: crate::rr::RrContext::default(),
         }
     }
 
@@ -411,6 +417,7 @@ impl Session {
             let sock = s.socket.clone();
             let sender = s.sender;
             let plan = plan.clone();
+            let rr_ctx = self.rr.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("plumb-stream-{}", s.id))
                 .spawn(move || {
@@ -423,6 +430,10 @@ impl Session {
                     // after its loop: evidence of a starved end, at no cost per block.
                     let sched0 = host::thread_schedstat();
                     match (sock, sender) {
+                        (sock, client) if plan.rr.is_some() => {
+                            let p = plan.rr.unwrap_or_default();
+                            crate::rr::run_stream(&sock, client, p, &rr_ctx, &shared, &c);
+                        }
                         (StreamSocket::Tcp(t), true) => {
                             let buf = datapath::payload(plan.len, plan.repeating);
                             let src = if plan.zerocopy {
@@ -606,7 +617,15 @@ impl Session {
                 detail,
             });
         }
-        Some(IntervalRecord { streams })
+        let plumb = self.plan.rr.map(|p| {
+            crate::rr::interval_json(
+                self.streams.iter().map(|s| &*s.counters),
+                p,
+                self.plan.protocol == Protocol::Udp,
+                end - start,
+            )
+        });
+        Some(IntervalRecord { streams, plumb })
     }
 
     /// Tells the senders to stop (time up, budget spent, TEST_END).
