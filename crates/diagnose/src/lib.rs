@@ -6,11 +6,13 @@
 //! formulas and name one primary [`Limit`] and any secondary ones, each with
 //! the measured rate, the rate the model predicts from the evidence, the
 //! evidence lines and a confidence; [`fixes`] say what to change on each OS
-//! and what the model expects the change to yield. No I/O, no clock.
+//! and what the model expects the change to yield; [`latency`] judges latency
+//! under load (bufferbloat) when the test measured it. No I/O, no clock.
 #![forbid(unsafe_code)]
 
 pub mod evidence;
 pub mod fixes;
+pub mod latency;
 pub mod rules;
 
 pub use evidence::{Evidence, LinkSource};

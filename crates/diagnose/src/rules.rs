@@ -129,6 +129,8 @@ pub struct Diagnosis {
     pub fixes: Vec<Fix>,
     /// What could not be known.
     pub unknown: Vec<String>,
+    /// Latency under load, when the test measured it.
+    pub latency: Option<crate::latency::LatencyVerdict>,
 }
 
 fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
@@ -588,6 +590,9 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         evidence,
         fixes,
         unknown,
+        latency: ev
+            .latency
+            .map(|l| crate::latency::verdict(&l, ev.link.as_ref().map(|k| k.bps))),
     }
 }
 

@@ -797,10 +797,13 @@ pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
     let p50 =
         |h: &Histogram<u64>| (!h.is_empty()).then(|| h.value_at_percentile(50.0) as f64 / 1e6);
     let increase = p50(&hl).zip(p50(&hi)).map(|(l, i)| l - i);
+    let p99 = (!hl.is_empty()).then(|| hl.value_at_percentile(99.0) as f64 / 1e6);
+    let increase_p99 = p99.zip(p50(&hi)).map(|(l, i)| l - i);
     json!({
         "idle": idle,
         "loaded": loaded,
         "increase_p50_ms": increase,
+        "increase_p99_ms": increase_p99,
         "probe_interval_ms": {
             "idle": IDLE_EVERY.as_secs_f64() * 1e3,
             "loaded": LOADED_EVERY.as_secs_f64() * 1e3,

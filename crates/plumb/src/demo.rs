@@ -91,6 +91,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         hold: false,
         why: false,
         json: false,
+        latency: false,
+        tcp_buffer_max: None,
         client: Vec::new(),
     };
     println!("{}\n", lab_line(&args, probe.as_ref()));
