@@ -80,6 +80,8 @@ pub struct Cpu {
 /// Everything known about one test.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
+    /// Idle and loaded latency probes (`--latency`), when measured.
+    pub latency: Option<crate::latency::LatencyEvidence>,
     /// TCP (UDP tests are not diagnosed).
     pub tcp: bool,
     /// The server sent (`-R`).
@@ -164,6 +166,7 @@ impl Evidence {
             ..Evidence::default()
         };
         ev.sender_is_local = !ev.reverse;
+        ev.latency = crate::latency::LatencyEvidence::from_json(doc);
         let per_stream = u(&ts["target_bitrate"]).filter(|b| *b > 0);
         let n = u(&ts["num_streams"]).unwrap_or(1).max(1);
         ev.target_bps = per_stream.map(|b| b as f64 * n as f64);

@@ -10,11 +10,13 @@
 //! carries its prediction (or none, for a cause with no rate model), its
 //! status and a confidence computed from the evidence; [`fixes`] say what
 //! to change on each OS and what the model expects the change to yield,
-//! from one set of link and target [`Figures`]. No I/O, no clock.
+//! from one set of link and target [`Figures`]; [`latency`] judges latency
+//! under load (bufferbloat) when the test measured it. No I/O, no clock.
 #![forbid(unsafe_code)]
 
 pub mod evidence;
 pub mod fixes;
+pub mod latency;
 pub mod rules;
 
 pub use evidence::{Evidence, LinkSource};

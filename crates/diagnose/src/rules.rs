@@ -305,6 +305,8 @@ pub struct Diagnosis {
     pub fixes: Vec<Fix>,
     /// What could not be known.
     pub unknown: Vec<String>,
+    /// Latency under load, when the test measured it.
+    pub latency: Option<crate::latency::LatencyVerdict>,
 }
 
 impl Diagnosis {
@@ -1039,6 +1041,9 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         figures,
         fixes,
         unknown,
+        latency: ev
+            .latency
+            .map(|l| crate::latency::verdict(&l, ev.link.as_ref().map(|k| k.bps))),
     }
 }
 

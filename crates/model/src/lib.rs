@@ -13,11 +13,13 @@
 //!   Mathis loss-limited rate.
 //! - [`ethernet`]: framing overhead, goodput share, frame rate at line rate.
 //! - [`distance`]: propagation delay in fibre and the rule-of-thumb RTT table.
+//! - [`latency`]: a full queue's delay, the loaded round trip, responsiveness (RPM).
 //! - [`predict`]: the minimum of all limits, with the binding one named.
 #![forbid(unsafe_code)]
 
 pub mod distance;
 pub mod ethernet;
+pub mod latency;
 pub mod predict;
 pub mod tcp;
 pub mod units;

@@ -83,6 +83,8 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
         sndbuf: s.sndbuf,
         skip_rx_copy: s.skip_rx_copy,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        rr: s.rr,
+        latency: s.latency,
     });
     p
 }
@@ -206,6 +208,9 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     }
     let opts = DataOptions::of(&params);
     let mut session = Session::new(plan.clone(), cfg.spec.interval);
+    session.rr.bind = cfg.bind;
+    session.rr.busy_poll = cfg.spec.busy_poll;
+    let mut probe: Option<crate::rr::Probe> = None;
     let mut deadline: Option<Instant> = None;
     let mut ended = false;
     let mut step_deadline = Instant::now() + STEP_TIMEOUT;
@@ -229,7 +234,41 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
             step_deadline = Instant::now() + STEP_TIMEOUT;
             match ev {
                 ClientEvent::CreateStreams => {
+                    if cfg.spec.latency {
+                        // Idle latency first, before any data stream exists.
+                        let timeout = cfg.connect_timeout.or(Some(Duration::from_secs(10)));
+                        let p =
+                            crate::rr::Probe::open(server, cfg.bind, cookie.as_bytes(), timeout)
+                                .map_err(|e| TestError::Ended(format!("latency probe: {e}")))?;
+                        probe = Some(p);
+                    }
                     connect_streams(cfg, server, &cookie, &plan, &opts, &mut session)?;
+                }
+                ClientEvent::TestStart if plan.rr.is_some() => {
+                    // A plumb server greets each stream; a stock iperf3 server is silent.
+                    for s in &session.streams {
+                        match crate::rr::expect_greeting(&s.socket) {
+                            Ok(port) if port != 0 => {
+                                session.rr.crr_addr = Some(SocketAddr::new(server.ip(), port));
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                let _ = machine.terminate();
+                                out.clear();
+                                while machine.poll_transmit(&mut out) {}
+                                let _ = ctl.write_all(&out);
+                                return Err(TestError::Ended(e.to_string()));
+                            }
+                        }
+                    }
+                    sink.start(&start_record(
+                        cfg,
+                        &cookie,
+                        &params,
+                        &session,
+                        &ctl,
+                        control_mss,
+                    ));
                 }
                 ClientEvent::TestStart => {
                     sink.start(&start_record(
@@ -252,6 +291,9 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                     if plan.time > 0.0 {
                         deadline = Some(now + Duration::from_secs_f64(plan.time + plan.omit));
                     }
+                    if let Some(p) = probe.as_mut() {
+                        p.start_loaded();
+                    }
                 }
                 ClientEvent::ResultsRequested => {
                     // Receivers drain to the server's FIN so the counts are exact.
@@ -273,7 +315,17 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                             "note: the server ran {n} other test(s) at the same time as this one"
                         ));
                     }
-                    let end = session.end_record(&peer, local_cc());
+                    let mut end = session.end_record(&peer, local_cc());
+                    let loaded = probe.as_mut().map(crate::rr::Probe::finish);
+                    crate::rr::attach_end(
+                        &mut end,
+                        &session,
+                        probe
+                            .as_ref()
+                            .map(|p| p.idle.as_slice())
+                            .zip(loaded.as_deref()),
+                        sink,
+                    );
                     sink.end(&end);
                 }
                 ClientEvent::Done => {

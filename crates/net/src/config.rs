@@ -100,6 +100,12 @@ pub struct TestSpec {
     /// `--gsro`: UDP with GSO on the sending end and GRO on the receiving
     /// end, asked of the peer as iperf3 3.21+ asks (`gso`, `gro`).
     pub gsro: bool,
+    /// `--rr`/`--crr`: a request/response test instead of a throughput test.
+    pub rr: Option<plumb_proto::rr::RrParams>,
+    /// `--latency`: probe idle and loaded latency beside a throughput test.
+    pub latency: bool,
+    /// `--busy-poll`: SO_BUSY_POLL µs on request/response sockets.
+    pub busy_poll: Option<u32>,
 }
 
 impl Default for TestSpec {
@@ -133,6 +139,9 @@ impl Default for TestSpec {
             skip_rx_copy: false,
             gsro: false,
             total_bitrate: false,
+            rr: None,
+            latency: false,
+            busy_poll: None,
         }
     }
 }

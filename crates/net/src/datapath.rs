@@ -86,6 +86,8 @@ pub struct Counters {
     pub error: Mutex<Option<String>>,
     /// TCP_INFO samples the sending thread takes when asked.
     pub info: InfoMailbox,
+    /// Request/response transactions and their latency.
+    pub rr: crate::rr::RrCounters,
 }
 
 /// A `TCP_INFO` sample taken by a TCP sender's own thread on request.
@@ -153,13 +155,13 @@ impl Counters {
         (ns > 0).then(|| epoch() + Duration::from_nanos(ns))
     }
     /// Marks the thread finished (one clock read, at the end only).
-    fn end(&self) {
+    pub(crate) fn end(&self) {
         let ns = epoch().elapsed().as_nanos().max(1);
         self.ended_ns
             .store(u64::try_from(ns).unwrap_or(u64::MAX), Release);
         self.done.store(true, Release);
     }
-    fn fail(&self, e: impl std::fmt::Display) {
+    pub(crate) fn fail(&self, e: impl std::fmt::Display) {
         if let Ok(mut slot) = self.error.lock() {
             slot.get_or_insert_with(|| e.to_string());
         }
@@ -197,7 +199,7 @@ impl Shared {
     }
 
     /// Claims up to `want` bytes of the budget; 0 means it is spent.
-    fn claim(&self, want: usize) -> usize {
+    pub(crate) fn claim(&self, want: usize) -> usize {
         let Some(b) = &self.budget else { return want };
         let want = want as i64;
         let mut left = b.load(Relaxed);
@@ -215,7 +217,7 @@ impl Shared {
     }
 
     /// Returns bytes claimed but not written.
-    fn unclaim(&self, n: usize) {
+    pub(crate) fn unclaim(&self, n: usize) {
         if let Some(b) = &self.budget {
             b.fetch_add(n as i64, Relaxed);
         }

@@ -21,6 +21,7 @@ pub mod datapath;
 pub mod errors;
 pub mod host;
 pub mod pacing;
+pub mod rr;
 pub mod server;
 pub mod session;
 pub mod signals;

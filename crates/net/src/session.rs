@@ -74,6 +74,8 @@ pub struct Plan {
     /// Datagrams per GSO message the client asked for (`gso_bf_size /
     /// gso_dg_size`), when it asked for GSO.
     pub gso_asked: Option<u64>,
+    /// A request/response test (`plumb.rr`): streams run [`crate::rr`] loops.
+    pub rr: Option<plumb_proto::rr::RrParams>,
 }
 
 impl Plan {
@@ -126,6 +128,7 @@ impl Plan {
                 }
                 _ => None,
             },
+            rr: plumb.rr,
         }
     }
 
@@ -304,6 +307,8 @@ pub struct Session {
     cpu: Option<(f64, f64, f64)>,
     cpu_system: Option<CpuTimes>,
     stopped_at: Option<Instant>,
+    /// What request/response streams need beyond the plan.
+    pub rr: crate::rr::RrContext,
 }
 
 impl Session {
@@ -323,6 +328,7 @@ impl Session {
             cpu: None,
             cpu_system: None,
             stopped_at: None,
+            rr: crate::rr::RrContext::default(),
         }
     }
 
@@ -437,6 +443,7 @@ impl Session {
             let sock = s.socket.clone();
             let sender = s.sender;
             let plan = plan.clone();
+            let rr_ctx = self.rr.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("plumb-stream-{}", s.id))
                 .spawn(move || {
@@ -449,6 +456,10 @@ impl Session {
                     // after its loop: evidence of a starved end, at no cost per block.
                     let sched0 = host::thread_schedstat();
                     match (sock, sender) {
+                        (sock, client) if plan.rr.is_some() => {
+                            let p = plan.rr.unwrap_or_default();
+                            crate::rr::run_stream(&sock, client, p, &rr_ctx, &shared, &c);
+                        }
                         (StreamSocket::Tcp(t), true) => {
                             let buf = datapath::payload_block(plan.len, plan.repeating);
                             let src = if plan.zerocopy {
@@ -640,7 +651,15 @@ impl Session {
                 detail,
             });
         }
-        Some(IntervalRecord { streams })
+        let plumb = self.plan.rr.map(|p| {
+            crate::rr::interval_json(
+                self.streams.iter().map(|s| &*s.counters),
+                p,
+                self.plan.protocol == Protocol::Udp,
+                end - start,
+            )
+        });
+        Some(IntervalRecord { streams, plumb })
     }
 
     /// Tells the senders to stop (time up, budget spent, TEST_END).

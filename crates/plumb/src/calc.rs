@@ -8,6 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
+use plumb_model::latency::{self, QueueSize};
 use plumb_model::units::{sig, thousands};
 use plumb_model::{distance, ethernet, tcp};
 use plumb_model::{Bytes, Distance, Framing, Limit, LossRate, PathInput, Prediction, Rate, Rtt};
@@ -57,9 +58,27 @@ pub struct CalcArgs {
     /// Data to move, for the transfer time: 500GB, 1TB
     #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes)]
     pub size: Option<Bytes>,
+    /// Bottleneck queue, for the delay it adds when full: 2MB, 100ms, 1.5BDP (as plumb lab --queue)
+    #[arg(long, allow_hyphen_values = true, requires = "rate")]
+    pub queue: Option<String>,
     /// One JSON object instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--queue` in the model's terms.
+fn queue_size(s: &str) -> Result<QueueSize, String> {
+    Ok(match crate::lab::parse_queue(s)? {
+        plumb_lab::emu::QueueLimit::Bytes(b) => QueueSize::Bytes(b),
+        plumb_lab::emu::QueueLimit::Delay(d) => QueueSize::Delay(d.as_secs_f64()),
+        plumb_lab::emu::QueueLimit::Bdp(m) => QueueSize::Bdp(m),
+    })
+}
+
+/// The queue's delay when full and the loaded round trip, seconds.
+struct QueuePrediction {
+    delay: f64,
+    loaded_rtt: Option<f64>,
 }
 
 /// Where the RTT came from.
@@ -75,6 +94,7 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
         && a.distance.is_none()
         && a.window.is_none()
         && a.loss.is_none()
+        && a.queue.is_none()
     {
         return Ok(usage_error(
             "calc needs something to compute: give at least --rate, --rtt or --distance, --window or --loss \
@@ -113,12 +133,44 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
         size: a.size,
     };
     let p = Prediction::of(&input);
+    let queue = match (&a.queue, a.rate) {
+        (Some(q), Some(rate)) => {
+            let size = match queue_size(q) {
+                Ok(s) => s,
+                Err(msg) => return Ok(usage_error(msg)),
+            };
+            let Some(delay) = latency::queue_delay_secs(size, rate, rtt) else {
+                return Ok(usage_error(format!(
+                    "invalid queue '{q}': a BDP multiple needs --rtt or --distance"
+                )));
+            };
+            Some(QueuePrediction {
+                delay,
+                loaded_rtt: rtt.map(|r| latency::loaded_rtt_secs(r, delay)),
+            })
+        }
+        _ => None,
+    };
     let mut out = std::io::stdout().lock();
     if a.json {
-        let v = to_json(a, &input, &p, source.as_ref());
+        let mut v = to_json(a, &input, &p, source.as_ref());
+        if let (Some(q), Some(m)) = (&queue, v.as_object_mut()) {
+            m.insert("queue_delay_ms".into(), json!(q.delay * 1e3));
+            m.insert(
+                "queue_bytes".into(),
+                json!((q.delay * a.rate.map_or(0.0, Rate::bps) / 8.0).round() as u64),
+            );
+            m.insert(
+                "loaded_rtt_ms".into(),
+                opt_f64(q.loaded_rtt.map(|s| s * 1e3)),
+            );
+        }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         write!(out, "{}", to_text(a, &input, &p, source.as_ref()))?;
+        if let Some(q) = &queue {
+            write!(out, "{}", queue_text(q))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -390,6 +442,23 @@ fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSourc
     if let (Some(size), Some(secs), Some((rate, _))) = (a.size, p.transfer_secs, p.predicted) {
         let t = Rtt::from_secs(secs).map_or_else(|| format!("{secs} s"), Rtt::human);
         s += &format!("Moving {} at {} takes {t}.\n", size.human(), rate.human());
+    }
+    s
+}
+
+fn queue_text(q: &QueuePrediction) -> String {
+    let mut s = format!(
+        "A full bottleneck queue adds {} ms to every round trip through it",
+        sig(q.delay * 1e3, 4)
+    );
+    match q.loaded_rtt {
+        Some(l) => {
+            s += &format!(
+                ";\na flow that keeps it full (loss-based TCP such as CUBIC) sees a loaded RTT of {} ms.\n",
+                sig(l * 1e3, 4)
+            )
+        }
+        None => s += ".\n",
     }
     s
 }

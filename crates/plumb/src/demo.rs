@@ -99,6 +99,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         report: None,
         json: false,
         json_stream: false,
+        latency: false,
+        tcp_buffer_max: None,
         client: Vec::new(),
     };
     println!("{}\n", lab_line(&args, probe.as_ref()));

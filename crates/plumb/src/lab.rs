@@ -83,13 +83,20 @@ pub struct LabArgs {
     /// The client's line-delimited JSON events, then one "lab" event; notes go to stderr
     #[arg(long)]
     pub json_stream: bool,
+    /// Also measure idle and loaded latency (the client's --latency) and predict the queue's delay
+    #[arg(long)]
+    pub latency: bool,
+    /// Raise the TCP buffer maximum (tcp_rmem/tcp_wmem) in both namespaces, so one
+    /// loss-based flow can fill a queue deeper than the default 4 MiB allows: 64M
+    #[arg(long, value_parser = crate::args::bytes)]
+    pub tcp_buffer_max: Option<Bytes>,
     /// plumb client flags, after --
     #[arg(last = true, allow_hyphen_values = true)]
     pub client: Vec<String>,
 }
 
 /// Parses `--queue`: `1.5BDP`, `2MB`, `20ms`.
-fn parse_queue(s: &str) -> Result<QueueLimit, String> {
+pub(crate) fn parse_queue(s: &str) -> Result<QueueLimit, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
     if let Some(n) = lower.strip_suffix("bdp") {
@@ -148,6 +155,15 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
         cfg = cfg.with_seed(seed);
     }
     cfg.far_cpu = a.far_cpu.map(LossRate::probability);
+    if let Some(b) = a.tcp_buffer_max {
+        if !(4096..=1 << 30).contains(&b.get()) {
+            return Err(format!(
+                "invalid --tcp-buffer-max {}: expected 4K to 1G",
+                b.human()
+            ));
+        }
+        cfg.tcp_buffer_max = u32::try_from(b.get()).ok();
+    }
     for dir in [Direction::NearToFar, Direction::FarToNear] {
         let link = cfg.link_mut(dir);
         if let Some(j) = a.jitter {
@@ -348,6 +364,9 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     if stream && !client.as_ref().is_some_and(|m| m.json_stream) {
         client_args.push("--json-stream".into());
     }
+    if a.latency && !client_args.iter().any(|c| c == "--latency") {
+        client_args.push("--latency".into());
+    }
     // With --json-stream the client's events are the stream; with -J the
     // client is quiet and its document comes back to be extended.
     let (status, doc) = run_client(&lab, &exe_s, port, &client_args, json && !stream)?;
@@ -356,7 +375,13 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
         eprintln!("plumb: the client produced no result");
         return Ok(ExitCode::from(1));
     };
-    let model = model_for(a, &doc);
+    let mut model = model_for(a, &doc);
+    if let Some((v, line)) = queue_model(a, &doc) {
+        if let Some(m) = model.0.as_object_mut() {
+            m.extend(v);
+        }
+        model.1 = format!("{}\n{line}", model.1);
+    }
     let stats = lab.stats();
     let lab_json = lab_json(a, probe.as_ref(), &stats);
     let diagnosis = a.why.then(|| {
@@ -364,7 +389,12 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
             bps: a.rate.bps(),
             source: LinkSource::Given,
         });
-        Evidence::from_json(&doc, link).map(|ev| (diagnose(&ev), ev))
+        Evidence::from_json(&doc, link).map(|mut ev| {
+            if let Some(l) = ev.latency.as_mut() {
+                l.predicted_queue_ms = model.0["queue_delay_ms"].as_f64();
+            }
+            (diagnose(&ev), ev)
+        })
     });
     if let (true, Some(Err(e))) = (json, &diagnosis) {
         eprintln!("plumb: cannot diagnose: {e}");
@@ -696,6 +726,34 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
                "link_goodput_bps": p.link_goodput.map(Rate::bps)}),
         line,
     )
+}
+
+/// The delay the link's full queue adds and the loaded RTT that follows,
+/// beside what the client's latency probes measured (with --latency).
+fn queue_model(a: &LabArgs, doc: &Value) -> Option<(serde_json::Map<String, Value>, String)> {
+    let latency = &doc["end"]["plumb"]["latency"];
+    latency.get("loaded")?;
+    let size = match a.queue.as_deref().map(parse_queue) {
+        None => plumb_model::latency::QueueSize::Bdp(1.0),
+        Some(Ok(QueueLimit::Bytes(b))) => plumb_model::latency::QueueSize::Bytes(b),
+        Some(Ok(QueueLimit::Delay(d))) => plumb_model::latency::QueueSize::Delay(d.as_secs_f64()),
+        Some(Ok(QueueLimit::Bdp(m))) => plumb_model::latency::QueueSize::Bdp(m),
+        Some(Err(_)) => return None,
+    };
+    let delay = plumb_model::latency::queue_delay_secs(size, a.rate, Some(a.rtt))?;
+    let loaded = plumb_model::latency::loaded_rtt_secs(a.rtt, delay);
+    let measured = latency["increase_p50_ms"].as_f64();
+    let mut m = serde_json::Map::new();
+    m.insert("queue_delay_ms".into(), json!(delay * 1e3));
+    m.insert("loaded_rtt_ms".into(), json!(loaded * 1e3));
+    m.insert("measured_increase_p50_ms".into(), json!(measured));
+    let line = format!(
+        "Queue: full, it adds {} ms (loaded RTT {} ms predicted); the load added {} ms at the median.",
+        sig(delay * 1e3, 3),
+        sig(loaded * 1e3, 3),
+        measured.map_or_else(|| "?".into(), |x| sig(x, 3))
+    );
+    Some((m, line))
 }
 
 fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {

@@ -154,6 +154,24 @@ pub struct MeasureArgs {
     /// UDP: one datagram per message and per-datagram receive times (the default)
     #[arg(long = "no-gsro", overrides_with = "gsro")]
     pub no_gsro: bool,
+    /// Request/response latency test: -l byte requests (default 1), one in flight per stream
+    #[arg(long = "rr", conflicts_with = "crr")]
+    pub rr: bool,
+    /// Connect/request/response: a new TCP connection per transaction (netperf's TCP_CRR)
+    #[arg(long = "crr")]
+    pub crr: bool,
+    /// With --rr: transactions in flight per stream [default: 1]
+    #[arg(long = "rr-burst")]
+    pub rr_burst: Option<u32>,
+    /// With --rr/--crr: response size [default: the request size]
+    #[arg(long = "response-size", value_parser = crate::args::bytes)]
+    pub response_size: Option<Bytes>,
+    /// Measure idle and loaded latency beside a throughput test (a separate probe connection)
+    #[arg(long = "latency")]
+    pub latency: bool,
+    /// With --rr/--crr: SO_BUSY_POLL microseconds on the client's sockets
+    #[arg(long = "busy-poll")]
+    pub busy_poll: Option<u32>,
     /// Server limits and authentication (see measure/harden.rs).
     #[command(flatten)]
     pub harden: harden::HardenArgs,
@@ -438,7 +456,53 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
         return Err("--gsro applies to UDP (-u), not TCP".into());
     }
     t.gsro = a.gsro && a.udp;
+    latency_spec(a, &mut t)?;
     Ok(t)
+}
+
+/// `--rr`, `--crr`, `--latency` and their options into the spec.
+fn latency_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
+    use plumb_net::rr::{RrMode, RrParams};
+    let rr = a.rr || a.crr;
+    if !rr && (a.rr_burst.is_some() || a.response_size.is_some() || a.busy_poll.is_some()) {
+        return Err("--rr-burst, --response-size and --busy-poll need --rr or --crr".into());
+    }
+    if a.crr && a.rr_burst.is_some() {
+        return Err("--rr-burst applies to --rr: a CRR transaction is one connection".into());
+    }
+    if a.latency && rr {
+        return Err(
+            "--latency measures a throughput test; --rr and --crr measure latency themselves"
+                .into(),
+        );
+    }
+    if rr && (a.reverse || a.bidir) {
+        return Err("--rr and --crr have no direction: drop -R/--bidir".into());
+    }
+    t.latency = a.latency;
+    t.busy_poll = a.busy_poll;
+    if !rr {
+        return Ok(());
+    }
+    let udp = a.udp;
+    let request = match a.length {
+        Some(l) => u32::try_from(l.get()).unwrap_or(u32::MAX),
+        None if udp => plumb_net::rr::MIN_UDP_MESSAGE,
+        None => 1,
+    };
+    let p = RrParams {
+        mode: if a.crr { RrMode::Crr } else { RrMode::Rr },
+        request,
+        response: a
+            .response_size
+            .map_or(request, |r| u32::try_from(r.get()).unwrap_or(u32::MAX)),
+        burst: a.rr_burst.unwrap_or(1),
+    };
+    p.validate(udp)
+        .map_err(|e| format!("invalid request/response test: {e}"))?;
+    t.len = Some(request);
+    t.rr = Some(p);
+    Ok(())
 }
 
 fn family(a: &MeasureArgs) -> Family {

@@ -254,6 +254,7 @@ pub fn diagnosis_json(d: &Diagnosis) -> Value {
         "figures": d.figures,
         "fixes": d.fixes,
         "unknown": d.unknown,
+        "latency": d.latency,
     })
 }
 
@@ -362,6 +363,9 @@ pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
         for u in &d.unknown {
             s += &format!("  - {u}\n");
         }
+    }
+    if let Some(l) = &d.latency {
+        s += &plumb_diagnose::latency::render(l);
     }
     s
 }

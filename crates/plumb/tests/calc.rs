@@ -180,3 +180,30 @@ fn bad_input_is_one_line_and_exit_2() {
         "quotes the bad value"
     );
 }
+
+#[test]
+fn queue_delay_and_loaded_rtt() {
+    let v = calc_json(&["--rate", "1Gbit", "--rtt", "15ms", "--queue", "100ms"]);
+    assert!((num(&v, "queue_delay_ms") - 100.0).abs() < 1e-9);
+    assert!((num(&v, "loaded_rtt_ms") - 115.0).abs() < 1e-9);
+    assert_eq!(num(&v, "queue_bytes"), 12_500_000.0);
+    // Bytes drain at the link rate: 2 MB at 100 Mb/s is 160 ms.
+    let v = calc_json(&["--rate", "100Mbit", "--rtt", "10ms", "--queue", "2MB"]);
+    assert!((num(&v, "queue_delay_ms") - 160.0).abs() < 1e-9);
+    // One BDP adds one round trip.
+    let v = calc_json(&["--rate", "1Gbit", "--rtt", "15ms", "--queue", "1BDP"]);
+    assert!((num(&v, "queue_delay_ms") - 15.0).abs() < 1e-9);
+    assert!((num(&v, "loaded_rtt_ms") - 30.0).abs() < 1e-9);
+    // Without a round trip the loaded RTT is unknown, not guessed.
+    let v = calc_json(&["--rate", "1Gbit", "--queue", "1MB"]);
+    assert!(v["loaded_rtt_ms"].is_null());
+    for bad in [
+        vec!["calc", "--rate", "1Gbit", "--queue", "1BDP"],
+        vec!["calc", "--queue", "2MB"],
+        vec!["calc", "--rate", "1Gbit", "--queue", "lots"],
+    ] {
+        let out = plumb(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    }
+}

@@ -318,3 +318,88 @@ fn bad_lab_flags_are_one_line_and_exit_2() {
         );
     }
 }
+
+#[test]
+fn rr_round_trip_is_the_lab_rtt() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(&["--rate", "1gbit", "--rtt", "15ms"], &["--rr", "-t", "3"]);
+    let p50 = num(&v, "end.plumb.latency.p50_us") / 1e3;
+    assert!((p50 / 15.0 - 1.0).abs() <= 0.05, "RR p50 {p50} ms");
+    // One transaction in flight: about one per round trip.
+    let tps = num(&v, "end.plumb.latency.transactions_per_second");
+    assert!((50.0..=70.0).contains(&tps), "{tps} transactions/s");
+}
+
+/// `plumb lab --latency` with one CUBIC stream filling `queue`; returns the
+/// document and the delay the load added at worst (loaded p99 − idle p50).
+fn bufferbloat(queue: &str) -> (Value, f64) {
+    let v = lab(
+        &[
+            "--rate",
+            "1gbit",
+            "--rtt",
+            "15ms",
+            "--queue",
+            queue,
+            // The kernel's 4 MiB send buffer could not fill a deep queue.
+            "--tcp-buffer-max",
+            "64M",
+            "--latency",
+        ],
+        &["-C", "cubic", "-t", "10"],
+    );
+    let idle = num(&v, "end.plumb.latency.idle.p50_ms");
+    assert!(idle >= 15.0, "idle p50 {idle} ms is under the link's RTT");
+    let added = num(&v, "end.plumb.latency.increase_p99_ms");
+    (v, added)
+}
+
+#[test]
+fn a_deep_queue_is_bufferbloat_and_why_names_it() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (v, added) = bufferbloat("100ms");
+    // A full 100 ms drop-tail queue delays a probe by a little under 100 ms
+    // (it must have room for the probe), so the band starts at 90.
+    assert!((90.0..=130.0).contains(&added), "the load added {added} ms");
+    let predicted = num(&v, "model.queue_delay_ms");
+    assert_eq!(predicted, 100.0, "calc --queue's figure");
+    assert!(
+        (added / predicted - 1.0).abs() <= 0.15,
+        "measured {added} ms vs predicted {predicted} ms"
+    );
+    let l = &v["diagnosis"]["latency"];
+    assert_eq!(l["verdict"], "bufferbloat", "{l}");
+    let sentence = l["sentence"].as_str().unwrap_or("");
+    assert!(sentence.contains("queue"), "{sentence}");
+    assert!(l["fixes"].as_array().is_some_and(|f| f.len() >= 4), "{l}");
+    // The bulk stream still filled the link.
+    assert!(num(&v, "end.sum_received.bits_per_second") > 850e6);
+}
+
+#[test]
+fn a_one_bdp_queue_adds_far_less() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (v, added) = bufferbloat("1BDP");
+    let predicted = num(&v, "model.queue_delay_ms");
+    assert!(
+        (predicted - 15.0).abs() < 1e-9,
+        "one BDP at 15 ms: {predicted}"
+    );
+    // At the median the load adds no more than the queue holds; at worst far
+    // less than the deep queue's 90+ ms. (Two runs on this machine: p99 28
+    // and 39 ms against the 15 ms prediction — a tail the model does not
+    // explain yet; p50 9-10 ms.)
+    let median = num(&v, "end.plumb.latency.increase_p50_ms");
+    eprintln!("one BDP: the load added p50 {median} ms, p99 {added} ms");
+    assert!(median <= predicted, "median added {median} ms");
+    assert!(added < 90.0, "the load added {added} ms at worst");
+}

@@ -61,6 +61,7 @@ pub mod framing;
 mod lenient;
 pub mod params;
 pub mod results;
+pub mod rr;
 pub mod server;
 pub mod state;
 pub mod udp;

@@ -199,6 +199,12 @@ pub struct PlumbParams {
     /// Receiver discards data without copying it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub skip_rx_copy: bool,
+    /// A request/response test instead of a throughput test (`--rr`, `--crr`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rr: Option<crate::rr::RrParams>,
+    /// The client opens a latency probe connection before its data streams (`--latency`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub latency: bool,
 }
 
 /// A parameter outside the range the post-3.21 iperf3 server accepts (spec §4).
@@ -639,6 +645,7 @@ mod tests {
                 rwin: Some(1 << 20),
                 sndbuf: None,
                 skip_rx_copy: true,
+                ..PlumbParams::default()
             }),
         };
         let expected = concat!(
@@ -748,6 +755,7 @@ mod tests {
                 rwin: Some(4096),
                 sndbuf: Some(8192),
                 skip_rx_copy: false,
+                ..PlumbParams::default()
             })
         );
         // Missing fields default; an unusable object is dropped, not fatal.
@@ -994,7 +1002,7 @@ mod tests {
                 skip_rx_copy: flags[9],
                 client_version,
                 plumb: plumb.map(|(version, rwin, sndbuf, skip_rx_copy)| PlumbParams {
-                    version, rwin, sndbuf, skip_rx_copy,
+                    version, rwin, sndbuf, skip_rx_copy, ..PlumbParams::default()
                 }),
             }
         }

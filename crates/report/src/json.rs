@@ -432,6 +432,9 @@ fn interval_json(i: &IntervalRecord) -> Value {
     if bidir {
         m.insert("sum_bidir_reverse".into(), interval_sum_json(&rev));
     }
+    if let Some(p) = &i.plumb {
+        m.insert("plumb".into(), p.clone());
+    }
     Value::Object(m)
 }
 
@@ -702,6 +705,7 @@ mod tests {
                 omitted: false,
                 detail: IntervalDetail::Tcp(None),
             }],
+            plumb: None,
         };
         let mut stream = JsonStreamSink::new(Vec::new());
         let mut whole = JsonSink::new(Vec::new());
@@ -766,12 +770,14 @@ mod tests {
         };
         let v = interval_json(&IntervalRecord {
             streams: vec![st(5, 100, true), st(7, 50, true)],
+            plumb: None,
         });
         assert_eq!(v["sum"]["bytes"], 150);
         assert_eq!(v["sum"]["retransmits"], 4);
         assert_eq!(v["sum"]["bits_per_second"], 1200.0);
         let v = interval_json(&IntervalRecord {
             streams: vec![st(5, 100, true), st(7, 50, false)],
+            plumb: None,
         });
         assert_eq!(v["sum_bidir_reverse"]["bytes"], 50);
     }

@@ -196,6 +196,8 @@ pub struct StreamInterval {
 pub struct IntervalRecord {
     /// Every stream, in local order.
     pub streams: Vec<StreamInterval>,
+    /// plumb's extras for the interval (request/response latency), under `"plumb"`.
+    pub plumb: Option<Value>,
 }
 
 /// One direction's totals of a stream.

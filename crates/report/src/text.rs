@@ -215,6 +215,9 @@ impl<W: Write> Sink for TextSink<W> {
             let l = self.stream_line(None, start, end, total, g[0].sender, g[0].omitted, &details);
             self.line(&l);
         }
+        if let Some(l) = i.plumb.as_ref().and_then(rr_interval_line) {
+            self.line(&l);
+        }
         if i.streams.len() > 1 {
             self.line(SEPARATOR);
         }
@@ -433,6 +436,21 @@ impl<W: Write> TextSink<W> {
     }
 }
 
+/// The request/response line under an interval: transactions/s and percentiles.
+fn rr_interval_line(p: &serde_json::Value) -> Option<String> {
+    let l = p.get("latency")?;
+    let g = |k: &str| l[k].as_f64().unwrap_or(0.0);
+    Some(format!(
+        "      {:.1} transactions/s  RTT min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1} us",
+        g("transactions_per_second"),
+        g("min_us"),
+        g("p50_us"),
+        g("p90_us"),
+        g("p99_us"),
+        g("max_us")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,6 +472,7 @@ mod tests {
                     ..TcpSample::default()
                 })),
             }],
+            plumb: None,
         });
         let out = String::from_utf8(sink.into_inner()).unwrap_or_default();
         let lines: Vec<&str> = out.lines().collect();

@@ -31,6 +31,8 @@ pub mod code {
     pub const IDLE: i32 = 144;
     /// The test ran past what the server allows.
     pub const EXPIRED: i32 = 160;
+    /// plumb's request/response parameters out of range (no iperf3 code).
+    pub const RR: i32 = 250;
 }
 
 /// Why a test is refused: the iperf3 code for the client and a line for the log.
@@ -54,6 +56,13 @@ pub fn requested_rate(p: &TestParams) -> u64 {
 /// Checks (already range-validated) parameters against the operator's
 /// limits; returns the rate to reserve.
 pub fn check_limits(p: &TestParams, limits: &Limits) -> Result<u64, Refusal> {
+    if let Some(rr) = p.plumb.as_ref().and_then(|x| x.rr) {
+        let udp = p.protocol == plumb_proto::params::Protocol::Udp;
+        rr.validate(udp).map_err(|e| Refusal {
+            code: code::RR,
+            message: format!("request/response test refused: {e}"),
+        })?;
+    }
     if let Some(max) = limits.max_parallel {
         if p.parallel > i64::from(max) {
             return Err(Refusal {

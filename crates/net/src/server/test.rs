@@ -242,6 +242,22 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     })?;
                     self.listener_changed = true;
                 }
+                if self
+                    .params
+                    .plumb
+                    .as_ref()
+                    .and_then(|x| x.rr)
+                    .is_some_and(|r| r.mode == plumb_proto::rr::RrMode::Crr)
+                {
+                    // CRR connections come to a listener of their own, whose
+                    // port the greeting names; only the client's host may use it.
+                    let ip = self.ctl.local_addr().map_err(TestError::Control)?.ip();
+                    let l = std::net::TcpListener::bind((ip, 0)).map_err(|e| {
+                        self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e))
+                    })?;
+                    session.rr.listener = Some(Arc::new(l));
+                    session.rr.peer_ip = Some(self.peer.ip());
+                }
                 self.shared.registry.accept_streams(key, tx);
                 self.create_streams()?;
                 let r = self.accept_tcp(&rx, &plan, &opts, &mut session);
@@ -400,6 +416,14 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         session: &mut Session,
     ) -> io::Result<()> {
         let deadline = Instant::now() + STREAMS_TIMEOUT;
+        // --latency: the client's first connection is its probe, answered at once.
+        let mut probe = self.params.plumb.as_ref().is_some_and(|p| p.latency);
+        let crr_port = session
+            .rr
+            .listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map_or(0, |a| a.port());
         while session.streams.len() < plan.total_streams() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() || signals::interrupted() {
@@ -425,10 +449,17 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     return Err(io::Error::other("the server is shutting down"))
                 }
             };
+            if std::mem::take(&mut probe) {
+                crate::rr::serve_probe(s, Arc::clone(&session.shared))?;
+                continue;
+            }
             s.set_nonblocking(false)?;
             let i = session.streams.len();
             let sender = !plan.client_sends(i);
             sockets::post_accept(&s, opts, sender)?;
+            if plan.rr.is_some() {
+                crate::rr::greet_tcp(&s, crr_port)?;
+            }
             session.streams.push(Stream::new(
                 stream_id(i),
                 sender,
@@ -501,6 +532,9 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             // must be bound before the reply goes out.
             let next = sockets::bind_udp(self.shared.port, cfg.bind, cfg.family, opts)?;
             waiting.send(&udp::REPLY)?;
+            if plan.rr.is_some() {
+                crate::rr::greet_udp(&waiting)?;
+            }
             let stream: UdpSocket = std::mem::replace(&mut waiting, next);
             let i = session.streams.len();
             let sender = !plan.client_sends(i);

@@ -1,0 +1,244 @@
+//! The latency verdict: when a test measured idle and loaded latency
+//! (`--latency`), how much the bottleneck queue added, against the model's
+//! prediction when the queue's size is known, and what to change.
+//!
+//! Owns the bufferbloat rule and its fixes. Pure: it reads the
+//! `end.plumb.latency` object once into [`LatencyEvidence`] and judges it.
+
+use plumb_model::units::sig;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::rules::Fix;
+
+/// The probes' figures, ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LatencyEvidence {
+    /// Median idle round trip.
+    pub idle_p50_ms: f64,
+    /// Median loaded round trip.
+    pub loaded_p50_ms: f64,
+    /// 99th-percentile loaded round trip: the queue at its fullest.
+    pub loaded_p99_ms: f64,
+    /// Loaded responsiveness, round trips per minute.
+    pub loaded_rpm: Option<f64>,
+    /// The delay the model predicts for the bottleneck's full queue, when its
+    /// size is known (the lab's `--queue`).
+    pub predicted_queue_ms: Option<f64>,
+}
+
+impl LatencyEvidence {
+    /// Reads `end.plumb.latency` of a `-J` document; `None` without loaded probes.
+    pub fn from_json(doc: &Value) -> Option<LatencyEvidence> {
+        let l = &doc["end"]["plumb"]["latency"];
+        let g = |side: &str, k: &str| l[side][k].as_f64();
+        Some(LatencyEvidence {
+            idle_p50_ms: g("idle", "p50_ms")?,
+            loaded_p50_ms: g("loaded", "p50_ms")?,
+            loaded_p99_ms: g("loaded", "p99_ms")?,
+            loaded_rpm: g("loaded", "rpm"),
+            predicted_queue_ms: doc["model"]["queue_delay_ms"].as_f64(),
+        })
+    }
+
+    /// What the load added at its worst (the queue when full), ms.
+    pub fn added_ms(&self) -> f64 {
+        (self.loaded_p99_ms - self.idle_p50_ms).max(0.0)
+    }
+}
+
+/// The verdict on latency under load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyVerdict {
+    /// `bufferbloat` or `fine`.
+    pub verdict: &'static str,
+    /// Delay the load added at its worst (loaded p99 − idle p50), ms.
+    pub added_ms: f64,
+    /// Delay the load added at the median, ms.
+    pub added_p50_ms: f64,
+    /// The model's full-queue delay, when the queue size is known, ms.
+    pub predicted_ms: Option<f64>,
+    /// The queue that delay implies at the link rate, bytes.
+    pub queue_bytes: Option<f64>,
+    /// One sentence.
+    pub sentence: String,
+    /// The figures.
+    pub evidence: LatencyEvidence,
+    /// What to change, with the throughput each change costs.
+    pub fixes: Vec<Fix>,
+}
+
+/// An increase at or under this (or under the idle RTT itself) is no bloat:
+/// a queue of a few milliseconds is what keeps a link busy.
+const FINE_MS: f64 = 10.0;
+
+/// Judges the evidence; `link_bps` sizes the queue in bytes when known.
+pub fn verdict(ev: &LatencyEvidence, link_bps: Option<f64>) -> LatencyVerdict {
+    let added = ev.added_ms();
+    let added_p50 = (ev.loaded_p50_ms - ev.idle_p50_ms).max(0.0);
+    let bloated = added > FINE_MS.max(ev.idle_p50_ms);
+    let queue_bytes = link_bps.map(|b| added / 1e3 * b / 8.0);
+    let mut sentence = if bloated {
+        format!(
+            "Bufferbloat: under load the bottleneck queue adds {} ms to every round trip \
+             (idle {} ms, loaded median {} ms, at worst {} ms{})",
+            sig(added, 3),
+            sig(ev.idle_p50_ms, 3),
+            sig(ev.loaded_p50_ms, 3),
+            sig(ev.loaded_p99_ms, 3),
+            ev.loaded_rpm
+                .map(|r| format!("; {} round trips per minute", sig(r, 3)))
+                .unwrap_or_default()
+        )
+    } else {
+        format!(
+            "Latency under load is fine: the load added {} ms at worst to an idle {} ms",
+            sig(added, 3),
+            sig(ev.idle_p50_ms, 3)
+        )
+    };
+    if let Some(q) = queue_bytes.filter(|_| bloated) {
+        sentence += &format!(
+            ", a standing queue of about {} kB at the link rate",
+            sig(q / 1e3, 3)
+        );
+    }
+    if let Some(p) = ev.predicted_queue_ms {
+        sentence += &format!(
+            "; the model predicts {} ms for the configured queue when full (measured {}% of it)",
+            sig(p, 3),
+            sig(added / p.max(1e-9) * 100.0, 3)
+        );
+    }
+    sentence.push('.');
+    LatencyVerdict {
+        verdict: if bloated { "bufferbloat" } else { "fine" },
+        added_ms: added,
+        added_p50_ms: added_p50,
+        predicted_ms: ev.predicted_queue_ms,
+        queue_bytes,
+        sentence,
+        evidence: *ev,
+        fixes: if bloated { fixes(link_bps) } else { Vec::new() },
+    }
+}
+
+fn fix(os: &str, commands: &[&str], expected_bps: Option<f64>, note: &str) -> Fix {
+    Fix {
+        os: os.into(),
+        commands: commands.iter().map(|c| (*c).to_string()).collect(),
+        expected_bps,
+        note: note.into(),
+    }
+}
+
+/// The remedies, from the bottleneck device to the sender, each with its cost.
+fn fixes(link_bps: Option<f64>) -> Vec<Fix> {
+    let share = |f: f64| link_bps.map(|b| b * f);
+    vec![
+        fix(
+            "linux",
+            &["tc qdisc replace dev IFACE root fq_codel   # on the bottleneck's egress"],
+            share(1.0),
+            "fq_codel keeps the standing queue near 5 ms and gives each flow its own queue; \
+             no throughput cost for bulk TCP",
+        ),
+        fix(
+            "router",
+            &["tc qdisc replace dev WAN root cake bandwidth RATE   # RATE = 90-95 % of the line"],
+            share(0.92),
+            "on a home gateway or any device whose bottleneck is upstream (a modem), shape \
+             just under the line rate so the queue forms where cake can manage it: costs \
+             the 5-10 % shaped away",
+        ),
+        fix(
+            "device",
+            &[
+                "ip link set dev IFACE txqueuelen 100",
+                "smaller switch/modem buffers: about one BDP of the flows you care about",
+            ],
+            share(1.0),
+            "a drop-tail buffer of one BDP still lets one loss-based flow fill the link; \
+             below that a single flow loses rate",
+        ),
+        fix(
+            "linux",
+            &["sysctl -w net.ipv4.tcp_congestion_control=bbr", "sysctl -w net.core.default_qdisc=fq"],
+            share(1.0),
+            "BBR paces at the bottleneck rate and keeps about one BDP in flight, so it does not \
+             fill deep buffers; no cost on a clean path (it shares less fairly with CUBIC)",
+        ),
+        fix(
+            "application",
+            &["pace the sender below the link: plumb -b RATE / --fq-rate, SO_MAX_PACING_RATE"],
+            share(0.95),
+            "a sender paced at 95 % of the bottleneck never builds a queue; costs the 5 % held back",
+        ),
+        fix(
+            "linux",
+            &["sysctl -w net.ipv4.tcp_ecn=1", "tc qdisc replace dev IFACE root fq_codel ecn"],
+            share(1.0),
+            "ECN lets the queue signal congestion by marking instead of dropping; no throughput \
+             cost, but it needs an AQM (fq_codel, cake) at the bottleneck to mark",
+        ),
+        fix(
+            "macos",
+            &["sysctl -w net.inet.tcp.ecn_initiate_out=1"],
+            share(1.0),
+            "ECN from macOS senders; the queue itself must be managed at the bottleneck device",
+        ),
+        fix(
+            "windows",
+            &["netsh int tcp set global ecncapability=enabled"],
+            share(1.0),
+            "ECN from Windows senders; the queue itself must be managed at the bottleneck device",
+        ),
+    ]
+}
+
+/// The verdict in text, for `plumb why`.
+pub fn render(v: &LatencyVerdict) -> String {
+    let mut s = format!("\nLatency under load: {}\n", v.sentence);
+    if !v.fixes.is_empty() {
+        s += "Fixes for the queue (and their throughput cost):\n";
+        for f in &v.fixes {
+            s += &format!("  [{}] {}\n", f.os, f.commands.join("; "));
+            s += &format!("      {}\n", f.note);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn doc(idle: f64, p50: f64, p99: f64) -> Value {
+        json!({"end": {"plumb": {"latency": {
+            "idle": {"p50_ms": idle}, "loaded": {"p50_ms": p50, "p99_ms": p99, "rpm": 600.0}
+        }}}, "model": {"queue_delay_ms": 100.0}})
+    }
+
+    #[test]
+    fn a_full_queue_is_bufferbloat_with_fixes() {
+        let ev = LatencyEvidence::from_json(&doc(15.0, 97.0, 115.0)).expect("evidence");
+        let v = verdict(&ev, Some(1e9));
+        assert_eq!(v.verdict, "bufferbloat");
+        assert!((v.added_ms - 100.0).abs() < 1e-9);
+        assert!((v.queue_bytes.expect("bytes") - 12.5e6).abs() < 1.0);
+        assert!(v.sentence.contains("queue") && v.sentence.contains("predicts 100 ms"));
+        assert!(v.fixes.iter().any(|f| f.commands[0].contains("fq_codel")));
+        assert!(v.fixes.iter().any(|f| f.commands[0].contains("bbr")));
+        assert!(v.fixes.iter().all(|f| f.expected_bps.is_some()));
+    }
+
+    #[test]
+    fn a_small_increase_is_fine_and_missing_probes_give_nothing() {
+        let ev = LatencyEvidence::from_json(&doc(15.0, 17.0, 22.0)).expect("evidence");
+        let v = verdict(&ev, None);
+        assert_eq!(v.verdict, "fine");
+        assert!(v.fixes.is_empty());
+        assert_eq!(LatencyEvidence::from_json(&json!({"end": {}})), None);
+    }
+}

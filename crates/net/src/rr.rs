@@ -1,0 +1,915 @@
+//! Request/response data paths: `--rr` (TCP and UDP), `--crr` and the
+//! `--latency` probe, on both ends, and the latency they measure.
+//!
+//! Owns the per-stream transaction loops, the greeting a plumb server
+//! writes on their connections (see [`plumb_proto::rr`]), the latency
+//! histograms (`hdrhistogram`, nanoseconds, three significant digits) and
+//! their JSON summaries. The session spawns these loops in place of the
+//! throughput loops when the parameters carry `plumb.rr`.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use plumb_proto::rr as wire;
+pub use plumb_proto::rr::{RrMode, RrParams, MIN_UDP_MESSAGE};
+use serde_json::{json, Map, Value};
+
+use crate::datapath::{Counters, Shared, POLL_SLICE};
+use crate::session::StreamSocket;
+use crate::sockets;
+use crate::sockopt;
+
+/// Largest latency a histogram holds: an hour, in ns.
+const MAX_NS: u64 = 3_600_000_000_000;
+/// How long a client waits for a plumb server's greeting.
+pub const GREETING_TIMEOUT: Duration = Duration::from_secs(3);
+/// A UDP transaction unanswered this long is counted lost.
+pub const UDP_LOSS_TIMEOUT: Duration = Duration::from_secs(1);
+/// After the stop, how long a TCP client waits for responses in flight.
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+/// How long a CRR server waits for a connection's request.
+const CRR_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Idle probing before the load: this long, one probe per [`IDLE_EVERY`].
+pub const IDLE_FOR: Duration = Duration::from_secs(1);
+/// Interval of idle probes.
+pub const IDLE_EVERY: Duration = Duration::from_millis(10);
+/// Interval of probes under load: 10 a second of 1 byte each way, about
+/// 21 kbit/s with headers and ACKs, under 1 % of any load above 2.1 Mbit/s.
+pub const LOADED_EVERY: Duration = Duration::from_millis(100);
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NS, 3).expect("bounds 1 ns..1 h at 3 digits are valid")
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos())
+        .unwrap_or(MAX_NS)
+        .clamp(1, MAX_NS)
+}
+
+/// An interval's and the whole test's histogram of one quantity.
+#[derive(Debug)]
+struct Pair {
+    interval: Histogram<u64>,
+    total: Histogram<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Slot(Mutex<Option<Pair>>);
+
+impl Slot {
+    fn record(&self, d: Duration) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let pair = g.get_or_insert_with(|| Pair {
+            interval: histogram(),
+            total: histogram(),
+        });
+        let v = ns(d);
+        // Values are clamped into the bounds, so recording cannot fail.
+        let _ = pair.interval.record(v);
+        let _ = pair.total.record(v);
+    }
+
+    fn take_interval(&self, into: &mut Histogram<u64>) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = g.as_mut() {
+            let _ = into.add(&p.interval);
+            p.interval.reset();
+        }
+    }
+
+    fn add_total(&self, into: &mut Histogram<u64>) {
+        let g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = g.as_ref() {
+            let _ = into.add(&p.total);
+        }
+    }
+}
+
+/// What one request/response stream has done; part of [`Counters`].
+#[derive(Debug, Default)]
+pub struct RrCounters {
+    /// Transactions completed (client) or answered (server).
+    pub transactions: AtomicU64,
+    interval_transactions: AtomicU64,
+    /// UDP transactions never answered.
+    pub lost: AtomicU64,
+    interval_lost: AtomicU64,
+    /// Round trip of each transaction (CRR: connect to last response byte).
+    rtt: Slot,
+    /// CRR: the TCP handshake.
+    connect: Slot,
+    /// CRR: request sent to response read.
+    reqresp: Slot,
+}
+
+impl RrCounters {
+    fn done(&self, c: &Counters, bytes: u64) {
+        self.transactions.fetch_add(1, Relaxed);
+        self.interval_transactions.fetch_add(1, Relaxed);
+        c.bytes.fetch_add(bytes, Relaxed);
+    }
+
+    fn lose(&self) {
+        self.lost.fetch_add(1, Relaxed);
+        self.interval_lost.fetch_add(1, Relaxed);
+    }
+}
+
+/// What the session needs beyond the plan to run request/response streams.
+#[derive(Debug, Clone, Default)]
+pub struct RrContext {
+    /// Server: the listener CRR connections arrive on.
+    pub listener: Option<Arc<TcpListener>>,
+    /// Server: the only address CRR connections are taken from.
+    pub peer_ip: Option<IpAddr>,
+    /// Client: where CRR connections go.
+    pub crr_addr: Option<SocketAddr>,
+    /// Client: `-B`.
+    pub bind: Option<IpAddr>,
+    /// `--busy-poll` µs.
+    pub busy_poll: Option<u32>,
+}
+
+/// Runs one stream's loop: the client's transactions, or the server's answers.
+pub fn run_stream(
+    sock: &StreamSocket,
+    client: bool,
+    p: RrParams,
+    ctx: &RrContext,
+    shared: &Shared,
+    c: &Counters,
+) {
+    match (sock, client, p.mode) {
+        (StreamSocket::Tcp(t), true, RrMode::Rr) => client_tcp(t, p, ctx, shared, c),
+        (StreamSocket::Tcp(t), false, RrMode::Rr) => serve_tcp(t, p, shared, c),
+        (StreamSocket::Tcp(_), true, RrMode::Crr) => client_crr(p, ctx, shared, c),
+        (StreamSocket::Tcp(_), false, RrMode::Crr) => serve_crr(p, ctx, shared, c),
+        (StreamSocket::Udp(u), true, _) => client_udp(u, p, shared, c),
+        (StreamSocket::Udp(u), false, _) => serve_udp(u, p, shared, c),
+    }
+    c.end();
+}
+
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+fn tune(s: &TcpStream, busy_poll: Option<u32>) {
+    let _ = s.set_nodelay(true);
+    if let Some(us) = busy_poll {
+        // Unprivileged callers may lower but not raise it: best effort.
+        let _ = sockopt::set_busy_poll(s.as_fd(), us);
+    }
+}
+
+/// Reads exactly `buf.len()` bytes. `Ok(false)`: EOF before the first byte,
+/// or `give_up()` turned true while nothing had arrived.
+fn read_full(s: &TcpStream, buf: &mut [u8], give_up: &dyn Fn() -> bool) -> io::Result<bool> {
+    let mut off = 0;
+    let mut r: &TcpStream = s;
+    while off < buf.len() {
+        match r.read(&mut buf[off..]) {
+            Ok(0) if off == 0 => return Ok(false),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "the peer closed {off} bytes into a {}-byte message",
+                        buf.len()
+                    ),
+                ))
+            }
+            Ok(n) => off += n,
+            Err(e) if transient(&e) => {
+                if give_up() {
+                    if off == 0 {
+                        return Ok(false);
+                    }
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "a message stalled"));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+fn write_full(s: &TcpStream, buf: &[u8], give_up: &dyn Fn() -> bool) -> io::Result<()> {
+    let mut off = 0;
+    let mut w: &TcpStream = s;
+    while off < buf.len() {
+        match w.write(&buf[off..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "the peer stopped reading",
+                ))
+            }
+            Ok(n) => off += n,
+            Err(e) if transient(&e) => {
+                if give_up() {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "a message stalled"));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Claims one request's worth of a `-n`/`-k` budget; false when spent.
+fn claim(shared: &Shared, request: usize) -> bool {
+    let got = shared.claim(request);
+    if got < request {
+        shared.unclaim(got);
+        return false;
+    }
+    true
+}
+
+fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    tune(s, ctx.busy_poll);
+    let _ = s.set_read_timeout(Some(POLL_SLICE));
+    let _ = s.set_write_timeout(Some(POLL_SLICE));
+    let req = vec![0x52u8; p.request as usize];
+    let mut resp = vec![0u8; p.response as usize];
+    let per = u64::from(p.request) + u64::from(p.response);
+    let mut inflight: VecDeque<Instant> = VecDeque::with_capacity(p.burst as usize);
+    let mut stop_at: Option<Instant> = None;
+    loop {
+        if stop_at.is_none() && shared.stop.load(Relaxed) {
+            stop_at = Some(Instant::now());
+        }
+        while stop_at.is_none() && inflight.len() < p.burst as usize {
+            if !claim(shared, req.len()) {
+                stop_at = Some(Instant::now());
+                break;
+            }
+            let t0 = Instant::now();
+            if let Err(e) = write_full(s, &req, &|| shared.stop.load(Relaxed)) {
+                c.fail(format!("request: {e}"));
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                return;
+            }
+            inflight.push_back(t0);
+        }
+        let Some(t0) = inflight.pop_front() else {
+            break;
+        };
+        let give_up = || stop_at.is_some_and(|t| t.elapsed() > DRAIN_LIMIT);
+        match read_full(s, &mut resp, &give_up) {
+            Ok(true) => {
+                c.rr.rtt.record(t0.elapsed());
+                c.rr.done(c, per);
+            }
+            Ok(false) => {
+                c.fail("the server closed the stream with transactions in flight");
+                break;
+            }
+            Err(e) => {
+                c.fail(format!("response: {e}"));
+                break;
+            }
+        }
+    }
+    // The server reads to our FIN, so its count ends where ours does.
+    let _ = s.shutdown(std::net::Shutdown::Write);
+}
+
+fn serve_tcp(s: &TcpStream, p: RrParams, shared: &Shared, c: &Counters) {
+    tune(s, None);
+    let _ = s.set_read_timeout(Some(POLL_SLICE));
+    let _ = s.set_write_timeout(Some(POLL_SLICE));
+    let mut req = vec![0u8; p.request as usize];
+    let resp = vec![0x41u8; p.response as usize];
+    let per = u64::from(p.request) + u64::from(p.response);
+    let give_up = || shared.stop_receivers.load(Relaxed);
+    loop {
+        match read_full(s, &mut req, &give_up) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                c.fail(format!("request: {e}"));
+                break;
+            }
+        }
+        if let Err(e) = write_full(s, &resp, &give_up) {
+            c.fail(format!("response: {e}"));
+            break;
+        }
+        c.rr.done(c, per);
+    }
+}
+
+/// Whether a connect error means this host ran out of ephemeral ports.
+fn ports_exhausted(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EADDRNOTAVAIL)
+}
+
+fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    let Some(addr) = ctx.crr_addr else {
+        c.fail("no CRR port from the server");
+        return;
+    };
+    let req = vec![0x52u8; p.request as usize];
+    let mut resp = vec![0u8; p.response as usize];
+    let per = u64::from(p.request) + u64::from(p.response);
+    let never = || false;
+    while !shared.stop.load(Relaxed) && claim(shared, req.len()) {
+        let t0 = Instant::now();
+        let s =
+            match sockets::connect_tcp(addr, ctx.bind, None, Some(Duration::from_secs(5)), |s| {
+                s.set_nodelay(true)
+            }) {
+                Ok(s) => s,
+                Err(e) if ports_exhausted(&e) => {
+                    c.fail(format!(
+                        "out of local ports after {} connections: every closed connection \
+                     holds its port for 60 s (TIME_WAIT); widen net.ipv4.ip_local_port_range, \
+                     run shorter, or use --rr",
+                        c.rr.transactions.load(Relaxed)
+                    ));
+                    return;
+                }
+                Err(e) => {
+                    c.fail(format!("connect: {e}"));
+                    return;
+                }
+            };
+        let t1 = Instant::now();
+        tune(&s, ctx.busy_poll);
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let r = write_full(&s, &req, &never).and_then(|()| read_full(&s, &mut resp, &never));
+        match r {
+            Ok(true) => {}
+            Ok(false) => {
+                c.fail("the server closed a CRR connection before its response");
+                return;
+            }
+            Err(e) => {
+                c.fail(format!("CRR transaction: {e}"));
+                return;
+            }
+        }
+        let t2 = Instant::now();
+        // The server closes first, so TIME_WAIT stays on its side and this
+        // host's ports are free again at once: wait for its FIN.
+        let mut one = [0u8; 1];
+        let _ = (&s).read(&mut one);
+        drop(s);
+        c.rr.connect.record(t1 - t0);
+        c.rr.reqresp.record(t2 - t1);
+        c.rr.rtt.record(t2 - t0);
+        c.rr.done(c, per);
+    }
+}
+
+fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    let Some(listener) = ctx.listener.as_ref() else {
+        c.fail("no CRR listener");
+        return;
+    };
+    let _ = listener.set_nonblocking(true);
+    let mut req = vec![0u8; p.request as usize];
+    let resp = vec![0x41u8; p.response as usize];
+    let per = u64::from(p.request) + u64::from(p.response);
+    let mut strangers = 0u64;
+    while !shared.stop_receivers.load(Relaxed) {
+        let (s, from) = match listener.accept() {
+            Ok(a) => a,
+            Err(e) if transient(&e) => {
+                let _ = crate::sys::poll_one(listener.as_fd(), libc::POLLIN, 100);
+                continue;
+            }
+            Err(e) => {
+                c.fail(format!("CRR accept: {e}"));
+                return;
+            }
+        };
+        if ctx
+            .peer_ip
+            .is_some_and(|ip| crate::config::canonical(ip) != crate::config::canonical(from.ip()))
+        {
+            strangers += 1;
+            if strangers == 1 {
+                crate::server::log(&from, "refused a CRR connection from another host");
+            }
+            continue;
+        }
+        let _ = s.set_nonblocking(false);
+        tune(&s, None);
+        let _ = s.set_read_timeout(Some(CRR_REQUEST_TIMEOUT));
+        let _ = s.set_write_timeout(Some(CRR_REQUEST_TIMEOUT));
+        // A connection that sends nothing in time is dropped, not waited for.
+        let at_timeout = || true;
+        let answered = read_full(&s, &mut req, &at_timeout)
+            .and_then(|got| got.then(|| write_full(&s, &resp, &at_timeout)).transpose());
+        if let Ok(Some(())) = answered {
+            c.rr.done(c, per);
+        }
+        let _ = s.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+fn client_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
+    let mut req = vec![0x52u8; p.request as usize];
+    let mut buf = vec![0u8; 65_536];
+    let mut inflight: VecDeque<(u64, Instant)> = VecDeque::with_capacity(p.burst as usize);
+    let mut seq = 0u64;
+    let mut stopping = false;
+    loop {
+        stopping |= shared.stop.load(Relaxed);
+        while !stopping && inflight.len() < p.burst as usize {
+            if !claim(shared, req.len()) {
+                stopping = true;
+                break;
+            }
+            seq += 1;
+            wire::put_seq(&mut req, seq);
+            let t0 = Instant::now();
+            match u.send(&req) {
+                Ok(_) => inflight.push_back((seq, t0)),
+                Err(e) if transient(&e) => {
+                    shared.unclaim(req.len());
+                    break;
+                }
+                Err(e) => {
+                    c.fail(format!("request: {e}"));
+                    return;
+                }
+            }
+        }
+        let Some(&(_, oldest)) = inflight.front() else {
+            break;
+        };
+        let left = UDP_LOSS_TIMEOUT.saturating_sub(oldest.elapsed());
+        if left.is_zero() {
+            inflight.pop_front();
+            c.rr.lose();
+            continue;
+        }
+        let _ = u.set_read_timeout(Some(left.min(POLL_SLICE).max(Duration::from_micros(100))));
+        match u.recv(&mut buf) {
+            Ok(n) => {
+                let now = Instant::now();
+                // A late answer to a transaction already counted lost is dropped.
+                if let Some(i) =
+                    wire::seq_of(&buf[..n]).and_then(|s| inflight.iter().position(|(q, _)| *q == s))
+                {
+                    if let Some((_, t0)) = inflight.remove(i) {
+                        c.rr.rtt.record(now - t0);
+                        c.rr.done(c, u64::from(p.request) + n as u64);
+                    }
+                }
+            }
+            Err(e) if transient(&e) => {}
+            Err(e) => {
+                c.fail(format!("response: {e}"));
+                return;
+            }
+        }
+    }
+}
+
+fn serve_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
+    let _ = u.set_read_timeout(Some(POLL_SLICE));
+    let mut buf = vec![0u8; 65_536];
+    let mut resp = vec![0x41u8; p.response as usize];
+    while !shared.stop_receivers.load(Relaxed) {
+        match u.recv(&mut buf) {
+            Ok(n) => {
+                let Some(seq) = wire::seq_of(&buf[..n]) else {
+                    continue;
+                };
+                wire::put_seq(&mut resp, seq);
+                match u.send(&resp) {
+                    Ok(_) => c.rr.done(c, n as u64 + resp.len() as u64),
+                    Err(e) if transient(&e) => {}
+                    Err(e) => {
+                        c.fail(format!("response: {e}"));
+                        return;
+                    }
+                }
+            }
+            Err(e) if transient(&e) => {}
+            // A connected UDP socket reports the client's port closing; the test is over.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return,
+            Err(e) => {
+                c.fail(format!("request: {e}"));
+                return;
+            }
+        }
+    }
+}
+
+/// Server: greets a request/response or probe TCP stream.
+pub fn greet_tcp(s: &TcpStream, crr_port: u16) -> io::Result<()> {
+    (&*s).write_all(&wire::greeting(crr_port))
+}
+
+/// Server: greets a request/response UDP stream.
+pub fn greet_udp(u: &UdpSocket) -> io::Result<()> {
+    u.send(&wire::greeting(0)).map(|_| ())
+}
+
+fn not_plumb() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "the server is not plumb: it did not greet the request/response stream \
+         (a stock iperf3 server runs throughput tests only; --rr, --crr and --latency need plumb -s)",
+    )
+}
+
+/// Client: reads a plumb server's greeting; the CRR port in it.
+pub fn expect_greeting(sock: &StreamSocket) -> io::Result<u16> {
+    let mut g = [0u8; wire::GREETING_LEN];
+    match sock {
+        StreamSocket::Tcp(t) => {
+            t.set_read_timeout(Some(GREETING_TIMEOUT))?;
+            let mut r: &TcpStream = t;
+            r.read_exact(&mut g).map_err(|e| {
+                if transient(&e) || e.kind() == io::ErrorKind::UnexpectedEof {
+                    not_plumb()
+                } else {
+                    e
+                }
+            })?;
+            wire::parse_greeting(&g).ok_or_else(not_plumb)
+        }
+        StreamSocket::Udp(u) => {
+            u.set_read_timeout(Some(GREETING_TIMEOUT))?;
+            let mut buf = [0u8; 2048];
+            // The server's hello reply may come again before the greeting.
+            for _ in 0..4 {
+                let n = u
+                    .recv(&mut buf)
+                    .map_err(|e| if transient(&e) { not_plumb() } else { e })?;
+                if let Some(port) = wire::parse_greeting(&buf[..n]) {
+                    return Ok(port);
+                }
+            }
+            Err(not_plumb())
+        }
+    }
+}
+
+/// The `--latency` probe connection, client side.
+#[derive(Debug)]
+pub struct Probe {
+    sock: Arc<TcpStream>,
+    /// Idle round trips, ms.
+    pub idle: Vec<f64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<f64>>>,
+}
+
+/// One probe transaction's round trip.
+fn probe_once(s: &TcpStream) -> io::Result<Duration> {
+    let t0 = Instant::now();
+    (&*s).write_all(&[0x50])?;
+    let mut one = [0u8; 1];
+    (&*s).read_exact(&mut one)?;
+    Ok(t0.elapsed())
+}
+
+impl Probe {
+    /// Opens the probe connection (the test's first data connection, with its
+    /// cookie), checks the greeting, and measures idle latency for [`IDLE_FOR`].
+    pub fn open(
+        server: SocketAddr,
+        bind: Option<IpAddr>,
+        cookie: &[u8],
+        timeout: Option<Duration>,
+    ) -> io::Result<Probe> {
+        let s = sockets::connect_tcp(server, bind, None, timeout, |s| s.set_nodelay(true))?;
+        (&s).write_all(cookie)?;
+        expect_greeting(&StreamSocket::Tcp(Arc::new(s.try_clone()?)))?;
+        // A probe that waits longer than this is lost in a queue no user would wait in.
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let mut idle = Vec::new();
+        let start = Instant::now();
+        while start.elapsed() < IDLE_FOR {
+            let t = Instant::now();
+            idle.push(probe_once(&s)?.as_secs_f64() * 1e3);
+            std::thread::sleep(IDLE_EVERY.saturating_sub(t.elapsed()));
+        }
+        Ok(Probe {
+            sock: Arc::new(s),
+            idle,
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        })
+    }
+
+    /// Starts probing every [`LOADED_EVERY`] until [`Probe::finish`].
+    pub fn start_loaded(&mut self) {
+        let s = Arc::clone(&self.sock);
+        let stop = Arc::clone(&self.stop);
+        self.thread = std::thread::Builder::new()
+            .name("plumb-probe".into())
+            .spawn(move || {
+                let mut loaded = Vec::new();
+                while !stop.load(Relaxed) {
+                    let t = Instant::now();
+                    match probe_once(&s) {
+                        Ok(d) => loaded.push(d.as_secs_f64() * 1e3),
+                        Err(_) => break,
+                    }
+                    let mut left = LOADED_EVERY.saturating_sub(t.elapsed());
+                    while !left.is_zero() && !stop.load(Relaxed) {
+                        let step = left.min(Duration::from_millis(10));
+                        std::thread::sleep(step);
+                        left = left.saturating_sub(step);
+                    }
+                }
+                loaded
+            })
+            .ok();
+    }
+
+    /// Stops the probes; the loaded round trips, ms.
+    pub fn finish(&mut self) -> Vec<f64> {
+        self.stop.store(true, Relaxed);
+        let loaded = self
+            .thread
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let _ = self.sock.shutdown(std::net::Shutdown::Both);
+        loaded
+    }
+}
+
+/// Server: answers the probe connection on its own thread until the client
+/// closes it or `shared` says the test is over.
+pub fn serve_probe(s: TcpStream, shared: Arc<Shared>) -> io::Result<()> {
+    s.set_nonblocking(false)?;
+    greet_tcp(&s, 0)?;
+    std::thread::Builder::new()
+        .name("plumb-probe".into())
+        .spawn(move || {
+            let c = Counters::default();
+            serve_tcp(&s, RrParams::default(), &shared, &c);
+        })?;
+    Ok(())
+}
+
+/// Percentiles of `h` (ns) in `unit` ("us" or "ms"), with its buckets.
+fn percentiles(h: &Histogram<u64>, unit: &str) -> Map<String, Value> {
+    let div = if unit == "ms" { 1e6 } else { 1e3 };
+    let v = |x: u64| x as f64 / div;
+    let mut m = Map::new();
+    if h.is_empty() {
+        return m;
+    }
+    m.insert(format!("min_{unit}"), json!(v(h.min())));
+    for (name, q) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99_9", 99.9)] {
+        m.insert(format!("{name}_{unit}"), json!(v(h.value_at_percentile(q))));
+    }
+    m.insert(format!("max_{unit}"), json!(v(h.max())));
+    m.insert(format!("mean_{unit}"), json!(h.mean() / div));
+    // Buckets a quarter of an octave wide from 1 µs: enough to draw the
+    // shape, at most ~130 of them.
+    let buckets: Vec<Value> = h
+        .iter_log(1000, 2f64.powf(0.25))
+        .filter(|b| b.count_since_last_iteration() > 0)
+        .map(|b| {
+            json!({
+                format!("le_{unit}"): v(b.value_iterated_to()),
+                "count": b.count_since_last_iteration(),
+            })
+        })
+        .collect();
+    m.insert("buckets".into(), Value::Array(buckets));
+    m
+}
+
+fn sum_rate(m: &mut Map<String, Value>, tx: u64, lost: u64, secs: f64, udp: bool) {
+    m.insert("transactions".into(), json!(tx));
+    m.insert(
+        "transactions_per_second".into(),
+        json!(if secs > 0.0 { tx as f64 / secs } else { 0.0 }),
+    );
+    if udp {
+        m.insert("lost".into(), json!(lost));
+    }
+}
+
+/// The latency object of one interval over `counters`, resetting their
+/// interval histograms.
+pub fn interval_json<'a>(
+    counters: impl Iterator<Item = &'a Counters>,
+    p: RrParams,
+    udp: bool,
+    secs: f64,
+) -> Value {
+    let (mut rtt, mut conn, mut rr) = (histogram(), histogram(), histogram());
+    let (mut tx, mut lost) = (0, 0);
+    for c in counters {
+        tx += c.rr.interval_transactions.swap(0, Relaxed);
+        lost += c.rr.interval_lost.swap(0, Relaxed);
+        c.rr.rtt.take_interval(&mut rtt);
+        c.rr.connect.take_interval(&mut conn);
+        c.rr.reqresp.take_interval(&mut rr);
+    }
+    let mut m = percentiles(&rtt, "us");
+    m.remove("buckets");
+    sum_rate(&mut m, tx, lost, secs, udp);
+    if p.mode == RrMode::Crr && !conn.is_empty() {
+        m.insert(
+            "connect_p50_us".into(),
+            json!(conn.value_at_percentile(50.0) as f64 / 1e3),
+        );
+        m.insert(
+            "request_response_p50_us".into(),
+            json!(rr.value_at_percentile(50.0) as f64 / 1e3),
+        );
+    }
+    json!({ "latency": Value::Object(m) })
+}
+
+/// The whole test's `latency` object over `counters`.
+pub fn end_json<'a>(
+    counters: impl Iterator<Item = &'a Counters>,
+    p: RrParams,
+    udp: bool,
+    secs: f64,
+) -> Value {
+    let (mut rtt, mut conn, mut rr) = (histogram(), histogram(), histogram());
+    let (mut tx, mut lost) = (0, 0);
+    for c in counters {
+        tx += c.rr.transactions.load(Relaxed);
+        lost += c.rr.lost.load(Relaxed);
+        c.rr.rtt.add_total(&mut rtt);
+        c.rr.connect.add_total(&mut conn);
+        c.rr.reqresp.add_total(&mut rr);
+    }
+    let mut m = Map::new();
+    m.insert(
+        "test".into(),
+        json!(match (p.mode, udp) {
+            (RrMode::Crr, _) => "crr",
+            (RrMode::Rr, true) => "udp_rr",
+            (RrMode::Rr, false) => "tcp_rr",
+        }),
+    );
+    m.insert("request_bytes".into(), json!(p.request));
+    m.insert("response_bytes".into(), json!(p.response));
+    m.insert("burst".into(), json!(p.burst));
+    m.insert("seconds".into(), json!(secs));
+    sum_rate(&mut m, tx, lost, secs, udp);
+    m.extend(percentiles(&rtt, "us"));
+    if p.mode == RrMode::Crr {
+        m.insert("connect".into(), Value::Object(percentiles(&conn, "us")));
+        m.insert(
+            "request_response".into(),
+            Value::Object(percentiles(&rr, "us")),
+        );
+    }
+    Value::Object(m)
+}
+
+/// The `--latency` object: idle and loaded probes in ms, the increase, and
+/// responsiveness as the IPPM draft computes it, with where plumb differs.
+pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
+    let side = |s: &[f64]| {
+        let mut h = histogram();
+        for &x in s {
+            let _ = h.record(((x * 1e6) as u64).clamp(1, MAX_NS));
+        }
+        let mut m = percentiles(&h, "ms");
+        m.insert("probes".into(), json!(s.len()));
+        m.insert("rpm".into(), json!(plumb_model::latency::rpm(s)));
+        (m, h)
+    };
+    let (idle, hi) = side(idle_ms);
+    let (loaded, hl) = side(loaded_ms);
+    let p50 =
+        |h: &Histogram<u64>| (!h.is_empty()).then(|| h.value_at_percentile(50.0) as f64 / 1e6);
+    let increase = p50(&hl).zip(p50(&hi)).map(|(l, i)| l - i);
+    let p99 = (!hl.is_empty()).then(|| hl.value_at_percentile(99.0) as f64 / 1e6);
+    let increase_p99 = p99.zip(p50(&hi)).map(|(l, i)| l - i);
+    json!({
+        "idle": idle,
+        "loaded": loaded,
+        "increase_p50_ms": increase,
+        "increase_p99_ms": increase_p99,
+        "probe_interval_ms": {
+            "idle": IDLE_EVERY.as_secs_f64() * 1e3,
+            "loaded": LOADED_EVERY.as_secs_f64() * 1e3,
+        },
+        "rpm_method": "60000 / the 95th-percentile trimmed mean of the round trips (the slowest 5 % dropped), as the IETF IPPM responsiveness draft; differences: one probe kind, 1-byte request/response over plumb's own TCP connection opened before the load (the draft averages TCP, TLS and HTTP/2 handshakes on new connections and HTTP/2 requests on the loaded ones), probes every 100 ms for the whole test rather than after the draft's load ramp and stability check",
+    })
+}
+
+/// Text lines for the end of a request/response test.
+pub fn end_text(v: &Value) -> Vec<String> {
+    let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+    let mut lines = vec![format!(
+        "{}: {} transactions, {:.1} transactions/s{}",
+        v["test"]
+            .as_str()
+            .unwrap_or("rr")
+            .replace('_', " ")
+            .to_uppercase(),
+        v["transactions"],
+        f("transactions_per_second"),
+        v.get("lost")
+            .map(|l| format!(", {l} lost"))
+            .unwrap_or_default()
+    )];
+    let row = |name: &str, m: &Value| {
+        let g = |k: &str| m[k].as_f64().unwrap_or(0.0);
+        format!(
+            "{name:<18} min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  mean {:.1} us",
+            g("min_us"),
+            g("p50_us"),
+            g("p90_us"),
+            g("p99_us"),
+            g("p99_9_us"),
+            g("max_us"),
+            g("mean_us")
+        )
+    };
+    lines.push(row("round trip", v));
+    if v.get("connect").is_some() {
+        lines.push(row("  connect", &v["connect"]));
+        lines.push(row("  request/response", &v["request_response"]));
+    }
+    lines
+}
+
+/// Text lines for `--latency`.
+pub fn probe_text(v: &Value) -> Vec<String> {
+    let row = |name: &str, m: &Value| {
+        let g = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
+        format!(
+            "{name:<7} {} probes: min {:.2}  p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2} ms, {:.0} RPM",
+            m["probes"],
+            g("min_ms"),
+            g("p50_ms"),
+            g("p90_ms"),
+            g("p99_ms"),
+            g("max_ms"),
+            g("rpm")
+        )
+    };
+    vec![
+        "Latency (separate probe connection):".to_string(),
+        row("idle", &v["idle"]),
+        row("loaded", &v["loaded"]),
+        format!(
+            "the load added {:.2} ms at the median",
+            v["increase_p50_ms"].as_f64().unwrap_or(f64::NAN)
+        ),
+    ]
+}
+
+/// Puts the request/response and probe results under `end.plumb.latency`
+/// and prints their text lines.
+pub fn attach_end(
+    end: &mut plumb_report::EndRecord,
+    session: &crate::session::Session,
+    probes: Option<(&[f64], &[f64])>,
+    sink: &mut dyn plumb_report::Sink,
+) {
+    let v = if let Some(p) = session.plan.rr {
+        let secs = end
+            .streams
+            .iter()
+            .map(|s| s.sent.seconds.max(s.received.seconds))
+            .fold(0.0, f64::max);
+        let v = end_json(
+            session.streams.iter().map(|s| &*s.counters),
+            p,
+            session.plan.protocol == plumb_report::Protocol::Udp,
+            secs,
+        );
+        for l in end_text(&v) {
+            sink.note(&l);
+        }
+        v
+    } else if let Some((idle, loaded)) = probes {
+        let v = probe_json(idle, loaded);
+        for l in probe_text(&v) {
+            sink.note(&l);
+        }
+        v
+    } else {
+        return;
+    };
+    let plumb = end.plumb.get_or_insert_with(|| json!({}));
+    if let Some(m) = plumb.as_object_mut() {
+        m.insert("latency".into(), v);
+    }
+}

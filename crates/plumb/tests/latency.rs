@@ -1,0 +1,372 @@
+//! Latency tests through the real binary on loopback (issue 16): `--rr`,
+//! `--crr` and `-u --rr` plumb↔plumb with exact transaction counts, the
+//! JSON they print, `--latency` beside a throughput test, a stock iperf3
+//! server refusing `--rr` cleanly, and hostile request/response messages.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// plumb client against a `plumb -s -1 -J`; returns (client JSON, server JSON).
+fn pp(args: &[&str]) -> (Value, Value) {
+    let port = port(31_000);
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
+    let p = port.to_string();
+    let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-J"];
+    a.extend_from_slice(args);
+    let out = run(plumb_bin(), &a, Duration::from_secs(40));
+    let c = json(&out, "client");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = json(&srv.finish(Duration::from_secs(10)), "server");
+    assert_clean(&c, "client");
+    assert_clean(&s, "server");
+    (c, s)
+}
+
+/// Checks the percentile keys of a latency object and returns its p50, µs.
+fn percentiles_in_order(l: &Value, what: &str) -> f64 {
+    let keys = ["min_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us"];
+    let v: Vec<f64> = keys
+        .iter()
+        .map(|k| {
+            l[k].as_f64()
+                .unwrap_or_else(|| panic!("{what}: {k} missing in {l}"))
+        })
+        .collect();
+    assert!(v[0] > 0.0, "{what}: min {}", v[0]);
+    assert!(
+        v.windows(2).all(|w| w[0] <= w[1]),
+        "{what}: not ordered {v:?}"
+    );
+    let mean = l["mean_us"].as_f64().expect("mean_us");
+    assert!(
+        v[0] <= mean && mean <= v[5],
+        "{what}: mean {mean} outside {v:?}"
+    );
+    v[1]
+}
+
+/// The bucket counts add up to the transactions.
+fn buckets_sum(l: &Value) -> u64 {
+    l["buckets"]
+        .as_array()
+        .expect("buckets")
+        .iter()
+        .map(|b| {
+            assert!(b["le_us"].as_f64().is_some(), "bucket without le_us: {b}");
+            b["count"].as_u64().expect("count")
+        })
+        .sum()
+}
+
+/// Both ends moved exactly `n` transactions of `req` + `resp` bytes.
+fn exact(c: &Value, s: &Value, n: u64, req: u64, resp: u64) -> Value {
+    let l = c["end"]["plumb"]["latency"].clone();
+    assert_eq!(l["transactions"].as_u64(), Some(n), "{l}");
+    let bytes = (n * (req + resp)) as f64;
+    assert_eq!(num(c, "end.sum_sent.bytes"), bytes, "client's own count");
+    // The server's count comes back in its results: it answered exactly n.
+    assert_eq!(num(c, "end.sum_received.bytes"), bytes, "server's count");
+    assert_eq!(num(s, "end.sum_received.bytes"), bytes, "server JSON");
+    assert_eq!(buckets_sum(&l), n);
+    l
+}
+
+#[test]
+fn tcp_rr_counts_exactly() {
+    let (c, s) = pp(&[
+        "--rr",
+        "-k",
+        "3000",
+        "-P",
+        "2",
+        "--rr-burst",
+        "3",
+        "-l",
+        "10",
+        "--response-size",
+        "200",
+    ]);
+    let l = exact(&c, &s, 3000, 10, 200);
+    assert_eq!(l["test"], "tcp_rr");
+    assert_eq!(l["burst"], 3);
+    percentiles_in_order(&l, "tcp rr");
+    assert!(l["transactions_per_second"].as_f64().unwrap_or(0.0) > 0.0);
+}
+
+#[test]
+fn tcp_rr_timed_reports_every_interval() {
+    let (c, _) = pp(&["--rr", "-t", "2", "-i", "0.5"]);
+    let l = &c["end"]["plumb"]["latency"];
+    let p50 = percentiles_in_order(l, "tcp rr");
+    // Loopback: a 1-byte round trip is microseconds, not milliseconds.
+    assert!(p50 < 5_000.0, "p50 {p50} us");
+    let iv = c["intervals"].as_array().expect("intervals");
+    assert!(iv.len() >= 3, "{} intervals", iv.len());
+    let mut total = 0;
+    for i in iv {
+        let il = &i["plumb"]["latency"];
+        total += il["transactions"].as_u64().expect("interval transactions");
+        percentiles_in_order(il, "interval");
+    }
+    assert_eq!(Some(total), l["transactions"].as_u64(), "intervals add up");
+    let tps = l["transactions_per_second"].as_f64().expect("tps");
+    let secs = l["seconds"].as_f64().expect("seconds");
+    assert!(
+        (tps * secs - total as f64).abs() < 1.0,
+        "{tps} x {secs} != {total}"
+    );
+}
+
+#[test]
+fn crr_counts_exactly_and_splits_connect_time() {
+    let (c, s) = pp(&["--crr", "-k", "400", "-l", "8", "--response-size", "64"]);
+    let l = exact(&c, &s, 400, 8, 64);
+    assert_eq!(l["test"], "crr");
+    let total = percentiles_in_order(&l, "crr");
+    let conn = percentiles_in_order(&l["connect"], "connect");
+    let rr = percentiles_in_order(&l["request_response"], "request/response");
+    assert!(
+        conn < total && rr < total,
+        "connect {conn} + rr {rr} vs {total}"
+    );
+    assert_eq!(buckets_sum(&l["connect"]), 400);
+}
+
+#[test]
+fn udp_rr_counts_exactly() {
+    let (c, s) = pp(&["-u", "--rr", "-k", "2000", "--rr-burst", "2", "-l", "64"]);
+    let l = exact(&c, &s, 2000, 64, 64);
+    assert_eq!(l["test"], "udp_rr");
+    assert_eq!(l["lost"], 0);
+    percentiles_in_order(&l, "udp rr");
+}
+
+#[test]
+fn latency_probe_beside_a_throughput_test() {
+    let (c, _) = pp(&["--latency", "-t", "2", "-b", "200M"]);
+    let l = &c["end"]["plumb"]["latency"];
+    let idle = l["idle"]["probes"].as_u64().expect("idle probes");
+    let loaded = l["loaded"]["probes"].as_u64().expect("loaded probes");
+    // One second of idle probes every 10 ms, then one every 100 ms for 2 s.
+    assert!((50..=101).contains(&idle), "{idle} idle probes");
+    assert!((10..=21).contains(&loaded), "{loaded} loaded probes");
+    for side in ["idle", "loaded"] {
+        let p50 = l[side]["p50_ms"].as_f64().expect("p50_ms");
+        assert!(p50 > 0.0 && p50 < 50.0, "{side} p50 {p50} ms");
+        assert!(l[side]["rpm"].as_f64().expect("rpm") > 0.0);
+    }
+    assert!(l["increase_p50_ms"].as_f64().is_some());
+    assert!(l["rpm_method"]
+        .as_str()
+        .expect("method")
+        .contains("differences"));
+    // The load still ran at its rate.
+    assert!(num(&c, "end.sum_received.bits_per_second") > 150e6);
+}
+
+#[test]
+fn stock_iperf3_server_refuses_rr_cleanly() {
+    for kind in ["--rr", "--crr", "--latency"] {
+        let port = port(31_500);
+        let _srv = Server::start(iperf3_bin(), &["-s", "-1"], port);
+        let p = port.to_string();
+        let t0 = Instant::now();
+        let out = run(
+            plumb_bin(),
+            &["-c", "127.0.0.1", "-p", &p, kind, "-t", "2"],
+            Duration::from_secs(20),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
+        assert!(err.contains("not plumb"), "{kind}: {err}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{kind}: {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn bad_rr_flags_are_usage_errors() {
+    for args in [
+        vec!["-c", "127.0.0.1", "--rr-burst", "2"],
+        vec!["-c", "127.0.0.1", "--rr", "--rr-burst", "0"],
+        vec!["-c", "127.0.0.1", "--rr", "--rr-burst", "5000"],
+        vec!["-c", "127.0.0.1", "--crr", "-u"],
+        vec!["-c", "127.0.0.1", "--crr", "--rr-burst", "2"],
+        vec!["-c", "127.0.0.1", "--rr", "--latency"],
+        vec!["-c", "127.0.0.1", "--rr", "-R"],
+        vec!["-c", "127.0.0.1", "--rr", "-u", "-l", "4"],
+        vec!["-c", "127.0.0.1", "--rr", "--response-size", "2M"],
+    ] {
+        let out = run(plumb_bin(), &args, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+fn frame(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+fn cookie(tag: u8) -> [u8; 37] {
+    let mut r = [0u8; 36];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut r))
+        .expect("urandom");
+    let alphabet = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut c = [0u8; 37];
+    for (o, x) in c.iter_mut().zip(r) {
+        *o = alphabet[usize::from(x ^ tag) % 32];
+    }
+    c
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    s
+}
+
+/// Cookie and parameters by hand; the server's reply bytes until it closes
+/// or stops talking.
+fn params_reply(port: u16, c: &[u8; 37], params: &str) -> (TcpStream, Vec<u8>) {
+    let t0 = Instant::now();
+    loop {
+        let mut s = connect(port);
+        s.write_all(c).expect("cookie");
+        let mut b = [0u8; 1];
+        let first = s.read(&mut b).ok().filter(|n| *n == 1).map(|_| b[0]);
+        if first == Some(0xFF) && t0.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        assert_eq!(first, Some(9), "PARAM_EXCHANGE");
+        s.write_all(&frame(params)).expect("params");
+        let mut reply = vec![0u8; 16];
+        let n = s.read(&mut reply).unwrap_or(0);
+        reply.truncate(n);
+        return (s, reply);
+    }
+}
+
+/// A `--rr` test through the binary completes against the server.
+fn rr_ok(port: u16) {
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "--rr", "-k", "100", "-J"],
+        Duration::from_secs(20),
+    );
+    let c = json(&out, "client");
+    assert_eq!(c["end"]["plumb"]["latency"]["transactions"], 100, "{c}");
+}
+
+fn threads(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("server alive")
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("Threads")
+}
+
+fn idle_threads(pid: u32) -> u64 {
+    let t0 = Instant::now();
+    loop {
+        let n = threads(pid);
+        if n == 1 || t0.elapsed() > Duration::from_secs(15) {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+const RR_PARAMS: &str = r#"{"tcp":true,"omit":0,"time":1,"parallel":1,"len":1,"pacing_timer":1000,"client_version":"3.12","plumb":{"version":"0.1.0","rr":RR}}"#;
+
+#[test]
+fn hostile_rr_messages_leave_the_server_serving() {
+    let port = port(31_700);
+    let srv = Server::start(plumb_bin(), &["-s", "--handshake-timeout", "2000"], port);
+    rr_ok(port);
+    let base = idle_threads(srv.pid());
+    // Out-of-range parameters: SERVER_ERROR 250, before any stream opens.
+    for (i, rr) in [
+        r#"{"burst":0}"#,
+        r#"{"request":2000000}"#,
+        r#"{"response":0}"#,
+        r#"{"burst":4294967295,"request":1}"#,
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (_s, reply) = params_reply(port, &cookie(i as u8), &RR_PARAMS.replace("RR", rr));
+        assert_eq!(reply.first(), Some(&0xFE), "{rr}: {reply:?}");
+        assert_eq!(reply.get(1..5), Some(&250i32.to_be_bytes()[..]), "{rr}");
+    }
+    // CRR over UDP, refused the same way.
+    let udp = RR_PARAMS
+        .replace("\"tcp\":true", "\"udp\":true")
+        .replace("RR", r#"{"mode":"crr","request":8,"response":8}"#);
+    let (_s, reply) = params_reply(port, &cookie(9), &udp);
+    assert_eq!(reply.first(), Some(&0xFE), "crr over udp: {reply:?}");
+    // Unknown mode: the plumb object does not parse, so it is a plain
+    // iperf3 test; the client here walks away, which the server survives.
+    let (s, reply) = params_reply(
+        port,
+        &cookie(10),
+        &RR_PARAMS.replace("RR", r#"{"mode":"x"}"#),
+    );
+    assert_eq!(reply.first(), Some(&10), "plain test: {reply:?}");
+    drop(s);
+    // A request/response stream that sends half a request and goes silent,
+    // then a control connection that vanishes.
+    let c = cookie(11);
+    let (ctl, reply) = params_reply(port, &c, &RR_PARAMS.replace("RR", r#"{"request":100}"#));
+    assert_eq!(reply.first(), Some(&10), "CREATE_STREAMS: {reply:?}");
+    let mut data = connect(port);
+    data.write_all(&c).expect("stream cookie");
+    let mut greeting = [0u8; 10];
+    data.read_exact(&mut greeting).expect("greeting");
+    assert_eq!(&greeting[..8], b"plumbRR1");
+    data.write_all(&[7; 40]).expect("half a request");
+    std::thread::sleep(Duration::from_millis(300));
+    drop(ctl);
+    // A CRR test whose client opens CRR connections and sends nothing.
+    let c = cookie(12);
+    let (ctl, reply) = params_reply(
+        port,
+        &c,
+        &RR_PARAMS.replace("RR", r#"{"mode":"crr","request":4}"#),
+    );
+    assert_eq!(reply.first(), Some(&10), "CREATE_STREAMS: {reply:?}");
+    let mut data2 = connect(port);
+    data2.write_all(&c).expect("stream cookie");
+    data2.read_exact(&mut greeting).expect("greeting");
+    let crr_port = u16::from_be_bytes([greeting[8], greeting[9]]);
+    assert_ne!(crr_port, 0);
+    let silent: Vec<TcpStream> = (0..5).map(|_| connect(crr_port)).collect();
+    drop(ctl);
+    drop(silent);
+    drop(data);
+    drop(data2);
+    rr_ok(port);
+    assert_eq!(idle_threads(srv.pid()), base, "threads left behind");
+    // The CRR listener went with its test.
+    assert!(!listening(crr_port), "CRR port {crr_port} still open");
+}
