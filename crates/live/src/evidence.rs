@@ -145,6 +145,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         sender_is_local: sender,
         peer_is_plumb: false,
         loss_probability: None,
+        latency: None,
         unknown,
     }
 }

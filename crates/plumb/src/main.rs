@@ -12,8 +12,8 @@ mod exporter;
 mod lab;
 mod live;
 mod measure;
-mod top;
 mod report;
+mod top;
 mod why;
 
 use std::process::ExitCode;

@@ -84,7 +84,11 @@ impl Srv {
         loop {
             std::thread::sleep(Duration::from_millis(50));
             let u = self.usage();
-            steady = if u.2 == 1 && u.1 == last.1 { steady + 1 } else { 0 };
+            steady = if u.2 == 1 && u.1 == last.1 {
+                steady + 1
+            } else {
+                0
+            };
             last = u;
             if steady >= 4 || t0.elapsed() > Duration::from_secs(15) {
                 return last;
