@@ -1,5 +1,5 @@
 //! `plumb report` and `--report`: pages built from recorded documents of
-//! plumb and iperf3 3.12, opened in a real browser (Debian's headless
+//! plumb and iperf3 3.12 and 3.22, opened in a real browser (Debian's headless
 //! Chromium, driven by `scripts/report-browser-check` with the network cut),
 //! and hostile input. Without Chromium the browser checks say they were
 //! skipped, unless `PLUMB_REQUIRE_BROWSER=1` (as `scripts/test` sets, after
@@ -181,6 +181,10 @@ fn iperf3_and_json_stream_reports_render() {
     for (name, streams) in [
         ("iperf3-3.12-p2.json", 2),
         ("iperf3-3.12-reverse.json", 1),
+        ("iperf3-3.22-p2.json", 2),
+        ("iperf3-3.22-reverse.json", 1),
+        ("iperf3-3.22-udp.json", 1),
+        ("iperf3-3.22-stream.jsonl", 1),
         ("plumb-stream.jsonl", 1),
         ("plumb-p2.json", 2),
     ] {

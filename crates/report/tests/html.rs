@@ -1,7 +1,9 @@
 //! The HTML report's chart data — series, scales, ticks — from documents
 //! recorded on loopback and in the lab: plumb `-J`, plumb `--json-stream`,
-//! a plumb lab run with its diagnosis, and iperf3 3.12 `-J` (forward `-P 2`
-//! and `-R`). Expected values are read from the documents themselves.
+//! a plumb lab run with its diagnosis, iperf3 3.12 `-J` (forward `-P 2` and
+//! `-R`) and iperf3 3.22 `-J` (`-P 2`, `-R`, UDP) and `--json-stream`, each
+//! against a server of its own version. Expected values are read from the
+//! documents themselves.
 
 use plumb_report::chart::{Quantity, Scale, Style};
 use plumb_report::html::{self, Input, RunData};
@@ -181,6 +183,133 @@ fn iperf3_3_12_forward_and_reverse() {
     }])
     .expect("render");
     assert!(page.contains("this was a UDP test") && !page.contains("limit counters ("));
+}
+
+/// One stream's rate steps are the document's intervals, with the last one
+/// repeated at the end.
+fn check_rates(doc: &Value, d: &RunData) {
+    let iv = intervals(doc);
+    for (k, s) in d.streams.iter().enumerate() {
+        assert_eq!(s.rate.len(), iv.len() + 1, "stream {k}");
+        for (i, v) in iv.iter().enumerate() {
+            let st = &v["streams"][k];
+            assert_eq!(
+                s.rate[i],
+                (
+                    st["start"].as_f64().unwrap_or(-1.0),
+                    st["bits_per_second"].as_f64().unwrap_or(-1.0)
+                )
+            );
+        }
+    }
+    // The chart ends where the last stream's last interval ends.
+    let end = iv.last().and_then(|v| v["streams"].as_array()).map(|ss| {
+        ss.iter()
+            .map(|st| st["end"].as_f64().unwrap_or(-1.0))
+            .fold(0.0, f64::max)
+    });
+    assert_eq!(Some(d.end_s), end);
+}
+
+fn page(doc: Value) -> String {
+    html::render(&[Input {
+        name: "x".into(),
+        doc,
+    }])
+    .expect("render")
+}
+
+#[test]
+fn iperf3_3_22_forward_reverse_udp_and_json_stream() {
+    // -P 2: 3.22 adds "reorder" per stream and "fq_rate" at the start; the
+    // series are read as from 3.12.
+    let doc = load("iperf3-3.22-p2.json");
+    let d = data(&doc);
+    assert!(d.producer.starts_with("iperf 3.22"), "{}", d.producer);
+    assert_eq!(d.streams.len(), 2);
+    check_rates(&doc, &d);
+    for (k, s) in d.streams.iter().enumerate() {
+        assert!(s.sender);
+        for (i, v) in intervals(&doc).iter().enumerate() {
+            let st = &v["streams"][k];
+            assert_eq!(s.cwnd[i].1, st["snd_cwnd"].as_f64().unwrap_or(-1.0));
+            assert_eq!(s.rwnd[i].1, st["snd_wnd"].as_f64().unwrap_or(-1.0));
+            assert_eq!(s.rtt_us[i].1, st["rtt"].as_f64().unwrap_or(-1.0));
+            assert_eq!(
+                s.retransmits[i].1,
+                st["retransmits"].as_f64().unwrap_or(-1.0)
+            );
+        }
+    }
+    assert!(d.streams.iter().all(|s| s.rwnd_limited_pct.is_empty()));
+    assert!(html::limited_chart(&d).is_none());
+    let c = html::throughput_chart(&d).expect("throughput");
+    assert_eq!(c.series.len(), 3, "two streams and their sum");
+    assert_eq!(c.series[2].style, Style::Sum);
+    let top = d.sum.iter().map(|p| p.1).fold(0.0, f64::max);
+    let ys = c.y_scale();
+    check_ticks(&ys, 0.0, top);
+    assert_eq!(ys.unit, if top >= 1e9 { "Gbit/s" } else { "Mbit/s" });
+    let w = html::window_chart(&d).expect("windows");
+    let top_w = d
+        .streams
+        .iter()
+        .flat_map(|s| s.cwnd.iter().chain(&s.rwnd).map(|p| p.1))
+        .fold(0.0, f64::max);
+    check_ticks(&w.y_scale(), 0.0, top_w);
+    let r = html::rtt_chart(&d).expect("rtt");
+    let max_rtt = d
+        .streams
+        .iter()
+        .flat_map(|s| s.rtt_us.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    check_ticks(&r.y_scale(), 0.0, max_rtt);
+    let p = page(doc);
+    assert!(
+        p.contains("iperf 3.22 does not record TCP_INFO") && !p.contains("the congestion window"),
+        "the page names what 3.22 leaves out"
+    );
+
+    // -R: this end only received.
+    let doc = load("iperf3-3.22-reverse.json");
+    let d = data(&doc);
+    assert_eq!(d.streams.len(), 1);
+    assert!(!d.streams[0].sender);
+    check_rates(&doc, &d);
+    assert!(html::window_chart(&d).is_none() && html::rtt_chart(&d).is_none());
+    let c = html::throughput_chart(&d).expect("throughput");
+    assert_eq!(c.series.len(), 1);
+    check_ticks(
+        &c.y_scale(),
+        0.0,
+        d.streams[0].rate.iter().map(|p| p.1).fold(0.0, f64::max),
+    );
+    assert!(page(doc).contains("this end only received"));
+
+    // UDP at -b 50M: the rate is the one asked for, and no TCP state at all.
+    let doc = load("iperf3-3.22-udp.json");
+    assert_eq!(doc["start"]["test_start"]["protocol"], "UDP");
+    let d = data(&doc);
+    assert_eq!(d.streams.len(), 1);
+    check_rates(&doc, &d);
+    let s = &d.streams[0];
+    assert!(s.cwnd.is_empty() && s.rtt_us.is_empty() && s.retransmits.is_empty());
+    assert!(html::window_chart(&d).is_none() && html::rtt_chart(&d).is_none());
+    let ys = html::throughput_chart(&d).expect("throughput").y_scale();
+    assert_eq!(ys.unit, "Mbit/s", "a 50 Mbit/s run in Mbit/s");
+    check_ticks(&ys, 0.0, s.rate.iter().map(|p| p.1).fold(0.0, f64::max));
+    let p = page(doc);
+    assert!(p.contains("this was a UDP test") && !p.contains("limit counters ("));
+
+    // --json-stream: the events make the same document shape.
+    let doc = load("iperf3-3.22-stream.jsonl");
+    let d = data(&doc);
+    assert!(d.producer.starts_with("iperf 3.22"), "{}", d.producer);
+    assert_eq!(d.streams.len(), 1);
+    assert!(!intervals(&doc).is_empty());
+    check_rates(&doc, &d);
+    assert!(!d.streams[0].cwnd.is_empty() && !d.streams[0].rtt_us.is_empty());
+    assert!(doc["end"]["sum_sent"].is_object(), "the end event is kept");
 }
 
 #[test]
