@@ -133,6 +133,12 @@ fn config(a: &ExporterArgs) -> Result<(SocketAddr, Policy), String> {
 
 /// Runs `plumb exporter` until SIGINT or SIGTERM.
 pub fn run(a: &ExporterArgs) -> anyhow::Result<ExitCode> {
+    if a.live_port.len() > MAX_LIVE_PORTS {
+        return Ok(usage_error(format!(
+            "--live-port gives {} ports: at most {MAX_LIVE_PORTS} (each multiplies the series)",
+            a.live_port.len()
+        )));
+    }
     let (listen, policy) = match config(a) {
         Ok(c) => c,
         Err(msg) => return Ok(usage_error(msg)),
@@ -151,12 +157,6 @@ pub fn run(a: &ExporterArgs) -> anyhow::Result<ExitCode> {
         "plumb exporter: serving http://{listen}/probe?target=HOST (targets allowed: {})",
         allowed.join(", ")
     );
-    if a.live_port.len() > MAX_LIVE_PORTS {
-        return Ok(usage_error(format!(
-            "--live-port given {} times: at most {MAX_LIVE_PORTS} (each multiplies the series)",
-            a.live_port.len()
-        )));
-    }
     let counters = a.live_flows.then(|| live::LiveCounters::new(&a.live_port));
     // Dropped (stopped and joined) when run returns, however it returns.
     let _sampler = match &counters {

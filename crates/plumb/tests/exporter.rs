@@ -827,13 +827,22 @@ fn bad_flags_are_usage_errors_and_sigterm_stops_it() {
         &["exporter", "--target-allow", "10.1.2.3/8"],
         &["exporter", "--max-time", "0"],
         &["exporter", "--listen", "nowhere"],
+        &["exporter", "--live-port", "80"],
+        &["exporter", "--live-flows", "--live-port", "x"],
+        &[
+            "exporter",
+            "--live-flows",
+            "--live-port",
+            "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+        ],
     ] {
         let out = run(plumb_bin(), args, Duration::from_secs(10));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
-    let mut exp = Exporter::start(port(32_000), &[]);
+    // With the sampler running too: SIGTERM stops both.
+    let mut exp = Exporter::start(port(32_000), &["--live-flows"]);
     let (status, _, body) = exp.get("/", &[]);
     assert_eq!(status, 200);
     assert!(body.contains("/probe?target="), "{body}");
