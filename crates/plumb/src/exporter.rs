@@ -11,6 +11,7 @@
 //! flags and goes through the same checks (`measure::test_spec`).
 
 mod gate;
+mod live;
 mod metrics;
 mod query;
 
@@ -55,6 +56,20 @@ pub struct ExporterArgs {
     /// Longest test a probe may run, seconds
     #[arg(long = "max-time", default_value_t = 10.0)]
     pub max_time: f64,
+    /// Also summarise the host's live TCP flows on /metrics: seconds and
+    /// bytes of transfer by limit, sampled every second (off by default:
+    /// it dumps every socket of the host each second)
+    #[arg(long = "live-flows")]
+    pub live_flows: bool,
+    /// With --live-flows: also label by this port at either end (repeatable,
+    /// comma-separated, at most 16; other connections are port="other")
+    #[arg(
+        long = "live-port",
+        value_name = "PORT",
+        value_delimiter = ',',
+        requires = "live_flows"
+    )]
+    pub live_port: Vec<u16>,
 }
 
 /// Loopback: what may be probed when `--target-allow` is not given. Enough for
@@ -64,6 +79,9 @@ const LOOPBACK: [&str; 2] = ["127.0.0.0/8", "::1/128"];
 
 /// The longest `--max-time`: a probe is one scrape, not a soak test.
 const MAX_TIME_CAP_S: f64 = 600.0;
+
+/// The most `--live-port`s: each adds nine series per metric.
+const MAX_LIVE_PORTS: usize = 16;
 
 /// How long the exporter waits for running probes when asked to stop (they
 /// see the same signal and end their tests within a second or so).
@@ -115,6 +133,12 @@ fn config(a: &ExporterArgs) -> Result<(SocketAddr, Policy), String> {
 
 /// Runs `plumb exporter` until SIGINT or SIGTERM.
 pub fn run(a: &ExporterArgs) -> anyhow::Result<ExitCode> {
+    if a.live_port.len() > MAX_LIVE_PORTS {
+        return Ok(usage_error(format!(
+            "--live-port gives {} ports: at most {MAX_LIVE_PORTS} (each multiplies the series)",
+            a.live_port.len()
+        )));
+    }
     let (listen, policy) = match config(a) {
         Ok(c) => c,
         Err(msg) => return Ok(usage_error(msg)),
@@ -133,9 +157,23 @@ pub fn run(a: &ExporterArgs) -> anyhow::Result<ExitCode> {
         "plumb exporter: serving http://{listen}/probe?target=HOST (targets allowed: {})",
         allowed.join(", ")
     );
+    let counters = a.live_flows.then(|| live::LiveCounters::new(&a.live_port));
+    // Dropped (stopped and joined) when run returns, however it returns.
+    let _sampler = match &counters {
+        Some(c) => {
+            match live::Sampler::start(c.clone()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("plumb: --live-flows: cannot read the host's TCP connections (sock_diag): {e}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        None => None,
+    };
     let st = Arc::new(State {
         gate: Gate::new(a.max_probes),
-        own: Own::new(a.max_probes),
+        own: Own::new(a.max_probes, counters.as_ref()),
         policy,
     });
     while !plumb_net::signals::interrupted() {

@@ -836,13 +836,22 @@ fn bad_flags_are_usage_errors_and_sigterm_stops_it() {
         &["exporter", "--target-allow", "10.1.2.3/8"],
         &["exporter", "--max-time", "0"],
         &["exporter", "--listen", "nowhere"],
+        &["exporter", "--live-port", "80"],
+        &["exporter", "--live-flows", "--live-port", "x"],
+        &[
+            "exporter",
+            "--live-flows",
+            "--live-port",
+            "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+        ],
     ] {
         let out = run(plumb_bin(), args, Duration::from_secs(10));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
-    let mut exp = Exporter::start(port(32_000), &[]);
+    // With the sampler running too: SIGTERM stops both.
+    let mut exp = Exporter::start(port(32_000), &["--live-flows"]);
     let (status, _, body) = exp.get("/", &[]);
     assert_eq!(status, 200);
     assert!(body.contains("/probe?target="), "{body}");
@@ -869,4 +878,87 @@ fn bad_flags_are_usage_errors_and_sigterm_stops_it() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(st.success(), "exit after SIGTERM: {st}");
+}
+
+/// Series of the metric family `name` in `text` (sample lines only).
+fn series(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && l.starts_with(name))
+        .map(|l| l.rsplit_once(' ').map_or(l, |(s, _)| s).to_string())
+        .collect()
+}
+
+/// `--live-flows`: a loopback transfer into a receiver whose SO_RCVBUF is
+/// 8 KiB is receive-window limited by construction; its port's
+/// `receive_window` counters grow between two scrapes, the series stay the
+/// fixed set (limits × {port, other}), and promtool accepts the text.
+#[test]
+fn live_flows_count_a_receive_window_limited_transfer_by_limit_only() {
+    if Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let _one = serial();
+    let data_port = port(32_000);
+    let dp = data_port.to_string();
+    let exp = Exporter::start(
+        port(32_000),
+        &["--live-flows", "--live-port", &dp, "--live-port", "1"],
+    );
+    let py = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/peer.py");
+    let py = py.display().to_string();
+    let end = |role: &str, dir: &str, extra: &[&str]| {
+        Proc::spawn(
+            Command::new("python3")
+                .args([py.as_str(), role, dir, "host=127.0.0.1", "secs=6"])
+                .arg(format!("port={dp}"))
+                .args(extra)
+                .stdout(Stdio::null()),
+        )
+    };
+    let _recv = end("role=listen", "dir=recv", &["rcvbuf=8192"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let _send = end("role=connect", "dir=send", &[]);
+    let rw = format!("plumb_live_limited_seconds_total{{limit=\"receive_window\",port=\"{dp}\"}}");
+    let rwb = format!("plumb_live_bytes_total{{limit=\"receive_window\",port=\"{dp}\"}}");
+    // Bounded: the first scrape that sees the transfer, within 5 s.
+    let t0 = Instant::now();
+    let first = loop {
+        let (_, _, t) = exp.get("/metrics", &[]);
+        if sample(&t, &rw).is_some_and(|v| v > 0.0) || t0.elapsed() > Duration::from_secs(5) {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let (_, _, second) = exp.get("/metrics", &[]);
+    let (s1, s2) = (sample(&first, &rw), sample(&second, &rw));
+    assert!(
+        s1.is_some_and(|a| s2.is_some_and(|b| b > a && a > 0.0)),
+        "receive_window seconds did not grow: {s1:?} then {s2:?}\n{second}"
+    );
+    assert!(
+        sample(&second, &rwb) > sample(&first, &rwb),
+        "bytes did not grow\n{second}"
+    );
+    // Nothing was limited on port 1 (nobody uses it).
+    for l in ["receive_window", "none", "application"] {
+        assert_eq!(
+            sample(
+                &second,
+                &format!("plumb_live_limited_seconds_total{{limit=\"{l}\",port=\"1\"}}")
+            ),
+            Some(0.0),
+            "{second}"
+        );
+    }
+    // 9 limits × (2 ports + other), before and after: no per-connection series.
+    for t in [&first, &second] {
+        let s = series(t, "plumb_live_limited_seconds_total");
+        assert_eq!(s.len(), 27, "{s:?}");
+        assert!(s.iter().all(|l| !l.contains("127.0.0.1")), "{s:?}");
+        assert_eq!(series(t, "plumb_live_bytes_total").len(), 27, "{t}");
+    }
+    let (_, _, text) = exp.get("/metrics", &["Accept: text/plain;version=0.0.4"]);
+    assert_promtool(&text, "/metrics with live flows");
 }

@@ -6,9 +6,8 @@
 //! `probe_*` are), in base units: bytes, seconds, bytes per second. Counters
 //! (`_total`) are the exporter's own, cumulative since it started.
 //!
-//! Seam for live flows: the host's live TCP flows summarised by limit belong
-//! on the `/metrics` registry as a `prometheus_client::collector::Collector`
-//! registered in [`Own::new`]; nothing else here changes.
+//! With `--live-flows`, [`Own::new`] also registers the live sampler's
+//! counters (`plumb_live_*`, labelled by limit only; see `live.rs`).
 
 use std::sync::atomic::AtomicU64;
 
@@ -320,8 +319,8 @@ pub struct Own {
 }
 
 impl Own {
-    /// Registers the exporter's metrics (and, later, the live-flow collector).
-    pub fn new(max_probes: usize) -> Own {
+    /// Registers the exporter's metrics, and the live-flow counters when given.
+    pub fn new(max_probes: usize, live: Option<&super::live::LiveCounters>) -> Own {
         let mut registry = Registry::default();
         let probes = Family::<Labels, Counter>::default();
         // Every outcome from the start, so rate() sees the first one happen.
@@ -360,6 +359,25 @@ impl Own {
             "Probes that may run at once (--max-probes)",
             max,
         );
+        if let Some(l) = live {
+            registry.register_with_unit(
+                "plumb_live_limited",
+                "Seconds of transfer by the host's TCP connections, by the limit named for each (summed over connections; idle ones not counted)",
+                Unit::Seconds,
+                l.seconds.clone(),
+            );
+            registry.register_with_unit(
+                "plumb_live",
+                "Bytes the host's busy TCP connections moved (acknowledged plus received), by limit",
+                Unit::Bytes,
+                l.bytes.clone(),
+            );
+            registry.register(
+                "plumb_live_samples",
+                "Sampling intervals of the host's TCP connections done",
+                l.samples.clone(),
+            );
+        }
         Own {
             registry,
             probes,
@@ -393,7 +411,7 @@ mod tests {
 
     #[test]
     fn own_metrics_count_outcomes() {
-        let own = Own::new(2);
+        let own = Own::new(2, None);
         own.count(Outcome::Forbidden, 0.0);
         own.count(Outcome::Success, 1.25);
         let t = own.text(1);
@@ -415,7 +433,7 @@ mod tests {
 
     #[test]
     fn prometheus_text_names_counter_samples() {
-        let own = Own::new(1);
+        let own = Own::new(1, None);
         own.count(Outcome::Success, 2.0);
         let t = to_prometheus_text(&own.text(0));
         assert!(
