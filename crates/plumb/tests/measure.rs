@@ -12,22 +12,7 @@ use serde_json::Value;
 
 /// plumb client against a `plumb -s -1 -J`; returns (client JSON, server JSON).
 fn pp(args: &[&str]) -> (Value, Value) {
-    let port = port(26_000);
-    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
-    let p = port.to_string();
-    let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-J"];
-    a.extend_from_slice(args);
-    let out = run(plumb_bin(), &a, Duration::from_secs(40));
-    let c = json(&out, "client");
-    assert!(
-        out.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s = json(&srv.finish(Duration::from_secs(10)), "server");
-    assert_clean(&c, "client");
-    assert_clean(&s, "server");
-    (c, s)
+    plumb_pair(26_000, args)
 }
 
 fn exact_tcp(c: &Value) -> f64 {

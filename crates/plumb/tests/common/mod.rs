@@ -316,3 +316,25 @@ pub fn leftovers() -> Vec<String> {
     );
     v
 }
+
+/// A plumb client (`-J` plus `args`) against a fresh `plumb -s -1 -J` on a
+/// port from `port_base`'s range; both must succeed with clean documents.
+/// Returns (client JSON, server JSON).
+pub fn plumb_pair(port_base: u16, args: &[&str]) -> (Value, Value) {
+    let port = port(port_base);
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
+    let p = port.to_string();
+    let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-J"];
+    a.extend_from_slice(args);
+    let out = run(plumb_bin(), &a, Duration::from_secs(40));
+    let c = json(&out, "client");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = json(&srv.finish(Duration::from_secs(10)), "server");
+    assert_clean(&c, "client");
+    assert_clean(&s, "server");
+    (c, s)
+}
