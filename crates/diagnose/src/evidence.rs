@@ -77,13 +77,46 @@ pub struct Cpu {
     pub softirq_pct: Option<f64>,
 }
 
+/// What a UDP test's receiver counted: UDP has no window, no congestion
+/// control and no retransmission, so its datagrams and where they were lost
+/// are all there is to weigh beside the rate cap, the link and CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UdpEvidence {
+    /// What the sender sent, bit/s (iperf3's `sum_sent`).
+    pub sent_bps: Option<f64>,
+    /// Datagrams the receiver expected (received + lost).
+    pub datagrams: u64,
+    /// Datagrams that never arrived.
+    pub lost: u64,
+    /// Of those, dropped by the receiving socket because its buffer was
+    /// full (`SO_MEMINFO` drops, counted by a plumb receiver only).
+    pub socket_drops: Option<u64>,
+    /// The receiving socket's buffer, bytes, when a plumb receiver said.
+    pub rcvbuf_granted: Option<u64>,
+    /// Payload bytes per datagram (`-l`).
+    pub payload: Option<u64>,
+}
+
+impl UdpEvidence {
+    /// The fraction of datagrams lost, 0 when none were expected.
+    pub fn lost_fraction(&self) -> f64 {
+        if self.datagrams == 0 {
+            0.0
+        } else {
+            self.lost as f64 / self.datagrams as f64
+        }
+    }
+}
+
 /// Everything known about one test.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
     /// Idle and loaded latency probes (`--latency`), when measured.
     pub latency: Option<crate::latency::LatencyEvidence>,
-    /// TCP (UDP tests are not diagnosed).
+    /// TCP; a UDP test is weighed by its [`UdpEvidence`] instead.
     pub tcp: bool,
+    /// A UDP test's datagram counts (`None` for TCP).
+    pub udp: Option<UdpEvidence>,
     /// The server sent (`-R`).
     pub reverse: bool,
     /// Both sent; only the client-to-server direction is diagnosed.
@@ -142,6 +175,26 @@ fn sysctls(v: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// The receiver's datagram counts from `end`: `sum_received` where the
+/// document has it (plumb, iperf3 3.1x and later), else `sum`; its socket
+/// buffer from `rcv`, the receiving end's `end.plumb` side.
+fn udp_evidence(ts: &Value, end: &Value, rcv: &Value) -> UdpEvidence {
+    let rx = if end["sum_received"]["packets"].is_u64() {
+        &end["sum_received"]
+    } else {
+        &end["sum"]
+    };
+    let udp = &end["plumb"]["udp"];
+    UdpEvidence {
+        sent_bps: f(&end["sum_sent"]["bits_per_second"]),
+        datagrams: u(&rx["packets"]).unwrap_or(0),
+        lost: u(&rx["lost_packets"]).unwrap_or(0),
+        socket_drops: u(&udp["socket_drops"]),
+        rcvbuf_granted: u(&rcv["udp"]["rcvbuf_granted"]),
+        payload: u(&ts["blksize"]).filter(|b| *b > 0),
+    }
+}
+
 impl Evidence {
     /// Reads a client's `-J` document. `link` is the link rate when known.
     pub fn from_json(doc: &Value, link: Option<LinkRate>) -> Result<Evidence, String> {
@@ -167,6 +220,7 @@ impl Evidence {
         };
         ev.sender_is_local = !ev.reverse;
         ev.latency = crate::latency::LatencyEvidence::from_json(doc);
+
         let per_stream = u(&ts["target_bitrate"]).filter(|b| *b > 0);
         let n = u(&ts["num_streams"]).unwrap_or(1).max(1);
         ev.target_bps = per_stream.map(|b| b as f64 * n as f64);
@@ -189,6 +243,9 @@ impl Evidence {
         ev.sysctl_sender = sysctls(&snd["sysctl"]);
         ev.sysctl_receiver = sysctls(&rcv["sysctl"]);
         ev.rcvbuf_actual = u(&rcv["streams"][0]["rcvbuf_actual"]);
+        if !ev.tcp {
+            ev.udp = Some(udp_evidence(ts, end, rcv));
+        }
         let cpu = &end["cpu_utilization_percent"];
         let wide = |side: &Value| {
             let c = &side["cpu_system_wide"];
@@ -273,7 +330,7 @@ impl Evidence {
             }
             ev.streams.push(st);
         }
-        if ev.streams.iter().all(|s| s.busy_us.is_none()) {
+        if ev.tcp && ev.streams.iter().all(|s| s.busy_us.is_none()) {
             ev.unknown.push(if ev.peer_is_plumb || ev.sender_is_local {
                 "the sender's TCP limit counters (busy, rwnd_limited, sndbuf_limited): kernel too old".into()
             } else {

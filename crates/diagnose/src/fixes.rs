@@ -147,6 +147,7 @@ pub fn for_limit(limit: Limit, ev: &Evidence, figures: &Figures, findings: &[Fin
                 ));
             }
         }
+        Limit::Loss if ev.udp.is_some() => udp_loss(ev, &mut out),
         Limit::Loss => {
             out.push(fix(
                 "path",
@@ -185,6 +186,17 @@ pub fn for_limit(limit: Limit, ev: &Evidence, figures: &Figures, findings: &[Fin
                 None,
                 &[],
             ));
+            // UDP offered beyond the link is lost, not queued for later.
+            if let (Some(u), Some(g)) = (ev.udp, goodput) {
+                if u.sent_bps.is_some_and(|s| s > g * 1.05) {
+                    out.push(fix(
+                        "application",
+                        "offer no more than the link carries: what UDP sends beyond it is lost",
+                        Some(g),
+                        &[format!("plumb -c HOST -u -b {}", rate_arg(g))],
+                    ));
+                }
+            }
         }
         Limit::Cpu => {
             out.push(fix(
@@ -248,4 +260,54 @@ pub fn for_limit(limit: Limit, ev: &Evidence, figures: &Figures, findings: &[Fin
         }
     }
     out
+}
+
+/// `-b` for `bps`, rounded down to three significant figures so the
+/// command offers no more than was meant.
+fn rate_arg(bps: f64) -> String {
+    let (div, unit) = if bps >= 1e9 {
+        (1e9, "G")
+    } else if bps >= 1e6 {
+        (1e6, "M")
+    } else {
+        (1e3, "K")
+    };
+    let v = bps / div;
+    let scale = 10f64.powi(2 - v.max(1.0).log10().floor() as i32);
+    format!("{}{unit}", (v * scale).floor() / scale)
+}
+
+/// The fixes for lost UDP datagrams: the receiving socket's, or the path's.
+fn udp_loss(ev: &Evidence, out: &mut Vec<Fix>) {
+    let Some(u) = ev.udp else { return };
+    let in_socket = u.socket_drops.is_some_and(|d| d * 2 >= u.lost && d > 0);
+    if in_socket {
+        let want = u.rcvbuf_granted.map_or(8 << 20, |b| (b * 4).max(8 << 20));
+        out.push(fix(
+            "receiver",
+            "a larger receive buffer rides out the reader's pauses; a reader that keeps up needs a core of its own",
+            u.sent_bps,
+            &[
+                format!("plumb -c HOST -u -w {}M   (SO_RCVBUF at both ends)", want >> 20),
+                format!("sysctl -w net.core.rmem_max={want}   (Linux caps SO_RCVBUF at it)"),
+                "top -H on the receiver: is its reading thread at 100 % of a core?".into(),
+            ],
+        ));
+    } else {
+        out.push(fix(
+            "application",
+            "offer no more than the path delivers: UDP does not slow down for loss",
+            Some(ev.measured_bps),
+            &[format!("plumb -c HOST -u -b {}", rate_arg(ev.measured_bps))],
+        ));
+        out.push(fix(
+            "path",
+            "find where datagrams are dropped",
+            None,
+            &[
+                "ip -s link   (errors and drops on each interface on the path)".into(),
+                "tc -s qdisc   (queue drops at the sender's bottleneck)".into(),
+            ],
+        ));
+    }
 }

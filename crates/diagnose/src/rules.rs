@@ -367,6 +367,25 @@ pub fn efficiency(payload: u64, timestamps: bool) -> f64 {
     f.efficiency()
 }
 
+/// Payload bytes of a UDP datagram when the document does not say: the
+/// most an IPv4 datagram carries in a 1500-byte MTU.
+pub const UDP_PAYLOAD: u64 = 1472;
+
+/// The share of an Ethernet link a UDP datagram of `payload` bytes uses as
+/// payload: IPv4 (20 B) and UDP (8 B) headers, 38 B of Ethernet framing, one
+/// frame per datagram up to the 1500-byte MTU (larger ones go as IP
+/// fragments, each with its own 20 B IP header and framing).
+pub fn udp_efficiency(payload: u64) -> f64 {
+    let ip = payload + 8;
+    let frames = ip.div_ceil(1480).max(1);
+    let wire = ip + frames * (20 + 38);
+    payload as f64 / wire as f64
+}
+
+/// A UDP receiver that lost at least this share of the datagrams sent is
+/// shown with the loss; below it, loss is noise for a rate question.
+pub const UDP_LOSS_SEEN: f64 = 0.01;
+
 /// Whether `predicted` explains `measured`: their ratio lies within a
 /// factor of 1 + `tolerance` either way.
 pub fn explains(measured: f64, predicted: f64, tolerance: f64) -> bool {
@@ -482,9 +501,10 @@ fn base_figures(ev: &Evidence, ts: bool) -> Figures {
     let full = if ts { 1448 } else { 1460 };
     let payload = ev.mss().unwrap_or(full).max(full);
     let rtt_s = ev.rtt_s();
-    let goodput = ev.link.as_ref().map(|l| match l.source {
+    let goodput = ev.link.as_ref().map(|l| match (&l.source, ev.udp) {
         // The best interval is already goodput (and only a lower bound).
-        LinkSource::BestInterval => l.bps,
+        (LinkSource::BestInterval, _) => l.bps,
+        (_, Some(u)) => l.bps * udp_efficiency(u.payload.unwrap_or(UDP_PAYLOAD)),
         _ => l.bps * efficiency(payload, ts),
     });
     let lower_bound = ev
@@ -523,8 +543,9 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
     let measured = ev.measured_bps;
     let mut unknown = ev.unknown.clone();
     if !ev.tcp {
-        unknown
-            .push("UDP tests are not diagnosed: UDP has no window; look at loss and jitter".into());
+        unknown.push(
+            "TCP's window, buffer and congestion evidence: UDP has none, so this UDP test is weighed by its rate cap, its loss, the link and CPU".into(),
+        );
     }
     if ev.bidir {
         unknown.push("bidirectional test: only the client-to-server direction is diagnosed".into());
@@ -669,17 +690,22 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             ),
             line("measured", measured / 1e6, "Mbit/s"),
         ];
-        let mut s = Seen::new(
-            Limit::Application,
-            "the application",
-            format!(
+        let sentence = match ev.udp.and_then(|u| u.sent_bps) {
+            Some(sent) => format!(
+                "the sender was asked for {}, sent {} and the receiver got {}",
+                mbps(target),
+                mbps(sent),
+                mbps(measured)
+            ),
+            None => format!(
                 "the sender was asked for {} and sent {}",
                 mbps(target),
                 mbps(measured)
             ),
-        )
-        .model(target, TOLERANCE)
-        .counters(idle);
+        };
+        let mut s = Seen::new(Limit::Application, "the application", sentence)
+            .model(target, TOLERANCE)
+            .counters(idle);
         s.evidence = e;
         seen.push(s);
     } else if let Some(i) = idle.filter(|i| *i >= 0.05) {
@@ -697,6 +723,69 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             (1.0 - i) * 100.0,
             "% of the test",
         )];
+        seen.push(s);
+    }
+
+    // UDP loss: datagrams that never arrived. Nothing predicts a rate from
+    // it; the share lost is how much of what was sent it took. Drops in the
+    // receiving socket (its buffer full: the reader fell behind) are the
+    // receiver's. The rest were lost on the path; when the link explains
+    // what arrived, the sender offered more than the link carries and the
+    // loss is the link's doing, shown but not binding on its own.
+    if let Some(u) = ev.udp.filter(|u| u.lost_fraction() >= UDP_LOSS_SEEN) {
+        let lost = u.lost_fraction();
+        let in_socket = u.socket_drops.filter(|d| *d * 2 >= u.lost && *d > 0);
+        let link_explains = link_goodput
+            .filter(|_| {
+                ev.link
+                    .as_ref()
+                    .is_some_and(|l| !matches!(l.source, LinkSource::BestInterval))
+            })
+            .is_some_and(|g| explains(measured, g, TOLERANCE));
+        let mut e = vec![
+            line("datagrams sent", u.datagrams as f64, "datagrams"),
+            line("datagrams lost", lost * 100.0, "% of those sent"),
+        ];
+        if let Some(d) = u.socket_drops {
+            e.push(line(
+                "dropped by the receiving socket (buffer full)",
+                d as f64,
+                "datagrams",
+            ));
+        }
+        if let Some(b) = u.rcvbuf_granted {
+            e.push(line("receiver SO_RCVBUF granted", b as f64, "B"));
+        }
+        if let Some(sent) = u.sent_bps {
+            e.push(line("sent", sent / 1e6, "Mbit/s"));
+        }
+        let (what, sentence) = match in_socket {
+            Some(d) => (
+                "datagrams dropped by the receiving socket",
+                format!(
+                    "{}% of the datagrams sent were lost, {} of {} of them in the receiving socket, whose buffer was full: the reader did not keep up",
+                    pct(lost),
+                    thousands(d),
+                    thousands(u.lost)
+                ),
+            ),
+            None => (
+                "datagram loss",
+                format!(
+                    "{}% of the datagrams sent were lost on the way; UDP does not slow down for loss",
+                    pct(lost)
+                ),
+            ),
+        };
+        let mut s = Seen::new(Limit::Loss, what, sentence);
+        if in_socket.is_some() || !link_explains {
+            s = s.counters(Some(lost));
+        }
+        if u.socket_drops.is_none() {
+            s.missing
+                .push("where the datagrams were lost: the receiver is not plumb".into());
+        }
+        s.evidence = e;
         seen.push(s);
     }
 
@@ -761,8 +850,25 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
                 mbps(measured)
             ),
         };
-        let mut s =
-            Seen::new(Limit::Cpu, &format!("CPU on the {who}"), sentence).counters(Some(runnable));
+        // UDP has no flow control, so a CPU binds what arrives only where
+        // the datagrams stop: a receiver whose socket dropped none kept up
+        // with everything that arrived, and a sender that sent well over
+        // what arrived was held by the loss, not by its CPU.
+        let udp_excuse = ev.udp.and_then(|u| match who {
+            "receiver" => (u.socket_drops == Some(0))
+                .then(|| "; but its socket dropped no datagram, so it kept up with all that arrived".to_string()),
+            _ => u.sent_bps.filter(|s| *s > measured * (1.0 + TOLERANCE)).map(|s| {
+                format!(
+                    "; but it sent {}, far more than arrived, so the loss, not its CPU, set the rate received",
+                    mbps(s)
+                )
+            }),
+        });
+        let (sentence, share) = match udp_excuse {
+            Some(x) => (sentence + &x, None),
+            None => (sentence, Some(runnable)),
+        };
+        let mut s = Seen::new(Limit::Cpu, &format!("CPU on the {who}"), sentence).counters(share);
         s.share_needed = CPU_BINDING_SHARE;
         if thread.is_none() {
             s.missing
@@ -880,11 +986,12 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
                 Limit::Link,
                 "the link itself",
                 format!(
-                    "{} is {}% of the {} a {} link carries as TCP payload. Nothing to fix",
+                    "{} is {}% of the {} a {} link carries as {} payload. Nothing to fix",
                     mbps(measured),
                     sig(measured / g * 100.0, 3),
                     mbps(g),
-                    mbps(l.bps)
+                    mbps(l.bps),
+                    if ev.tcp { "TCP" } else { "UDP" }
                 ),
             )
             .model(g, TOLERANCE);
@@ -892,12 +999,20 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
                 s.missing
                     .push("the link rate (the interface's speed was used)".into());
             }
-            if mss.is_none() {
+            if mss.is_none() && ev.tcp {
                 s.missing.push(format!("the MSS ({full} B assumed)"));
             }
             s.evidence = vec![
                 line("link rate", l.bps / 1e6, "Mbit/s"),
-                line("link TCP goodput", g / 1e6, "Mbit/s"),
+                line(
+                    if ev.tcp {
+                        "link TCP goodput"
+                    } else {
+                        "link UDP goodput"
+                    },
+                    g / 1e6,
+                    "Mbit/s",
+                ),
             ];
             seen.push(s);
         }
@@ -1791,5 +1906,119 @@ mod tests {
                 prop_assert!(f.window_needed_bytes.is_none());
             }
         }
+    }
+
+    fn fixture(file: &str, link_bps: Option<f64>) -> Evidence {
+        let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("fixture JSON");
+        let link = link_bps.map(|bps| LinkRate {
+            bps,
+            source: LinkSource::Given,
+        });
+        Evidence::from_json(&doc, link).expect("evidence")
+    }
+
+    /// No UDP answer claims TCP evidence, missing or present.
+    fn no_tcp_claims(d: &Diagnosis) {
+        for u in &d.unknown {
+            assert!(!u.contains("limit counters"), "{u}");
+        }
+        assert!(d.unknown.iter().any(|u| u.starts_with("TCP's window")));
+        for f in &d.findings {
+            assert!(!f.sentence.contains("window"), "{}", f.sentence);
+        }
+    }
+
+    #[test]
+    fn udp_documents_read_their_datagram_counts() {
+        // iperf3 3.12 as client and server: sum_received carries the loss.
+        let e = fixture("iperf3-3.12-udp-cap.json", None);
+        let u = e.udp.expect("UDP evidence");
+        assert!(!e.tcp);
+        assert_eq!((u.datagrams, u.lost), (382, 2));
+        assert_eq!(u.socket_drops, None, "a stock iperf3 receiver counts none");
+        assert!((u.sent_bps.unwrap_or(0.0) - 50_067_701.56).abs() < 1.0);
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, Some(Limit::Application), "{}", d.summary);
+        assert!(status(&d, Limit::Loss).is_none(), "0.5 % is below the bar");
+        no_tcp_claims(&d);
+    }
+
+    #[test]
+    fn udp_over_a_200_mbit_lab_link_is_the_link_with_its_loss_shown() {
+        // plumb lab --rate 200mbit --rtt 15ms -- -u -b 1G -t 3
+        let e = fixture("lab-udp-over-link.json", Some(200e6));
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, Some(Limit::Link), "{}", d.summary);
+        // UDP goodput of 1448-byte datagrams: 1448 / (1448 + 8 + 20 + 38).
+        let g = 200e6 * 1448.0 / 1514.0;
+        assert!((d.link_bps.unwrap_or(0.0) - g).abs() < 1.0);
+        assert!(d.summary.contains("as UDP payload"), "{}", d.summary);
+        assert_eq!(status(&d, Limit::Loss), Some(Status::NotBinding));
+        // The receiver's socket dropped nothing: its CPU is not the limit.
+        let cpu = d.findings.iter().filter(|f| f.limit == Limit::Cpu);
+        assert!(cpu.clone().all(|f| f.status == Status::NotBinding));
+        let offer = d
+            .fixes
+            .iter()
+            .find(|f| f.os == "application")
+            .expect("offer less");
+        assert_eq!(offer.commands, vec!["plumb -c HOST -u -b 191M".to_string()]);
+        no_tcp_claims(&d);
+    }
+
+    #[test]
+    fn udp_cap_on_a_1_gbit_lab_link_is_the_application() {
+        let e = fixture("lab-udp-cap.json", Some(1e9));
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, Some(Limit::Application), "{}", d.summary);
+        assert!(
+            d.summary.contains("asked for 100 Mbit/s, sent"),
+            "{}",
+            d.summary
+        );
+        no_tcp_claims(&d);
+    }
+
+    #[test]
+    fn udp_socket_drops_name_the_receiving_socket_not_the_sender_cpu() {
+        // Loopback, -u -b 0 -w 8K: 2.1 Gbit/s sent, 73 % dropped by a
+        // 16 KiB receive buffer.
+        let e = fixture("loopback-udp-socket-drops.json", None);
+        let u = e.udp.expect("UDP evidence");
+        assert_eq!(u.socket_drops, Some(274_031));
+        assert_eq!(u.rcvbuf_granted, Some(16_384));
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, Some(Limit::Loss), "{}", d.summary);
+        let p = d.primary().expect("primary");
+        assert_eq!(p.what, "datagrams dropped by the receiving socket");
+        assert!(p.counters_bind && !p.explains);
+        assert_eq!(status(&d, Limit::Cpu), Some(Status::NotBinding));
+        let fix = d
+            .fixes
+            .iter()
+            .find(|f| f.os == "receiver")
+            .expect("buffer fix");
+        assert!(
+            fix.commands[0].starts_with("plumb -c HOST -u -w 8M"),
+            "{:?}",
+            fix.commands
+        );
+        no_tcp_claims(&d);
+    }
+
+    #[test]
+    fn udp_payload_share_of_the_wire() {
+        // One frame: 1472 B of payload in 1472 + 8 + 20 + 38 on the wire.
+        assert!((udp_efficiency(1472) - 1472.0 / 1538.0).abs() < 1e-12);
+        // 64 B datagrams: 64 / 130.
+        assert!((udp_efficiency(64) - 64.0 / 130.0).abs() < 1e-12);
+        // 8 KiB goes as six fragments, each with its IP header and framing.
+        assert!((udp_efficiency(8192) - 8192.0 / (8200.0 + 6.0 * 58.0)).abs() < 1e-12);
     }
 }

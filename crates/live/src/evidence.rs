@@ -146,6 +146,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         peer_is_plumb: false,
         loss_probability: None,
         latency: None,
+        udp: None,
         unknown,
     }
 }

@@ -283,8 +283,13 @@ fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
             );
         }
         _ => {
+            let udp = ev.udp.is_some() && f.limit == plumb_diagnose::Limit::Loss;
             let share = f.binding_share.map_or(String::new(), |x| {
-                format!(" {}% of the test", sig(x * 100.0, 2))
+                if udp {
+                    format!(" for {}% of the datagrams sent", sig(x * 100.0, 2))
+                } else {
+                    format!(" {}% of the test", sig(x * 100.0, 2))
+                }
             });
             let model = match f.predicted_bps {
                 Some(p) => format!(
@@ -297,6 +302,8 @@ fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
                 "; named because it was binding{share} by {}, not from a predicted rate: {model} ({conf}).",
                 if f.limit == plumb_diagnose::Limit::Cpu {
                     "the CPU it used or waited for"
+                } else if udp {
+                    "the receiver's datagram counts"
                 } else {
                     "TCP's counters"
                 }
