@@ -716,7 +716,7 @@ impl Hosts {
         } else if !doc["end"].is_object() {
             "the test ended before the ends exchanged results"
         } else if remote.is_none() {
-            "the far end is not plumb (a stock iperf3, say), which does not send them"
+            "the far end is not plumb (a stock iperf3, say) and does not send its system or sysctls"
         } else {
             "the far plumb did not send this (an older version, or its /proc hides it)"
         };
