@@ -321,6 +321,17 @@ impl Diagnosis {
     }
 }
 
+/// The third field of `net.ipv4.tcp_rmem` ("min default max"), the most
+/// receive-buffer autotuning grows to.
+fn rmem_max(sysctls: &std::collections::BTreeMap<String, String>) -> Option<u64> {
+    sysctls
+        .get("net.ipv4.tcp_rmem")?
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
 fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
     EvidenceLine {
         what: what.into(),
@@ -586,6 +597,12 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             }
             if let Some(b) = ev.rcvbuf_actual {
                 e.push(line("receiver SO_RCVBUF granted", b as f64, "B"));
+            }
+            // The receiver's own ceiling for autotuning: with a plumb peer
+            // it came across in the results, so it is the far host's when
+            // the client sends.
+            if let Some(m) = rmem_max(&ev.sysctl_receiver) {
+                e.push(line("receiver's net.ipv4.tcp_rmem maximum", m as f64, "B"));
             }
             rtt_line(&mut e);
             let mut s = Seen::new(
@@ -1320,6 +1337,33 @@ mod tests {
     }
 
     #[test]
+    fn the_receivers_rmem_ceiling_is_evidence_for_the_receive_window() {
+        let mut s = stream(17_520, 15_000, 5.0);
+        s.rwnd_limited_us = Some(4_900_000);
+        let mut e = ev(9.2e6, s);
+        e.sysctl_receiver
+            .insert("net.ipv4.tcp_rmem".into(), "4096 131072 6291456".into());
+        // The sender's own value must not be the one shown.
+        e.sysctl_sender
+            .insert("net.ipv4.tcp_rmem".into(), "4096 131072 999".into());
+        let d = diagnose(&e);
+        assert_eq!(d.limit, Some(Limit::ReceiveWindow));
+        let lines = &d.findings[0].evidence;
+        let l = lines
+            .iter()
+            .find(|l| l.what == "receiver's net.ipv4.tcp_rmem maximum")
+            .expect("the receiver's ceiling is cited");
+        assert_eq!((l.value, l.unit.as_str()), (6_291_456.0, "B"));
+        // A value that does not parse is left out, not guessed.
+        e.sysctl_receiver
+            .insert("net.ipv4.tcp_rmem".into(), "4096 lots".into());
+        assert!(!diagnose(&e).findings[0]
+            .evidence
+            .iter()
+            .any(|l| l.what.contains("tcp_rmem")));
+    }
+
+    #[test]
     fn backup_scenario_is_the_receive_window() {
         let mut s = stream(17_520, 15_000, 5.0);
         s.rwnd_limited_us = Some(4_900_000);
@@ -1346,6 +1390,11 @@ mod tests {
             .commands
             .iter()
             .any(|c| c.starts_with("sysctl -w net.core.rmem_max=")));
+        // No receiver sysctls in this evidence: no line claims one.
+        assert!(!d.findings[0]
+            .evidence
+            .iter()
+            .any(|l| l.what.contains("tcp_rmem")));
         assert!(d
             .fixes
             .iter()

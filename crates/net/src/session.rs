@@ -835,6 +835,8 @@ impl Session {
             streams,
             plumb: Some(PlumbResults {
                 version: env!("CARGO_PKG_VERSION").to_string(),
+                // The far end's -J and report show this host's system from it.
+                system: Some(host::uname().to_string()),
                 cpu_system_wide: self.cpu_system,
                 sysctl: host::tcp_sysctls(),
                 streams: plumb_streams,

@@ -359,7 +359,11 @@ pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
             let expect = f
                 .expected_bps
                 .map_or(String::new(), |e| format!(" -> expect about {}", rate(e)));
-            s += &format!("  {}: {}{expect}\n", os_name(&f.os), f.note);
+            s += &format!(
+                "  {}: {}{expect}\n",
+                plumb_report::format::os_name(&f.os),
+                f.note
+            );
             for c in &f.commands {
                 s += &format!("      {c}\n");
             }
@@ -375,19 +379,6 @@ pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
         s += &plumb_diagnose::latency::render(l);
     }
     s
-}
-
-fn os_name(os: &str) -> &str {
-    match os {
-        "linux" => "Linux",
-        "windows" => "Windows (Vista and later)",
-        "windows-legacy" => "Windows 2000/2003/XP",
-        "macos" => "macOS",
-        "freebsd" => "FreeBSD",
-        "application" => "Application",
-        "path" => "Path",
-        other => other,
-    }
 }
 
 /// `plumb why --rate … --rtt … -w …`: the model's answer with no test.

@@ -107,16 +107,34 @@ fn check_udp(c: &Value, target: f64) {
     assert!(num(c, "end.sum.packets") > 100.0);
 }
 
+/// A plumb end's document beside a stock peer: its own system, and no far
+/// system or sysctls (iperf3 sends none, and ignores the ones plumb sends —
+/// the stock end's clean document above shows it took plumb's results).
+fn check_no_far_system(plumb: &Value, stock: &Value) {
+    let own = plumb["start"]["system_info"].as_str().expect("system_info");
+    assert_eq!(plumb["end"]["plumb"]["local"]["system"].as_str(), Some(own));
+    assert!(
+        plumb["end"]["plumb"]["remote"].is_null(),
+        "{}",
+        plumb["end"]["plumb"]
+    );
+    // iperf3 records its own system only.
+    assert!(stock["start"]["system_info"].is_string());
+    assert!(stock["end"]["plumb"].is_null());
+}
+
 #[test]
 fn stock_client_to_plumb_server_tcp() {
     let (c, s) = pair(Who::Iperf3, Who::Plumb, &["-t", "2"]);
     check_tcp(&c, &s, Count::StockSends, "");
+    check_no_far_system(&s, &c);
 }
 
 #[test]
 fn plumb_client_to_stock_server_tcp() {
     let (c, s) = pair(Who::Plumb, Who::Iperf3, &["-t", "2"]);
     check_tcp(&c, &s, Count::StockReceives, "");
+    check_no_far_system(&c, &s);
 }
 
 #[test]

@@ -42,6 +42,34 @@ fn bytes_budget_is_exact() {
 }
 
 #[test]
+fn each_end_records_the_far_hosts_system_and_sysctls() {
+    // Both ends run here, so each must hold the other's own line: the
+    // server's start.system_info in the client's end.plumb.remote, and back.
+    let (c, s) = pp(&["-n", "1M"]);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    for (doc, far, who) in [(&c, &s, "client"), (&s, &c, "server")] {
+        let remote = &doc["end"]["plumb"]["remote"];
+        let system = remote["system"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{who}: no end.plumb.remote.system in {remote}"));
+        assert_eq!(Some(system), far["start"]["system_info"].as_str(), "{who}");
+        assert!(system.contains(release.trim()), "{who}: {system}");
+        assert_eq!(
+            doc["end"]["plumb"]["local"]["system"], doc["start"]["system_info"],
+            "{who}"
+        );
+        assert!(
+            remote["sysctl"]["net.ipv4.tcp_rmem"].is_string(),
+            "{who}: {remote}"
+        );
+        assert_eq!(
+            remote["sysctl"], far["end"]["plumb"]["local"]["sysctl"],
+            "{who}"
+        );
+    }
+}
+
+#[test]
 fn block_budget_is_exact() {
     let (c, _) = pp(&["-k", "100", "-l", "64K"]);
     assert_eq!(exact_tcp(&c), 100.0 * 65_536.0);

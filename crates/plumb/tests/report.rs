@@ -202,14 +202,12 @@ fn iperf3_and_json_stream_reports_render() {
         } else {
             assert!(html.contains("data-chart=\"limited\""), "{name}");
         }
-        browse(
-            &out,
-            charts,
-            series,
-            &["Throughput over time", "Test configuration"],
-            None,
-            &[],
-        );
+        // iperf3 keeps only its own system; the page says the far one is missing.
+        let mut texts = vec!["Throughput over time", "Test configuration"];
+        if name.starts_with("iperf3") {
+            texts.push("not recorded: iperf3 does not exchange the hosts");
+        }
+        browse(&out, charts, series, &texts, None, &[]);
     }
 }
 
@@ -381,6 +379,18 @@ fn client_report_flag_writes_the_page() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(&out).expect("report written");
     assert!(html.contains("data-chart=\"throughput\"") && html.contains("data-chart=\"limited\""));
+    // The far plumb server sent its system: this machine's, as both ends run here.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let far = html
+        .split("<tr><td>the far host (server)</td><td>")
+        .nth(1)
+        .and_then(|r| r.split("</td>").next())
+        .expect("a far host row");
+    assert!(
+        far.starts_with("Linux ") && far.contains(release.trim()),
+        "{far}"
+    );
+    assert!(html.contains("<th>this host (client)</th><th>far host (server)</th>"));
     let o = run(
         plumb_bin(),
         &["-s", "--report", &out],
@@ -486,6 +496,15 @@ fn lab_report_flag_shows_the_link() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(&out).expect("report written");
     assert!(html.contains("Lab link (emulated)") && html.contains("100 Mbit/s"));
+    // Both ends are this machine, each in its namespace, each with a system line.
+    for side in ["client (this machine, near", "server (this machine, far"] {
+        let row = html
+            .split(&format!("<tr><td>{side} namespace of the lab)</td><td>"))
+            .nth(1)
+            .and_then(|r| r.split("</td>").next())
+            .unwrap_or_else(|| panic!("no row for {side}"));
+        assert!(row.starts_with("Linux "), "{side}: {row}");
+    }
     assert!(html.contains("<p class=\"summary\">"), "a verdict");
     assert!(html.contains("data-chart=\"throughput\""));
     let o = run(

@@ -111,3 +111,61 @@ where
     let value = serde_json::Value::deserialize(d)?;
     Ok(serde_json::from_value(value).ok())
 }
+
+/// The longest text plumb keeps from a peer's extension field, bytes: a
+/// `uname` line is well under it, and a hostile peer cannot make a `-J`
+/// document or a report line arbitrarily long.
+pub(crate) const MAX_PEER_TEXT: usize = 512;
+
+/// The most sysctl entries plumb keeps from a peer (it sends about a dozen).
+pub(crate) const MAX_PEER_SYSCTLS: usize = 64;
+
+/// A peer's free text made safe to print: control characters (terminal
+/// escapes, newlines) become spaces and the text is cut to at most `max`
+/// bytes on a character boundary.
+pub(crate) fn bounded_text(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max));
+    for c in s.chars() {
+        let c = if c.is_control() { ' ' } else { c };
+        if out.len() + c.len_utf8() > max {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An optional string field of a peer's extension: anything but a string
+/// (a number, an object, `null`) reads as absent without failing the rest of
+/// the object, and a string is bounded by [`bounded_text`].
+pub(crate) fn opt_peer_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Some(bounded_text(&s, MAX_PEER_TEXT)),
+        _ => None,
+    })
+}
+
+/// A string-to-string map from a peer (its sysctls): entries whose value is
+/// not a string are dropped, keys and values are bounded by [`bounded_text`],
+/// and at most [`MAX_PEER_SYSCTLS`] entries are kept (the first by key
+/// order); anything but an object reads as empty.
+pub(crate) fn peer_text_map<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<std::collections::BTreeMap<String, String>, D::Error> {
+    let serde_json::Value::Object(m) = serde_json::Value::deserialize(d)? else {
+        return Ok(Default::default());
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for (k, v) in m {
+        if let serde_json::Value::String(v) = v {
+            out.insert(
+                bounded_text(&k, MAX_PEER_TEXT),
+                bounded_text(&v, MAX_PEER_TEXT),
+            );
+        }
+    }
+    while out.len() > MAX_PEER_SYSCTLS {
+        out.pop_last();
+    }
+    Ok(out)
+}

@@ -98,11 +98,25 @@ pub struct StreamResult {
 pub struct PlumbResults {
     /// The sending plumb's version.
     pub version: String,
+    /// The sending host's system, the line iperf3 writes as
+    /// `start.system_info` (`uname`: system, node name, release, version,
+    /// machine). A peer's is bounded and stripped of control characters;
+    /// anything but a string reads as absent.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_peer_text"
+    )]
+    pub system: Option<String>,
     /// System-wide CPU use during the test (not just this process).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_system_wide: Option<CpuTimes>,
-    /// Relevant sysctl values, e.g. `net.ipv4.tcp_rmem`.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    /// Relevant sysctl values, e.g. `net.ipv4.tcp_rmem`. A peer's are
+    /// bounded like [`PlumbResults::system`], at most 64 entries, and
+    /// entries that are not strings are dropped.
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "lenient::peer_text_map"
+    )]
     pub sysctl: BTreeMap<String, String>,
     /// Per-stream socket facts, matched to [`StreamResult`]s by `id`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -380,6 +394,7 @@ mod tests {
         let mut results = captured_client();
         results.plumb = Some(PlumbResults {
             version: "0.1.0".into(),
+            system: Some("Linux far 6.1.0 #1 SMP x86_64".into()),
             cpu_system_wide: Some(CpuTimes {
                 softirq: 12.5,
                 idle: 80.0,
@@ -406,7 +421,9 @@ mod tests {
         });
         let json = encode(&results);
         assert!(
-            json.contains(r#""plumb":{"version":"0.1.0","cpu_system_wide":{"#),
+            json.contains(
+                r#""plumb":{"version":"0.1.0","system":"Linux far 6.1.0 #1 SMP x86_64","cpu_system_wide":{"#
+            ),
             "{json}"
         );
         assert_eq!(decode(&json), Ok(results.clone()));
@@ -415,6 +432,61 @@ mod tests {
         let decoded = decode(&broken).expect("iperf3 part still decodes");
         assert_eq!(decoded.plumb, None);
         assert_eq!(decoded.streams, results.streams);
+    }
+
+    /// Results whose `plumb` object is `extras`, decoded.
+    fn with_extras(extras: &str) -> Results {
+        let json = capture::CLIENT_RESULTS.replacen('{', &format!(r#"{{"plumb":{extras},"#), 1);
+        decode(&json).expect("the iperf3 part decodes")
+    }
+
+    #[test]
+    fn a_peers_system_and_sysctls_are_bounded_and_typed() {
+        // Wrong types drop the field alone, not the peer's other extras.
+        let r = with_extras(
+            r#"{"version":"9","system":17,"sysctl":{"a":"1","b":2,"c":null,"d":["x"]}}"#,
+        );
+        let p = r.plumb.expect("the rest of the extras stay");
+        assert_eq!(p.version, "9");
+        assert_eq!(p.system, None);
+        assert_eq!(p.sysctl, [("a".to_owned(), "1".to_owned())].into());
+        for other in [r#"null"#, r#"{"x":"y"}"#, r#"[]"#, r#"true"#] {
+            let r = with_extras(&format!(
+                r#"{{"version":"9","system":{other},"sysctl":[1]}}"#
+            ));
+            let p = r.plumb.expect("extras stay");
+            assert_eq!((p.system, p.sysctl.len()), (None, 0), "{other}");
+        }
+
+        // Oversized text is cut on a character boundary, control
+        // characters (a terminal escape, a newline) become spaces, and only
+        // so many sysctls are kept.
+        let long = "é".repeat(3_000);
+        let many: Vec<String> = (0..500).map(|i| format!(r#""k{i:03}":"v""#)).collect();
+        let r = with_extras(&format!(
+            r#"{{"system":"Linux \u001b[31mred\nx {long}","sysctl":{{{},"{long}":"{long}"}}}}"#,
+            many.join(",")
+        ));
+        let p = r.plumb.expect("extras stay");
+        let system = p.system.expect("a string");
+        assert!(system.len() <= lenient::MAX_PEER_TEXT, "{}", system.len());
+        assert!(system.starts_with("Linux  [31mred x éé"), "{system:?}");
+        assert!(!system.chars().any(char::is_control));
+        assert_eq!(p.sysctl.len(), lenient::MAX_PEER_SYSCTLS);
+        assert!(p.sysctl.contains_key("k000"));
+        assert!(p
+            .sysctl
+            .iter()
+            .all(|(k, v)| k.len() <= lenient::MAX_PEER_TEXT && v.len() <= lenient::MAX_PEER_TEXT));
+
+        // What plumb itself sends comes back as it was.
+        let ok = with_extras(
+            r#"{"system":"Linux a 6.1 #1 x86_64","sysctl":{"net.ipv4.tcp_rmem":"4096\t131072\t6291456"}}"#,
+        );
+        let p = ok.plumb.expect("extras");
+        assert_eq!(p.system.as_deref(), Some("Linux a 6.1 #1 x86_64"));
+        // A tab is a control character too: sysctl values come back spaced.
+        assert_eq!(p.sysctl["net.ipv4.tcp_rmem"], "4096 131072 6291456");
     }
 
     fn finite() -> impl Strategy<Value = f64> {
@@ -439,8 +511,11 @@ mod tests {
     prop_compose! {
         fn arb_plumb()(
             version in any::<String>(),
+            // A peer's text is bounded and printable (see the test above);
+            // what round-trips exactly is text that already is.
+            system in proptest::option::of("[ -~é]{0,200}"),
             cpu in proptest::option::of(proptest::array::uniform8(finite())),
-            sysctl in proptest::collection::btree_map(any::<String>(), any::<String>(), 0..3),
+            sysctl in proptest::collection::btree_map("[ -~]{0,40}", "[ -~]{0,80}", 0..3),
             streams in proptest::collection::vec(
                 (any::<u32>(), proptest::option::of(any::<u32>()), proptest::option::of(any::<String>()),
                  proptest::option::of(proptest::array::uniform14(proptest::option::of(any::<u64>())))),
@@ -448,6 +523,7 @@ mod tests {
         ) -> PlumbResults {
             PlumbResults {
                 version,
+                system,
                 cpu_system_wide: cpu.map(|c| CpuTimes {
                     user: c[0], nice: c[1], system: c[2], irq: c[3],
                     softirq: c[4], iowait: c[5], steal: c[6], idle: c[7],

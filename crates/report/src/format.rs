@@ -1,4 +1,6 @@
-//! iperf3's number formatting: adaptive units with three significant figures.
+//! iperf3's number formatting: adaptive units with three significant figures;
+//! and the names of the systems a diagnosis writes fixes for, shared by the
+//! text (`plumb why`) and the HTML report.
 
 /// Bytes with binary prefixes as iperf3 prints them: `1.43 GBytes`, ` 895 KBytes`.
 pub fn bytes(n: f64) -> String {
@@ -41,6 +43,21 @@ fn three(v: f64) -> String {
     }
 }
 
+/// The name a person reads for the `os` of a diagnosis's fix (`"linux"`,
+/// `"windows-legacy"`, …; `plumb_diagnose`'s ids); an unknown id as it is.
+pub fn os_name(os: &str) -> &str {
+    match os {
+        "linux" => "Linux",
+        "windows" => "Windows (Vista and later)",
+        "windows-legacy" => "Windows 2000/2003/XP",
+        "macos" => "macOS",
+        "freebsd" => "FreeBSD",
+        "application" => "Application",
+        "path" => "Path",
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +70,12 @@ mod tests {
         assert_eq!(bitrate(12.3e9), "12.3 Gbits/sec");
         assert_eq!(bitrate(100e6), " 100 Mbits/sec");
         assert_eq!(bitrate(9.344e6), "9.34 Mbits/sec");
+    }
+
+    #[test]
+    fn os_names() {
+        assert_eq!(os_name("windows-legacy"), "Windows 2000/2003/XP");
+        assert_eq!(os_name("macos"), "macOS");
+        assert_eq!(os_name("plan9"), "plan9");
     }
 }

@@ -529,7 +529,7 @@ fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
             let _ = write!(
                 s,
                 "<li><b>{}</b>: {}{expect}",
-                esc(os_name(f["os"].as_str().unwrap_or(""))),
+                esc(crate::format::os_name(f["os"].as_str().unwrap_or(""))),
                 esc(f["note"].as_str().unwrap_or(""))
             );
             if let Some(cmds) = f["commands"].as_array().filter(|c| !c.is_empty()) {
@@ -567,19 +567,6 @@ fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
     }
     s.push_str("</section>");
     Some(s)
-}
-
-fn os_name(os: &str) -> &str {
-    match os {
-        "linux" => "Linux",
-        "windows" => "Windows (Vista and later)",
-        "windows-legacy" => "Windows 2000/2003/XP",
-        "macos" => "macOS",
-        "freebsd" => "FreeBSD",
-        "application" => "Application",
-        "path" => "Path",
-        other => other,
-    }
 }
 
 fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
@@ -654,6 +641,114 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// The two ends of a test as the page names them, and what the document
+/// says about each one's system.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hosts {
+    /// The end that wrote the document: "this host (client)", or in the lab
+    /// "client (this machine, near namespace of the lab)".
+    pub near: String,
+    /// The other end, likewise.
+    pub far: String,
+    /// Short column names: "client", "server", "this host".
+    pub near_short: String,
+    /// The far end's short name.
+    pub far_short: String,
+    /// The writer's system line, when the document has one.
+    pub near_system: Option<String>,
+    /// The far end's system line, or a sentence saying why it is not known.
+    pub far_system: String,
+    /// The far end's system is known (it sent it).
+    pub far_known: bool,
+    why_not: &'static str,
+}
+
+impl Hosts {
+    /// Reads who wrote `doc` and what it holds about both ends.
+    ///
+    /// iperf3 writes only its own `start.system_info`; a plumb peer sends its
+    /// system and sysctls in its results, which the writer keeps under
+    /// `end.plumb.remote` (docs/protocol.md §6.2). In `plumb lab` both ends
+    /// run on this machine, in two network namespaces (whose `net.*` sysctls
+    /// may differ).
+    pub fn of(doc: &Value) -> Hosts {
+        let st = &doc["start"];
+        let plumb = &doc["end"]["plumb"];
+        let (near_role, far_role) = if st["accepted_connection"].is_object() {
+            ("server", "client")
+        } else if st["connecting_to"].is_object() || doc["lab"].is_object() {
+            ("client", "server")
+        } else {
+            ("", "")
+        };
+        let (near, far, near_short, far_short) = if doc["lab"].is_object() {
+            (
+                "client (this machine, near namespace of the lab)".to_string(),
+                "server (this machine, far namespace of the lab)".to_string(),
+                "client (near)".to_string(),
+                "server (far)".to_string(),
+            )
+        } else if near_role.is_empty() {
+            (
+                "this host".to_string(),
+                "the other host".to_string(),
+                "this host".to_string(),
+                "the other host".to_string(),
+            )
+        } else {
+            (
+                format!("this host ({near_role})"),
+                format!("the far host ({far_role})"),
+                format!("this host ({near_role})"),
+                format!("far host ({far_role})"),
+            )
+        };
+        let writer_is_plumb = st["version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("plumb"));
+        let remote = plumb["remote"].as_object();
+        let far_given = remote
+            .and_then(|r| r.get("system"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let why_not = if !writer_is_plumb {
+            "iperf3 does not exchange the hosts' systems or sysctls; its document holds only its own system"
+        } else if !doc["end"].is_object() {
+            "the test ended before the ends exchanged results"
+        } else if remote.is_none() {
+            "the far end is not plumb (a stock iperf3, say) and does not send its system or sysctls"
+        } else {
+            "the far plumb did not send this (an older version, or its /proc hides it)"
+        };
+        Hosts {
+            near,
+            far,
+            near_short,
+            far_short,
+            near_system: text(&st["system_info"]).or_else(|| text(&plumb["local"]["system"])),
+            far_system: far_given
+                .map_or_else(|| format!("not recorded: {why_not}"), str::to_string),
+            far_known: far_given.is_some(),
+            why_not,
+        }
+    }
+
+    /// A note for the sysctls table: `None` when the far end's are there.
+    fn sysctls_missing(&self, near: bool, far: bool) -> Option<String> {
+        match (near, far) {
+            (_, true) => None,
+            (true, false) => Some(format!(
+                "The {}'s sysctls were not recorded: {}.",
+                self.far_short, self.why_not
+            )),
+            (false, false) => Some(format!(
+                "Neither host's sysctls were recorded: {}.",
+                self.why_not
+            )),
+        }
+    }
+}
+
 fn config_panel(i: &Input, _: &RunData) -> Option<String> {
     let doc = &i.doc;
     let st = &doc["start"];
@@ -667,8 +762,10 @@ fn config_panel(i: &Input, _: &RunData) -> Option<String> {
             rows.push((k.into(), v));
         }
     };
+    let hosts = Hosts::of(doc);
     add("written by", text(&st["version"]));
-    add("this host", text(&st["system_info"]));
+    add(&hosts.near, hosts.near_system.clone());
+    add(&hosts.far, Some(hosts.far_system.clone()));
     add("time", text(&st["timestamp"]["time"]));
     add(
         "server",
@@ -706,11 +803,11 @@ fn config_panel(i: &Input, _: &RunData) -> Option<String> {
     );
     let cpu = &doc["end"]["cpu_utilization_percent"];
     add(
-        "CPU, this host",
+        &format!("CPU, {}", hosts.near_short),
         num(&cpu["host_total"]).map(|c| format!("{} %", sig3(c))),
     );
     add(
-        "CPU, the other host",
+        &format!("CPU, {}", hosts.far_short),
         num(&cpu["remote_total"]).map(|c| format!("{} %", sig3(c))),
     );
     let mut s =
@@ -729,15 +826,31 @@ fn config_panel(i: &Input, _: &RunData) -> Option<String> {
             .collect();
         keys.sort();
         keys.dedup();
-        s.push_str("<h3>Sysctls</h3><table class=\"kv sysctl\"><tr><th>key</th><th>this host</th><th>the other host</th></tr>");
+        let _ = write!(
+            s,
+            "<h3>Sysctls</h3><table class=\"kv sysctl\"><tr><th>key</th><th>{}</th><th>{}</th></tr>",
+            esc(&hosts.near_short),
+            esc(&hosts.far_short)
+        );
+        let missing = |m: Option<&serde_json::Map<String, Value>>| {
+            if m.is_some() {
+                "–"
+            } else {
+                "not recorded"
+            }
+        };
         for k in keys {
             let get = |m: Option<&serde_json::Map<String, Value>>| {
                 m.and_then(|m| m.get(k))
                     .and_then(text)
-                    .unwrap_or_else(|| "–".into())
+                    .unwrap_or_else(|| missing(m).into())
             };
             let (a, b) = (get(local), get(remote));
-            let differ = if a != b { " class=\"differ\"" } else { "" };
+            let differ = if local.is_some() && remote.is_some() && a != b {
+                " class=\"differ\""
+            } else {
+                ""
+            };
             let _ = write!(
                 s,
                 "<tr{differ}><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -747,6 +860,9 @@ fn config_panel(i: &Input, _: &RunData) -> Option<String> {
             );
         }
         s.push_str("</table>");
+    }
+    if let Some(why) = hosts.sysctls_missing(local.is_some(), remote.is_some()) {
+        let _ = write!(s, "<p class=\"note\">{}</p>", esc(&why));
     }
     let lab = &doc["lab"];
     if lab.is_object() {

@@ -421,3 +421,98 @@ fn documents_that_are_not_reports() {
     let s = Scale::new(Quantity::Bytes, 0.0, 17_376.0, 5);
     assert_eq!((s.unit, s.label(s.ticks[1]).as_str()), ("kB", "5"));
 }
+
+/// The `<tr>` of the configuration table whose first cell is `key`, as text.
+fn row<'a>(page: &'a str, key: &str) -> Option<&'a str> {
+    let start = page.find(&format!("<tr><td>{key}</td><td>"))?;
+    let rest = &page[start..];
+    Some(&rest[..rest.find("</tr>")?])
+}
+
+#[test]
+fn both_hosts_systems_are_named_or_said_to_be_missing() {
+    // A plumb client whose plumb server sent its system (docs/protocol.md §6.2).
+    let mut doc = load("plumb-p2.json");
+    let far = "Linux far-end 6.1.0-28-amd64 #1 SMP Debian x86_64";
+    doc["end"]["plumb"]["remote"]["system"] = json!(far);
+    let own = doc["start"]["system_info"]
+        .as_str()
+        .expect("system_info")
+        .to_string();
+    let p = page(doc.clone());
+    let hosts = html::Hosts::of(&doc);
+    assert!(hosts.far_known);
+    assert!(
+        row(&p, "this host (client)").is_some_and(|r| r.contains(&own)),
+        "{p}"
+    );
+    assert!(
+        row(&p, "the far host (server)").is_some_and(|r| r.contains(far)),
+        "{p}"
+    );
+    assert!(p.contains("<th>this host (client)</th><th>far host (server)</th>"));
+    assert!(!p.contains("not recorded"));
+    // A far system is escaped like any other text.
+    doc["end"]["plumb"]["remote"]["system"] = json!("<b>x</b>");
+    assert!(page(doc.clone()).contains("&lt;b&gt;x&lt;/b&gt;"));
+
+    // The same client against a stock iperf3 server: nothing under remote.
+    doc["end"]["plumb"]["remote"] = Value::Null;
+    let p = page(doc.clone());
+    let far_row = row(&p, "the far host (server)").expect("far row");
+    assert!(
+        far_row.contains("not recorded: the far end is not plumb"),
+        "{far_row}"
+    );
+    assert!(
+        p.contains("The far host (server)&#39;s sysctls were not recorded"),
+        "{p}"
+    );
+
+    // An older plumb server: extras, but no system.
+    let mut old = load("plumb-p2.json");
+    old["end"]["plumb"]["remote"]
+        .as_object_mut()
+        .expect("remote")
+        .remove("system");
+    let p = page(old);
+    assert!(row(&p, "the far host (server)")
+        .is_some_and(|r| r.contains("not recorded: the far plumb did not send this")));
+
+    // iperf3's own document: its writer's system, and a plain note for the rest.
+    for name in ["iperf3-3.12-p2.json", "iperf3-3.22-reverse.json"] {
+        let doc = load(name);
+        let own = doc["start"]["system_info"].as_str().expect("system_info");
+        let p = page(doc.clone());
+        assert!(
+            row(&p, "this host (client)").is_some_and(|r| r.contains(own)),
+            "{name}"
+        );
+        let far_row = row(&p, "the far host (server)").expect("far row");
+        assert!(
+            far_row.contains("not recorded: iperf3 does not exchange"),
+            "{name}: {far_row}"
+        );
+        assert!(
+            p.contains("Neither host&#39;s sysctls were recorded"),
+            "{name}"
+        );
+        assert!(!html::Hosts::of(&doc).far_known);
+    }
+}
+
+#[test]
+fn a_lab_run_names_both_ends_as_this_machine() {
+    let mut doc = load("plumb-lab-rwin.json");
+    let own = doc["start"]["system_info"]
+        .as_str()
+        .expect("system_info")
+        .to_string();
+    doc["end"]["plumb"]["remote"]["system"] = json!(own);
+    let p = page(doc);
+    let near = row(&p, "client (this machine, near namespace of the lab)").expect("near row");
+    let far = row(&p, "server (this machine, far namespace of the lab)").expect("far row");
+    assert!(near.contains(&own) && far.contains(&own));
+    assert!(p.contains("<th>client (near)</th><th>server (far)</th>"));
+    assert!(!p.contains("this host"), "the lab has no far host");
+}
