@@ -56,23 +56,28 @@ pub fn for_limit(limit: Limit, ev: &Evidence, figures: &Figures, findings: &[Fin
             let shift = window_needed
                 .and_then(|x| tcp::window_shift(Bytes(x)))
                 .unwrap_or(tcp::MAX_WINDOW_SHIFT);
-            out.push(fix(
-                "linux",
-                &format!("on the {side}: let autotuning reach {need}"),
-                expect,
-                &[
-                    format!("sysctl -w net.core.{core}={b}"),
-                    format!(
-                        "sysctl -w net.ipv4.{tcp_key}=\"4096 {} {b}\"",
-                        if recv { 131_072 } else { 16_384 }
-                    ),
-                    "sysctl -w net.ipv4.tcp_window_scaling=1".into(),
-                    format!(
-                        "and stop the application from fixing its buffer (SO_{}BUF), or set it to {b}",
-                        if recv { "RCV" } else { "SND" }
-                    ),
-                ],
+            let sysctls = if recv {
+                &ev.sysctl_receiver
+            } else {
+                &ev.sysctl_sender
+            };
+            let (mut commands, already) = raise_only(sysctls, core, tcp_key, recv, b);
+            commands.push(format!(
+                "{} the application from fixing its buffer (SO_{}BUF), or set it to {b}",
+                if already { "stop" } else { "and stop" },
+                if recv { "RCV" } else { "SND" }
             ));
+            let note = if already {
+                format!(
+                    "on the {side}: autotuning may already reach {need}{}; the buffer the application fixed is what holds the window",
+                    sysctls
+                        .get(&format!("net.ipv4.{tcp_key}"))
+                        .map_or(String::new(), |v| format!(": net.ipv4.{tcp_key} is {}", v.trim()))
+                )
+            } else {
+                format!("on the {side}: let autotuning reach {need}")
+            };
+            out.push(fix("linux", &note, expect, &commands));
             if recv {
                 out.push(fix(
                     "windows",
@@ -309,5 +314,107 @@ fn udp_loss(ev: &Evidence, out: &mut Vec<Fix>) {
                 "tc -s qdisc   (queue drops at the sender's bottleneck)".into(),
             ],
         ));
+    }
+}
+
+/// The Linux commands that let autotuning reach `b` bytes on one side,
+/// raising only: where that side's sysctls are known (a plumb peer sends
+/// its own), a setting already at or above `b` is left as it is, and the
+/// `tcp_rmem`/`tcp_wmem` minimum and default are kept. The flag says that
+/// nothing needed raising.
+fn raise_only(
+    sysctls: &std::collections::BTreeMap<String, String>,
+    core: &str,
+    tcp_key: &str,
+    recv: bool,
+    b: u64,
+) -> (Vec<String>, bool) {
+    let core_now = sysctls
+        .get(&format!("net.core.{core}"))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let triple: Option<Vec<u64>> = sysctls
+        .get(&format!("net.ipv4.{tcp_key}"))
+        .and_then(|v| v.split_whitespace().map(|x| x.parse().ok()).collect())
+        .filter(|t: &Vec<u64>| t.len() == 3);
+    let scaling_off = sysctls
+        .get("net.ipv4.tcp_window_scaling")
+        .is_some_and(|v| v.trim() == "0");
+    let mut out = Vec::new();
+    // SO_RCVBUF/SO_SNDBUF set by hand are capped at net.core.*mem_max;
+    // autotuning is capped by the tcp_*mem maximum alone.
+    if core_now.is_none_or(|c| c < b) {
+        out.push(format!("sysctl -w net.core.{core}={b}"));
+    }
+    let tcp_low = triple.as_ref().is_none_or(|t| t[2] < b);
+    if tcp_low {
+        let (min, def) = triple
+            .as_ref()
+            .map_or((4096, if recv { 131_072 } else { 16_384 }), |t| {
+                (t[0], t[1])
+            });
+        out.push(format!("sysctl -w net.ipv4.{tcp_key}=\"{min} {def} {b}\""));
+    }
+    if scaling_off || triple.is_none() {
+        out.push("sysctl -w net.ipv4.tcp_window_scaling=1".into());
+    }
+    let already = out.is_empty();
+    (out, already)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raise_only;
+    use std::collections::BTreeMap;
+
+    fn sysctls(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn buffer_fix_never_lowers_what_the_receiver_has() {
+        // The lab's receiver: autotuning already reaches 32 MiB.
+        let s = sysctls(&[
+            ("net.core.rmem_max", "4194304"),
+            ("net.ipv4.tcp_rmem", "4096 131072 33554432"),
+            ("net.ipv4.tcp_window_scaling", "1"),
+        ]);
+        assert_eq!(
+            raise_only(&s, "rmem_max", "tcp_rmem", true, 4 << 20),
+            (vec![], true)
+        );
+        // A ceiling below the buffer needed is raised, keeping min and default.
+        let (c, already) = raise_only(&s, "rmem_max", "tcp_rmem", true, 64 << 20);
+        assert!(!already);
+        assert_eq!(
+            c,
+            vec![
+                "sysctl -w net.core.rmem_max=67108864".to_string(),
+                "sysctl -w net.ipv4.tcp_rmem=\"4096 131072 67108864\"".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn buffer_fix_without_the_sides_sysctls_gives_every_command() {
+        let (c, already) = raise_only(&BTreeMap::new(), "wmem_max", "tcp_wmem", false, 8 << 20);
+        assert!(!already);
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert_eq!(c[1], "sysctl -w net.ipv4.tcp_wmem=\"4096 16384 8388608\"");
+        // Scaling off is named even when the ceilings are high enough.
+        let s = sysctls(&[
+            ("net.core.wmem_max", "16777216"),
+            ("net.ipv4.tcp_wmem", "4096 16384 16777216"),
+            ("net.ipv4.tcp_window_scaling", "0"),
+        ]);
+        assert_eq!(
+            raise_only(&s, "wmem_max", "tcp_wmem", false, 8 << 20),
+            (
+                vec!["sysctl -w net.ipv4.tcp_window_scaling=1".to_string()],
+                false
+            )
+        );
     }
 }
