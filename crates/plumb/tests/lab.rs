@@ -79,6 +79,31 @@ fn backup_scenario_with_the_old_window() {
         .is_some_and(|c| c >= 0.75));
 }
 
+/// The 10 Gb/s datacentre link the lab must emulate: in CI at a bar well
+/// under the 9 Gb/s, so the emulator's speed cannot silently
+/// regress (the full figure is `bench/`'s, on a quiet machine).
+#[test]
+fn ten_gbit_link_carries_at_least_5_gbit() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let v = lab(
+        &["--rate", "10gbit", "--rtt", "15ms"],
+        &["-t", "4", "-O", "1"],
+    );
+    let measured = num(&v, "end.sum_received.bits_per_second");
+    assert_eq!(num(&v, "lab.configured.rate_bps"), 10e9);
+    assert!(
+        measured >= 5e9,
+        "measured {measured} bit/s on a 10 Gbit/s lab link"
+    );
+    assert!(
+        measured <= num(&v, "model.link_goodput_bps") * 1.02,
+        "faster than the link: {measured}"
+    );
+}
+
 #[test]
 fn autotuned_window_fills_the_link() {
     if !can_lab() {
