@@ -3,7 +3,8 @@
 //! sock_diag dump of IPv4 and IPv6 TCP, decode, and a port filter over every
 //! socket — in wall time and in this thread's CPU time (schedstat). Prints
 //! one JSON line, then holds the connections until stdin closes so the
-//! caller can time `ss -tin` over the same sockets.
+//! caller can time `ss -tin` and `plumb top` over the same sockets, with one
+//! paced transfer of about 100 Mb/s running among them.
 //!
 //!     bench_sample N R
 //!
@@ -73,21 +74,53 @@ fn main() {
     }
     line.clear();
     from_child.read_line(&mut line).expect("accepted");
+    // One more connection on a port of its own: what a `--port` filter on a
+    // busy host looks for.
+    let lone = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let lone_port = lone.local_addr().expect("addr").port();
+    let _lone_c = TcpStream::connect(lone.local_addr().expect("addr")).expect("connect");
+    let _lone_s = lone.accept().expect("accept");
     let filter = Filter {
         port: Some(port),
         ..Filter::default()
     };
     let mut d = Dumper::open().expect("sock_diag");
-    let mut walls = Vec::new();
-    let mut cpus = Vec::new();
-    let mut seen = 0;
-    for _ in 0..reps {
-        let (t, c) = (Instant::now(), cpu_ns());
-        let conns = d.dump().expect("dump");
-        seen = conns.iter().filter(|c| filter.matches(c, None)).count();
-        cpus.push((cpu_ns() - c) as f64 / 1e6);
-        walls.push(t.elapsed().as_secs_f64() * 1e3);
-    }
+    let mut conns = Vec::new();
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    // R samples as `plumb why`/`top` take them: median wall and CPU, ms,
+    // and the sockets the filter kept.
+    let mut time = |d: &mut Dumper, f: &Filter| {
+        let (mut walls, mut cpus, mut seen) = (Vec::new(), Vec::new(), 0);
+        for _ in 0..reps {
+            let (t, c) = (Instant::now(), cpu_ns());
+            d.dump_into(&mut conns).expect("dump");
+            seen = conns.iter().filter(|c| f.matches(c, None)).count();
+            cpus.push((cpu_ns() - c) as f64 / 1e6);
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        (med(&mut walls), med(&mut cpus), seen)
+    };
+    // Every socket, everything asked for: the full sample.
+    let (wall, cpu, seen) = time(&mut d, &filter);
+    // TCP_INFO alone: what the rates need.
+    d.ext = plumb_live::diag::ext::INFO;
+    let (_, info_cpu, _) = time(&mut d, &filter);
+    d.ext = plumb_live::diag::ext::ALL;
+    // One port among the 10,000, filtered by the kernel.
+    let lone_filter = Filter {
+        port: Some(lone_port),
+        ..Filter::default()
+    };
+    d.port = Some(lone_port);
+    let (_, lone_cpu, lone_seen) = time(&mut d, &lone_filter);
+    assert_eq!(
+        lone_seen, 2,
+        "the kernel's port filter kept the wrong sockets"
+    );
+    d.port = None;
     // The decode alone, over one dump's recorded bytes: what of the sample
     // is plumb's own work rather than the kernel's.
     let mut chunks: Vec<Vec<u8>> = Vec::new();
@@ -99,27 +132,50 @@ fn main() {
     let mut parse_cpus = Vec::new();
     for _ in 0..reps {
         let c = cpu_ns();
-        let n: usize = chunks
-            .iter()
-            .map(|b| plumb_live::diag::parse(b).conns.len())
-            .sum();
-        assert!(n >= seen);
+        sink.clear();
+        for b in &chunks {
+            plumb_live::diag::parse_into(b, &mut sink);
+        }
+        assert!(sink.len() >= seen);
         parse_cpus.push((cpu_ns() - c) as f64 / 1e6);
     }
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     println!(
-        "{{\"port\":{port},\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{:.2},\"cpu_ms_median\":{:.2},\"decode_cpu_ms_median\":{:.2}}}",
-        med(&mut walls),
-        med(&mut cpus),
-        med(&mut parse_cpus)
+        "{{\"port\":{port},\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{wall:.2},\"cpu_ms_median\":{cpu:.2},\"info_only_cpu_ms_median\":{info_cpu:.2},\"one_port_cpu_ms_median\":{lone_cpu:.2},\"decode_cpu_ms_median\":{:.2},\"recv_buffers\":{}}}",
+        med(&mut parse_cpus),
+        chunks.len()
     );
+    // One busy transfer among the idle ones, for `plumb top`: about
+    // 100 Mb/s (64 KiB every 5 ms) over the lone connection, read by a
+    // second thread; both stop when stdin closes, or after 10 minutes.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (mut tx, mut rx) = (_lone_c, _lone_s.0);
+    let stop_w = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let buf = vec![0u8; 64 << 10];
+        let t0 = Instant::now();
+        let mut k = 0u32;
+        while !stop_w.load(std::sync::atomic::Ordering::Relaxed)
+            && t0.elapsed().as_secs() < 600
+            && tx.write_all(&buf).is_ok()
+        {
+            k += 1;
+            let due = std::time::Duration::from_millis(5) * k;
+            if let Some(w) = due.checked_sub(t0.elapsed()) {
+                std::thread::sleep(w);
+            }
+        }
+    });
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 << 10];
+        while matches!(std::io::Read::read(&mut rx, &mut buf), Ok(n) if n > 0) {}
+    });
     let _ = std::io::stdout().flush();
-    // Hold the sockets until the caller is done with ss.
+    // Hold the sockets until the caller is done with ss and plumb top.
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = writer.join();
+    let _ = reader.join();
     drop(keep);
     drop(child.stdin.take());
     let _ = child.wait();

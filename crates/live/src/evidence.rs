@@ -134,7 +134,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
             mem.map(|m| u64::from(m.rcvbuf))
         },
         congestion: if sender {
-            tr.last.congestion.clone()
+            tr.last.congestion.map(|c| c.to_string())
         } else {
             None
         },

@@ -45,6 +45,15 @@ impl Filter {
         *self == Filter::default()
     }
 
+    /// A port every match has at one end or the other, when the filter
+    /// implies one: the kernel can then skip the other sockets itself
+    /// (`Dumper::port`).
+    pub fn kernel_port(&self) -> Option<u16> {
+        self.port
+            .or(self.conn.map(|(a, _)| a.port()))
+            .or(self.peer.and_then(|(_, p)| p))
+    }
+
     /// Whether `c`, owned by `pid` when known, matches.
     pub fn matches(&self, c: &Conn, pid: Option<u32>) -> bool {
         if let Some(p) = self.port {
@@ -89,5 +98,25 @@ mod tests {
         assert!(parse_peer("nope").is_err());
         assert!(parse_conn("1.2.3.4:5,6.7.8.9:10").is_ok());
         assert!(parse_conn("1.2.3.4:5").is_err());
+    }
+
+    #[test]
+    fn kernel_port_is_one_every_match_has() {
+        assert_eq!(Filter::default().kernel_port(), None);
+        let peer = Filter {
+            peer: parse_peer("10.0.0.1:873").ok(),
+            ..Filter::default()
+        };
+        assert_eq!(peer.kernel_port(), Some(873));
+        let conn = Filter {
+            conn: parse_conn("1.2.3.4:5,6.7.8.9:10").ok(),
+            ..Filter::default()
+        };
+        assert_eq!(conn.kernel_port(), Some(5));
+        let port = Filter {
+            port: Some(22),
+            ..conn
+        };
+        assert_eq!(port.kernel_port(), Some(22));
     }
 }

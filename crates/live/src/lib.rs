@@ -16,7 +16,7 @@ pub mod sys;
 pub mod tcpinfo;
 pub mod track;
 
-pub use diag::{Conn, SkMem};
+pub use diag::{CcName, Conn, SkMem};
 pub use filter::Filter;
 pub use tcpinfo::TcpInfo;
 pub use track::{Delta, Role, Track, Tracker};

@@ -8,7 +8,7 @@ use std::io;
 
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr};
 
-use crate::diag::{dump_request, parse, Conn, FAMILIES};
+use crate::diag::{dump_request, dump_request_both, ext, parse_into, Conn, Query, FAMILIES};
 
 /// An open sock_diag socket, reused across samples.
 pub struct Dumper {
@@ -17,7 +17,20 @@ pub struct Dumper {
     seq: u32,
     /// Malformed messages skipped so far.
     pub bad: usize,
+    /// The attributes each dump asks for ([`ext`] bits; all by default).
+    pub ext: u8,
+    /// Only sockets with this port at either end, filtered by the kernel.
+    pub port: Option<u16>,
+    /// Both families in one request ([`dump_request_both`]): the kernel
+    /// walks its socket table once, not once per family. Cleared if the
+    /// kernel refuses it.
+    both: bool,
 }
+
+/// The receive buffer. The kernel fills one batch per `recv`, sized to the
+/// largest `recv` seen but capped near 32 KiB, so a larger buffer saves no
+/// system calls; twice the cap leaves room should a kernel send more.
+const RECV_BUF: usize = 1 << 16;
 
 impl Dumper {
     /// Opens the socket.
@@ -27,19 +40,46 @@ impl Dumper {
         sock.connect(&SocketAddr::new(0, 0))?;
         Ok(Dumper {
             sock,
-            buf: vec![0u8; 1 << 16],
+            buf: vec![0u8; RECV_BUF],
             seq: 0,
             bad: 0,
+            ext: ext::ALL,
+            port: None,
+            both: true,
         })
     }
 
-    /// Every TCP connection on the host (this network namespace), IPv4 and IPv6.
+    /// Every TCP connection on the host (this network namespace), IPv4 and
+    /// IPv6, that the port filter lets through.
     pub fn dump(&mut self) -> io::Result<Vec<Conn>> {
         let mut all = Vec::new();
-        for fam in FAMILIES {
-            self.dump_family(fam, |_raw| {}, &mut all)?;
-        }
+        self.dump_into(&mut all)?;
         Ok(all)
+    }
+
+    /// [`Dumper::dump`] into `out` (cleared first), so a sampler can reuse
+    /// one vector across samples.
+    pub fn dump_into(&mut self, out: &mut Vec<Conn>) -> io::Result<()> {
+        out.clear();
+        if self.both {
+            self.seq = self.seq.wrapping_add(1);
+            let q = Query {
+                family: 0,
+                ext: self.ext,
+                port: self.port,
+            };
+            match self.run(&dump_request_both(&q, self.seq), &mut |_| {}, out) {
+                Ok(()) => return Ok(()),
+                // A kernel without the original request (or one that
+                // refuses it) is asked family by family from now on.
+                Err(e) if e.raw_os_error().is_some() && out.is_empty() => self.both = false,
+                Err(e) => return Err(e),
+            }
+        }
+        for fam in FAMILIES {
+            self.dump_family(fam, |_raw| {}, out)?;
+        }
+        Ok(())
     }
 
     /// One family's dump; `raw` sees every receive buffer (for fixtures).
@@ -50,8 +90,22 @@ impl Dumper {
         out: &mut Vec<Conn>,
     ) -> io::Result<()> {
         self.seq = self.seq.wrapping_add(1);
-        let req = dump_request(family, self.seq);
-        self.sock.send(&req, 0)?;
+        let q = Query {
+            family,
+            ext: self.ext,
+            port: self.port,
+        };
+        self.run(&dump_request(&q, self.seq), &mut raw, out)
+    }
+
+    /// Sends one dump request and parses its answer into `out`.
+    fn run(
+        &mut self,
+        req: &[u8],
+        raw: &mut dyn FnMut(&[u8]),
+        out: &mut Vec<Conn>,
+    ) -> io::Result<()> {
+        self.sock.send(req, 0)?;
         // A dump ends with NLMSG_DONE; bounded in case the kernel misbehaves.
         for _ in 0..1_000_000 {
             let n = self.sock.recv(&mut &mut self.buf[..], 0)?;
@@ -60,13 +114,12 @@ impl Dumper {
             }
             let chunk = &self.buf[..n];
             raw(chunk);
-            let p = parse(chunk);
-            self.bad += p.bad;
-            out.extend(p.conns);
-            if let Some(e) = p.error {
+            let st = parse_into(chunk, out);
+            self.bad += st.bad;
+            if let Some(e) = st.error {
                 return Err(io::Error::from_raw_os_error(-e));
             }
-            if p.done {
+            if st.done {
                 return Ok(());
             }
         }

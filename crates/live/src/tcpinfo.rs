@@ -1,9 +1,11 @@
 //! `struct tcp_info` as INET_DIAG_INFO carries it: bytes in, typed fields out.
 //!
-//! The layout is the kernel's uapi struct (the same one `plumb-net` reads
-//! with `getsockopt`, see `crates/net/src/sys/tcp_info.rs`), in host byte
-//! order. The attribute is as long as the running kernel's struct; a field
-//! whose bytes the attribute does not cover is `None`, never zero.
+//! The layout is the kernel's uapi struct, decoded by `plumb-model`'s
+//! `tcp_info` (the same decoder `plumb-net` reads `getsockopt` with), in host
+//! byte order. The attribute is as long as the running kernel's struct; a
+//! field whose bytes the attribute does not cover is `None`, never zero.
+
+use plumb_model::tcp_info::RawTcpInfo;
 
 /// Decoded TCP_INFO: the fields live diagnosis uses. Units are the kernel's:
 /// µs for times unless noted, bytes per second for rates, bytes or segments
@@ -84,108 +86,68 @@ pub struct TcpInfo {
     pub rcv_wnd: Option<u32>,
 }
 
-/// Offsets of the fields in the uapi struct (checked against
-/// `RawTcpInfo`'s compile-time asserts in plumb-net: total_retrans 100,
-/// pacing_rate 104, delivery_rate 160, bytes_sent 200).
-mod off {
-    pub const STATE: usize = 0;
-    pub const CA_STATE: usize = 1;
-    pub const OPTIONS: usize = 5;
-    pub const SND_MSS: usize = 16;
-    pub const RCV_MSS: usize = 20;
-    pub const UNACKED: usize = 24;
-    pub const LOST: usize = 32;
-    pub const LAST_DATA_SENT: usize = 44;
-    pub const LAST_DATA_RECV: usize = 52;
-    pub const PMTU: usize = 60;
-    pub const RCV_SSTHRESH: usize = 64;
-    pub const RTT: usize = 68;
-    pub const RTTVAR: usize = 72;
-    pub const SND_SSTHRESH: usize = 76;
-    pub const SND_CWND: usize = 80;
-    pub const ADVMSS: usize = 84;
-    pub const RCV_RTT: usize = 92;
-    pub const RCV_SPACE: usize = 96;
-    pub const TOTAL_RETRANS: usize = 100;
-    pub const PACING_RATE: usize = 104;
-    pub const BYTES_ACKED: usize = 120;
-    pub const BYTES_RECEIVED: usize = 128;
-    pub const SEGS_OUT: usize = 136;
-    pub const NOTSENT_BYTES: usize = 144;
-    pub const MIN_RTT: usize = 148;
-    pub const DATA_SEGS_OUT: usize = 156;
-    pub const DELIVERY_RATE: usize = 160;
-    pub const BUSY_TIME: usize = 168;
-    pub const RWND_LIMITED: usize = 176;
-    pub const SNDBUF_LIMITED: usize = 184;
-    pub const BYTES_SENT: usize = 200;
-    pub const BYTES_RETRANS: usize = 208;
-    pub const RCV_OOOPACK: usize = 224;
-    pub const SND_WND: usize = 228;
-    pub const RCV_WND: usize = 232;
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    let s = b.get(at..at + 4)?;
-    Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    let s = b.get(at..at + 8)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(u64::from_ne_bytes(a))
-}
-
 /// The struct up to `total_retrans` has been there since Linux 2.6; anything
 /// shorter is not a TCP_INFO.
 pub const MIN_LEN: usize = 104;
 
 impl TcpInfo {
     /// Decodes an INET_DIAG_INFO payload; `None` when it is shorter than
-    /// the oldest struct.
+    /// the oldest struct. The bytes are read by `plumb-model`'s
+    /// [`RawTcpInfo`], the layout `plumb-net` reads its own sockets with;
+    /// here a field the payload does not cover becomes `None`.
     pub fn decode(b: &[u8]) -> Option<TcpInfo> {
         if b.len() < MIN_LEN {
             return None;
         }
-        let w = |at| u32_at(b, at).unwrap_or(0);
+        let (r, len) = RawTcpInfo::from_bytes(b);
+        // The field when the payload covers it.
+        macro_rules! opt {
+            ($f:ident) => {
+                RawTcpInfo::covers(
+                    len,
+                    std::mem::offset_of!(RawTcpInfo, $f),
+                    std::mem::size_of_val(&r.$f),
+                )
+                .then_some(r.$f)
+            };
+        }
         Some(TcpInfo {
             len: b.len(),
-            state: b[off::STATE],
-            ca_state: b[off::CA_STATE],
-            options: b[off::OPTIONS],
-            snd_mss: w(off::SND_MSS),
-            rcv_mss: w(off::RCV_MSS),
-            unacked: w(off::UNACKED),
-            lost: w(off::LOST),
-            last_data_sent: w(off::LAST_DATA_SENT),
-            last_data_recv: w(off::LAST_DATA_RECV),
-            pmtu: w(off::PMTU),
-            rcv_ssthresh: w(off::RCV_SSTHRESH),
-            rtt: w(off::RTT),
-            rttvar: w(off::RTTVAR),
-            snd_ssthresh: w(off::SND_SSTHRESH),
-            snd_cwnd: w(off::SND_CWND),
-            advmss: w(off::ADVMSS),
-            rcv_rtt: w(off::RCV_RTT),
-            rcv_space: w(off::RCV_SPACE),
-            total_retrans: w(off::TOTAL_RETRANS),
-            pacing_rate: u64_at(b, off::PACING_RATE),
-            bytes_acked: u64_at(b, off::BYTES_ACKED),
-            bytes_received: u64_at(b, off::BYTES_RECEIVED),
-            segs_out: u32_at(b, off::SEGS_OUT),
-            notsent_bytes: u32_at(b, off::NOTSENT_BYTES),
-            min_rtt: u32_at(b, off::MIN_RTT),
-            data_segs_out: u32_at(b, off::DATA_SEGS_OUT),
-            delivery_rate: u64_at(b, off::DELIVERY_RATE),
-            busy_time: u64_at(b, off::BUSY_TIME),
-            rwnd_limited: u64_at(b, off::RWND_LIMITED),
-            sndbuf_limited: u64_at(b, off::SNDBUF_LIMITED),
-            bytes_sent: u64_at(b, off::BYTES_SENT),
-            bytes_retrans: u64_at(b, off::BYTES_RETRANS),
-            rcv_ooopack: u32_at(b, off::RCV_OOOPACK),
-            snd_wnd: u32_at(b, off::SND_WND),
-            rcv_wnd: u32_at(b, off::RCV_WND),
+            state: r.state,
+            ca_state: r.ca_state,
+            options: r.options,
+            snd_mss: r.snd_mss,
+            rcv_mss: r.rcv_mss,
+            unacked: r.unacked,
+            lost: r.lost,
+            last_data_sent: r.last_data_sent,
+            last_data_recv: r.last_data_recv,
+            pmtu: r.pmtu,
+            rcv_ssthresh: r.rcv_ssthresh,
+            rtt: r.rtt,
+            rttvar: r.rttvar,
+            snd_ssthresh: r.snd_ssthresh,
+            snd_cwnd: r.snd_cwnd,
+            advmss: r.advmss,
+            rcv_rtt: r.rcv_rtt,
+            rcv_space: r.rcv_space,
+            total_retrans: r.total_retrans,
+            pacing_rate: opt!(pacing_rate),
+            bytes_acked: opt!(bytes_acked),
+            bytes_received: opt!(bytes_received),
+            segs_out: opt!(segs_out),
+            notsent_bytes: opt!(notsent_bytes),
+            min_rtt: opt!(min_rtt),
+            data_segs_out: opt!(data_segs_out),
+            delivery_rate: opt!(delivery_rate),
+            busy_time: opt!(busy_time),
+            rwnd_limited: opt!(rwnd_limited),
+            sndbuf_limited: opt!(sndbuf_limited),
+            bytes_sent: opt!(bytes_sent),
+            bytes_retrans: opt!(bytes_retrans),
+            rcv_ooopack: opt!(rcv_ooopack),
+            snd_wnd: opt!(snd_wnd),
+            rcv_wnd: opt!(rcv_wnd),
         })
     }
 
@@ -204,14 +166,14 @@ mod tests {
         assert_eq!(TcpInfo::decode(&[0u8; 103]), None);
         let mut b = vec![0u8; 120];
         b[0] = 1;
-        b[off::SND_MSS..off::SND_MSS + 4].copy_from_slice(&1448u32.to_ne_bytes());
-        b[off::PACING_RATE..off::PACING_RATE + 8].copy_from_slice(&7u64.to_ne_bytes());
+        b[16..20].copy_from_slice(&1448u32.to_ne_bytes());
+        b[104..112].copy_from_slice(&7u64.to_ne_bytes());
         let t = TcpInfo::decode(&b).expect("104+ bytes decode");
         assert_eq!((t.state, t.snd_mss, t.pacing_rate), (1, 1448, Some(7)));
         assert_eq!(t.bytes_acked, None);
         assert_eq!(t.rcv_wnd, None);
         let mut full = vec![0u8; 248];
-        full[off::RCV_WND..off::RCV_WND + 4].copy_from_slice(&17_520u32.to_ne_bytes());
+        full[232..236].copy_from_slice(&17_520u32.to_ne_bytes());
         let t = TcpInfo::decode(&full).expect("decode");
         assert_eq!(t.rcv_wnd, Some(17_520));
         assert_eq!(t.busy_time, Some(0));

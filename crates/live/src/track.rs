@@ -103,13 +103,39 @@ fn d64(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     Some(b?.saturating_sub(a?))
 }
 
+/// Bytes acknowledged by the peer and bytes received in order between two
+/// samples of one connection (0 where TCP_INFO lacks the counter).
+pub fn moved(a: &Conn, b: &Conn) -> (u64, u64) {
+    let (ta, tb) = (a.tcp.as_ref(), b.tcp.as_ref());
+    let sent = d64(
+        ta.and_then(|x| x.bytes_acked),
+        tb.and_then(|x| x.bytes_acked),
+    );
+    let received = d64(
+        ta.and_then(|x| x.bytes_received),
+        tb.and_then(|x| x.bytes_received),
+    );
+    (sent.unwrap_or(0), received.unwrap_or(0))
+}
+
+/// Which end this host is, from the rates each way (bit/s).
+pub fn role_of(send_bps: f64, recv_bps: f64) -> Role {
+    if send_bps.max(recv_bps) < IDLE_BPS {
+        Role::Idle
+    } else if send_bps >= recv_bps {
+        Role::Sender
+    } else {
+        Role::Receiver
+    }
+}
+
 impl Track {
     /// Starts following `c`, sampled at `t` seconds.
     pub fn new(c: Conn, t: f64) -> Track {
         let mut tr = Track {
-            first: c.clone(),
+            first: c,
             t_first: t,
-            last: c.clone(),
+            last: c,
             t_last: t,
             samples: 0,
             closed: false,
@@ -161,19 +187,8 @@ impl Track {
     pub fn update(&mut self, c: Conn, t: f64) {
         let dt = t - self.t_last;
         if dt > 0.0 {
-            let moved = |a: &Conn, b: &Conn| {
-                let (ta, tb) = (a.tcp.as_ref(), b.tcp.as_ref());
-                let s = d64(
-                    ta.and_then(|x| x.bytes_acked),
-                    tb.and_then(|x| x.bytes_acked),
-                );
-                let r = d64(
-                    ta.and_then(|x| x.bytes_received),
-                    tb.and_then(|x| x.bytes_received),
-                );
-                s.unwrap_or(0).max(r.unwrap_or(0))
-            };
-            let bps = moved(&self.last, &c) as f64 * 8.0 / dt;
+            let (s, r) = moved(&self.last, &c);
+            let bps = s.max(r) as f64 * 8.0 / dt;
             self.best_bps = self.best_bps.max(bps);
         }
         if let (Some(a), Some(b)) = (&self.last.mem, &c.mem) {
@@ -208,13 +223,7 @@ impl Track {
             }
         };
         let (send_bps, recv_bps) = (rate(acked), rate(received));
-        let role = if send_bps.max(recv_bps) < IDLE_BPS {
-            Role::Idle
-        } else if send_bps >= recv_bps {
-            Role::Sender
-        } else {
-            Role::Receiver
-        };
+        let role = role_of(send_bps, recv_bps);
         Delta {
             secs,
             acked,

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use plumb_live::diag::{dump_request, parse, ESTABLISHED};
+use plumb_live::diag::{dump_request, dump_request_both, ext, parse, Query, ESTABLISHED};
 
 fn expect(name: &str) -> (SocketAddr, SocketAddr, u64) {
     let text = include_str!("fixtures/expect.txt");
@@ -44,7 +44,7 @@ fn check(name: &str, raw: &[u8]) {
         assert_eq!(x.state, ESTABLISHED);
         assert!(x.inode > 0);
         assert!(
-            x.congestion.as_deref().is_some_and(|s| !s.is_empty()),
+            x.congestion.is_some_and(|s| !s.as_str().is_empty()),
             "{x:?}"
         );
         let m = x.mem.expect("SKMEMINFO");
@@ -91,7 +91,12 @@ fn truncated_and_corrupt_dumps_are_counted_not_panicked() {
 
 #[test]
 fn request_is_a_dump_with_info_extensions() {
-    let r = dump_request(2, 7);
+    let q = Query {
+        family: 2,
+        ext: ext::ALL,
+        port: None,
+    };
+    let r = dump_request(&q, 7);
     assert_eq!(
         u32::from_ne_bytes([r[0], r[1], r[2], r[3]]) as usize,
         r.len()
@@ -102,4 +107,11 @@ fn request_is_a_dump_with_info_extensions() {
     assert_eq!(u32::from_ne_bytes([r[8], r[9], r[10], r[11]]), 7);
     // family, protocol, extensions (INFO|VEGAS|CONG|SKMEMINFO = 0x4e)
     assert_eq!((r[16], r[17], r[18]), (2, 6, 0x4e));
+    // The original request: type TCPDIAG_GETSOCK (18), no family, the
+    // extensions in its fourth byte, states after the 48-byte socket id.
+    let v1 = dump_request_both(&q, 8);
+    assert_eq!(v1.len(), 16 + 60);
+    assert_eq!(u16::from_ne_bytes([v1[4], v1[5]]), 18);
+    assert_eq!((v1[16], v1[19]), (0, 0x4e));
+    assert_eq!(&v1[68..72], &r[20..24], "same states");
 }

@@ -15,6 +15,7 @@
 //! - [`distance`]: propagation delay in fibre and the rule-of-thumb RTT table.
 //! - [`latency`]: a full queue's delay, the loaded round trip, responsiveness (RPM).
 //! - [`predict`]: the minimum of all limits, with the binding one named.
+//! - [`tcp_info`]: the kernel's `struct tcp_info` decoded from its bytes.
 #![forbid(unsafe_code)]
 
 pub mod distance;
@@ -22,6 +23,7 @@ pub mod ethernet;
 pub mod latency;
 pub mod predict;
 pub mod tcp;
+pub mod tcp_info;
 pub mod units;
 
 pub use ethernet::Framing;

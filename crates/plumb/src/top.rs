@@ -13,9 +13,9 @@ use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_live::evidence::{explain, Context};
 use plumb_live::sys::Dumper;
+use plumb_live::sys::Owner;
 use plumb_live::{Conn, Role, Track};
 use plumb_model::Rate;
-use serde_json::{json, Value};
 
 use crate::cli::usage_error;
 use crate::live::{link_for_peer, LiveFilterArgs, Owners};
@@ -53,58 +53,117 @@ struct Lookups {
     link: Option<Rate>,
 }
 
-/// One connection's row for one interval.
+/// One connection's row for one interval: the numbers, not yet text, so a
+/// row nobody prints (past the screen's height) costs no formatting.
 struct Row {
-    json: Value,
+    /// Index of the connection in this interval's dump.
+    at: usize,
     rate: f64,
+    role: Role,
+    retrans: u64,
+    limit: Option<plumb_diagnose::Limit>,
 }
 
-fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups, interval: u64) -> Row {
-    let (owners, links, link) = (&mut look.owners, &mut look.links, look.link);
-    let mut tr = Track::new(prev.clone(), tp);
-    tr.update(now.clone(), t);
-    let d = tr.delta();
-    let owner = owners.get(now.inode);
+/// A row for `now`, seen `prev` at `tp`. An idle connection (most of a busy
+/// host's) is a subtraction: no track, no rules, no link lookup. A busy one
+/// gets the same diagnosis as `plumb why`.
+fn row(prev: &Conn, tp: f64, now: &Conn, at: usize, t: f64, look: &mut Lookups) -> Row {
+    let (sent, received) = plumb_live::track::moved(prev, now);
+    let secs = t - tp;
+    let bps = |n: u64| {
+        if secs > 0.0 {
+            n as f64 * 8.0 / secs
+        } else {
+            0.0
+        }
+    };
+    let role = plumb_live::track::role_of(bps(sent), bps(received));
+    let retrans = {
+        let r = |c: &Conn| c.tcp.map_or(0, |t| t.total_retrans);
+        u64::from(r(now).saturating_sub(r(prev)))
+    };
+    let mut out = Row {
+        at,
+        rate: bps(sent).max(bps(received)),
+        role,
+        retrans,
+        limit: None,
+    };
+    if role == Role::Idle {
+        return out;
+    }
+    let mut tr = Track::new(*prev, tp);
+    tr.update(*now, t);
+    if look.links.len() > 4096 {
+        look.links.clear();
+    }
+    let link = look.link;
     let ctx = Context {
         // One route lookup per peer, not per connection and interval.
-        link: links
+        link: look
+            .links
             .entry(now.remote.ip())
             .or_insert_with(|| link_for_peer(now.remote.ip(), link))
             .clone(),
         cpu: None,
-        pid: owner.as_ref().map(|o| o.pid),
+        pid: look.owners.get(now.inode).map(|o| o.pid),
     };
-    // Most of a busy host's connections are idle: name nothing for them
-    // without running the rules (a full diagnosis each costs more than the
-    // dump that found them).
-    let limit = if d.role == Role::Idle {
-        None
-    } else {
-        explain(&tr, &ctx).0.limit
-    };
-    let tcp = now.tcp.unwrap_or_default();
-    let window = match d.role {
-        Role::Receiver => tcp.rcv_wnd,
-        _ => tcp.snd_wnd,
-    };
-    let rate = tr.rate_bps();
-    Row {
-        rate,
-        json: json!({
-            "interval": interval,
-            "local": now.local.to_string(),
-            "remote": now.remote.to_string(),
-            "pid": owner.as_ref().map(|o| o.pid),
-            "command": owner.as_ref().map(|o| o.command.clone()),
-            "direction": d.role.name(),
-            "rate_bps": rate,
-            "rtt_ms": f64::from(tcp.rtt) / 1e3,
-            "cwnd_bytes": u64::from(tcp.snd_cwnd) * u64::from(tcp.snd_mss),
-            "window_bytes": window,
-            "retransmits": d.retrans,
-            "limit": limit.map(|l| l.name()),
-            "congestion": now.congestion,
-        }),
+    out.limit = explain(&tr, &ctx).0.limit;
+    out
+}
+
+/// The window a row shows: the one this host advertises when it receives,
+/// else the peer's.
+fn window(c: &Conn, role: Role) -> Option<u32> {
+    let t = c.tcp?;
+    match role {
+        Role::Receiver => t.rcv_wnd,
+        _ => t.snd_wnd,
+    }
+}
+
+/// Writes a row as one NDJSON line (the keys `plumb top --json` documents).
+fn write_json(
+    out: &mut impl Write,
+    r: &Row,
+    c: &Conn,
+    owner: Option<&Owner>,
+    interval: u64,
+) -> std::io::Result<()> {
+    let tcp = c.tcp.unwrap_or_default();
+    write!(
+        out,
+        "{{\"interval\":{interval},\"local\":\"{}\",\"remote\":\"{}\",\"pid\":",
+        c.local, c.remote
+    )?;
+    match owner {
+        Some(o) => {
+            write!(out, "{},\"command\":", o.pid)?;
+            serde_json::to_writer(&mut *out, &o.command)?;
+        }
+        None => write!(out, "null,\"command\":null")?,
+    }
+    write!(out, ",\"direction\":\"{}\",\"rate_bps\":", r.role.name())?;
+    serde_json::to_writer(&mut *out, &r.rate)?;
+    write!(out, ",\"rtt_ms\":")?;
+    serde_json::to_writer(&mut *out, &(f64::from(tcp.rtt) / 1e3))?;
+    write!(
+        out,
+        ",\"cwnd_bytes\":{},\"window_bytes\":",
+        u64::from(tcp.snd_cwnd) * u64::from(tcp.snd_mss)
+    )?;
+    match window(c, r.role) {
+        Some(w) => write!(out, "{w}")?,
+        None => write!(out, "null")?,
+    }
+    write!(out, ",\"retransmits\":{},\"limit\":", r.retrans)?;
+    match r.limit {
+        Some(l) => write!(out, "\"{}\"", l.name())?,
+        None => write!(out, "null")?,
+    }
+    match c.congestion {
+        Some(cc) => writeln!(out, ",\"congestion\":\"{cc}\"}}"),
+        None => writeln!(out, ",\"congestion\":null}}"),
     }
 }
 
@@ -163,31 +222,37 @@ fn wait(until: Instant, screen: bool) -> std::io::Result<bool> {
     }
 }
 
-fn table(rows: &[Row], header: &str, width: usize, height: usize) -> Vec<String> {
+fn table(
+    rows: &[Row],
+    conns: &[Conn],
+    owners: &mut Owners,
+    header: &str,
+    width: usize,
+    height: usize,
+) -> Vec<String> {
     let mut v = vec![header.to_string()];
     v.push(format!(
         "{:<16} {:<24} {:<9} {:>12} {:>8} {:>10} {:>10} {:>5}  {}",
         "PROCESS", "PEER", "DIR", "RATE", "RTT ms", "CWND", "WINDOW", "RETR", "LIMIT"
     ));
     for r in rows.iter().take(height.saturating_sub(2)) {
-        let j = &r.json;
-        let proc_ = match (j["command"].as_str(), j["pid"].as_u64()) {
-            (Some(c), Some(p)) => format!("{c}/{p}"),
-            _ => "?".into(),
-        };
+        let c = &conns[r.at];
+        let tcp = c.tcp.unwrap_or_default();
+        let proc_ = owners
+            .get(c.inode)
+            .map_or_else(|| "?".into(), |o| format!("{}/{}", o.command, o.pid));
         let human = |b: f64| Rate::from_bps(b).map_or_else(|| "0".into(), Rate::human);
-        let bytes = |v: &Value| v.as_u64().map_or("-".into(), compact);
         let mut line = format!(
             "{:<16} {:<24} {:<9} {:>12} {:>8.2} {:>10} {:>10} {:>5}  {}",
             proc_.chars().take(16).collect::<String>(),
-            j["remote"].as_str().unwrap_or(""),
-            j["direction"].as_str().unwrap_or(""),
+            c.remote.to_string(),
+            r.role.name(),
             human(r.rate),
-            j["rtt_ms"].as_f64().unwrap_or(0.0),
-            bytes(&j["cwnd_bytes"]),
-            bytes(&j["window_bytes"]),
-            j["retransmits"].as_u64().unwrap_or(0),
-            j["limit"].as_str().unwrap_or("-"),
+            f64::from(tcp.rtt) / 1e3,
+            compact(u64::from(tcp.snd_cwnd) * u64::from(tcp.snd_mss)),
+            window(c, r.role).map_or("-".into(), |w| compact(u64::from(w))),
+            r.retrans,
+            r.limit.map_or("-", |l| l.name()),
         );
         line.truncate(width);
         v.push(line);
@@ -235,7 +300,16 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     };
     let start = Instant::now();
     let step = Duration::from_secs_f64(a.interval);
-    let mut prev: HashMap<u64, (Conn, f64)> = HashMap::new();
+    // The kernel skips sockets on other ports before it fills a message.
+    dumper.port = filter.kernel_port();
+    // Buffers kept across intervals, so memory stays flat: this dump, the
+    // last one (cookie -> index into it, and its time), and the rows.
+    let mut conns: Vec<Conn> = Vec::new();
+    let mut prev_conns: Vec<Conn> = Vec::new();
+    let mut prev: HashMap<u64, usize> = HashMap::new();
+    let mut next: HashMap<u64, usize> = HashMap::new();
+    let mut prev_t = 0.0;
+    let mut rows: Vec<Row> = Vec::new();
     // Buffered: stdout's line buffering would make one write(2) per row, and
     // a busy host has tens of thousands of rows a second. Flushed per interval.
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
@@ -247,29 +321,35 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let mut i = 0u64;
     loop {
         let t = start.elapsed().as_secs_f64();
-        let conns = dumper.dump()?;
-        let mut rows = Vec::new();
-        let mut next = HashMap::new();
-        for c in conns {
+        dumper.dump_into(&mut conns)?;
+        rows.clear();
+        next.clear();
+        for (at, c) in conns.iter().enumerate() {
             let pid = if filter.pid.is_some() {
                 look.owners.get(c.inode).map(|o| o.pid)
             } else {
                 None
             };
-            if !filter.matches(&c, pid) {
+            if !filter.matches(c, pid) {
                 continue;
             }
-            if let Some((p, tp)) = prev.get(&c.cookie) {
-                rows.push(row(p, *tp, &c, t, &mut look, i));
+            if let Some(&p) = prev.get(&c.cookie) {
+                rows.push(row(&prev_conns[p], prev_t, c, at, t, &mut look));
             }
-            next.insert(c.cookie, (c, t));
+            next.insert(c.cookie, at);
         }
-        prev = next;
+        std::mem::swap(&mut prev, &mut next);
+        std::mem::swap(&mut prev_conns, &mut conns);
+        prev_t = t;
+        // The rows index into this interval's dump, now `prev_conns`.
+        let shown = &prev_conns;
         if i > 0 {
-            rows.sort_by(|x, y| y.rate.total_cmp(&x.rate));
+            rows.sort_unstable_by(|x, y| y.rate.total_cmp(&x.rate));
             if a.json {
                 for r in &rows {
-                    writeln!(out, "{}", r.json)?;
+                    let c = &shown[r.at];
+                    let owner = look.owners.get(c.inode);
+                    write_json(&mut out, r, c, owner, i)?;
                 }
                 out.flush()?;
             } else {
@@ -288,7 +368,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                     a.interval,
                     if screen.is_some() { "; q quits" } else { "" }
                 );
-                let lines = table(&rows, &header, w, h);
+                let lines = table(&rows, shown, &mut look.owners, &header, w, h);
                 if screen.is_some() {
                     crossterm::queue!(
                         out,

@@ -155,7 +155,7 @@ fn sample(mut dumper: Dumper, counters: &LiveCounters, stop: &AtomicBool) {
         for c in conns {
             if let Some((p, tp)) = prev.remove(&c.cookie) {
                 let mut tr = Track::new(p, tp);
-                tr.update(c.clone(), t);
+                tr.update(c, t);
                 let d = tr.delta();
                 // Idle connections (keepalives, shells) are no transfer.
                 if d.role != Role::Idle {
