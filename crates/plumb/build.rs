@@ -39,7 +39,8 @@ fn main() {
         path.display()
     );
     println!("cargo::rustc-link-arg-bin=plumb=-Wl,--no-warn-symbol-ordering");
-    // Relative relocations packed (DT_RELR, glibc 2.36+): the dynamic loader
-    // reads every one at start-up, 125 KiB of them unpacked.
+    // Relative relocations packed (DT_RELR): the dynamic loader reads every
+    // one at start-up, 125 KiB of them unpacked. The binary then needs glibc
+    // 2.36 or later (GLIBC_ABI_DT_RELR), as Debian 12 has.
     println!("cargo::rustc-link-arg-bin=plumb=-Wl,-z,pack-relative-relocs");
 }

@@ -89,6 +89,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Ok(cli) => cli,
         Err(code) => return Ok(code),
     };
+    // The parsing thread's freed command tree goes back before any test.
+    plumb_net::sys::release_free_heap();
     if cli.version {
         println!(
             "plumb {} (speaks iperf 3 protocol)",
