@@ -93,13 +93,14 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
 /// less the IP and UDP headers).
 const GSO_BUFFER: i64 = 65_507;
 /// Most datagrams per GSO message asked of the peer: what plumb's own sender
-/// puts in one (every kernel with GSO takes 64; iperf3 3.21+ asks 128, the
-/// limit from Linux 6.x on), so both directions of a test are alike.
-const GSO_MAX_DATAGRAMS: i64 = 64;
+/// puts in one where the kernel takes it (128, as iperf3 3.21+ asks; older
+/// kernels take 64, and both senders fall back to that), so both directions
+/// of a test are alike.
+const GSO_MAX_DATAGRAMS: i64 = 128;
 
 /// iperf3 3.21+'s GSO/GRO keys, sent with every UDP test whether on or off
 /// (as that iperf3 does): `gso`/`gro` 1 or 0, the datagram size and the
-/// largest GSO message (whole datagrams, at most 64) and GRO read. An
+/// largest GSO message (whole datagrams, at most 128) and GRO read. An
 /// iperf3 3.21+ peer then sends and receives as asked; an older one
 /// ignores the keys.
 fn set_gsro(p: &mut TestParams, on: bool) {

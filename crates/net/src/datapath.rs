@@ -600,9 +600,14 @@ fn keep_clamp(fd: BorrowedFd<'_>, want: u32) {
 /// Largest UDP payload one GSO message may carry: an IPv4 datagram's 65 535
 /// bytes less the IP and UDP headers.
 const GSO_MAX_BYTES: usize = 65_507;
-/// Most datagrams the kernel cuts one GSO message into (`UDP_MAX_SEGMENTS`),
-/// and most it coalesces into one GRO buffer (`UDP_GRO_CNT_MAX`).
-const GSO_MAX_SEGMENTS: usize = 64;
+/// Most datagrams a GSO message carries: the kernel's `UDP_MAX_SEGMENTS`,
+/// 128 on newer kernels (6.18 here; iperf3 3.21+ sends as many). Half as
+/// many messages per datagram halves the per-message work of both ends at
+/// small datagram sizes (at 1472 B the 64 KiB message limit binds first).
+const GSO_MAX_SEGMENTS: usize = 128;
+/// Older kernels' `UDP_MAX_SEGMENTS`: a sender whose 128-segment message is
+/// refused with `EINVAL` tries this before giving GSO up.
+const GSO_OLD_MAX_SEGMENTS: usize = 64;
 /// Memory of a UDP sender's batch: thousands of small datagrams, or a few
 /// large GSO messages, per `sendmmsg`.
 const UDP_SEND_BYTES: usize = 256 * 1024;
@@ -625,12 +630,13 @@ pub struct UdpLayout {
 impl UdpLayout {
     /// The layout for `len`-byte datagrams, with or without GSO.
     pub fn new(len: usize, gso: bool) -> UdpLayout {
+        UdpLayout::with_max_segments(len, if gso { GSO_MAX_SEGMENTS } else { 1 })
+    }
+
+    /// The layout for `len`-byte datagrams, at most `max` per message.
+    fn with_max_segments(len: usize, max: usize) -> UdpLayout {
         let len = len.max(1);
-        let segs = if gso {
-            (GSO_MAX_BYTES / len).clamp(1, GSO_MAX_SEGMENTS)
-        } else {
-            1
-        };
+        let segs = (GSO_MAX_BYTES / len).clamp(1, max.max(1));
         let msgs = (UDP_SEND_BYTES / (segs * len)).clamp(1, crate::udp::MAX_SLOTS);
         UdpLayout { len, segs, msgs }
     }
@@ -638,6 +644,19 @@ impl UdpLayout {
     /// Datagrams per system call.
     pub fn capacity(&self) -> usize {
         self.segs * self.msgs
+    }
+
+    /// The layout to try after the kernel refused this one's GSO messages
+    /// (`error` is what it said): an `EINVAL` for more segments than an older
+    /// kernel's limit tries that limit, anything else (or a refusal at that
+    /// limit) sends one datagram per message.
+    fn after_refusal(&self, error: Option<i32>) -> UdpLayout {
+        let max = if self.segs > GSO_OLD_MAX_SEGMENTS && error == Some(libc::EINVAL) {
+            GSO_OLD_MAX_SEGMENTS
+        } else {
+            1
+        };
+        UdpLayout::with_max_segments(self.len, max)
     }
 
     /// Slot and byte offset within it of datagram `i` of a batch.
@@ -688,7 +707,14 @@ pub struct UdpSender {
 impl UdpSender {
     /// A sender of `filler.len()`-byte datagrams (at least the header's 16).
     pub fn new(filler: Vec<u8>, width: SeqWidth, gso: bool) -> Result<UdpSender, UdpBatchError> {
-        let layout = UdpLayout::new(filler.len(), gso);
+        UdpSender::with_layout(UdpLayout::new(filler.len(), gso), filler, width)
+    }
+
+    fn with_layout(
+        layout: UdpLayout,
+        filler: Vec<u8>,
+        width: SeqWidth,
+    ) -> Result<UdpSender, UdpBatchError> {
         let mut batch = UdpBatch::new(layout.msgs, layout.segs * layout.len)?;
         for m in 0..layout.msgs {
             for chunk in batch.slot_mut(m).chunks_mut(layout.len) {
@@ -751,10 +777,12 @@ impl UdpSender {
         let taken = match self.batch.send(fd, &self.lens[..msgs], seg) {
             Ok(m) => m,
             Err(e) if seg.is_some() && gso_refused(&e) => {
-                // Rebuild without GSO (once) and send this batch again.
+                // Rebuild with fewer segments per message (64, then none:
+                // at most twice) and send this batch again.
                 let filler = std::mem::take(&mut self.filler);
                 let seq = self.seq;
-                *self = UdpSender::new(filler, self.width, false)
+                let layout = self.layout.after_refusal(e.raw_os_error());
+                *self = UdpSender::with_layout(layout, filler, self.width)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
                 self.seq = seq;
                 return self.send(fd, n, stamp);
@@ -785,7 +813,8 @@ pub fn udp_schedule(rate_bps: u64, len: usize, gso: bool) -> Option<Schedule> {
 ///
 /// All datagrams of one call carry the same send time (one clock read per
 /// call; they leave within microseconds of each other). With `gso` they go
-/// as GSO messages of up to 64 datagrams where the kernel takes them, else
+/// as GSO messages of up to 128 datagrams (64 on older kernels) where the
+/// kernel takes them, else
 /// one datagram per message; the datagrams per message actually used are
 /// published in [`Counters::udp_gso_segs`].
 #[allow(clippy::too_many_arguments)]
@@ -1140,7 +1169,7 @@ mod tests {
     #[test]
     fn layouts_fill_gso_messages_and_split_the_rest() {
         let l = UdpLayout::new(64, true);
-        assert_eq!((l.segs, l.msgs), (64, 64));
+        assert_eq!((l.segs, l.msgs), (128, 32));
         let l = UdpLayout::new(1472, true);
         assert_eq!(l.segs, 44);
         assert!(l.segs * l.len <= GSO_MAX_BYTES);
@@ -1156,6 +1185,22 @@ mod tests {
         assert_eq!(&lens[..3], &[l.segs * 100, l.segs * 100, 300]);
         assert_eq!(l.message_lens(l.segs, &mut lens), 1);
         assert_eq!(l.position(l.segs + 2), (1, 200));
+    }
+
+    /// An older kernel's EINVAL for 128 segments falls back to 64, any
+    /// other refusal (or one at 64) to one datagram per message; a layout
+    /// the 64 KiB limit already holds under 64 segments gives GSO up.
+    #[test]
+    fn a_refused_gso_layout_steps_down_to_64_then_none() {
+        let l = UdpLayout::new(64, true);
+        let old = l.after_refusal(Some(libc::EINVAL));
+        assert_eq!((old.segs, old.msgs), (64, 64));
+        let none = old.after_refusal(Some(libc::EINVAL));
+        assert_eq!((none.segs, none.len), (1, 64));
+        assert_eq!(l.after_refusal(Some(libc::EIO)).segs, 1);
+        assert_eq!(l.after_refusal(None).segs, 1);
+        let big = UdpLayout::new(1472, true);
+        assert_eq!(big.after_refusal(Some(libc::EINVAL)).segs, 1);
     }
 
     fn round_trip(gso: bool, gro: bool) {
