@@ -39,8 +39,9 @@ fn main() {
         path.display()
     );
     println!("cargo::rustc-link-arg-bin=plumb=-Wl,--no-warn-symbol-ordering");
-    // Relative relocations packed (DT_RELR): the dynamic loader reads every
-    // one at start-up, 125 KiB of them unpacked. The binary then needs glibc
-    // 2.36 or later (GLIBC_ABI_DT_RELR), as Debian 12 has.
-    println!("cargo::rustc-link-arg-bin=plumb=-Wl,-z,pack-relative-relocs");
+    // Not packed relative relocations (`-z pack-relative-relocs`, DT_RELR):
+    // about 250 KiB less resident at each end, but the binary would need
+    // glibc 2.36, and one copied to an older server (RHEL 8/9, Ubuntu 22.04)
+    // would not start. plumb is copied to the far end of a path more often
+    // than it is built there.
 }
