@@ -33,6 +33,8 @@ pub const GREETING_TIMEOUT: Duration = Duration::from_secs(3);
 pub const UDP_LOSS_TIMEOUT: Duration = Duration::from_secs(1);
 /// After the stop, how long a TCP client waits for responses in flight.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+/// How long a CRR client waits for a connection to be accepted.
+const CRR_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a CRR server waits for a connection's request.
 const CRR_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Idle probing before the load: this long, one probe per [`IDLE_EVERY`].
@@ -327,25 +329,36 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     let never = || false;
     while !shared.stop.load(Relaxed) && claim(shared, req.len()) {
         let t0 = Instant::now();
-        let s =
-            match sockets::connect_tcp(addr, ctx.bind, None, Some(Duration::from_secs(5)), |s| {
-                s.set_nodelay(true)
-            }) {
-                Ok(s) => s,
-                Err(e) if ports_exhausted(&e) => {
-                    c.fail(format!(
-                        "out of local ports after {} connections: every closed connection \
+        // A blocking connect bounded by SO_SNDTIMEO rather than socket2's
+        // connect_timeout: that one adds a non-blocking switch, a poll and
+        // two fcntl calls to every connection, which is what CRR times.
+        let s = match sockets::connect_tcp(addr, ctx.bind, None, None, |s| {
+            s.set_nodelay(true)?;
+            s.set_write_timeout(Some(CRR_CONNECT_TIMEOUT))
+        }) {
+            Ok(s) => s,
+            // Linux reports a connect cut short by SO_SNDTIMEO as EINPROGRESS.
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+                c.fail(format!(
+                    "connect: no answer within {} s",
+                    CRR_CONNECT_TIMEOUT.as_secs()
+                ));
+                return;
+            }
+            Err(e) if ports_exhausted(&e) => {
+                c.fail(format!(
+                    "out of local ports after {} connections: every closed connection \
                      holds its port for 60 s (TIME_WAIT); widen net.ipv4.ip_local_port_range, \
                      run shorter, or use --rr",
-                        c.rr.transactions.load(Relaxed)
-                    ));
-                    return;
-                }
-                Err(e) => {
-                    c.fail(format!("connect: {e}"));
-                    return;
-                }
-            };
+                    c.rr.transactions.load(Relaxed)
+                ));
+                return;
+            }
+            Err(e) => {
+                c.fail(format!("connect: {e}"));
+                return;
+            }
+        };
         let t1 = Instant::now();
         tune(&s, ctx.busy_poll);
         let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
@@ -569,6 +582,10 @@ pub struct Probe {
     sock: Arc<TcpStream>,
     /// Idle round trips, ms.
     pub idle: Vec<f64>,
+    /// Segments the probe connection resent (`TCP_INFO`), read by
+    /// [`Probe::finish`]: a probe dropped at a full queue comes back a
+    /// tail-loss probe or a retransmission timeout later, not a queue later.
+    pub retransmits: Option<u64>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Vec<f64>>>,
 }
@@ -606,6 +623,7 @@ impl Probe {
         Ok(Probe {
             sock: Arc::new(s),
             idle,
+            retransmits: None,
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
         })
@@ -645,6 +663,9 @@ impl Probe {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
+        self.retransmits = crate::tcpinfo::tcp_info(self.sock.as_fd())
+            .ok()
+            .map(|i| u64::from(i.total_retrans));
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
         loaded
     }
@@ -694,12 +715,16 @@ fn percentiles(h: &Histogram<u64>, unit: &str) -> Map<String, Value> {
     m
 }
 
-fn sum_rate(m: &mut Map<String, Value>, tx: u64, lost: u64, secs: f64, udp: bool) {
+fn sum_rate(m: &mut Map<String, Value>, tx: u64, lost: u64, secs: f64, p: RrParams, udp: bool) {
+    let rate = if secs > 0.0 { tx as f64 / secs } else { 0.0 };
     m.insert("transactions".into(), json!(tx));
-    m.insert(
-        "transactions_per_second".into(),
-        json!(if secs > 0.0 { tx as f64 / secs } else { 0.0 }),
-    );
+    m.insert("transactions_per_second".into(), json!(rate));
+    if p.mode == RrMode::Crr {
+        // One connection per transaction: the same count under the name a
+        // CRR user looks for.
+        m.insert("connections".into(), json!(tx));
+        m.insert("connections_per_second".into(), json!(rate));
+    }
     if udp {
         m.insert("lost".into(), json!(lost));
     }
@@ -724,7 +749,7 @@ pub fn interval_json<'a>(
     }
     let mut m = percentiles(&rtt, "us");
     m.remove("buckets");
-    sum_rate(&mut m, tx, lost, secs, udp);
+    sum_rate(&mut m, tx, lost, secs, p, udp);
     if p.mode == RrMode::Crr && !conn.is_empty() {
         m.insert(
             "connect_p50_us".into(),
@@ -767,7 +792,7 @@ pub fn end_json<'a>(
     m.insert("response_bytes".into(), json!(p.response));
     m.insert("burst".into(), json!(p.burst));
     m.insert("seconds".into(), json!(secs));
-    sum_rate(&mut m, tx, lost, secs, udp);
+    sum_rate(&mut m, tx, lost, secs, p, udp);
     m.extend(percentiles(&rtt, "us"));
     if p.mode == RrMode::Crr {
         m.insert("connect".into(), Value::Object(percentiles(&conn, "us")));
@@ -781,7 +806,7 @@ pub fn end_json<'a>(
 
 /// The `--latency` object: idle and loaded probes in ms, the increase, and
 /// responsiveness as the IPPM draft computes it, with where plumb differs.
-pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
+pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64], retransmits: Option<u64>) -> Value {
     let side = |s: &[f64]| {
         let mut h = histogram();
         for &x in s {
@@ -804,6 +829,7 @@ pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
         "loaded": loaded,
         "increase_p50_ms": increase,
         "increase_p99_ms": increase_p99,
+        "probe_retransmits": retransmits,
         "probe_interval_ms": {
             "idle": IDLE_EVERY.as_secs_f64() * 1e3,
             "loaded": LOADED_EVERY.as_secs_f64() * 1e3,
@@ -815,8 +841,13 @@ pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
 /// Text lines for the end of a request/response test.
 pub fn end_text(v: &Value) -> Vec<String> {
     let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+    let what = if v.get("connections_per_second").is_some() {
+        "connections"
+    } else {
+        "transactions"
+    };
     let mut lines = vec![format!(
-        "{}: {} transactions, {:.1} transactions/s{}",
+        "{}: {} {what}, {:.1} {what}/s{}",
         v["test"]
             .as_str()
             .unwrap_or("rr")
@@ -869,8 +900,16 @@ pub fn probe_text(v: &Value) -> Vec<String> {
         row("idle", &v["idle"]),
         row("loaded", &v["loaded"]),
         format!(
-            "the load added {:.2} ms at the median",
-            v["increase_p50_ms"].as_f64().unwrap_or(f64::NAN)
+            "the load added {:.2} ms at the median, {:.2} ms at p99{}",
+            v["increase_p50_ms"].as_f64().unwrap_or(f64::NAN),
+            v["increase_p99_ms"].as_f64().unwrap_or(f64::NAN),
+            match v["probe_retransmits"].as_u64() {
+                Some(n) if n > 0 => format!(
+                    "; the probe connection resent {n} segment(s): a probe dropped at a full \
+                     queue waits for its retransmission, not for the queue"
+                ),
+                _ => String::new(),
+            }
         ),
     ]
 }
@@ -880,7 +919,7 @@ pub fn probe_text(v: &Value) -> Vec<String> {
 pub fn attach_end(
     end: &mut plumb_report::EndRecord,
     session: &crate::session::Session,
-    probes: Option<(&[f64], &[f64])>,
+    probes: Option<(&[f64], &[f64], Option<u64>)>,
     sink: &mut dyn plumb_report::Sink,
 ) {
     let v = if let Some(p) = session.plan.rr {
@@ -899,8 +938,8 @@ pub fn attach_end(
             sink.note(&l);
         }
         v
-    } else if let Some((idle, loaded)) = probes {
-        let v = probe_json(idle, loaded);
+    } else if let Some((idle, loaded, retransmits)) = probes {
+        let v = probe_json(idle, loaded, retransmits);
         for l in probe_text(&v) {
             sink.note(&l);
         }

@@ -447,9 +447,11 @@ impl Session {
             let handle = std::thread::Builder::new()
                 .name(format!("plumb-stream-{}", s.id))
                 .spawn(move || {
-                    // TCP only: a late UDP receiver loses datagrams, where a late
-                    // TCP receiver only lets its queue grow.
-                    if matches!(sock, StreamSocket::Tcp(_)) {
+                    // TCP throughput only: a late UDP receiver loses datagrams, where
+                    // a late TCP receiver only lets its queue grow; and a
+                    // request/response thread's every wake-up is the latency it
+                    // measures, so it must preempt whatever runs on its CPU.
+                    if matches!(sock, StreamSocket::Tcp(_)) && plan.rr.is_none() {
                         let _ = host::batch_current_thread();
                     }
                     // The thread's own CPU and run-queue wait, once before and once

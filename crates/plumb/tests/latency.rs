@@ -17,6 +17,22 @@ fn pp(args: &[&str]) -> (Value, Value) {
     plumb_pair(31_000, args)
 }
 
+/// A plumb client's text output against a `plumb -s -1`.
+fn plumb_text(args: &[&str]) -> String {
+    let port = port(31_300);
+    let _srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let p = port.to_string();
+    let mut a = vec!["-c", "127.0.0.1", "-p", &p];
+    a.extend_from_slice(args);
+    let out = run(plumb_bin(), &a, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Checks the percentile keys of a latency object and returns its p50, µs.
 fn percentiles_in_order(l: &Value, what: &str) -> f64 {
     let keys = ["min_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us"];
@@ -125,6 +141,17 @@ fn crr_counts_exactly_and_splits_connect_time() {
         "connect {conn} + rr {rr} vs {total}"
     );
     assert_eq!(buckets_sum(&l["connect"]), 400);
+    // Connections are what a CRR user counts: one per transaction, under
+    // their own name, at the same rate.
+    assert_eq!(l["connections"].as_u64(), Some(400));
+    let cps = l["connections_per_second"].as_f64().expect("connections/s");
+    let secs = l["seconds"].as_f64().expect("seconds");
+    assert!(
+        cps > 0.0 && (cps * secs - 400.0).abs() < 1.0,
+        "{cps} connections/s over {secs} s"
+    );
+    let text = plumb_text(&["--crr", "-k", "50"]);
+    assert!(text.contains("connections/s"), "{text}");
 }
 
 #[test]
