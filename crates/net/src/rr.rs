@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use plumb_proto::rr as wire;
-pub use plumb_proto::rr::{RrMode, RrParams, MIN_UDP_MESSAGE};
+pub use plumb_proto::rr::{RrMode, RrParams, MAX_BURST, MAX_TCP_MESSAGE, MIN_UDP_MESSAGE};
 use serde_json::{json, Map, Value};
 
 use crate::datapath::{Counters, Shared, POLL_SLICE};
@@ -137,6 +137,45 @@ pub struct RrContext {
     pub bind: Option<IpAddr>,
     /// `--busy-poll` µs.
     pub busy_poll: Option<u32>,
+    /// `-b`: most bit/s of requests and responses together per stream; a
+    /// server holds its answers to it, so a test admitted under
+    /// `--max-bitrate` stays within what it asked for.
+    pub pace_bps: Option<u64>,
+}
+
+/// Holds a stream's transactions to `-b`: after each, sleeps until the bits
+/// moved so far are due at the rate.
+struct Pace {
+    bps: u64,
+    start: Instant,
+    bits: u128,
+}
+
+impl Pace {
+    fn new(bps: Option<u64>) -> Option<Pace> {
+        bps.filter(|b| *b > 0).map(|bps| Pace {
+            bps,
+            start: Instant::now(),
+            bits: 0,
+        })
+    }
+
+    fn after(pace: &mut Option<Pace>, bytes: u64, stop: &dyn Fn() -> bool) {
+        let Some(p) = pace.as_mut() else {
+            return;
+        };
+        p.bits += u128::from(bytes) * 8;
+        let due_ns = p.bits * 1_000_000_000 / u128::from(p.bps);
+        let due = Duration::from_nanos(u64::try_from(due_ns).unwrap_or(u64::MAX));
+        // Sleeps in slices, so a stop is seen within one.
+        loop {
+            let now = p.start.elapsed();
+            if now >= due || stop() {
+                return;
+            }
+            std::thread::sleep((due - now).min(POLL_SLICE));
+        }
+    }
 }
 
 /// Runs one stream's loop: the client's transactions, or the server's answers.
@@ -150,11 +189,11 @@ pub fn run_stream(
 ) {
     match (sock, client, p.mode) {
         (StreamSocket::Tcp(t), true, RrMode::Rr) => client_tcp(t, p, ctx, shared, c),
-        (StreamSocket::Tcp(t), false, RrMode::Rr) => serve_tcp(t, p, shared, c),
+        (StreamSocket::Tcp(t), false, RrMode::Rr) => serve_tcp(t, p, ctx, shared, c),
         (StreamSocket::Tcp(_), true, RrMode::Crr) => client_crr(p, ctx, shared, c),
         (StreamSocket::Tcp(_), false, RrMode::Crr) => serve_crr(p, ctx, shared, c),
-        (StreamSocket::Udp(u), true, _) => client_udp(u, p, shared, c),
-        (StreamSocket::Udp(u), false, _) => serve_udp(u, p, shared, c),
+        (StreamSocket::Udp(u), true, _) => client_udp(u, p, ctx, shared, c),
+        (StreamSocket::Udp(u), false, _) => serve_udp(u, p, ctx, shared, c),
     }
     c.end();
 }
@@ -248,6 +287,7 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
     let per = u64::from(p.request) + u64::from(p.response);
     let mut inflight: VecDeque<Instant> = VecDeque::with_capacity(p.burst as usize);
     let mut stop_at: Option<Instant> = None;
+    let mut pace = Pace::new(ctx.pace_bps);
     loop {
         if stop_at.is_none() && shared.stop.load(Relaxed) {
             stop_at = Some(Instant::now());
@@ -273,6 +313,7 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
             Ok(true) => {
                 c.rr.rtt.record(t0.elapsed());
                 c.rr.done(c, per);
+                Pace::after(&mut pace, per, &|| shared.stop.load(Relaxed));
             }
             Ok(false) => {
                 c.fail("the server closed the stream with transactions in flight");
@@ -288,8 +329,9 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
     let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
-fn serve_tcp(s: &TcpStream, p: RrParams, shared: &Shared, c: &Counters) {
-    tune(s, None);
+fn serve_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    tune(s, p.busy_poll_us);
+    let mut pace = Pace::new(ctx.pace_bps);
     let _ = s.set_read_timeout(Some(POLL_SLICE));
     let _ = s.set_write_timeout(Some(POLL_SLICE));
     let mut req = vec![0u8; p.request as usize];
@@ -310,6 +352,7 @@ fn serve_tcp(s: &TcpStream, p: RrParams, shared: &Shared, c: &Counters) {
             break;
         }
         c.rr.done(c, per);
+        Pace::after(&mut pace, per, &give_up);
     }
 }
 
@@ -327,6 +370,7 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     let mut resp = vec![0u8; p.response as usize];
     let per = u64::from(p.request) + u64::from(p.response);
     let never = || false;
+    let mut pace = Pace::new(ctx.pace_bps);
     while !shared.stop.load(Relaxed) && claim(shared, req.len()) {
         let t0 = Instant::now();
         // A blocking connect bounded by SO_SNDTIMEO rather than socket2's
@@ -384,6 +428,7 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
         c.rr.reqresp.record(t2 - t1);
         c.rr.rtt.record(t2 - t0);
         c.rr.done(c, per);
+        Pace::after(&mut pace, per, &|| shared.stop.load(Relaxed));
     }
 }
 
@@ -397,6 +442,7 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     let resp = vec![0x41u8; p.response as usize];
     let per = u64::from(p.request) + u64::from(p.response);
     let mut strangers = 0u64;
+    let mut pace = Pace::new(ctx.pace_bps);
     while !shared.stop_receivers.load(Relaxed) {
         let (s, from) = match listener.accept() {
             Ok(a) => a,
@@ -420,7 +466,7 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
             continue;
         }
         let _ = s.set_nonblocking(false);
-        tune(&s, None);
+        tune(&s, p.busy_poll_us);
         let _ = s.set_read_timeout(Some(CRR_REQUEST_TIMEOUT));
         let _ = s.set_write_timeout(Some(CRR_REQUEST_TIMEOUT));
         // A connection that sends nothing in time is dropped, not waited for.
@@ -431,10 +477,18 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
             c.rr.done(c, per);
         }
         let _ = s.shutdown(std::net::Shutdown::Both);
+        drop(s);
+        // Every connection counts against -b, answered or not: a client
+        // cannot open connections faster by never finishing them.
+        Pace::after(&mut pace, per, &|| shared.stop_receivers.load(Relaxed));
     }
 }
 
-fn client_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
+fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    let mut pace = Pace::new(ctx.pace_bps);
+    if let Some(us) = ctx.busy_poll {
+        let _ = sockopt::set_busy_poll(u.as_fd(), us);
+    }
     let mut req = vec![0x52u8; p.request as usize];
     let mut buf = vec![0u8; 65_536];
     let mut inflight: VecDeque<(u64, Instant)> = VecDeque::with_capacity(p.burst as usize);
@@ -482,6 +536,9 @@ fn client_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
                     if let Some((_, t0)) = inflight.remove(i) {
                         c.rr.rtt.record(now - t0);
                         c.rr.done(c, u64::from(p.request) + n as u64);
+                        Pace::after(&mut pace, u64::from(p.request) + n as u64, &|| {
+                            shared.stop.load(Relaxed)
+                        });
                     }
                 }
             }
@@ -494,7 +551,11 @@ fn client_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
     }
 }
 
-fn serve_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
+fn serve_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    let mut pace = Pace::new(ctx.pace_bps);
+    if let Some(us) = p.busy_poll_us {
+        let _ = sockopt::set_busy_poll(u.as_fd(), us);
+    }
     let _ = u.set_read_timeout(Some(POLL_SLICE));
     let mut buf = vec![0u8; 65_536];
     let mut resp = vec![0x41u8; p.response as usize];
@@ -506,7 +567,12 @@ fn serve_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
                 };
                 wire::put_seq(&mut resp, seq);
                 match u.send(&resp) {
-                    Ok(_) => c.rr.done(c, n as u64 + resp.len() as u64),
+                    Ok(_) => {
+                        c.rr.done(c, n as u64 + resp.len() as u64);
+                        Pace::after(&mut pace, n as u64 + resp.len() as u64, &|| {
+                            shared.stop_receivers.load(Relaxed)
+                        });
+                    }
                     Err(e) if transient(&e) => {}
                     Err(e) => {
                         c.fail(format!("response: {e}"));
@@ -680,7 +746,14 @@ pub fn serve_probe(s: TcpStream, shared: Arc<Shared>) -> io::Result<()> {
         .name("plumb-probe".into())
         .spawn(move || {
             let c = Counters::default();
-            serve_tcp(&s, RrParams::default(), &shared, &c);
+            // The client probes at most every IDLE_EVERY; answering at twice
+            // that rate at most keeps a hostile client from turning the probe
+            // connection into a test no limit sees.
+            let ctx = RrContext {
+                pace_bps: Some(2 * 2 * 8 * (1_000 / IDLE_EVERY.as_millis().max(1) as u64)),
+                ..RrContext::default()
+            };
+            serve_tcp(&s, RrParams::default(), &ctx, &shared, &c);
         })?;
     Ok(())
 }

@@ -443,7 +443,8 @@ impl Session {
             let sock = s.socket.clone();
             let sender = s.sender;
             let plan = plan.clone();
-            let rr_ctx = self.rr.clone();
+            let mut rr_ctx = self.rr.clone();
+            rr_ctx.pace_bps = (plan.rate > 0).then_some(plan.rate);
             let handle = std::thread::Builder::new()
                 .name(format!("plumb-stream-{}", s.id))
                 .spawn(move || {
