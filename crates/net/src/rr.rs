@@ -373,12 +373,18 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     let mut pace = Pace::new(ctx.pace_bps);
     while !shared.stop.load(Relaxed) && claim(shared, req.len()) {
         let t0 = Instant::now();
+        // The handshake's time starts once the socket is made and set up,
+        // just before connect(2) (-B's bind is the only call after it): the
+        // transaction's round trip still counts from t0.
+        let mut t_connect = t0;
         // A blocking connect bounded by SO_SNDTIMEO rather than socket2's
         // connect_timeout: that one adds a non-blocking switch, a poll and
         // two fcntl calls to every connection, which is what CRR times.
         let s = match sockets::connect_tcp(addr, ctx.bind, None, None, |s| {
             s.set_nodelay(true)?;
-            s.set_write_timeout(Some(CRR_CONNECT_TIMEOUT))
+            s.set_write_timeout(Some(CRR_CONNECT_TIMEOUT))?;
+            t_connect = Instant::now();
+            Ok(())
         }) {
             Ok(s) => s,
             // Linux reports a connect cut short by SO_SNDTIMEO as EINPROGRESS.
@@ -424,7 +430,7 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
         let mut one = [0u8; 1];
         let _ = (&s).read(&mut one);
         drop(s);
-        c.rr.connect.record(t1 - t0);
+        c.rr.connect.record(t1 - t_connect);
         c.rr.reqresp.record(t2 - t1);
         c.rr.rtt.record(t2 - t0);
         c.rr.done(c, per);
