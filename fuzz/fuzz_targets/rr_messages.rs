@@ -24,6 +24,7 @@ fuzz_target!(|data: &[u8]| {
             let max = if udp { rr::MAX_UDP_MESSAGE } else { rr::MAX_TCP_MESSAGE };
             assert!(p.request >= 1 && p.request <= max && p.response <= max);
             assert!((1..=rr::MAX_BURST).contains(&p.burst));
+            assert!(p.busy_poll_us.map_or(true, |us| us <= rr::MAX_BUSY_POLL_US));
         }
     }
 });

@@ -323,8 +323,8 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                         &session,
                         probe
                             .as_ref()
-                            .map(|p| p.idle.as_slice())
-                            .zip(loaded.as_deref()),
+                            .zip(loaded.as_deref())
+                            .map(|(p, l)| (p.idle.as_slice(), l, p.retransmits)),
                         sink,
                     );
                     sink.end(&end);

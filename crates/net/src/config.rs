@@ -322,6 +322,11 @@ pub struct Limits {
     pub max_bitrate: Option<u64>,
     /// `--max-total-bitrate`: most bit/s all running tests together may ask for.
     pub max_total_bitrate: Option<u64>,
+    /// `--max-rr-size`: largest request or response of a `--rr`/`--crr`
+    /// test, bytes (the protocol's own cap applies without it).
+    pub max_rr_size: Option<u32>,
+    /// `--max-rr-burst`: most request/response transactions in flight per stream.
+    pub max_rr_burst: Option<u32>,
 }
 
 /// A server.

@@ -63,7 +63,7 @@ pub fn server_error_text(code: i32, errno: i32) -> String {
         142 => "authorization failed",
         144 => "no data was received for too long",
         160 => "the test ran longer than the server allows",
-        250 => "the server refused the request/response parameters (sizes or burst out of range)",
+        250 => "the server refused the request/response parameters (sizes, burst or busy-poll out of range, or over its --max-rr-size or --max-rr-burst)",
         _ => "",
     };
     let errno_text = if errno != 0 {

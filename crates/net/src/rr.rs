@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use plumb_proto::rr as wire;
-pub use plumb_proto::rr::{RrMode, RrParams, MIN_UDP_MESSAGE};
+pub use plumb_proto::rr::{RrMode, RrParams, MAX_BURST, MAX_TCP_MESSAGE, MIN_UDP_MESSAGE};
 use serde_json::{json, Map, Value};
 
 use crate::datapath::{Counters, Shared, POLL_SLICE};
@@ -33,6 +33,8 @@ pub const GREETING_TIMEOUT: Duration = Duration::from_secs(3);
 pub const UDP_LOSS_TIMEOUT: Duration = Duration::from_secs(1);
 /// After the stop, how long a TCP client waits for responses in flight.
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+/// How long a CRR client waits for a connection to be accepted.
+const CRR_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a CRR server waits for a connection's request.
 const CRR_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Idle probing before the load: this long, one probe per [`IDLE_EVERY`].
@@ -135,6 +137,45 @@ pub struct RrContext {
     pub bind: Option<IpAddr>,
     /// `--busy-poll` µs.
     pub busy_poll: Option<u32>,
+    /// `-b`: most bit/s of requests and responses together per stream; a
+    /// server holds its answers to it, so a test admitted under
+    /// `--max-bitrate` stays within what it asked for.
+    pub pace_bps: Option<u64>,
+}
+
+/// Holds a stream's transactions to `-b`: after each, sleeps until the bits
+/// moved so far are due at the rate.
+struct Pace {
+    bps: u64,
+    start: Instant,
+    bits: u128,
+}
+
+impl Pace {
+    fn new(bps: Option<u64>) -> Option<Pace> {
+        bps.filter(|b| *b > 0).map(|bps| Pace {
+            bps,
+            start: Instant::now(),
+            bits: 0,
+        })
+    }
+
+    fn after(pace: &mut Option<Pace>, bytes: u64, stop: &dyn Fn() -> bool) {
+        let Some(p) = pace.as_mut() else {
+            return;
+        };
+        p.bits += u128::from(bytes) * 8;
+        let due_ns = p.bits * 1_000_000_000 / u128::from(p.bps);
+        let due = Duration::from_nanos(u64::try_from(due_ns).unwrap_or(u64::MAX));
+        // Sleeps in slices, so a stop is seen within one.
+        loop {
+            let now = p.start.elapsed();
+            if now >= due || stop() {
+                return;
+            }
+            std::thread::sleep((due - now).min(POLL_SLICE));
+        }
+    }
 }
 
 /// Runs one stream's loop: the client's transactions, or the server's answers.
@@ -148,11 +189,11 @@ pub fn run_stream(
 ) {
     match (sock, client, p.mode) {
         (StreamSocket::Tcp(t), true, RrMode::Rr) => client_tcp(t, p, ctx, shared, c),
-        (StreamSocket::Tcp(t), false, RrMode::Rr) => serve_tcp(t, p, shared, c),
+        (StreamSocket::Tcp(t), false, RrMode::Rr) => serve_tcp(t, p, ctx, shared, c),
         (StreamSocket::Tcp(_), true, RrMode::Crr) => client_crr(p, ctx, shared, c),
         (StreamSocket::Tcp(_), false, RrMode::Crr) => serve_crr(p, ctx, shared, c),
-        (StreamSocket::Udp(u), true, _) => client_udp(u, p, shared, c),
-        (StreamSocket::Udp(u), false, _) => serve_udp(u, p, shared, c),
+        (StreamSocket::Udp(u), true, _) => client_udp(u, p, ctx, shared, c),
+        (StreamSocket::Udp(u), false, _) => serve_udp(u, p, ctx, shared, c),
     }
     c.end();
 }
@@ -246,6 +287,7 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
     let per = u64::from(p.request) + u64::from(p.response);
     let mut inflight: VecDeque<Instant> = VecDeque::with_capacity(p.burst as usize);
     let mut stop_at: Option<Instant> = None;
+    let mut pace = Pace::new(ctx.pace_bps);
     loop {
         if stop_at.is_none() && shared.stop.load(Relaxed) {
             stop_at = Some(Instant::now());
@@ -271,6 +313,7 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
             Ok(true) => {
                 c.rr.rtt.record(t0.elapsed());
                 c.rr.done(c, per);
+                Pace::after(&mut pace, per, &|| shared.stop.load(Relaxed));
             }
             Ok(false) => {
                 c.fail("the server closed the stream with transactions in flight");
@@ -286,8 +329,9 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
     let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
-fn serve_tcp(s: &TcpStream, p: RrParams, shared: &Shared, c: &Counters) {
-    tune(s, None);
+fn serve_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    tune(s, p.busy_poll_us);
+    let mut pace = Pace::new(ctx.pace_bps);
     let _ = s.set_read_timeout(Some(POLL_SLICE));
     let _ = s.set_write_timeout(Some(POLL_SLICE));
     let mut req = vec![0u8; p.request as usize];
@@ -308,6 +352,7 @@ fn serve_tcp(s: &TcpStream, p: RrParams, shared: &Shared, c: &Counters) {
             break;
         }
         c.rr.done(c, per);
+        Pace::after(&mut pace, per, &give_up);
     }
 }
 
@@ -325,27 +370,45 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     let mut resp = vec![0u8; p.response as usize];
     let per = u64::from(p.request) + u64::from(p.response);
     let never = || false;
+    let mut pace = Pace::new(ctx.pace_bps);
     while !shared.stop.load(Relaxed) && claim(shared, req.len()) {
         let t0 = Instant::now();
-        let s =
-            match sockets::connect_tcp(addr, ctx.bind, None, Some(Duration::from_secs(5)), |s| {
-                s.set_nodelay(true)
-            }) {
-                Ok(s) => s,
-                Err(e) if ports_exhausted(&e) => {
-                    c.fail(format!(
-                        "out of local ports after {} connections: every closed connection \
+        // The handshake's time starts once the socket is made and set up,
+        // just before connect(2) (-B's bind is the only call after it): the
+        // transaction's round trip still counts from t0.
+        let mut t_connect = t0;
+        // A blocking connect bounded by SO_SNDTIMEO rather than socket2's
+        // connect_timeout: that one adds a non-blocking switch, a poll and
+        // two fcntl calls to every connection, which is what CRR times.
+        let s = match sockets::connect_tcp(addr, ctx.bind, None, None, |s| {
+            s.set_nodelay(true)?;
+            s.set_write_timeout(Some(CRR_CONNECT_TIMEOUT))?;
+            t_connect = Instant::now();
+            Ok(())
+        }) {
+            Ok(s) => s,
+            // Linux reports a connect cut short by SO_SNDTIMEO as EINPROGRESS.
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+                c.fail(format!(
+                    "connect: no answer within {} s",
+                    CRR_CONNECT_TIMEOUT.as_secs()
+                ));
+                return;
+            }
+            Err(e) if ports_exhausted(&e) => {
+                c.fail(format!(
+                    "out of local ports after {} connections: every closed connection \
                      holds its port for 60 s (TIME_WAIT); widen net.ipv4.ip_local_port_range, \
                      run shorter, or use --rr",
-                        c.rr.transactions.load(Relaxed)
-                    ));
-                    return;
-                }
-                Err(e) => {
-                    c.fail(format!("connect: {e}"));
-                    return;
-                }
-            };
+                    c.rr.transactions.load(Relaxed)
+                ));
+                return;
+            }
+            Err(e) => {
+                c.fail(format!("connect: {e}"));
+                return;
+            }
+        };
         let t1 = Instant::now();
         tune(&s, ctx.busy_poll);
         let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
@@ -367,10 +430,11 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
         let mut one = [0u8; 1];
         let _ = (&s).read(&mut one);
         drop(s);
-        c.rr.connect.record(t1 - t0);
+        c.rr.connect.record(t1 - t_connect);
         c.rr.reqresp.record(t2 - t1);
         c.rr.rtt.record(t2 - t0);
         c.rr.done(c, per);
+        Pace::after(&mut pace, per, &|| shared.stop.load(Relaxed));
     }
 }
 
@@ -384,6 +448,7 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     let resp = vec![0x41u8; p.response as usize];
     let per = u64::from(p.request) + u64::from(p.response);
     let mut strangers = 0u64;
+    let mut pace = Pace::new(ctx.pace_bps);
     while !shared.stop_receivers.load(Relaxed) {
         let (s, from) = match listener.accept() {
             Ok(a) => a,
@@ -407,7 +472,7 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
             continue;
         }
         let _ = s.set_nonblocking(false);
-        tune(&s, None);
+        tune(&s, p.busy_poll_us);
         let _ = s.set_read_timeout(Some(CRR_REQUEST_TIMEOUT));
         let _ = s.set_write_timeout(Some(CRR_REQUEST_TIMEOUT));
         // A connection that sends nothing in time is dropped, not waited for.
@@ -418,10 +483,18 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
             c.rr.done(c, per);
         }
         let _ = s.shutdown(std::net::Shutdown::Both);
+        drop(s);
+        // Every connection counts against -b, answered or not: a client
+        // cannot open connections faster by never finishing them.
+        Pace::after(&mut pace, per, &|| shared.stop_receivers.load(Relaxed));
     }
 }
 
-fn client_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
+fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    let mut pace = Pace::new(ctx.pace_bps);
+    if let Some(us) = ctx.busy_poll {
+        let _ = sockopt::set_busy_poll(u.as_fd(), us);
+    }
     let mut req = vec![0x52u8; p.request as usize];
     let mut buf = vec![0u8; 65_536];
     let mut inflight: VecDeque<(u64, Instant)> = VecDeque::with_capacity(p.burst as usize);
@@ -469,6 +542,9 @@ fn client_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
                     if let Some((_, t0)) = inflight.remove(i) {
                         c.rr.rtt.record(now - t0);
                         c.rr.done(c, u64::from(p.request) + n as u64);
+                        Pace::after(&mut pace, u64::from(p.request) + n as u64, &|| {
+                            shared.stop.load(Relaxed)
+                        });
                     }
                 }
             }
@@ -481,7 +557,11 @@ fn client_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
     }
 }
 
-fn serve_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
+fn serve_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+    let mut pace = Pace::new(ctx.pace_bps);
+    if let Some(us) = p.busy_poll_us {
+        let _ = sockopt::set_busy_poll(u.as_fd(), us);
+    }
     let _ = u.set_read_timeout(Some(POLL_SLICE));
     let mut buf = vec![0u8; 65_536];
     let mut resp = vec![0x41u8; p.response as usize];
@@ -493,7 +573,12 @@ fn serve_udp(u: &UdpSocket, p: RrParams, shared: &Shared, c: &Counters) {
                 };
                 wire::put_seq(&mut resp, seq);
                 match u.send(&resp) {
-                    Ok(_) => c.rr.done(c, n as u64 + resp.len() as u64),
+                    Ok(_) => {
+                        c.rr.done(c, n as u64 + resp.len() as u64);
+                        Pace::after(&mut pace, n as u64 + resp.len() as u64, &|| {
+                            shared.stop_receivers.load(Relaxed)
+                        });
+                    }
                     Err(e) if transient(&e) => {}
                     Err(e) => {
                         c.fail(format!("response: {e}"));
@@ -569,6 +654,10 @@ pub struct Probe {
     sock: Arc<TcpStream>,
     /// Idle round trips, ms.
     pub idle: Vec<f64>,
+    /// Segments the probe connection resent (`TCP_INFO`), read by
+    /// [`Probe::finish`]: a probe dropped at a full queue comes back a
+    /// tail-loss probe or a retransmission timeout later, not a queue later.
+    pub retransmits: Option<u64>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Vec<f64>>>,
 }
@@ -606,6 +695,7 @@ impl Probe {
         Ok(Probe {
             sock: Arc::new(s),
             idle,
+            retransmits: None,
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
         })
@@ -645,6 +735,9 @@ impl Probe {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
+        self.retransmits = crate::tcpinfo::tcp_info(self.sock.as_fd())
+            .ok()
+            .map(|i| u64::from(i.total_retrans));
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
         loaded
     }
@@ -659,7 +752,14 @@ pub fn serve_probe(s: TcpStream, shared: Arc<Shared>) -> io::Result<()> {
         .name("plumb-probe".into())
         .spawn(move || {
             let c = Counters::default();
-            serve_tcp(&s, RrParams::default(), &shared, &c);
+            // The client probes at most every IDLE_EVERY; answering at twice
+            // that rate at most keeps a hostile client from turning the probe
+            // connection into a test no limit sees.
+            let ctx = RrContext {
+                pace_bps: Some(2 * 2 * 8 * (1_000 / IDLE_EVERY.as_millis().max(1) as u64)),
+                ..RrContext::default()
+            };
+            serve_tcp(&s, RrParams::default(), &ctx, &shared, &c);
         })?;
     Ok(())
 }
@@ -694,12 +794,16 @@ fn percentiles(h: &Histogram<u64>, unit: &str) -> Map<String, Value> {
     m
 }
 
-fn sum_rate(m: &mut Map<String, Value>, tx: u64, lost: u64, secs: f64, udp: bool) {
+fn sum_rate(m: &mut Map<String, Value>, tx: u64, lost: u64, secs: f64, p: RrParams, udp: bool) {
+    let rate = if secs > 0.0 { tx as f64 / secs } else { 0.0 };
     m.insert("transactions".into(), json!(tx));
-    m.insert(
-        "transactions_per_second".into(),
-        json!(if secs > 0.0 { tx as f64 / secs } else { 0.0 }),
-    );
+    m.insert("transactions_per_second".into(), json!(rate));
+    if p.mode == RrMode::Crr {
+        // One connection per transaction: the same count under the name a
+        // CRR user looks for.
+        m.insert("connections".into(), json!(tx));
+        m.insert("connections_per_second".into(), json!(rate));
+    }
     if udp {
         m.insert("lost".into(), json!(lost));
     }
@@ -724,7 +828,7 @@ pub fn interval_json<'a>(
     }
     let mut m = percentiles(&rtt, "us");
     m.remove("buckets");
-    sum_rate(&mut m, tx, lost, secs, udp);
+    sum_rate(&mut m, tx, lost, secs, p, udp);
     if p.mode == RrMode::Crr && !conn.is_empty() {
         m.insert(
             "connect_p50_us".into(),
@@ -767,7 +871,7 @@ pub fn end_json<'a>(
     m.insert("response_bytes".into(), json!(p.response));
     m.insert("burst".into(), json!(p.burst));
     m.insert("seconds".into(), json!(secs));
-    sum_rate(&mut m, tx, lost, secs, udp);
+    sum_rate(&mut m, tx, lost, secs, p, udp);
     m.extend(percentiles(&rtt, "us"));
     if p.mode == RrMode::Crr {
         m.insert("connect".into(), Value::Object(percentiles(&conn, "us")));
@@ -781,7 +885,7 @@ pub fn end_json<'a>(
 
 /// The `--latency` object: idle and loaded probes in ms, the increase, and
 /// responsiveness as the IPPM draft computes it, with where plumb differs.
-pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
+pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64], retransmits: Option<u64>) -> Value {
     let side = |s: &[f64]| {
         let mut h = histogram();
         for &x in s {
@@ -804,6 +908,7 @@ pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
         "loaded": loaded,
         "increase_p50_ms": increase,
         "increase_p99_ms": increase_p99,
+        "probe_retransmits": retransmits,
         "probe_interval_ms": {
             "idle": IDLE_EVERY.as_secs_f64() * 1e3,
             "loaded": LOADED_EVERY.as_secs_f64() * 1e3,
@@ -815,8 +920,13 @@ pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64]) -> Value {
 /// Text lines for the end of a request/response test.
 pub fn end_text(v: &Value) -> Vec<String> {
     let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
+    let what = if v.get("connections_per_second").is_some() {
+        "connections"
+    } else {
+        "transactions"
+    };
     let mut lines = vec![format!(
-        "{}: {} transactions, {:.1} transactions/s{}",
+        "{}: {} {what}, {:.1} {what}/s{}",
         v["test"]
             .as_str()
             .unwrap_or("rr")
@@ -869,8 +979,16 @@ pub fn probe_text(v: &Value) -> Vec<String> {
         row("idle", &v["idle"]),
         row("loaded", &v["loaded"]),
         format!(
-            "the load added {:.2} ms at the median",
-            v["increase_p50_ms"].as_f64().unwrap_or(f64::NAN)
+            "the load added {:.2} ms at the median, {:.2} ms at p99{}",
+            v["increase_p50_ms"].as_f64().unwrap_or(f64::NAN),
+            v["increase_p99_ms"].as_f64().unwrap_or(f64::NAN),
+            match v["probe_retransmits"].as_u64() {
+                Some(n) if n > 0 => format!(
+                    "; the probe connection resent {n} segment(s): a probe dropped at a full \
+                     queue waits for its retransmission, not for the queue"
+                ),
+                _ => String::new(),
+            }
         ),
     ]
 }
@@ -880,7 +998,7 @@ pub fn probe_text(v: &Value) -> Vec<String> {
 pub fn attach_end(
     end: &mut plumb_report::EndRecord,
     session: &crate::session::Session,
-    probes: Option<(&[f64], &[f64])>,
+    probes: Option<(&[f64], &[f64], Option<u64>)>,
     sink: &mut dyn plumb_report::Sink,
 ) {
     let v = if let Some(p) = session.plan.rr {
@@ -899,8 +1017,8 @@ pub fn attach_end(
             sink.note(&l);
         }
         v
-    } else if let Some((idle, loaded)) = probes {
-        let v = probe_json(idle, loaded);
+    } else if let Some((idle, loaded, retransmits)) = probes {
+        let v = probe_json(idle, loaded, retransmits);
         for l in probe_text(&v) {
             sink.note(&l);
         }

@@ -443,13 +443,16 @@ impl Session {
             let sock = s.socket.clone();
             let sender = s.sender;
             let plan = plan.clone();
-            let rr_ctx = self.rr.clone();
+            let mut rr_ctx = self.rr.clone();
+            rr_ctx.pace_bps = (plan.rate > 0).then_some(plan.rate);
             let handle = std::thread::Builder::new()
                 .name(format!("plumb-stream-{}", s.id))
                 .spawn(move || {
-                    // TCP only: a late UDP receiver loses datagrams, where a late
-                    // TCP receiver only lets its queue grow.
-                    if matches!(sock, StreamSocket::Tcp(_)) {
+                    // TCP throughput only: a late UDP receiver loses datagrams, where
+                    // a late TCP receiver only lets its queue grow; and a
+                    // request/response thread's every wake-up is the latency it
+                    // measures, so it must preempt whatever runs on its CPU.
+                    if matches!(sock, StreamSocket::Tcp(_)) && plan.rr.is_none() {
                         let _ = host::batch_current_thread();
                     }
                     // The thread's own CPU and run-queue wait, once before and once

@@ -169,7 +169,7 @@ pub struct MeasureArgs {
     /// Measure idle and loaded latency beside a throughput test (a separate probe connection)
     #[arg(long = "latency")]
     pub latency: bool,
-    /// With --rr/--crr: SO_BUSY_POLL microseconds on the client's sockets
+    /// With --rr/--crr: SO_BUSY_POLL microseconds on both ends' sockets (at most 1000)
     #[arg(long = "busy-poll")]
     pub busy_poll: Option<u32>,
     /// Server limits and authentication (see measure/harden.rs).
@@ -199,6 +199,8 @@ pub const SERVER_ONLY: &[&str] = &[
     "max_parallel",
     "max_bitrate",
     "max_total_bitrate",
+    "max_rr_size",
+    "max_rr_burst",
     "allow",
     "deny",
     "handshake_timeout",
@@ -497,6 +499,7 @@ fn latency_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
             .response_size
             .map_or(request, |r| u32::try_from(r.get()).unwrap_or(u32::MAX)),
         burst: a.rr_burst.unwrap_or(1),
+        busy_poll_us: a.busy_poll,
     };
     p.validate(udp)
         .map_err(|e| format!("invalid request/response test: {e}"))?;

@@ -182,6 +182,8 @@ fn read_all(s: &mut TcpStream) -> Vec<u8> {
     v
 }
 
+/// A plumb request/response test of 1 s; RR is replaced by its `plumb.rr`.
+const PARAMS_RR: &str = r#"{"tcp":true,"omit":0,"time":1,"parallel":1,"len":1,"pacing_timer":1000,"client_version":"3.12","plumb":{"version":"0.1.0","rr":RR}}"#;
 const PARAMS_1K: &str = r#"{"tcp":true,"omit":0,"time":0,"num":1024,"blockcount":0,"parallel":1,"len":1024,"pacing_timer":1000,"client_version":"3.12"}"#;
 
 /// Cookie, PARAM_EXCHANGE, parameters, CREATE_STREAMS: the control
@@ -454,6 +456,47 @@ fn hostile_cases(port: u16) -> Vec<Case> {
             }),
         ),
         (
+            "request/response parameters out of range",
+            Box::new(move || {
+                for rr in [r#"{"burst":0}"#, r#"{"busy_poll_us":4000000000}"#] {
+                    let mut s = open_control(p, &cookie(11));
+                    let params = PARAMS_RR.replace("RR", rr);
+                    let _ = s.write_all(&frame(&params));
+                    let reply = read_all(&mut s);
+                    assert_eq!(
+                        reply.get(..5),
+                        Some(&[0xFE, 0, 0, 0, 250][..]),
+                        "{rr}: {reply:?}"
+                    );
+                }
+            }),
+        ),
+        (
+            "request/response stream that never reads its answers",
+            Box::new(move || {
+                // 64 KiB answers to 1-byte requests: the server's socket
+                // buffer fills within a few requests and stays full.
+                let c = cookie(12);
+                let mut ctl = handshake(
+                    p,
+                    &c,
+                    &PARAMS_RR.replace("RR", r#"{"request":1,"response":65536}"#),
+                );
+                let mut d = connect(p);
+                d.write_all(&c).expect("cookie");
+                let mut greeting = [0u8; 10];
+                d.set_read_timeout(Some(Duration::from_secs(5)))
+                    .expect("timeout");
+                d.read_exact(&mut greeting).expect("greeting");
+                assert_eq!(read_byte(&mut ctl), Some(1), "TEST_START");
+                assert_eq!(read_byte(&mut ctl), Some(2), "TEST_RUNNING");
+                let _ = d.write_all(&[0x52; 20_000]);
+                std::thread::sleep(Duration::from_millis(300));
+                drop(ctl);
+                drop(d);
+            }),
+        ),
+        (
             "half-open flood",
             Box::new(move || {
                 let held: Vec<TcpStream> = (0..200).map(|_| connect(p)).collect();
@@ -525,6 +568,7 @@ fn hostile_battery_leaves_the_server_serving_and_unchanged() {
         "closed without sending anything",
         "refused its parameters (error 114)",
         "refused its parameters (error 6)",
+        "refused (error 250)",
         "cookie matches no test",
         "silent past the handshake timeout",
     ] {
@@ -901,6 +945,11 @@ fn bad_limit_and_auth_flags_are_one_line_and_exit_2() {
         &["-s", "--max-bitrate", "fast"],
         &["-s", "--allow", "10.1.2.3/8"],
         &["-s", "--handshake-timeout", "5"],
+        &["-s", "--max-rr-size", "0"],
+        &["-s", "--max-rr-size", "2M"],
+        &["-s", "--max-rr-size", "lots"],
+        &["-s", "--max-rr-burst", "5000"],
+        &["-c", "127.0.0.1", "--max-rr-burst", "2"],
         &["-s", "--rsa-private-key-path", "/nonexistent/key.pem"],
         &["-s", "--username", "mario"],
         &["-c", "127.0.0.1", "--max-tests", "2"],

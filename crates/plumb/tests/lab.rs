@@ -358,9 +358,28 @@ fn rr_round_trip_is_the_lab_rtt() {
     assert!((50.0..=70.0).contains(&tps), "{tps} transactions/s");
 }
 
-/// `plumb lab --latency` with one CUBIC stream filling `queue`; returns the
-/// document and the delay the load added at worst (loaded p99 − idle p50).
-fn bufferbloat(queue: &str) -> (Value, f64) {
+/// What `plumb lab --latency` with one CUBIC stream filling a queue measured.
+struct Bloat {
+    doc: Value,
+    /// Idle p50, ms.
+    idle: f64,
+    /// Loaded p50, p90 and p99, ms.
+    loaded: [f64; 3],
+    /// `calc --queue`'s figures for this link: queue delay and loaded RTT, ms.
+    queue_ms: f64,
+    loaded_rtt_ms: f64,
+}
+
+impl Bloat {
+    /// What the load added to the idle median at loaded percentile `i`.
+    fn added(&self, i: usize) -> f64 {
+        self.loaded[i] - self.idle
+    }
+}
+
+/// `plumb lab --latency` at 1 Gb/s and 15 ms with one CUBIC stream filling
+/// `queue` (CUBIC, not the default BBR, which keeps its own queue short).
+fn bufferbloat(queue: &str) -> Bloat {
     let v = lab(
         &[
             "--rate",
@@ -378,33 +397,80 @@ fn bufferbloat(queue: &str) -> (Value, f64) {
     );
     let idle = num(&v, "end.plumb.latency.idle.p50_ms");
     assert!(idle >= 15.0, "idle p50 {idle} ms is under the link's RTT");
-    let added = num(&v, "end.plumb.latency.increase_p99_ms");
-    (v, added)
+    let loaded =
+        ["p50_ms", "p90_ms", "p99_ms"].map(|k| num(&v, &format!("end.plumb.latency.loaded.{k}")));
+    let b = Bloat {
+        idle,
+        loaded,
+        queue_ms: num(&v, "model.queue_delay_ms"),
+        loaded_rtt_ms: num(&v, "model.loaded_rtt_ms"),
+        doc: v,
+    };
+    eprintln!(
+        "{queue}: idle p50 {idle:.1} ms; loaded p50/p90/p99 {:.1}/{:.1}/{:.1} ms; added {:.1}/{:.1}/{:.1} ms; \
+         calc --queue {} ms, loaded RTT {} ms; probe retransmits {}; emulator release error p99 {} us",
+        loaded[0],
+        loaded[1],
+        loaded[2],
+        b.added(0),
+        b.added(1),
+        b.added(2),
+        b.queue_ms,
+        b.loaded_rtt_ms,
+        b.doc["end"]["plumb"]["latency"]["probe_retransmits"],
+        b.doc["lab"]["emulator"]["release_error_p99_us"],
+    );
+    b
 }
 
+// Why the issue's "100–130 ms above idle" is checked on the loaded round
+// trip, and the increase against the prediction: a drop-tail queue of 100 ms
+// at the link rate delays no packet by more than 100 ms (the emulator counts
+// wire bytes, so 100 ms is exact), and a probe that finds it full is dropped
+// and resent, not delayed. So the load can add at most 100 ms (plus host
+// noise), and 100–130 ms is the band of the loaded RTT: calc --queue's
+// 15 + 100 = 115 ms, ±13 %. Percentile p90, because CUBIC saws: at each loss
+// it cuts its window to 0.7 of what filled link and queue (0.7 × 115 ms of
+// data, 80.5 ms, of which 15 ms on the link), so the queue runs between
+// 65.5 ms and full and the median probe sees about 80 ms of it, while a
+// tenth of the probes find it (nearly) full; p99 is the one or two slowest
+// of ~95 probes, where a single late wake-up on a busy host lands.
 #[test]
 fn a_deep_queue_is_bufferbloat_and_why_names_it() {
     if !can_lab() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (v, added) = bufferbloat("100ms");
-    // A full 100 ms drop-tail queue delays a probe by a little under 100 ms
-    // (it must have room for the probe), so the band starts at 90.
-    assert!((90.0..=130.0).contains(&added), "the load added {added} ms");
-    let predicted = num(&v, "model.queue_delay_ms");
-    assert_eq!(predicted, 100.0, "calc --queue's figure");
+    let b = bufferbloat("100ms");
+    assert_eq!(b.queue_ms, 100.0, "calc --queue's figure");
+    assert_eq!(b.loaded_rtt_ms, 115.0, "calc --queue's loaded RTT");
+    // The issue's band, on the loaded round trip near the top of the sawtooth.
     assert!(
-        (added / predicted - 1.0).abs() <= 0.15,
-        "measured {added} ms vs predicted {predicted} ms"
+        (100.0..=130.0).contains(&b.loaded[1]),
+        "loaded p90 {} ms",
+        b.loaded[1]
     );
-    let l = &v["diagnosis"]["latency"];
+    // Predicted by calc --queue within 15 %: the delay the full queue adds.
+    let added = b.added(1);
+    assert!(
+        (added / b.queue_ms - 1.0).abs() <= 0.15,
+        "the load added {added} ms at p90 vs {} ms predicted",
+        b.queue_ms
+    );
+    // CUBIC's cut leaves the queue at least 65.5 ms deep: the median probe
+    // waits most of a queue, and no more than the full queue.
+    assert!(
+        (55.0..=added + 1.0).contains(&b.added(0)),
+        "the load added {} ms at the median",
+        b.added(0)
+    );
+    let l = &b.doc["diagnosis"]["latency"];
     assert_eq!(l["verdict"], "bufferbloat", "{l}");
     let sentence = l["sentence"].as_str().unwrap_or("");
     assert!(sentence.contains("queue"), "{sentence}");
     assert!(l["fixes"].as_array().is_some_and(|f| f.len() >= 4), "{l}");
     // The bulk stream still filled the link.
-    assert!(num(&v, "end.sum_received.bits_per_second") > 850e6);
+    assert!(num(&b.doc, "end.sum_received.bits_per_second") > 850e6);
 }
 
 #[test]
@@ -413,18 +479,21 @@ fn a_one_bdp_queue_adds_far_less() {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (v, added) = bufferbloat("1BDP");
-    let predicted = num(&v, "model.queue_delay_ms");
+    let b = bufferbloat("1BDP");
     assert!(
-        (predicted - 15.0).abs() < 1e-9,
-        "one BDP at 15 ms: {predicted}"
+        (b.queue_ms - 15.0).abs() < 1e-9,
+        "one BDP at 15 ms: {}",
+        b.queue_ms
     );
-    // At the median the load adds no more than the queue holds; at worst far
-    // less than the deep queue's 90+ ms. (Two runs on this machine: p99 28
-    // and 39 ms against the 15 ms prediction — a tail the model does not
-    // explain yet; p50 9-10 ms.)
-    let median = num(&v, "end.plumb.latency.increase_p50_ms");
-    eprintln!("one BDP: the load added p50 {median} ms, p99 {added} ms");
-    assert!(median <= predicted, "median added {median} ms");
-    assert!(added < 90.0, "the load added {added} ms at worst");
+    // The same percentile as the deep queue's: no more than this queue holds
+    // (15 ms, +15 %), a sixth of what the 100 ms queue added.
+    assert!(
+        b.added(1) <= b.queue_ms * 1.15,
+        "the load added {} ms at p90",
+        b.added(1)
+    );
+    assert!(b.added(0) <= b.queue_ms, "median added {} ms", b.added(0));
+    // The slowest probes are not the queue's: see the probe's retransmits
+    // and the emulator's release error printed above.
+    assert!(b.added(2) < 90.0, "the load added {} ms at p99", b.added(2));
 }

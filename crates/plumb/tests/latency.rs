@@ -17,6 +17,22 @@ fn pp(args: &[&str]) -> (Value, Value) {
     plumb_pair(31_000, args)
 }
 
+/// A plumb client's text output against a `plumb -s -1`.
+fn plumb_text(args: &[&str]) -> String {
+    let port = port(31_300);
+    let _srv = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let p = port.to_string();
+    let mut a = vec!["-c", "127.0.0.1", "-p", &p];
+    a.extend_from_slice(args);
+    let out = run(plumb_bin(), &a, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Checks the percentile keys of a latency object and returns its p50, µs.
 fn percentiles_in_order(l: &Value, what: &str) -> f64 {
     let keys = ["min_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us"];
@@ -125,6 +141,17 @@ fn crr_counts_exactly_and_splits_connect_time() {
         "connect {conn} + rr {rr} vs {total}"
     );
     assert_eq!(buckets_sum(&l["connect"]), 400);
+    // Connections are what a CRR user counts: one per transaction, under
+    // their own name, at the same rate.
+    assert_eq!(l["connections"].as_u64(), Some(400));
+    let cps = l["connections_per_second"].as_f64().expect("connections/s");
+    let secs = l["seconds"].as_f64().expect("seconds");
+    assert!(
+        cps > 0.0 && (cps * secs - 400.0).abs() < 1.0,
+        "{cps} connections/s over {secs} s"
+    );
+    let text = plumb_text(&["--crr", "-k", "50"]);
+    assert!(text.contains("connections/s"), "{text}");
 }
 
 #[test]
@@ -132,6 +159,10 @@ fn udp_rr_counts_exactly() {
     let (c, s) = pp(&["-u", "--rr", "-k", "2000", "--rr-burst", "2", "-l", "64"]);
     let l = exact(&c, &s, 2000, 64, 64);
     assert_eq!(l["test"], "udp_rr");
+    // --busy-poll travels to the server (which sets it on its sockets too)
+    // without changing what is counted.
+    let (c, s) = pp(&["--rr", "-k", "500", "--busy-poll", "20"]);
+    exact(&c, &s, 500, 1, 1);
     assert_eq!(l["lost"], 0);
     percentiles_in_order(&l, "udp rr");
 }
@@ -194,6 +225,7 @@ fn bad_rr_flags_are_usage_errors() {
         vec!["-c", "127.0.0.1", "--rr", "-R"],
         vec!["-c", "127.0.0.1", "--rr", "-u", "-l", "4"],
         vec!["-c", "127.0.0.1", "--rr", "--response-size", "2M"],
+        vec!["-c", "127.0.0.1", "--rr", "--busy-poll", "5000"],
     ] {
         let out = run(plumb_bin(), &args, Duration::from_secs(10));
         let err = String::from_utf8_lossy(&out.stderr);
@@ -354,4 +386,107 @@ fn hostile_rr_messages_leave_the_server_serving() {
     assert_eq!(idle_threads(srv.pid()), base, "threads left behind");
     // The CRR listener went with its test.
     assert!(!listening(crr_port), "CRR port {crr_port} still open");
+}
+
+#[test]
+fn server_limits_cover_request_response_tests() {
+    let port = port(31_900);
+    let srv = Server::start(
+        plumb_bin(),
+        &[
+            "-s",
+            "--max-rr-size",
+            "1K",
+            "--max-rr-burst",
+            "4",
+            "--max-bitrate",
+            "1M",
+        ],
+        port,
+    );
+    let p = port.to_string();
+    let client = |extra: &[&str]| {
+        let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-t", "1"];
+        a.extend_from_slice(extra);
+        run(plumb_bin(), &a, Duration::from_secs(20))
+    };
+    // Sizes and bursts over the server's limits: refused (iperf3's protocol
+    // carries a code, not text: the client names the limits, the server's
+    // log says which one and by how much).
+    for (args, words) in [
+        (
+            &["--rr", "--response-size", "2K", "-b", "100K"][..],
+            "--max-rr-size",
+        ),
+        (&["--crr", "-l", "4K", "-b", "100K"], "--max-rr-size"),
+        (&["--rr", "--rr-burst", "8", "-b", "100K"], "--max-rr-burst"),
+        // No -b under --max-bitrate: an unlimited rate, refused as for any test.
+        (&["--rr"], "bitrate"),
+    ] {
+        let out = client(args);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{args:?} ran: {all}");
+        assert!(all.contains(words), "{args:?}: {all}");
+    }
+    // Within them it runs.
+    let out = client(&["--rr", "--rr-burst", "4", "-l", "1K", "-b", "500K", "-J"]);
+    let c = json(&out, "client");
+    assert!(num(&c, "end.plumb.latency.transactions") > 0.0, "{c}");
+
+    // A client that ignores its own -b: asks for 8 kbit/s (1-byte requests
+    // and responses, 16 bits a transaction: 500 a second), then writes 20,000
+    // requests at once. The server answers at the rate asked, not at the rate
+    // the requests come.
+    let c = cookie(20);
+    let params = RR_PARAMS
+        .replace("\"time\":1", "\"time\":2,\"bandwidth\":8000")
+        .replace("RR", r#"{"request":1,"response":1}"#);
+    let (mut ctl, reply) = params_reply(port, &c, &params);
+    assert_eq!(reply.first(), Some(&10), "CREATE_STREAMS: {reply:?}");
+    let mut data = connect(port);
+    data.write_all(&c).expect("stream cookie");
+    let mut greeting = [0u8; 10];
+    data.read_exact(&mut greeting).expect("greeting");
+    // TEST_START, TEST_RUNNING.
+    let mut states = [0u8; 2];
+    ctl.read_exact(&mut states).expect("test states");
+    assert_eq!(states, [1, 2]);
+    data.write_all(&[0x52; 20_000]).expect("requests");
+    let t0 = Instant::now();
+    let mut got = 0usize;
+    let mut buf = [0u8; 4096];
+    data.set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
+    while t0.elapsed() < Duration::from_secs(1) {
+        if let Ok(n) = data.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    // 500 a second, and the answers the server owed since it started (it
+    // started before this clock): a generous bound, but far under 20,000.
+    assert!(got > 0, "no answers");
+    assert!(
+        (got as f64) <= 500.0 * (secs + 0.5) + 10.0,
+        "{got} answers in {secs:.2} s at 8 kbit/s"
+    );
+    drop(data);
+    drop(ctl);
+    let log = String::from_utf8_lossy(&srv.finish(Duration::from_millis(300)).stderr).into_owned();
+    assert!(
+        log.contains("messages of 2048 bytes asked, this server allows 1024"),
+        "{log}"
+    );
+    assert!(log.contains("messages of 4096 bytes asked"), "{log}");
+    assert!(
+        log.contains("a burst of 8 asked, this server allows 4"),
+        "{log}"
+    );
 }

@@ -29,6 +29,9 @@ pub const MAX_UDP_MESSAGE: u32 = 65_507;
 pub const MIN_UDP_MESSAGE: u32 = 8;
 /// Most transactions in flight per stream.
 pub const MAX_BURST: u32 = 1024;
+/// Longest SO_BUSY_POLL a client may ask the server to spin for, µs: a
+/// millisecond of one server core per blocking read, at most.
+pub const MAX_BUSY_POLL_US: u32 = 1000;
 
 /// Which latency test a client asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -53,6 +56,9 @@ pub struct RrParams {
     pub response: u32,
     /// Transactions in flight per stream.
     pub burst: u32,
+    /// `--busy-poll`: SO_BUSY_POLL µs for the server's sockets too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_poll_us: Option<u32>,
 }
 
 impl Default for RrParams {
@@ -62,6 +68,7 @@ impl Default for RrParams {
             request: 1,
             response: 1,
             burst: 1,
+            busy_poll_us: None,
         }
     }
 }
@@ -88,6 +95,9 @@ pub enum RrError {
     /// CRR over UDP.
     #[error("--crr needs TCP (a UDP transaction opens no connection)")]
     CrrUdp,
+    /// A busy-poll time over [`MAX_BUSY_POLL_US`].
+    #[error("--busy-poll {0} is over {MAX_BUSY_POLL_US} microseconds")]
+    BusyPoll(u32),
 }
 
 impl RrParams {
@@ -113,6 +123,9 @@ impl RrParams {
         }
         if udp && self.mode == RrMode::Crr {
             return Err(RrError::CrrUdp);
+        }
+        if let Some(us) = self.busy_poll_us.filter(|us| *us > MAX_BUSY_POLL_US) {
+            return Err(RrError::BusyPoll(us));
         }
         Ok(())
     }
@@ -185,6 +198,17 @@ mod tests {
         };
         assert_eq!(crr.validate(true), Err(RrError::CrrUdp));
         assert_eq!(crr.validate(false), Ok(()));
+        let spin = |us| RrParams {
+            busy_poll_us: Some(us),
+            ..ok
+        };
+        assert_eq!(spin(MAX_BUSY_POLL_US).validate(false), Ok(()));
+        assert_eq!(
+            spin(MAX_BUSY_POLL_US + 1).validate(false),
+            Err(RrError::BusyPoll(MAX_BUSY_POLL_US + 1))
+        );
+        // Absent, it is not sent: an older plumb server sees what it knew.
+        assert!(!serde_json::to_string(&ok).expect("json").contains("busy"));
     }
 
     #[test]

@@ -62,6 +62,27 @@ pub fn check_limits(p: &TestParams, limits: &Limits) -> Result<u64, Refusal> {
             code: code::RR,
             message: format!("request/response test refused: {e}"),
         })?;
+        if let Some(max) = limits.max_rr_size {
+            let asked = rr.request.max(rr.response);
+            if asked > max {
+                return Err(Refusal {
+                    code: code::RR,
+                    message: format!(
+                        "request/response test refused: messages of {asked} bytes asked, \
+                         this server allows {max}"
+                    ),
+                });
+            }
+        }
+        if let Some(max) = limits.max_rr_burst.filter(|m| rr.burst > *m) {
+            return Err(Refusal {
+                code: code::RR,
+                message: format!(
+                    "request/response test refused: a burst of {} asked, this server allows {max}",
+                    rr.burst
+                ),
+            });
+        }
     }
     if let Some(max) = limits.max_parallel {
         if p.parallel > i64::from(max) {
@@ -393,6 +414,7 @@ mod tests {
             max_duration: Some(Duration::from_secs(30)),
             max_bitrate: Some(100_000_000),
             max_total_bitrate: None,
+            ..Limits::default()
         };
         assert_eq!(check_limits(&params(4, 10_000_000, 30), &l), Ok(40_000_000));
         assert_eq!(
@@ -515,7 +537,7 @@ mod tests {
         #[test]
         fn limits_never_panic(parallel in any::<i64>(), bw in any::<i64>(), time in any::<i64>(), omit in any::<i64>(), bidir in any::<bool>()) {
             let p = TestParams { parallel, bandwidth: bw, time, omit, bidirectional: bidir, ..TestParams::default() };
-            let l = Limits { max_parallel: Some(8), max_duration: Some(Duration::from_secs(60)), max_bitrate: Some(1_000_000_000), max_total_bitrate: Some(2_000_000_000) };
+            let l = Limits { max_parallel: Some(8), max_duration: Some(Duration::from_secs(60)), max_bitrate: Some(1_000_000_000), max_total_bitrate: Some(2_000_000_000), max_rr_size: Some(64), max_rr_burst: Some(4) };
             let _ = check_limits(&p, &l);
         }
     }

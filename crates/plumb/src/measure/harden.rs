@@ -41,6 +41,12 @@ pub struct HardenArgs {
     /// Server: most bit/s all running tests together may ask for
     #[arg(long = "max-total-bitrate", value_name = "RATE")]
     pub max_total_bitrate: Option<String>,
+    /// Server: largest request or response a --rr/--crr test may ask for, bytes [default: 1M]
+    #[arg(long = "max-rr-size", value_name = "BYTES")]
+    pub max_rr_size: Option<String>,
+    /// Server: most request/response transactions in flight per stream (--rr-burst) [default: 1024]
+    #[arg(long = "max-rr-burst", value_name = "N", value_parser = crate::args::whole::<u32>)]
+    pub max_rr_burst: Option<u32>,
     /// Server: accept clients only from these prefixes (repeatable, or comma-separated)
     #[arg(long = "allow", value_name = "PREFIX", value_delimiter = ',')]
     pub allow: Vec<String>,
@@ -97,6 +103,8 @@ impl HardenArgs {
             (self.max_parallel.is_some(), "--max-parallel"),
             (self.max_bitrate.is_some(), "--max-bitrate"),
             (self.max_total_bitrate.is_some(), "--max-total-bitrate"),
+            (self.max_rr_size.is_some(), "--max-rr-size"),
+            (self.max_rr_burst.is_some(), "--max-rr-burst"),
             (!self.allow.is_empty(), "--allow"),
             (!self.deny.is_empty(), "--deny"),
             (self.handshake_timeout.is_some(), "--handshake-timeout"),
@@ -169,6 +177,25 @@ impl HardenArgs {
         }
         if let Some(r) = &self.max_total_bitrate {
             cfg.limits.max_total_bitrate = Some(parse_rate("--max-total-bitrate", r)?);
+        }
+        if let Some(b) = &self.max_rr_size {
+            let max = plumb_net::rr::MAX_TCP_MESSAGE;
+            let n = crate::args::bytes(b)
+                .map_err(|e| format!("invalid --max-rr-size '{b}': {e}"))?
+                .get();
+            if !(1..=u64::from(max)).contains(&n) {
+                return Err(format!(
+                    "invalid --max-rr-size '{b}': expected 1 to {max} bytes"
+                ));
+            }
+            cfg.limits.max_rr_size = u32::try_from(n).ok();
+        }
+        if let Some(n) = self.max_rr_burst {
+            let max = plumb_net::rr::MAX_BURST;
+            if !(1..=max).contains(&n) {
+                return Err(format!("invalid --max-rr-burst {n}: expected 1 to {max}"));
+            }
+            cfg.limits.max_rr_burst = Some(n);
         }
         for p in &self.allow {
             cfg.access.allow.push(IpPrefix::parse(p)?);
