@@ -91,7 +91,14 @@ fn ten_gbit_link_carries_at_least_5_gbit() {
     let v = lab(
         // 10 Gbit/s for 15 ms is 18.75 MB in flight: past the 4 MiB that a
         // namespace's tcp_wmem allows one socket by default.
-        &["--rate", "10gbit", "--rtt", "15ms", "--tcp-buffer-max", "64M"],
+        &[
+            "--rate",
+            "10gbit",
+            "--rtt",
+            "15ms",
+            "--tcp-buffer-max",
+            "64M",
+        ],
         &["-t", "4", "-O", "1"],
     );
     let measured = num(&v, "end.sum_received.bits_per_second");
