@@ -124,7 +124,18 @@ impl Schedule {
         let owed = ((t - self.next_ns) / self.unit_ns).floor() as u64;
         let n = (self.step + owed).min(self.max_grant);
         self.next_ns += n as f64 * self.unit_ns;
-        self.earliest_ns = t + self.step as f64 * self.unit_ns;
+        // A schedule whose grants cannot carry debt at all (a TCP block is
+        // one step, always) lets the next grant come sooner instead, at
+        // most 1 + CATCH_UP_STEPS times as often as on time. Spaced a full step
+        // after every late wake-up, such a sender would lose each delay for
+        // good: 200 Mbit/s of 128 KiB blocks ran at 139-145 Mbit/s on a
+        // loaded machine.
+        let step_ns = self.step as f64 * self.unit_ns;
+        self.earliest_ns = if owed > 0 && self.max_grant == self.step {
+            t + step_ns / (1 + CATCH_UP_STEPS) as f64
+        } else {
+            t + step_ns
+        };
         Pace::Send(n)
     }
 
@@ -359,6 +370,22 @@ mod tests {
         let mut times = sent.clone();
         times.dedup();
         assert!(times.windows(2).all(|w| w[1] - w[0] >= MS));
+    }
+
+    #[test]
+    fn late_wakeups_keep_a_block_senders_rate() {
+        // 200 Mbit/s of 128 KiB blocks: one per 5.24 ms. Every wake-up is
+        // 1 ms late (a loaded machine); the blocks owed come sooner.
+        let s = Schedule::new(200_000_000, 1, 131_072).expect("paced");
+        let sent = simulate(s, 1_000 * MS, |_| MS, None);
+        let bps = sent.len() as f64 * 8.0;
+        assert!((bps / 200e6 - 1.0).abs() < 0.02, "{bps} bit/s in 1 s");
+        // Catching up, grants still come at most 1 + CATCH_UP_STEPS times as
+        // often as on time.
+        let mut times = sent.clone();
+        times.dedup();
+        let gap = 131_072 * 8 * 1_000_000_000 / 200_000_000 / (1 + CATCH_UP_STEPS);
+        assert!(times.windows(2).all(|w| w[1] - w[0] >= gap - 1));
     }
 
     #[test]
