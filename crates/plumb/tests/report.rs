@@ -399,18 +399,6 @@ fn client_report_flag_writes_the_page() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-fn can_lab() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-    });
-    let tun = Path::new("/dev/net/tun").exists();
-    if !(root && tun) {
-        eprintln!("skipped: plumb demo's lab needs root and /dev/net/tun");
-    }
-    root && tun
-}
-
 #[test]
 fn demo_report_shows_before_and_after() {
     let _one = serial();
