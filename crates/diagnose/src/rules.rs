@@ -324,12 +324,12 @@ impl Diagnosis {
 /// The third field of `net.ipv4.tcp_rmem` ("min default max"), the most
 /// receive-buffer autotuning grows to.
 fn rmem_max(sysctls: &std::collections::BTreeMap<String, String>) -> Option<u64> {
-    sysctls
-        .get("net.ipv4.tcp_rmem")?
-        .split_whitespace()
-        .nth(2)?
-        .parse()
-        .ok()
+    mem_max(sysctls, "net.ipv4.tcp_rmem")
+}
+
+/// The maximum (third field) of a `tcp_rmem`/`tcp_wmem` triple, if it parses.
+fn mem_max(sysctls: &std::collections::BTreeMap<String, String>, key: &str) -> Option<u64> {
+    sysctls.get(key)?.split_whitespace().nth(2)?.parse().ok()
 }
 
 fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
@@ -665,6 +665,11 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
                     b as f64,
                     "B",
                 ));
+            }
+            // The sender's ceiling for autotuning its buffer: the far host's
+            // with a plumb peer when the server sends (-R).
+            if let Some(m) = mem_max(&ev.sysctl_sender, "net.ipv4.tcp_wmem") {
+                e.push(line("sender's net.ipv4.tcp_wmem maximum", m as f64, "B"));
             }
             rtt_line(&mut e);
             let mut s = Seen::new(
@@ -1334,6 +1339,30 @@ mod tests {
             assert!((0.0..=1.0).contains(&f.confidence), "{f:?}");
             assert_eq!(f.level, Confidence::of(f.confidence));
         }
+    }
+
+    #[test]
+    fn the_senders_wmem_ceiling_is_evidence_for_the_send_buffer() {
+        let e = {
+            let mut e = recorded("sndbuf-cubic", 1e9);
+            e.sysctl_sender
+                .insert("net.ipv4.tcp_wmem".into(), "4096 16384 4194304".into());
+            e.sysctl_receiver
+                .insert("net.ipv4.tcp_wmem".into(), "4096 16384 777".into());
+            e
+        };
+        let d = diagnose(&e);
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.limit == Limit::SendBuffer)
+            .expect("the send buffer is seen");
+        let l = f
+            .evidence
+            .iter()
+            .find(|l| l.what == "sender's net.ipv4.tcp_wmem maximum")
+            .expect("the sender's ceiling is cited");
+        assert_eq!(l.value, 4_194_304.0);
     }
 
     #[test]
