@@ -809,6 +809,54 @@ fn sum_rate(m: &mut Map<String, Value>, tx: u64, lost: u64, secs: f64, p: RrPara
     }
 }
 
+/// Which counts [`gather`] sums.
+#[derive(Clone, Copy)]
+enum Span {
+    /// This interval's, taken: the interval counters start again from zero.
+    Interval,
+    /// The whole test's so far, read.
+    Total,
+}
+
+/// The counts and histograms of all `counters` over one span.
+struct Gathered {
+    tx: u64,
+    lost: u64,
+    rtt: Histogram<u64>,
+    conn: Histogram<u64>,
+    rr: Histogram<u64>,
+}
+
+fn gather<'a>(counters: impl Iterator<Item = &'a Counters>, span: Span) -> Gathered {
+    let mut g = Gathered {
+        tx: 0,
+        lost: 0,
+        rtt: histogram(),
+        conn: histogram(),
+        rr: histogram(),
+    };
+    for c in counters {
+        let r = &c.rr;
+        match span {
+            Span::Interval => {
+                g.tx += r.interval_transactions.swap(0, Relaxed);
+                g.lost += r.interval_lost.swap(0, Relaxed);
+                r.rtt.take_interval(&mut g.rtt);
+                r.connect.take_interval(&mut g.conn);
+                r.reqresp.take_interval(&mut g.rr);
+            }
+            Span::Total => {
+                g.tx += r.transactions.load(Relaxed);
+                g.lost += r.lost.load(Relaxed);
+                r.rtt.add_total(&mut g.rtt);
+                r.connect.add_total(&mut g.conn);
+                r.reqresp.add_total(&mut g.rr);
+            }
+        }
+    }
+    g
+}
+
 /// The latency object of one interval over `counters`, resetting their
 /// interval histograms.
 pub fn interval_json<'a>(
@@ -817,15 +865,13 @@ pub fn interval_json<'a>(
     udp: bool,
     secs: f64,
 ) -> Value {
-    let (mut rtt, mut conn, mut rr) = (histogram(), histogram(), histogram());
-    let (mut tx, mut lost) = (0, 0);
-    for c in counters {
-        tx += c.rr.interval_transactions.swap(0, Relaxed);
-        lost += c.rr.interval_lost.swap(0, Relaxed);
-        c.rr.rtt.take_interval(&mut rtt);
-        c.rr.connect.take_interval(&mut conn);
-        c.rr.reqresp.take_interval(&mut rr);
-    }
+    let Gathered {
+        tx,
+        lost,
+        rtt,
+        conn,
+        rr,
+    } = gather(counters, Span::Interval);
     let mut m = percentiles(&rtt, "us");
     m.remove("buckets");
     sum_rate(&mut m, tx, lost, secs, p, udp);
@@ -849,15 +895,13 @@ pub fn end_json<'a>(
     udp: bool,
     secs: f64,
 ) -> Value {
-    let (mut rtt, mut conn, mut rr) = (histogram(), histogram(), histogram());
-    let (mut tx, mut lost) = (0, 0);
-    for c in counters {
-        tx += c.rr.transactions.load(Relaxed);
-        lost += c.rr.lost.load(Relaxed);
-        c.rr.rtt.add_total(&mut rtt);
-        c.rr.connect.add_total(&mut conn);
-        c.rr.reqresp.add_total(&mut rr);
-    }
+    let Gathered {
+        tx,
+        lost,
+        rtt,
+        conn,
+        rr,
+    } = gather(counters, Span::Total);
     let mut m = Map::new();
     m.insert(
         "test".into(),
