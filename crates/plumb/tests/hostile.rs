@@ -139,34 +139,6 @@ fn stock_ok(port: u16, extra: &[&str]) -> Duration {
     }
 }
 
-fn connect(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    s
-}
-
-fn cookie(tag: u8) -> [u8; 37] {
-    // Random like a real client's: a repeated cookie would (rightly) be
-    // routed to the test that owns it.
-    let mut r = [0u8; 36];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut r))
-        .expect("urandom");
-    let alphabet = b"abcdefghijklmnopqrstuvwxyz234567";
-    let mut c = [0u8; 37];
-    for (o, x) in c.iter_mut().zip(r) {
-        *o = alphabet[usize::from(x ^ tag) % 32];
-    }
-    c
-}
-
-fn frame(json: &str) -> Vec<u8> {
-    let mut v = (json.len() as u32).to_be_bytes().to_vec();
-    v.extend_from_slice(json.as_bytes());
-    v
-}
-
 fn read_byte(s: &mut TcpStream) -> Option<u8> {
     let mut b = [0u8; 1];
     match s.read(&mut b) {

@@ -234,32 +234,6 @@ fn bad_rr_flags_are_usage_errors() {
     }
 }
 
-fn frame(json: &str) -> Vec<u8> {
-    let mut v = (json.len() as u32).to_be_bytes().to_vec();
-    v.extend_from_slice(json.as_bytes());
-    v
-}
-
-fn cookie(tag: u8) -> [u8; 37] {
-    let mut r = [0u8; 36];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut r))
-        .expect("urandom");
-    let alphabet = b"abcdefghijklmnopqrstuvwxyz234567";
-    let mut c = [0u8; 37];
-    for (o, x) in c.iter_mut().zip(r) {
-        *o = alphabet[usize::from(x ^ tag) % 32];
-    }
-    c
-}
-
-fn connect(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    s
-}
-
 /// Cookie and parameters by hand; the server's reply bytes until it closes
 /// or stops talking.
 fn params_reply(port: u16, c: &[u8; 37], params: &str) -> (TcpStream, Vec<u8>) {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::io::Read;
+use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -337,4 +338,37 @@ pub fn plumb_pair(port_base: u16, args: &[&str]) -> (Value, Value) {
     assert_clean(&c, "client");
     assert_clean(&s, "server");
     (c, s)
+}
+
+// --- raw control-protocol clients (hostile.rs, latency.rs) -------------------
+
+/// A loopback control connection to `port` with a 5 s read timeout.
+pub fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    s
+}
+
+/// A control-channel JSON message: 4-byte big-endian length, then the JSON.
+pub fn frame(json: &str) -> Vec<u8> {
+    let mut v = (json.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(json.as_bytes());
+    v
+}
+
+/// A fresh 37-byte test cookie (36 random base32 characters, then NUL).
+pub fn cookie(tag: u8) -> [u8; 37] {
+    // Random like a real client's: a repeated cookie would (rightly) be
+    // routed to the test that owns it.
+    let mut r = [0u8; 36];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut r))
+        .expect("urandom");
+    let alphabet = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut c = [0u8; 37];
+    for (o, x) in c.iter_mut().zip(r) {
+        *o = alphabet[usize::from(x ^ tag) % 32];
+    }
+    c
 }
