@@ -21,7 +21,11 @@ fuzz_target!(|data: &[u8]| {
     };
     for udp in [false, true] {
         if p.validate(udp).is_ok() {
-            let max = if udp { rr::MAX_UDP_MESSAGE } else { rr::MAX_TCP_MESSAGE };
+            let max = if udp {
+                rr::MAX_UDP_MESSAGE
+            } else {
+                rr::MAX_TCP_MESSAGE
+            };
             assert!(p.request >= 1 && p.request <= max && p.response <= max);
             assert!((1..=rr::MAX_BURST).contains(&p.burst));
             assert!(p.busy_poll_us.map_or(true, |us| us <= rr::MAX_BUSY_POLL_US));

@@ -7,7 +7,7 @@
 
 // One typed view for both ends of plumb: `plumb-net` reads its own sockets
 // with it too.
-pub use plumb_model::tcp_info::{TcpInfo, MIN_LEN};
+pub use plumb_model::tcp_info::{TcpInfo, MIN_LEN, SIZE};
 
 #[cfg(test)]
 mod tests {
