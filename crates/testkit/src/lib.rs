@@ -16,7 +16,10 @@
 //! `scripts/test` sets `PLUMB_SKIP_LOG`, names the skipped tests and counts
 //! them apart from the passed ones. With `PLUMB_REQUIRE_LAB=1` (set by
 //! `scripts/test` when `CI=true`) a *lab* skip panics instead: where the lab
-//! must run, a lab that cannot be built fails the test.
+//! must run, a lab that cannot be built fails the test. Likewise
+//! `PLUMB_REQUIRE_TOOLS=1` (set by `scripts/test` once it has installed every
+//! program the tests run, and in CI) makes a [`skip_tool!`] a failure: a test
+//! that cannot find a program installed for it must not pass quietly.
 
 use std::io::Write;
 
@@ -26,6 +29,9 @@ use std::io::Write;
 pub enum Need {
     /// The lab: root (CAP_NET_ADMIN, CAP_SYS_ADMIN) and `/dev/net/tun`.
     Lab,
+    /// A program `scripts/test` installs (prometheus, promtool, curl,
+    /// python3, systemd-analyze, chromium).
+    Tool,
     /// Anything else the machine may lack (an IPv6 loopback, a peer program).
     Other,
 }
@@ -34,19 +40,29 @@ pub enum Need {
 pub const SKIP_LOG: &str = "PLUMB_SKIP_LOG";
 /// Environment variable that turns lab skips into failures when it is `1`.
 pub const REQUIRE_LAB: &str = "PLUMB_REQUIRE_LAB";
+/// Environment variable that turns tool skips into failures when it is `1`.
+pub const REQUIRE_TOOLS: &str = "PLUMB_REQUIRE_TOOLS";
 
 /// Records that the calling test did not run. Use [`skip!`] or
 /// [`skip_lab!`], which fill in `package` and `binary`.
 ///
 /// # Panics
-/// When `need` is [`Need::Lab`] and `PLUMB_REQUIRE_LAB=1`: the test fails
-/// with the reason instead of being skipped.
+/// When `need` is [`Need::Lab`] and `PLUMB_REQUIRE_LAB=1`, or [`Need::Tool`]
+/// and `PLUMB_REQUIRE_TOOLS=1`: the test fails with the reason instead of
+/// being skipped.
 pub fn record(need: Need, package: &str, module: &str, reason: &str) {
     let name = test_name(package, module);
     // One line per skip, whatever the reason's text holds.
     let reason = reason.replace(['\n', '\r'], " ");
-    if need == Need::Lab && std::env::var(REQUIRE_LAB).is_ok_and(|v| v == "1") {
-        panic!("{name} cannot run: {reason} ({REQUIRE_LAB}=1: the lab must run here)");
+    let required = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
+    match need {
+        Need::Lab if required(REQUIRE_LAB) => {
+            panic!("{name} cannot run: {reason} ({REQUIRE_LAB}=1: the lab must run here)")
+        }
+        Need::Tool if required(REQUIRE_TOOLS) => panic!(
+            "{name} cannot run: {reason} ({REQUIRE_TOOLS}=1: scripts/test installed the tools)"
+        ),
+        _ => {}
     }
     eprintln!("SKIPPED {name}: {reason}");
     if let Some(path) = std::env::var_os(SKIP_LOG).filter(|p| !p.is_empty()) {
@@ -83,6 +99,21 @@ macro_rules! skip {
     ($($reason:tt)+) => {
         $crate::record(
             $crate::Need::Other,
+            env!("CARGO_PKG_NAME"),
+            module_path!(),
+            &format!($($reason)+),
+        )
+    };
+}
+
+/// Records that a program the test runs (one `scripts/test` installs) is
+/// missing or unusable; panics under `PLUMB_REQUIRE_TOOLS=1`.
+/// `skip_tool!("promtool is not installed")`.
+#[macro_export]
+macro_rules! skip_tool {
+    ($($reason:tt)+) => {
+        $crate::record(
+            $crate::Need::Tool,
             env!("CARGO_PKG_NAME"),
             module_path!(),
             &format!($($reason)+),
