@@ -58,6 +58,10 @@ pub struct Track {
     pub max_cwnd_bytes: u64,
     /// Sum of smoothed RTT over samples, µs (for the mean).
     pub rtt_sum_us: u64,
+    /// The first sample's smoothed RTT, µs: it describes the round trips
+    /// before the period began, so the mean leaves it out once later
+    /// samples exist.
+    pub rtt_first_us: u64,
     /// Samples whose receive queue memory was at least 3/4 of the buffer:
     /// the application was not reading.
     pub rq_full: u32,
@@ -144,6 +148,7 @@ impl Track {
             min_rcv_wnd: u32::MAX,
             max_cwnd_bytes: 0,
             rtt_sum_us: 0,
+            rtt_first_us: c.tcp.map_or(0, |t| u64::from(t.rtt)),
             rq_full: 0,
             sq_full: 0,
             app_waiting: 0,
@@ -201,9 +206,22 @@ impl Track {
         self.t_last = t;
     }
 
-    /// Mean smoothed RTT over the samples, µs.
+    /// Mean smoothed RTT over the period, µs: over the samples after the
+    /// first, whose smoothed RTTs follow the round trips inside the period
+    /// (the first's follows those before it: taken just after a connection
+    /// opened, it can still carry the handshake's or slow start's delayed
+    /// ACKs, and in a two-sample track, `plumb top`'s, it would be half the
+    /// answer). A single sample is its own mean.
     pub fn mean_rtt_us(&self) -> Option<u64> {
-        (self.samples > 0 && self.rtt_sum_us > 0).then(|| self.rtt_sum_us / u64::from(self.samples))
+        let (sum, n) = if self.samples >= 2 {
+            (
+                self.rtt_sum_us.saturating_sub(self.rtt_first_us),
+                self.samples - 1,
+            )
+        } else {
+            (self.rtt_sum_us, self.samples)
+        };
+        (n > 0 && sum > 0).then(|| sum / u64::from(n))
     }
 
     /// What happened between the first and the last sample.
@@ -326,6 +344,14 @@ mod tests {
         assert_eq!(tr.samples, 3);
         assert_eq!(tr.max_cwnd_bytes, 14_480);
         assert_eq!(tr.mean_rtt_us(), Some(15_000));
+        // The first sample's RTT is the time before the period: a stale
+        // 60 ms from the connection's start does not enter the mean.
+        let mut slow = conn(4, 0, 0, 0, 0);
+        slow.tcp.as_mut().expect("tcp").rtt = 60_000;
+        let mut fresh = Track::new(slow, 0.0);
+        fresh.update(conn(4, 1_250_000, 0, 1_000_000, 0), 1.0);
+        assert_eq!(fresh.mean_rtt_us(), Some(15_000));
+        assert_eq!(Track::new(slow, 0.0).mean_rtt_us(), Some(60_000));
 
         let mut rx = Track::new(conn(2, 0, 0, 0, 0), 0.0);
         rx.update(conn(2, 1, 125_000, 0, 0), 1.0);

@@ -214,7 +214,7 @@ fn receive_window_17520_named_from_both_ends() {
             .find(|r| r["interval"] == i && r["direction"] == "sender")
             .unwrap_or_else(|| panic!("interval {i}: no sending row in {top}"));
         assert_eq!(r["command"], "python3", "{r}");
-        assert_eq!(r["limit"], "receive_window", "{r}");
+        assert_eq!(r["limit"], "receive_window", "{r}\nall rows:\n{top}");
         let rate = r["rate_bps"].as_f64().unwrap_or(0.0);
         assert!((rate / 9.344e6 - 1.0).abs() < 0.3, "{r}");
         assert!(r["rtt_ms"].as_f64().is_some_and(|t| t >= 14.0), "{r}");
