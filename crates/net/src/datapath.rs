@@ -1294,7 +1294,7 @@ mod tests {
             Ok(3) => {}
             // Kernels before 6.x take at most 64 segments per message.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                eprintln!("SKIPPED: this kernel refuses 128-segment GSO messages");
+                plumb_testkit::skip!("this kernel refuses 128-segment GSO messages");
                 return;
             }
             other => panic!("GSO send: {other:?}"),

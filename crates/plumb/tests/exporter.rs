@@ -138,9 +138,9 @@ fn promtool(text: &str) -> Option<(bool, String)> {
 fn assert_promtool(text: &str, what: &str) {
     match promtool(text) {
         Some((ok, msg)) => assert!(ok, "promtool rejects {what}: {msg}\n{text}"),
-        None => {
-            eprintln!("skipped: promtool check of {what} (Debian's prometheus is not installed)")
-        }
+        None => plumb_testkit::skip_tool!(
+            "promtool check of {what}: promtool is not installed (Debian's prometheus; scripts/test installs it)"
+        ),
     }
 }
 
@@ -491,6 +491,22 @@ fn have(program: &str) -> bool {
         .is_ok()
 }
 
+/// Whether Prometheus and curl can run; when not, the calling test is
+/// recorded as skipped (a failure under `PLUMB_REQUIRE_TOOLS=1`) and returns.
+fn have_prometheus_and_curl() -> bool {
+    let missing: Vec<&str> = ["prometheus", "curl"]
+        .into_iter()
+        .filter(|p| !have(p))
+        .collect();
+    if !missing.is_empty() {
+        plumb_testkit::skip_tool!(
+            "{} not installed (Debian's prometheus and curl; scripts/test installs them)",
+            missing.join(" and ")
+        );
+    }
+    missing.is_empty()
+}
+
 /// Percent-encodes a PromQL expression for a query string.
 fn encode(q: &str) -> String {
     q.bytes()
@@ -588,8 +604,7 @@ fn prometheus_scrapes(wrap: &[&str], config: &str, queries: &[&str]) -> Vec<Stri
 #[test]
 fn prometheus_scrapes_throughput_and_limit_through_the_exporter() {
     let _one = serial();
-    if !have("prometheus") || !have("curl") {
-        eprintln!("skipped: Debian's prometheus and curl are needed (scripts/test installs them)");
+    if !have_prometheus_and_curl() {
         return;
     }
     let srv = Server::start(plumb_bin(), &["-s"], port(32_000));
@@ -618,18 +633,6 @@ fn prometheus_scrapes_throughput_and_limit_through_the_exporter() {
     assert!(r[0].contains("\"instance\":\"127.0.0.1\""), "{}", r[0]);
     assert!(r[1].contains("\"limit\":\""), "{}", r[1]);
     assert!(r[2].contains("\"1\"]"), "plumb_up is 1: {}", r[2]);
-}
-
-fn can_lab() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-    });
-    let tun = std::path::Path::new("/dev/net/tun").exists();
-    if !(root && tun) {
-        eprintln!("skipped: plumb lab needs root and /dev/net/tun");
-    }
-    root && tun
 }
 
 /// `plumb lab --hold`: the link stays up until the guard drops, which stops
@@ -745,8 +748,7 @@ fn prometheus_finds_the_receive_window_on_a_lab_link() {
     if !can_lab() {
         return;
     }
-    if !have("prometheus") || !have("curl") {
-        eprintln!("skipped: Debian's prometheus and curl are needed (scripts/test installs them)");
+    if !have_prometheus_and_curl() {
         return;
     }
     let names;
@@ -895,7 +897,7 @@ fn series(text: &str, name: &str) -> Vec<String> {
 #[test]
 fn live_flows_count_a_receive_window_limited_transfer_by_limit_only() {
     if Command::new("python3").arg("-V").output().is_err() {
-        eprintln!("skipped: no python3");
+        plumb_testkit::skip_tool!("no python3 (scripts/test installs it)");
         return;
     }
     let _one = serial();

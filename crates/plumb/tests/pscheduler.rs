@@ -30,7 +30,7 @@ fn have_python() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: the pScheduler plugin needs python3");
+        plumb_testkit::skip_tool!("the pScheduler plugin needs python3 (scripts/test installs it)");
     }
     ok
 }

@@ -26,7 +26,9 @@ fn have_analyze() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: systemd-analyze is not installed");
+        plumb_testkit::skip_tool!(
+            "systemd-analyze is not installed (scripts/test installs systemd)"
+        );
     }
     ok
 }
