@@ -321,10 +321,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                     crate::rr::attach_end(
                         &mut end,
                         &session,
-                        probe
-                            .as_ref()
-                            .zip(loaded.as_deref())
-                            .map(|(p, l)| (p.idle.as_slice(), l, p.retransmits)),
+                        probe.as_ref().zip(loaded.as_deref()),
                         sink,
                     );
                     sink.end(&end);

@@ -658,8 +658,66 @@ pub struct Probe {
     /// [`Probe::finish`]: a probe dropped at a full queue comes back a
     /// tail-loss probe or a retransmission timeout later, not a queue later.
     pub retransmits: Option<u64>,
+    /// What the probes cost while the load ran, read by [`Probe::finish`].
+    pub cost: Option<ProbeCost>,
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Vec<f64>>>,
+    thread: Option<std::thread::JoinHandle<(Vec<f64>, Option<u64>)>>,
+    /// The probe connection's bytes and segments each way when the load
+    /// began (`TCP_INFO`), and when.
+    at_load: Option<(Instant, WireCount)>,
+}
+
+/// Bytes of payload and segments each way on a TCP connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct WireCount {
+    bytes: u64,
+    segments: u64,
+}
+
+impl WireCount {
+    fn of(s: &TcpStream) -> Option<WireCount> {
+        let i = crate::tcpinfo::tcp_info(s.as_fd()).ok()?;
+        Some(WireCount {
+            bytes: i.bytes_sent? + i.bytes_received?,
+            segments: u64::from(i.segs_out?) + u64::from(i.segs_in?),
+        })
+    }
+}
+
+/// Per segment on an Ethernet wire, beyond the payload: IPv4 (20) and TCP
+/// with timestamps (32) headers, and Ethernet's header, FCS, preamble and
+/// inter-frame gap (38). IPv6 adds 20 more; the probe's share stays far
+/// below a percent either way.
+const PROBE_SEGMENT_OVERHEAD: u64 = 20 + 32 + 38;
+
+/// What `--latency`'s probes took from the test while the load ran: their
+/// bits on the wire (both ways, with headers and framing) and the CPU of
+/// the thread that sent them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeCost {
+    /// Seconds the loaded probes ran.
+    pub secs: f64,
+    /// Bits on the wire, both ways, per second.
+    pub wire_bps: f64,
+    /// CPU the probe thread used, seconds.
+    pub thread_cpu_s: Option<f64>,
+}
+
+impl ProbeCost {
+    fn between(a: (Instant, WireCount), b: WireCount, cpu_ns: Option<u64>) -> ProbeCost {
+        let secs = a.0.elapsed().as_secs_f64();
+        let bytes = b.bytes.saturating_sub(a.1.bytes)
+            + b.segments.saturating_sub(a.1.segments) * PROBE_SEGMENT_OVERHEAD;
+        ProbeCost {
+            secs,
+            wire_bps: if secs > 0.0 {
+                bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            },
+            thread_cpu_s: cpu_ns.map(|n| n as f64 / 1e9),
+        }
+    }
 }
 
 /// One probe transaction's round trip.
@@ -696,13 +754,16 @@ impl Probe {
             sock: Arc::new(s),
             idle,
             retransmits: None,
+            cost: None,
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
+            at_load: None,
         })
     }
 
     /// Starts probing every [`LOADED_EVERY`] until [`Probe::finish`].
     pub fn start_loaded(&mut self) {
+        self.at_load = WireCount::of(&self.sock).map(|w| (Instant::now(), w));
         let s = Arc::clone(&self.sock);
         let stop = Arc::clone(&self.stop);
         self.thread = std::thread::Builder::new()
@@ -722,7 +783,7 @@ impl Probe {
                         left = left.saturating_sub(step);
                     }
                 }
-                loaded
+                (loaded, crate::host::thread_schedstat().map(|(run, _)| run))
             })
             .ok();
     }
@@ -730,7 +791,7 @@ impl Probe {
     /// Stops the probes; the loaded round trips, ms.
     pub fn finish(&mut self) -> Vec<f64> {
         self.stop.store(true, Relaxed);
-        let loaded = self
+        let (loaded, cpu_ns) = self
             .thread
             .take()
             .and_then(|h| h.join().ok())
@@ -738,6 +799,10 @@ impl Probe {
         self.retransmits = crate::tcpinfo::tcp_info(self.sock.as_fd())
             .ok()
             .map(|i| u64::from(i.total_retrans));
+        self.cost = self
+            .at_load
+            .zip(WireCount::of(&self.sock))
+            .map(|(a, b)| ProbeCost::between(a, b, cpu_ns));
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
         loaded
     }
@@ -929,7 +994,13 @@ pub fn end_json<'a>(
 
 /// The `--latency` object: idle and loaded probes in ms, the increase, and
 /// responsiveness as the IPPM draft computes it, with where plumb differs.
-pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64], retransmits: Option<u64>) -> Value {
+pub fn probe_json(
+    idle_ms: &[f64],
+    loaded_ms: &[f64],
+    retransmits: Option<u64>,
+    cost: Option<ProbeCost>,
+    load_bps: f64,
+) -> Value {
     let side = |s: &[f64]| {
         let mut h = histogram();
         for &x in s {
@@ -953,6 +1024,13 @@ pub fn probe_json(idle_ms: &[f64], loaded_ms: &[f64], retransmits: Option<u64>) 
         "increase_p50_ms": increase,
         "increase_p99_ms": increase_p99,
         "probe_retransmits": retransmits,
+        "probe_cost": cost.map(|c| json!({
+            "seconds": c.secs,
+            "wire_bits_per_second": c.wire_bps,
+            "share_of_load": (load_bps > 0.0).then(|| c.wire_bps / load_bps),
+            "thread_cpu_s": c.thread_cpu_s,
+            "thread_cpu_share_of_one_core": c.thread_cpu_s.filter(|_| c.secs > 0.0).map(|t| t / c.secs),
+        })),
         "probe_interval_ms": {
             "idle": IDLE_EVERY.as_secs_f64() * 1e3,
             "loaded": LOADED_EVERY.as_secs_f64() * 1e3,
@@ -1018,7 +1096,7 @@ pub fn probe_text(v: &Value) -> Vec<String> {
             g("rpm")
         )
     };
-    vec![
+    let mut lines = vec![
         "Latency (separate probe connection):".to_string(),
         row("idle", &v["idle"]),
         row("loaded", &v["loaded"]),
@@ -1034,7 +1112,23 @@ pub fn probe_text(v: &Value) -> Vec<String> {
                 _ => String::new(),
             }
         ),
-    ]
+    ];
+    let c = &v["probe_cost"];
+    if let Some(w) = c["wire_bits_per_second"].as_f64() {
+        lines.push(format!(
+            "the probes cost {:.1} kbit/s on the wire both ways{}{}",
+            w / 1e3,
+            c["share_of_load"]
+                .as_f64()
+                .map(|s| format!(" ({:.4} % of the load)", s * 100.0))
+                .unwrap_or_default(),
+            c["thread_cpu_share_of_one_core"]
+                .as_f64()
+                .map(|s| format!(" and {:.3} % of a core", s * 100.0))
+                .unwrap_or_default()
+        ));
+    }
+    lines
 }
 
 /// Puts the request/response and probe results under `end.plumb.latency`
@@ -1042,7 +1136,7 @@ pub fn probe_text(v: &Value) -> Vec<String> {
 pub fn attach_end(
     end: &mut plumb_report::EndRecord,
     session: &crate::session::Session,
-    probes: Option<(&[f64], &[f64], Option<u64>)>,
+    probes: Option<(&Probe, &[f64])>,
     sink: &mut dyn plumb_report::Sink,
 ) {
     let v = if let Some(p) = session.plan.rr {
@@ -1061,8 +1155,14 @@ pub fn attach_end(
             sink.note(&l);
         }
         v
-    } else if let Some((idle, loaded, retransmits)) = probes {
-        let v = probe_json(idle, loaded, retransmits);
+    } else if let Some((probe, loaded)) = probes {
+        // The load: what its receivers got, summed over the streams.
+        let load_bps = end
+            .streams
+            .iter()
+            .map(|s| plumb_report::StreamEnd::rate(s.received))
+            .sum();
+        let v = probe_json(&probe.idle, loaded, probe.retransmits, probe.cost, load_bps);
         for l in probe_text(&v) {
             sink.note(&l);
         }

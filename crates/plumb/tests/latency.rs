@@ -187,7 +187,23 @@ fn latency_probe_beside_a_throughput_test() {
         .expect("method")
         .contains("differences"));
     // The load still ran at its rate.
-    assert!(num(&c, "end.sum_received.bits_per_second") > 150e6);
+    let load = num(&c, "end.sum_received.bits_per_second");
+    assert!(load > 150e6);
+    // The probes' own cost, from the probe connection's TCP_INFO and its
+    // thread's CPU: 1 B each way every 100 ms is about 15-25 kbit/s with
+    // headers and framing, far under the 1 % of the load.
+    let cost = &l["probe_cost"];
+    let wire = cost["wire_bits_per_second"].as_f64().expect("wire bits");
+    assert!((5e3..100e3).contains(&wire), "{cost}");
+    let share = cost["share_of_load"].as_f64().expect("share of load");
+    assert!(
+        (share * load / wire - 1.0).abs() < 1e-6 && share < 0.01,
+        "{cost}"
+    );
+    let cpu = cost["thread_cpu_share_of_one_core"]
+        .as_f64()
+        .expect("probe thread CPU");
+    assert!(cpu > 0.0 && cpu < 0.01, "{cost}");
 }
 
 #[test]
