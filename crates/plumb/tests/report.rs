@@ -99,6 +99,41 @@ fn counts(html: &str) -> (usize, usize) {
     )
 }
 
+/// What Chromium or the check could leave in the temp dir: Chromium's
+/// `org.chromium.*` directories and the check's `plumb-chromium-*` scratch.
+fn chromium_litter() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("org.chromium.") || n.starts_with("plumb-chromium-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `scripts/report-browser-check` (the command `c`) and asserts that it
+/// left nothing new in the temp dir, whatever it found. A new entry must
+/// still be there a moment later to count: a Chromium another program runs
+/// at the same time (one that exits normally removes its own) is not this
+/// check's litter, and what the check leaves stays.
+fn run_check(c: &mut Command) -> std::process::Output {
+    let before = chromium_litter();
+    let o = c.output().expect("python3 runs the browser check");
+    let mut left: Vec<String> = chromium_litter().difference(&before).cloned().collect();
+    if !left.is_empty() {
+        std::thread::sleep(Duration::from_secs(2));
+        let now = chromium_litter();
+        left.retain(|n| now.contains(n));
+    }
+    assert!(
+        left.is_empty(),
+        "the browser check left {left:?} in {}",
+        std::env::temp_dir().display()
+    );
+    o
+}
+
 /// Runs the browser check; `None` when it was skipped.
 fn browse(
     page: &str,
@@ -126,7 +161,7 @@ fn browse(
         c.args(["--screenshot", s, "--screenshot-height", "2600"]);
     }
     c.args(extra);
-    let o = c.output().expect("python3 runs the browser check");
+    let o = run_check(&mut c);
     let line = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(
         o.status.success(),
@@ -262,10 +297,7 @@ fn the_browser_check_catches_requests_and_console_errors() {
         "<!DOCTYPE html><p>x</p><img src=\"http://127.0.0.1:9/x.png\"><script>console.error('boom')</script>",
     )
     .expect("write");
-    let o = Command::new("python3")
-        .args([CHECK, &page, "--charts", "0"])
-        .output()
-        .expect("python3");
+    let o = run_check(Command::new("python3").args([CHECK, &page, "--charts", "0"]));
     let line = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{line}");
     assert!(
