@@ -129,6 +129,9 @@ pub struct Conn {
     pub inode: u32,
     /// Owner uid.
     pub uid: u32,
+    /// The interface the socket is bound to (0: none); a lookup of one
+    /// socket ([`lookup_request`]) must name it.
+    pub ifindex: u32,
     /// The kernel's socket cookie: unique while the socket lives.
     pub cookie: u64,
     /// Bytes received and not read by the application.
@@ -181,6 +184,13 @@ pub struct Query {
 /// Every state but listeners and TIME_WAIT: connections that carry data
 /// (`1 << TCP_*`, ESTABLISHED 1 … CLOSING 11).
 const STATES: u32 = 0xffe & !(1 << LISTEN) & !(1 << 6);
+
+/// Whether a dump keeps a socket in `state` ([`STATES`]): a lookup also
+/// finds what the socket became after it closed (a TIME_WAIT socket keeps
+/// its cookie), which a dump would not list.
+pub fn dumped_state(state: u8) -> bool {
+    state < 32 && STATES & (1 << state) != 0
+}
 
 /// `SOCK_DIAG_BY_FAMILY`.
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
@@ -332,33 +342,73 @@ pub fn parse(buf: &[u8]) -> Parsed {
 /// a length that cannot stops parsing there.
 pub fn parse_into(buf: &[u8], out: &mut Vec<Conn>) -> Status {
     let mut st = Status::default();
+    st.bad = walk(buf, |_seq, a| match a {
+        Answer::Conn(c) => out.push(c),
+        Answer::Done => st.done = true,
+        Answer::Error(code) => st.error = Some(code),
+        Answer::Ack => {}
+    });
+    st
+}
+
+/// One message of sock_diag's answer.
+// Handed to a callback one at a time and never stored in bulk, so the size
+// of the socket variant costs nothing; boxing it would allocate per socket.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer {
+    /// A socket.
+    Conn(Conn),
+    /// NLMSG_DONE: a dump is complete.
+    Done,
+    /// NLMSG_ERROR with this (negative) errno: the request with the
+    /// message's sequence number failed (`-ENOENT` for a lookup: no such
+    /// socket, or its cookie belongs to an earlier one).
+    Error(i32),
+    /// NLMSG_ERROR with code 0: the acknowledgement a request asked for.
+    Ack,
+}
+
+/// Parses one buffer of netlink messages from sock_diag, calling `each`
+/// with every message's sequence number and what it says, in order.
+/// Returns the messages that could not be decoded (skipped when their
+/// length can be trusted; a length that cannot stops parsing there). Never
+/// panics on any input.
+pub fn walk(buf: &[u8], mut each: impl FnMut(u32, Answer)) -> usize {
+    let mut bad = 0;
     let mut at = 0usize;
     while buf.len() - at >= 16 {
         let rest = &buf[at..];
         let msg = match NetlinkBuffer::new_checked(rest) {
             Ok(m) if m.length() >= 16 => m,
             _ => {
-                st.bad += 1;
+                bad += 1;
                 break;
             }
         };
         let len = msg.length() as usize;
         let payload = &rest[16..len];
+        let seq = msg.sequence_number();
         match msg.message_type() {
             SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK => match conn_of(payload) {
-                Some(c) => out.push(c),
-                None => st.bad += 1,
+                Some(c) => each(seq, Answer::Conn(c)),
+                None => bad += 1,
             },
-            NLMSG_DONE => st.done = true,
+            NLMSG_DONE => each(seq, Answer::Done),
             NLMSG_ERROR => match payload.get(..4) {
                 Some(e) => {
                     let code = i32::from_ne_bytes([e[0], e[1], e[2], e[3]]);
                     // An error message with code 0 is an acknowledgement.
-                    if code != 0 {
-                        st.error = Some(code);
-                    }
+                    each(
+                        seq,
+                        if code == 0 {
+                            Answer::Ack
+                        } else {
+                            Answer::Error(code)
+                        },
+                    );
                 }
-                None => st.bad += 1,
+                None => bad += 1,
             },
             _ => {}
         }
@@ -368,7 +418,46 @@ pub fn parse_into(buf: &[u8], out: &mut Vec<Conn>) -> Status {
             break;
         }
     }
-    st
+    bad
+}
+
+/// Appends to `out` the request for one socket, `c` as a dump saw it: a
+/// `SOCK_DIAG_BY_FAMILY` request without `NLM_F_DUMP`, which the kernel
+/// answers by a hash lookup of the 4-tuple (on the bound interface) and a
+/// check of the cookie — one message for that socket, or `-ENOENT` when it
+/// is gone (a reused 4-tuple has another cookie) — without walking its
+/// socket table. Several go in one `send`; the kernel answers them in
+/// order, and `ack` on the last one marks the end of the answers.
+pub fn lookup_request(c: &Conn, ext: u8, seq: u32, ack: bool, out: &mut Vec<u8>) {
+    let len = 16 + REQ_LEN;
+    out.reserve(len);
+    out.extend_from_slice(&(len as u32).to_ne_bytes());
+    out.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    // NLM_F_REQUEST, and NLM_F_ACK when asked.
+    let flags: u16 = if ack { 0x5 } else { 0x1 };
+    out.extend_from_slice(&flags.to_ne_bytes());
+    out.extend_from_slice(&seq.to_ne_bytes());
+    out.extend_from_slice(&0u32.to_ne_bytes());
+    // An IPv4 connection (also one an IPv6 socket holds through mapped
+    // addresses, which the parser reports as IPv4) is found in the IPv4
+    // lookup; the kernel keeps both in one table.
+    let family = if c.local.is_ipv4() { AF_INET } else { AF_INET6 };
+    out.extend_from_slice(&[family, IPPROTO_TCP, ext, 0]);
+    out.extend_from_slice(&STATES.to_ne_bytes());
+    // inet_diag_sockid: ports and addresses in network order, the
+    // interface and the cookie's two u32 as the kernel reported them.
+    out.extend_from_slice(&c.local.port().to_be_bytes());
+    out.extend_from_slice(&c.remote.port().to_be_bytes());
+    for a in [c.local.ip(), c.remote.ip()] {
+        let mut b = [0u8; 16];
+        match a {
+            IpAddr::V4(v4) => b[..4].copy_from_slice(&v4.octets()),
+            IpAddr::V6(v6) => b = v6.octets(),
+        }
+        out.extend_from_slice(&b);
+    }
+    out.extend_from_slice(&c.ifindex.to_ne_bytes());
+    out.extend_from_slice(&c.cookie.to_ne_bytes());
 }
 
 fn u32_at(b: &[u8], i: usize) -> u32 {
@@ -403,6 +492,7 @@ fn conn_of(payload: &[u8]) -> Option<Conn> {
         state: h.state,
         inode: h.inode,
         uid: h.uid,
+        ifindex: id.interface_id,
         cookie: u64::from_ne_bytes(id.cookie),
         recv_queue: h.recv_queue,
         send_queue: h.send_queue,
@@ -542,6 +632,8 @@ mod tests {
         let states = u32::from_ne_bytes([r[20], r[21], r[22], r[23]]);
         assert_eq!(states & (1 << LISTEN), 0);
         assert_ne!(states & (1 << ESTABLISHED), 0);
+        assert!(dumped_state(ESTABLISHED) && !dumped_state(LISTEN) && !dumped_state(6));
+        assert!(!dumped_state(0) && !dumped_state(200));
         let r = dump_request(
             &Query {
                 port: Some(80),
@@ -556,5 +648,134 @@ mod tests {
         );
         assert_eq!(u16::from_ne_bytes([r[74], r[75]]), REQ_BYTECODE);
         assert_eq!(&r[76..], &port_bytecode(80));
+    }
+
+    fn conn(local: &str, remote: &str, ifindex: u32, cookie: u64) -> Conn {
+        Conn {
+            local: local.parse().expect("local"),
+            remote: remote.parse().expect("remote"),
+            state: ESTABLISHED,
+            inode: 7,
+            uid: 1000,
+            ifindex,
+            cookie,
+            recv_queue: 0,
+            send_queue: 0,
+            tcp: None,
+            congestion: None,
+            mem: None,
+            bbr: None,
+        }
+    }
+
+    /// The kernel's answer to a lookup: an `inet_diag_msg` that repeats
+    /// the request's socket id (as `inet_diag_msg_common_fill` does).
+    fn answer_to(req: &[u8], seq: u32) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&((16 + MSG_LEN) as u32).to_ne_bytes());
+        m.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        m.extend_from_slice(&0u16.to_ne_bytes());
+        m.extend_from_slice(&seq.to_ne_bytes());
+        m.extend_from_slice(&0u32.to_ne_bytes());
+        // family, state, timer, retrans, the 48-byte id, then expires,
+        // rqueue, wqueue, uid, inode.
+        m.extend_from_slice(&[req[16], ESTABLISHED, 0, 0]);
+        m.extend_from_slice(&req[24..72]);
+        for v in [0u32, 5, 6, 1000, 7] {
+            m.extend_from_slice(&v.to_ne_bytes());
+        }
+        m
+    }
+
+    fn error(seq: u32, code: i32) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&(16u32 + 4 + 16).to_ne_bytes());
+        m.extend_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        m.extend_from_slice(&0u16.to_ne_bytes());
+        m.extend_from_slice(&seq.to_ne_bytes());
+        m.extend_from_slice(&0u32.to_ne_bytes());
+        m.extend_from_slice(&code.to_ne_bytes());
+        m.extend_from_slice(&[0u8; 16]);
+        m
+    }
+
+    #[test]
+    fn lookup_request_names_one_socket_as_the_kernel_reads_it() {
+        let c = conn("10.1.2.3:40000", "192.0.2.9:5201", 3, 0x1122_3344_5566_7788);
+        let mut r = Vec::new();
+        lookup_request(&c, ext::ALL, 41, false, &mut r);
+        assert_eq!(r.len(), 16 + REQ_LEN);
+        assert_eq!(
+            u32::from_ne_bytes([r[0], r[1], r[2], r[3]]) as usize,
+            r.len()
+        );
+        assert_eq!(u16::from_ne_bytes([r[4], r[5]]), SOCK_DIAG_BY_FAMILY);
+        // A request, not a dump (NLM_F_DUMP would walk the table).
+        assert_eq!(u16::from_ne_bytes([r[6], r[7]]), 0x1);
+        assert_eq!(u32::from_ne_bytes([r[8], r[9], r[10], r[11]]), 41);
+        assert_eq!((r[16], r[17], r[18]), (AF_INET, IPPROTO_TCP, ext::ALL));
+        // inet_diag_sockid at 24: sport, dport big-endian; src, dst; if; cookie.
+        assert_eq!(&r[24..28], &[0x9c, 0x40, 0x14, 0x51]);
+        assert_eq!(&r[28..32], &[10, 1, 2, 3]);
+        assert_eq!(&r[32..44], &[0u8; 12]);
+        assert_eq!(&r[44..48], &[192, 0, 2, 9]);
+        assert_eq!(u32::from_ne_bytes([r[60], r[61], r[62], r[63]]), 3);
+        assert_eq!(&r[64..72], &0x1122_3344_5566_7788u64.to_ne_bytes());
+        // The acknowledgement flag, and IPv6 with its 16 bytes.
+        let c6 = conn("[2001:db8::1]:22", "[2001:db8::2]:50000", 0, 9);
+        lookup_request(&c6, ext::INFO, 42, true, &mut r);
+        let r6 = &r[72..];
+        assert_eq!(u16::from_ne_bytes([r6[6], r6[7]]), 0x5);
+        assert_eq!(r6[16], AF_INET6);
+        assert_eq!(
+            &r6[28..44],
+            &"2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .expect("v6")
+                .octets()
+        );
+    }
+
+    #[test]
+    fn lookup_answers_parse_back_to_the_socket_asked_for() {
+        for c in [
+            conn("10.1.2.3:40000", "192.0.2.9:5201", 3, 0xdead_beef_0000_0001),
+            conn("[2001:db8::1]:22", "[2001:db8::2]:50000", 0, 9),
+        ] {
+            let mut r = Vec::new();
+            lookup_request(&c, ext::ALL, 5, false, &mut r);
+            let p = parse(&answer_to(&r, 5));
+            assert_eq!(p.bad, 0);
+            let got = p.conns.first().expect("one socket");
+            assert_eq!(
+                (got.local, got.remote, got.ifindex, got.cookie, got.inode),
+                (c.local, c.remote, c.ifindex, c.cookie, c.inode)
+            );
+        }
+    }
+
+    #[test]
+    fn a_batch_of_answers_is_told_apart_by_sequence_number() {
+        let a = conn("127.0.0.1:1", "127.0.0.1:2", 0, 1);
+        let b = conn("127.0.0.1:3", "127.0.0.1:4", 0, 2);
+        let mut reqs = Vec::new();
+        lookup_request(&a, ext::ALL, 10, false, &mut reqs);
+        lookup_request(&b, ext::ALL, 11, true, &mut reqs);
+        // The kernel's order: a's socket, b gone, then the ack of the last.
+        let mut buf = answer_to(&reqs[..72], 10);
+        buf.extend(error(11, -2));
+        buf.extend(error(11, 0));
+        let mut seen = Vec::new();
+        let bad = walk(&buf, |seq, a| seen.push((seq, a)));
+        assert_eq!(bad, 0);
+        assert_eq!(seen.len(), 3);
+        assert!(matches!(seen[0], (10, Answer::Conn(c)) if c.cookie == 1));
+        assert_eq!(seen[1], (11, Answer::Error(-2)));
+        assert_eq!(seen[2], (11, Answer::Ack));
+        // A dump's parser still stops on an error and counts nothing bad.
+        let st = parse_into(&buf, &mut Vec::new());
+        assert_eq!((st.error, st.done, st.bad), (Some(-2), false, 0));
+        // Truncated: parsing stops, counted, no panic.
+        assert_eq!(walk(&buf[..20], |_, _| {}), 1);
     }
 }

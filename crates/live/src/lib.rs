@@ -2,9 +2,11 @@
 //! on this host, as typed snapshots, deltas between snapshots, and the
 //! diagnosis evidence those deltas give.
 //!
-//! [`diag`] builds the sock_diag dump request and parses a dump's bytes
-//! (pure; [`tcpinfo`] decodes TCP_INFO); [`track`] follows connections
+//! [`diag`] builds the sock_diag dump and lookup requests and parses the
+//! answers' bytes (pure; [`tcpinfo`] decodes TCP_INFO); [`track`] follows connections
 //! across dumps and computes deltas; [`filter`] picks connections;
+//! [`scan`] decides when a monitor walks the whole socket table and when it
+//! looks up only the busy connections;
 //! [`evidence`] turns a delta into `plumb-diagnose` evidence and explains
 //! it. [`sys`] is the only part that touches the host: the netlink socket
 //! and `/proc`. Nothing here prints.
@@ -12,6 +14,7 @@
 pub mod diag;
 pub mod evidence;
 pub mod filter;
+pub mod scan;
 pub mod sys;
 pub mod tcpinfo;
 pub mod track;

@@ -8,7 +8,10 @@ use std::io;
 
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr};
 
-use crate::diag::{dump_request, dump_request_both, ext, parse_into, Conn, Query, FAMILIES};
+use crate::diag::{
+    dump_request, dump_request_both, dumped_state, ext, lookup_request, parse_into, walk, Answer,
+    Conn, Query, FAMILIES,
+};
 
 /// An open sock_diag socket, reused across samples.
 pub struct Dumper {
@@ -25,7 +28,14 @@ pub struct Dumper {
     /// walks its socket table once, not once per family. Cleared if the
     /// kernel refuses it.
     both: bool,
+    /// Lookup requests being built ([`Dumper::lookup`]).
+    req: Vec<u8>,
 }
+
+/// Lookups per `send`: the kernel queues every answer before the first
+/// `recv`, and a reply's buffer costs the socket's receive budget about
+/// 1.5 KiB of its 208 KiB default, so a batch stays well inside it.
+const LOOKUP_BATCH: usize = 32;
 
 /// The receive buffer. The kernel fills one batch per `recv`, sized to the
 /// largest `recv` seen but capped near 32 KiB, so a larger buffer saves no
@@ -46,6 +56,7 @@ impl Dumper {
             ext: ext::ALL,
             port: None,
             both: true,
+            req: Vec::with_capacity(LOOKUP_BATCH * 72),
         })
     }
 
@@ -98,6 +109,72 @@ impl Dumper {
         self.run(&dump_request(&q, self.seq), &mut raw, out)
     }
 
+    /// Reads again each socket of `conns` (as an earlier dump saw them) by
+    /// its 4-tuple and cookie, without walking the socket table: each one
+    /// still open is appended to `out`, the cookie of each one gone (closed,
+    /// in TIME_WAIT, or its 4-tuple reused by another socket) to `gone`. Both are cleared
+    /// first. An error other than "no such socket" (a kernel that cannot
+    /// look one socket up) is returned.
+    pub fn lookup<'a>(
+        &mut self,
+        conns: impl IntoIterator<Item = &'a Conn>,
+        out: &mut Vec<Conn>,
+        gone: &mut Vec<u64>,
+    ) -> io::Result<()> {
+        out.clear();
+        gone.clear();
+        let mut batch: Vec<u64> = Vec::with_capacity(LOOKUP_BATCH);
+        let mut it = conns.into_iter().peekable();
+        while it.peek().is_some() {
+            self.req.clear();
+            batch.clear();
+            let first = self.seq.wrapping_add(1);
+            while batch.len() < LOOKUP_BATCH {
+                let Some(c) = it.next() else { break };
+                self.seq = self.seq.wrapping_add(1);
+                let last = batch.len() + 1 == LOOKUP_BATCH || it.peek().is_none();
+                lookup_request(c, self.ext, self.seq, last, &mut self.req);
+                batch.push(c.cookie);
+            }
+            self.sock.send(&self.req, 0)?;
+            let last = self.seq;
+            // Answers come in order; the last request's acknowledgement
+            // (or its error) ends them. Bounded in case the kernel misbehaves.
+            let mut done = false;
+            let mut failed = None;
+            for _ in 0..4 * LOOKUP_BATCH + 4 {
+                let n = self.sock.recv(&mut &mut self.buf[..], 0)?;
+                if n == 0 {
+                    break;
+                }
+                self.bad += walk(&self.buf[..n], |seq, a| {
+                    let k = seq.wrapping_sub(first) as usize;
+                    match a {
+                        Answer::Conn(c) if dumped_state(c.state) => out.push(c),
+                        Answer::Conn(c) => gone.push(c.cookie),
+                        Answer::Error(e) if GONE.contains(&e) => {
+                            if let Some(&cookie) = batch.get(k) {
+                                gone.push(cookie);
+                            }
+                        }
+                        Answer::Error(e) => failed = Some(e),
+                        Answer::Ack | Answer::Done => {}
+                    }
+                    if seq == last && matches!(a, Answer::Ack | Answer::Error(_)) {
+                        done = true;
+                    }
+                });
+                if done {
+                    break;
+                }
+            }
+            if let Some(e) = failed {
+                return Err(io::Error::from_raw_os_error(-e));
+            }
+        }
+        Ok(())
+    }
+
     /// Sends one dump request and parses its answer into `out`.
     fn run(
         &mut self,
@@ -125,6 +202,22 @@ impl Dumper {
         }
         Ok(())
     }
+}
+
+/// The kernel's answers to a lookup of a socket that is gone: `ENOENT`,
+/// or `ESTALE` (kernels before 4.18 for a cookie of an earlier socket).
+const GONE: [i32; 2] = [-2, -116];
+
+/// CPU time this thread has used, ns (`/proc/thread-self/schedstat`; the
+/// kernel's work for a sock_diag dump runs in the reading thread and counts
+/// here). `None` where the kernel keeps no such figure.
+pub fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// A process that holds a socket.

@@ -312,6 +312,7 @@ mod tests {
             state: 1,
             inode: 1,
             uid: 0,
+            ifindex: 0,
             cookie,
             recv_queue: 0,
             send_queue: 0,

@@ -64,3 +64,97 @@ fn one_dump_has_both_families_and_the_port_filter_keeps_only_its_port() {
     assert_eq!(ends(&some, a4b, b4b), 0);
     drop(l4b);
 }
+
+/// A lookup of one socket by its 4-tuple and cookie, against this kernel:
+/// it returns that socket with its counters of now (IPv4 and IPv6, batched
+/// beyond one send), says a closed one is gone, and does not mistake
+/// another socket on the same 4-tuple (another cookie) for it.
+#[test]
+fn lookup_reads_one_socket_again_and_says_when_it_is_gone() {
+    use std::io::{Read, Write};
+    let Ok(mut d) = Dumper::open() else {
+        plumb_testkit::skip!("sock_diag cannot be opened here");
+        return;
+    };
+    let (l, mut c, mut s) = pair("127.0.0.1:0");
+    let port = l.local_addr().expect("addr").port();
+    // Enough other connections on the port for more than one batch.
+    let many: Vec<_> = (0..40)
+        .map(|_| {
+            let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+            let (s, _) = l.accept().expect("accept");
+            (c, s)
+        })
+        .collect();
+    let v6 = TcpListener::bind("[::1]:0").ok().map(|l6| {
+        let c6 = TcpStream::connect(l6.local_addr().expect("addr")).expect("connect");
+        let (s6, _) = l6.accept().expect("accept");
+        (l6, c6, s6)
+    });
+    let (a, b) = (c.local_addr().expect("a"), c.peer_addr().expect("b"));
+    let all = d.dump().expect("dump");
+    let mine: Vec<Conn> = all
+        .iter()
+        .filter(|x| {
+            x.local.port() == port
+                || x.remote.port() == port
+                || v6.as_ref().is_some_and(|(l6, _, _)| {
+                    let p6 = l6.local_addr().expect("addr").port();
+                    x.local.port() == p6 || x.remote.port() == p6
+                })
+        })
+        .copied()
+        .collect();
+    let want = 2 * (1 + many.len()) + if v6.is_some() { 2 } else { 0 };
+    assert_eq!(mine.len(), want, "{mine:?}");
+    let sender = *mine
+        .iter()
+        .find(|x| x.local == a && x.remote == b)
+        .expect("the client end");
+    let acked = |x: &Conn| x.tcp.and_then(|t| t.bytes_acked).unwrap_or(0);
+    // Move 1 MB; the lookup sees the new count, not the dump's.
+    let buf = vec![7u8; 1 << 20];
+    let reader = std::thread::spawn(move || {
+        let mut got = 0;
+        let mut b = vec![0u8; 1 << 16];
+        while got < 1 << 20 {
+            got += s.read(&mut b).expect("read");
+        }
+        s
+    });
+    c.write_all(&buf).expect("write");
+    let s = reader.join().expect("reader");
+    let (mut out, mut gone) = (Vec::new(), Vec::new());
+    let mut later = acked(&sender);
+    for _ in 0..50 {
+        d.lookup(&mine, &mut out, &mut gone).expect("lookup");
+        later = out
+            .iter()
+            .find(|x| x.cookie == sender.cookie)
+            .map_or(0, acked);
+        if later >= acked(&sender) + (1 << 20) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(later >= acked(&sender) + (1 << 20), "{later}");
+    assert_eq!(out.len(), mine.len(), "every socket found again");
+    assert!(gone.is_empty(), "{gone:?}");
+    for x in &mine {
+        let y = out.iter().find(|y| y.cookie == x.cookie).expect("found");
+        assert_eq!((y.local, y.remote), (x.local, x.remote));
+    }
+    // Another cookie on the same 4-tuple is not this socket.
+    let mut stale = sender;
+    stale.cookie ^= 1 << 40;
+    d.lookup([&stale], &mut out, &mut gone).expect("lookup");
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(gone, vec![stale.cookie]);
+    // Closed: the client end is gone (or in TIME_WAIT, with another cookie).
+    drop(c);
+    drop(s);
+    d.lookup([&sender], &mut out, &mut gone).expect("lookup");
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(gone, vec![sender.cookie]);
+    drop(many);
+}
