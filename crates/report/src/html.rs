@@ -108,6 +108,26 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
         .and_then(Value::as_str)
         .map_or(String::new(), |e| format!(" (the test failed: {e})"));
     if !obj.get("start").is_some_and(Value::is_object) {
+        if let Some(conns) = obj.get("connections").and_then(Value::as_array) {
+            // plumb why on running connections: each has its own diagnosis.
+            if conns.iter().any(|c| !c.is_object()) {
+                return Err(BadDocument(
+                    "a \"connections\" entry that is not an object".into(),
+                ));
+            }
+            let live = &doc["live"];
+            let mut producer = String::from("plumb why on running connections");
+            if let Some(f) = live["filter"].as_str() {
+                let _ = write!(producer, ", {f}");
+            }
+            if let Some(t) = num(&live["seconds"]) {
+                let _ = write!(producer, ", sampled for {} s", short(t));
+            }
+            return Ok(RunData {
+                producer,
+                ..RunData::default()
+            });
+        }
         if obj.get("diagnosis").is_some_and(Value::is_object) {
             // A diagnosis without a test (plumb why -J from the model alone, or
             // of live connections): the verdict is the whole report.
@@ -381,35 +401,78 @@ pub fn limited_chart(d: &RunData) -> Option<Chart> {
     })
 }
 
-/// Latency percentiles (`pNN_us` keys) and histogram buckets, as plumb
-/// records them under `end.plumb.latency`.
+/// One latency distribution as plumb records it: percentile keys
+/// (`p50_us`, `p99_9_ms`…), `min`/`mean`/`max`, and histogram buckets.
+/// Every time is held here in µs, whatever unit its key named.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Latency {
+pub struct Distribution {
+    /// What was timed: "round trip", "connect", "request/response", "idle"
+    /// or "loaded".
+    pub name: String,
     /// (percentile, µs), ascending.
     pub percentiles: Vec<(f64, f64)>,
+    /// The fastest sample, µs.
+    pub min_us: Option<f64>,
+    /// The mean, µs.
+    pub mean_us: Option<f64>,
+    /// The slowest sample, µs.
+    pub max_us: Option<f64>,
+    /// How many samples: the histogram's total, else `probes` or `transactions`.
+    pub count: Option<f64>,
     /// The CDF from the histogram: (upper bound µs, cumulative fraction).
     pub cdf: Vec<(f64, f64)>,
 }
 
-/// Reads `end.plumb.latency`, if the test measured latency. Percentiles are
-/// keys `p50_us`, `p99_us`, `p99_9_us`…; the histogram is `histogram` or
-/// `buckets`, an array of `[upper_us, count]` pairs or of objects with an
-/// upper bound (`le_us`, `upper_us`, `us`) and a `count`.
-pub fn latency(doc: &Value) -> Option<Latency> {
-    let l = doc["end"]["plumb"]["latency"].as_object()?;
-    let mut out = Latency::default();
-    for (k, v) in l {
-        let Some(p) = k.strip_prefix('p').and_then(|r| r.strip_suffix("_us")) else {
+/// What a test recorded about latency (`end.plumb.latency`): request/response
+/// round trips (`--rr`, `--crr`, in µs) or idle and loaded probes
+/// (`--latency`, in ms).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Latency {
+    /// The distributions, in the order the page shows them.
+    pub sets: Vec<Distribution>,
+    /// Headline figures: (label, value as text).
+    pub figures: Vec<(String, String)>,
+    /// Percentiles per interval (`intervals[].plumb.latency`): (name, step
+    /// series in µs over the test's time).
+    pub intervals: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// A key's time unit as a factor to µs: `_us` 1, `_ms` 1000.
+fn time_key(k: &str) -> Option<(&str, f64)> {
+    k.strip_suffix("_us")
+        .map(|s| (s, 1.0))
+        .or_else(|| k.strip_suffix("_ms").map(|s| (s, 1e3)))
+}
+
+/// Reads one distribution from an object of `pNN_us`/`pNN_ms` keys; `None`
+/// when it has neither percentiles nor buckets.
+pub fn distribution(name: &str, o: &serde_json::Map<String, Value>) -> Option<Distribution> {
+    let mut d = Distribution {
+        name: name.into(),
+        ..Distribution::default()
+    };
+    for (k, v) in o {
+        let (Some((stem, f)), Some(v)) = (time_key(k), num(v)) else {
             continue;
         };
-        if let (Ok(p), Some(v)) = (p.replace('_', ".").parse::<f64>(), num(v)) {
-            out.percentiles.push((p, v));
+        match stem {
+            "min" => d.min_us = Some(v * f),
+            "mean" => d.mean_us = Some(v * f),
+            "max" => d.max_us = Some(v * f),
+            _ => {
+                if let Some(Ok(p)) = stem
+                    .strip_prefix('p')
+                    .map(|r| r.replace('_', ".").parse::<f64>())
+                {
+                    d.percentiles.push((p, v * f));
+                }
+            }
         }
     }
-    out.percentiles.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let buckets = l
+    d.percentiles.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let buckets = o
         .get("histogram")
-        .or_else(|| l.get("buckets"))
+        .or_else(|| o.get("buckets"))
         .and_then(Value::as_array);
     if let Some(b) = buckets {
         let mut pairs: Vec<(f64, f64)> = b
@@ -417,9 +480,12 @@ pub fn latency(doc: &Value) -> Option<Latency> {
             .filter_map(|e| match e {
                 Value::Array(a) => Some((num(a.first()?)?, num(a.get(1)?)?)),
                 Value::Object(o) => {
-                    let up = ["le_us", "upper_us", "us"]
+                    let up = ["le_us", "le_ms", "upper_us", "upper_ms", "us", "ms"]
                         .iter()
-                        .find_map(|k| o.get(*k).and_then(num))?;
+                        .find_map(|k| {
+                            let f = if k.ends_with("ms") { 1e3 } else { 1.0 };
+                            Some(num(o.get(*k)?)? * f)
+                        })?;
                     Some((up, num(o.get("count")?)?))
                 }
                 _ => None,
@@ -428,30 +494,221 @@ pub fn latency(doc: &Value) -> Option<Latency> {
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
         let total: f64 = pairs.iter().map(|p| p.1).sum();
         if total > 0.0 {
+            d.count = Some(total);
             let mut acc = 0.0;
             for (up, n) in pairs {
                 acc += n;
-                out.cdf.push((up, acc / total));
+                d.cdf.push((up, acc / total));
             }
         }
     }
-    (!out.percentiles.is_empty() || !out.cdf.is_empty()).then_some(out)
+    if d.count.is_none() {
+        d.count = ["probes", "transactions"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(num));
+    }
+    (!d.percentiles.is_empty() || !d.cdf.is_empty()).then_some(d)
 }
 
-/// The latency CDF chart.
+/// A time in µs for people: µs or ms by size, three significant figures.
+pub fn micros(us: f64) -> String {
+    let (div, unit) = crate::chart::unit_for(Quantity::Micros, us.abs());
+    format!("{} {unit}", short(us / div))
+}
+
+/// Three significant figures without trailing zeros: `10`, `1.2`, `77.4`.
+fn short(x: f64) -> String {
+    let n = sig3(x);
+    if n.contains('.') {
+        n.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        n
+    }
+}
+
+/// A whole number with thousands separators: `799,854`.
+fn whole(x: f64) -> String {
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if x < 0.0 && digits != "0" {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Reads `end.plumb.latency` (and `intervals[].plumb.latency`), if the test
+/// measured latency. The histogram is `buckets` or `histogram`: an array of
+/// `[upper_us, count]` pairs or of objects with an upper bound (`le_us`,
+/// `le_ms`, `upper_us`, `us`) and a `count`.
+pub fn latency(doc: &Value) -> Option<Latency> {
+    let l = doc["end"]["plumb"]["latency"].as_object()?;
+    let mut out = Latency::default();
+    out.sets.extend(distribution("round trip", l));
+    for (key, name) in [
+        ("connect", "connect"),
+        ("request_response", "request/response"),
+        ("idle", "idle"),
+        ("loaded", "loaded"),
+    ] {
+        if let Some(o) = l.get(key).and_then(Value::as_object) {
+            out.sets.extend(distribution(name, o));
+        }
+    }
+    let mut fig = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            out.figures.push((k.into(), v));
+        }
+    };
+    let lv = &doc["end"]["plumb"]["latency"];
+    let whole = |v: &Value| num(v).map(whole);
+    if l.contains_key("connections_per_second") {
+        fig("connections/s", whole(&lv["connections_per_second"]));
+        fig("connections", whole(&lv["connections"]));
+    } else {
+        fig("transactions/s", whole(&lv["transactions_per_second"]));
+        fig("transactions", whole(&lv["transactions"]));
+    }
+    fig("lost", whole(&lv["lost"]));
+    let ms = |v: &Value| num(v).map(|x| micros(x * 1e3));
+    fig("load added, median", ms(&lv["increase_p50_ms"]));
+    fig(
+        "load added, p99 over the idle median",
+        ms(&lv["increase_p99_ms"]),
+    );
+    fig("RPM idle", whole(&lv["idle"]["rpm"]));
+    fig("RPM loaded", whole(&lv["loaded"]["rpm"]));
+    fig("probes resent", whole(&lv["probe_retransmits"]));
+
+    // Per interval (request/response tests record these; --latency does not).
+    if let Some(ivs) = doc["intervals"].as_array() {
+        let keys = [
+            ("p50_us", "p50"),
+            ("p99_us", "p99"),
+            ("connect_p50_us", "connect, p50"),
+            ("request_response_p50_us", "request/response, p50"),
+        ];
+        let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); keys.len()];
+        let mut end = 0.0f64;
+        for iv in ivs {
+            let t = &iv["sum"];
+            let (Some(a), Some(b)) = (num(&t["start"]), num(&t["end"])) else {
+                continue;
+            };
+            let il = &iv["plumb"]["latency"];
+            for (s, (k, _)) in series.iter_mut().zip(keys) {
+                step(s, a, num(&il[k]));
+            }
+            end = end.max(b);
+        }
+        for (s, (_, name)) in series.into_iter().zip(keys) {
+            let mut s = s;
+            close_steps(&mut s, end);
+            if !s.is_empty() {
+                out.intervals.push((name.into(), s));
+            }
+        }
+    }
+    (!out.sets.is_empty()).then_some(out)
+}
+
+/// The latency CDF chart: one line per distribution. A distribution without
+/// a histogram is drawn through its percentiles. The axis ends where every
+/// line has reached 99 %, so that a rare slow sample does not squeeze the
+/// rest into the left edge (the table holds the tail); the title says how
+/// far the slowest went.
 pub fn latency_chart(l: &Latency) -> Option<Chart> {
-    (!l.cdf.is_empty()).then(|| Chart {
+    let mut series = Vec::new();
+    let mut from_percentiles = false;
+    for (k, d) in l.sets.iter().enumerate() {
+        let points = if d.cdf.is_empty() {
+            from_percentiles = true;
+            let mut p: Vec<(f64, f64)> = d.min_us.map(|m| (m, 0.0)).into_iter().collect();
+            p.extend(d.percentiles.iter().map(|(p, us)| (*us, p / 100.0)));
+            p.extend(d.max_us.map(|m| (m, 1.0)));
+            p
+        } else {
+            // No sample was faster than the minimum: the line starts there at 0.
+            let mut p: Vec<(f64, f64)> = d
+                .min_us
+                .filter(|m| d.cdf.first().is_some_and(|f| *m < f.0))
+                .map(|m| (m, 0.0))
+                .into_iter()
+                .collect();
+            p.extend(d.cdf.iter().copied());
+            p
+        };
+        if points.len() >= 2 {
+            series.push(Series {
+                name: d.name.clone(),
+                points,
+                style: Style::Palette(k),
+            });
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let reach = |s: &Series| {
+        s.points
+            .iter()
+            .find(|p| p.1 >= 0.99)
+            .or(s.points.last())
+            .map_or(0.0, |p| p.0)
+    };
+    let cut = series.iter().map(reach).fold(0.0, f64::max);
+    let far = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .chain(l.sets.iter().filter_map(|d| d.max_us))
+        .fold(0.0, f64::max);
+    let mut title = String::from("Latency: cumulative distribution");
+    if from_percentiles {
+        title += " (drawn through the percentiles where no histogram was recorded)";
+    }
+    let x_range = (far > cut * 1.05 && cut > 0.0).then(|| {
+        let slowest = l.sets.iter().filter_map(|d| d.max_us).fold(0.0, f64::max);
+        title += &format!(
+            "; the axis ends where every line has reached 99 % (the slowest sample took {})",
+            micros(if slowest > 0.0 { slowest } else { far })
+        );
+        (0.0, cut)
+    });
+    Some(Chart {
         id: "latency".into(),
-        title: "Latency: cumulative distribution".into(),
+        title,
         x: (Quantity::Micros, "latency".into()),
         y: (Quantity::Fraction, "fraction of samples".into()),
-        series: vec![Series {
-            name: "CDF".into(),
-            points: l.cdf.clone(),
-            style: Style::Palette(0),
-        }],
+        series,
         steps: false,
-        x_range: None,
+        x_range,
+    })
+}
+
+/// Percentiles per interval (request/response tests).
+pub fn latency_interval_chart(l: &Latency) -> Option<Chart> {
+    let series: Vec<Series> = l
+        .intervals
+        .iter()
+        .enumerate()
+        .map(|(k, (name, pts))| Series {
+            name: name.clone(),
+            points: pts.clone(),
+            style: Style::Palette(k),
+        })
+        .collect();
+    (!series.is_empty()).then(|| {
+        chart(
+            "latency-intervals",
+            "Round trip per interval",
+            (Quantity::Micros, "round trip"),
+            series,
+        )
     })
 }
 
@@ -464,6 +721,7 @@ pub type Panel = fn(&Input, &RunData) -> Option<String>;
 pub const PANELS: &[Panel] = &[
     error_panel,
     verdict_panel,
+    live_panel,
     |_, d| throughput_chart(d).map(|c| c.to_html()),
     |_, d| window_chart(d).map(|c| c.to_html()),
     |_, d| rtt_chart(d).map(|c| c.to_html()),
@@ -473,6 +731,141 @@ pub const PANELS: &[Panel] = &[
     missing_panel,
     config_panel,
 ];
+
+/// The connections of a document of `plumb why` on running connections,
+/// busiest first; `None` for any other document.
+pub fn live_connections(doc: &Value) -> Option<Vec<&Value>> {
+    if doc["start"].is_object() {
+        return None;
+    }
+    let mut v: Vec<&Value> = doc["connections"].as_array()?.iter().collect();
+    v.sort_by(|a, b| conn_rate(b).total_cmp(&conn_rate(a)));
+    Some(v)
+}
+
+/// A live connection's rate over the sampling, bit/s.
+pub fn conn_rate(c: &Value) -> f64 {
+    num(&c["rate_bps"])
+        .or_else(|| num(&c["diagnosis"]["measured_bps"]))
+        .unwrap_or(0.0)
+}
+
+/// A live connection as the page names it: "local → remote".
+pub fn conn_name(c: &Value) -> String {
+    format!(
+        "{} → {}",
+        c["local"].as_str().unwrap_or("?"),
+        c["remote"].as_str().unwrap_or("?")
+    )
+}
+
+fn conn_process(c: &Value) -> String {
+    match (c["command"].as_str(), c["pid"].as_u64()) {
+        (Some(cmd), Some(pid)) => format!("{cmd} (pid {pid})"),
+        (None, Some(pid)) => format!("pid {pid}"),
+        _ => "process unknown".into(),
+    }
+}
+
+fn conn_end(c: &Value) -> &'static str {
+    match c["this_host"].as_str() {
+        Some("sender") => "sends",
+        Some("receiver") => "receives",
+        Some("idle") => "idle",
+        _ => "–",
+    }
+}
+
+/// The limit a live connection's verdict names, in words.
+pub fn conn_limit(c: &Value) -> String {
+    let dg = &c["diagnosis"];
+    if !dg.is_object() {
+        return c["note"].as_str().unwrap_or("no diagnosis").to_string();
+    }
+    match dg["limit"].as_str() {
+        Some(l) => l.replace('_', " "),
+        None if c["this_host"] == "idle" => "none: idle".into(),
+        None => "none named".into(),
+    }
+}
+
+/// The first fix (the one for this host's system) with its expected rate.
+fn first_fix(dg: &Value) -> String {
+    dg["fixes"]
+        .as_array()
+        .and_then(|f| f.first())
+        .map_or("–".into(), |f| {
+            let e =
+                num(&f["expected_bps"]).map_or(String::new(), |e| format!(" → about {}", rate(e)));
+            format!("{}{e}", f["note"].as_str().unwrap_or(""))
+        })
+}
+
+/// `plumb why` on running connections: each connection's identity and
+/// verdict, busiest first. The document keeps each connection's totals over
+/// the sampling, not the samples, so there is no chart to draw.
+fn live_panel(i: &Input, _: &RunData) -> Option<String> {
+    let conns = live_connections(&i.doc)?;
+    let live = &i.doc["live"];
+    let mut s = String::from("<section class=\"live\"><h3>Running connections</h3>");
+    let _ = write!(
+        s,
+        "<p class=\"sub\">{} TCP connection{} matching {}, sampled through sock_diag for {} s; busiest first.</p>",
+        conns.len(),
+        if conns.len() == 1 { "" } else { "s" },
+        esc(live["filter"].as_str().unwrap_or("the filter")),
+        num(&live["seconds"]).map_or("–".into(), short)
+    );
+    if conns.is_empty() {
+        s.push_str("<p class=\"note\">No connection matched.</p></section>");
+        return Some(s);
+    }
+    s.push_str(
+        "<table class=\"compare live\"><tr><th>#</th><th>connection</th><th>process</th><th>this host</th>\
+         <th>measured</th><th>limit</th><th>predicted</th><th>fix</th></tr>",
+    );
+    for (n, c) in conns.iter().enumerate() {
+        let dg = &c["diagnosis"];
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            n + 1,
+            esc(&conn_name(c)),
+            esc(&conn_process(c)),
+            conn_end(c),
+            esc(&rate(conn_rate(c))),
+            esc(&conn_limit(c)),
+            num(&dg["predicted_bps"]).map_or("–".into(), rate),
+            esc(&first_fix(dg))
+        );
+    }
+    s.push_str("</table>");
+    for (n, c) in conns.iter().enumerate() {
+        let dg = &c["diagnosis"];
+        if !dg.is_object() || c["this_host"] == "idle" {
+            continue;
+        }
+        let mut about = vec![
+            conn_process(c),
+            format!("this host {}", conn_end(c)),
+            rate(conn_rate(c)),
+        ];
+        about.extend(c["congestion"].as_str().map(str::to_string));
+        about.extend(text(&c["samples"]).map(|n| format!("{n} samples")));
+        if c["closed"] == true {
+            about.push("closed while sampled".into());
+        }
+        let head = format!(
+            "<p class=\"conn\"><b>#{} {}</b> <span class=\"sub\">{}</span></p>",
+            n + 1,
+            esc(&conn_name(c)),
+            esc(&about.join(" · "))
+        );
+        s.push_str(&verdict_html(dg, "verdict conn", &head));
+    }
+    s.push_str("</section>");
+    Some(s)
+}
 
 /// A test that failed says so first (its document may hold nothing else).
 fn error_panel(i: &Input, _: &RunData) -> Option<String> {
@@ -485,6 +878,10 @@ fn error_panel(i: &Input, _: &RunData) -> Option<String> {
 
 fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
     let dg = &i.doc["diagnosis"];
+    if live_connections(&i.doc).is_some() {
+        // Each running connection has its own verdict, in the live panel.
+        return None;
+    }
     if d.streams.is_empty() && !dg.is_object() {
         return None;
     }
@@ -494,7 +891,12 @@ fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
                 .into(),
         );
     }
-    let mut s = String::from("<section class=\"verdict\">");
+    Some(verdict_html(dg, "verdict", ""))
+}
+
+/// A `diagnosis` object as the verdict box: `head` (HTML) above the summary.
+fn verdict_html(dg: &Value, class: &str, head: &str) -> String {
+    let mut s = format!("<section class=\"{class}\">{head}");
     let _ = write!(
         s,
         "<p class=\"summary\">{}</p><table class=\"figures\"><tr>",
@@ -566,25 +968,90 @@ fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
         s.push_str("</table></details>");
     }
     s.push_str("</section>");
-    Some(s)
+    s
 }
 
 fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
     let l = latency(&i.doc)?;
-    let mut s = String::from("<section class=\"latency\"><h3>Latency</h3>");
-    if !l.percentiles.is_empty() {
+    let raw = &i.doc["end"]["plumb"]["latency"];
+    let what = match raw["test"].as_str() {
+        Some("crr") => "a new TCP connection per transaction (--crr)".to_string(),
+        Some(t) => format!(
+            "request/response ({}, {} B out, {} B back)",
+            t.replace('_', " ").to_uppercase(),
+            text(&raw["request_bytes"]).unwrap_or_else(|| "?".into()),
+            text(&raw["response_bytes"]).unwrap_or_else(|| "?".into())
+        ),
+        None if raw["idle"].is_object() => {
+            let every = |k: &str| {
+                num(&raw["probe_interval_ms"][k]).map_or("–".into(), |m| micros(m * 1e3))
+            };
+            format!(
+                "under load (--latency): 1-byte probes every {} before the load, every {} during it",
+                every("idle"),
+                every("loaded")
+            )
+        }
+        None => "latency".into(),
+    };
+    let mut s = format!(
+        "<section class=\"latency\"><h3>Latency</h3><p class=\"sub\">{}</p>",
+        esc(&what)
+    );
+    if !l.figures.is_empty() {
         s.push_str("<table class=\"figures\"><tr>");
-        for (p, us) in &l.percentiles {
-            let (div, unit) = crate::chart::unit_for(Quantity::Micros, *us);
+        for (k, v) in &l.figures {
             let _ = write!(
                 s,
-                "<td><span class=\"k\">p{p}</span><b>{} {unit}</b></td>",
-                sig3(us / div)
+                "<td><span class=\"k\">{}</span><b>{}</b></td>",
+                esc(k),
+                esc(v)
             );
         }
         s.push_str("</tr></table>");
     }
+    // Percentiles side by side, one column per distribution (idle against loaded).
+    let mut ps: Vec<f64> = l
+        .sets
+        .iter()
+        .flat_map(|d| d.percentiles.iter().map(|p| p.0))
+        .collect();
+    ps.sort_by(f64::total_cmp);
+    ps.dedup();
+    s.push_str("<table class=\"compare lat\"><tr><th></th>");
+    for d in &l.sets {
+        let _ = write!(s, "<th>{}</th>", esc(&d.name));
+    }
+    s.push_str("</tr>");
+    let cell = |v: Option<f64>| v.map_or("–".to_string(), micros);
+    let row = |s: &mut String, name: &str, f: &dyn Fn(&Distribution) -> Option<String>| {
+        if l.sets.iter().all(|d| f(d).is_none()) {
+            return;
+        }
+        let _ = write!(s, "<tr><th>{}</th>", esc(name));
+        for d in &l.sets {
+            let _ = write!(s, "<td>{}</td>", esc(&f(d).unwrap_or_else(|| "–".into())));
+        }
+        s.push_str("</tr>");
+    };
+    row(&mut s, "min", &|d| d.min_us.map(|v| cell(Some(v))));
+    for p in ps {
+        let name = format!("p{p}");
+        row(&mut s, &name, &|d| {
+            d.percentiles
+                .iter()
+                .find(|x| x.0 == p)
+                .map(|x| cell(Some(x.1)))
+        });
+    }
+    row(&mut s, "max", &|d| d.max_us.map(|v| cell(Some(v))));
+    row(&mut s, "mean", &|d| d.mean_us.map(|v| cell(Some(v))));
+    row(&mut s, "samples", &|d| d.count.map(whole));
+    s.push_str("</table>");
     if let Some(c) = latency_chart(&l) {
+        s.push_str(&c.to_html());
+    }
+    if let Some(c) = latency_interval_chart(&l) {
         s.push_str(&c.to_html());
     }
     s.push_str("</section>");
@@ -593,6 +1060,13 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
 
 /// What the document's writer did not record, said rather than drawn empty.
 fn missing_panel(i: &Input, d: &RunData) -> Option<String> {
+    if let Some(conns) = live_connections(&i.doc) {
+        let samples = conns.iter().filter_map(|c| c["samples"].as_u64()).max();
+        return Some(format!(
+            "<p class=\"note\">No charts: plumb why on running connections keeps each connection's totals over the time it sampled{}, not the samples themselves, so there is nothing over time to draw.</p>",
+            samples.map_or(String::new(), |n| format!(" ({n} samples at most)"))
+        ));
+    }
     if d.streams.is_empty() {
         let what = if i.doc["start"].is_object() {
             "No intervals in this document."
@@ -949,6 +1423,9 @@ path.series{fill:none}
 .legend{list-style:none;padding:0;margin:.2rem 0 0;display:flex;flex-wrap:wrap;gap:.2rem 1.1rem;font-size:.85rem}
 .legend svg{vertical-align:middle;margin-right:.35rem}
 table.compare td,table.compare th{padding:.25rem .8rem .25rem 0;border-bottom:1px solid var(--grid);text-align:left;vertical-align:top}
+table.lat td,table.lat tr:first-child th{text-align:right;font-variant-numeric:tabular-nums}
+table.live td{font-size:.9rem}
+.verdict.conn{border-left-color:var(--c2)}p.conn{margin:.1rem 0 .4rem}
 footer{margin-top:2rem;font-size:.8rem;color:var(--muted)}
 @page{size:A4;margin:14mm}
 @media print{:root{--bg:#fff;--fg:#000;--muted:#444;--grid:#ccc;--card:#f2f2f2;--c0:#0072B2;--c1:#E69F00;--c2:#009E73;--c3:#D55E00;--c4:#CC79A7;--c5:#56B4E9;--c6:#8C6D00;--c7:#000}

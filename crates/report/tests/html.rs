@@ -2,8 +2,10 @@
 //! recorded on loopback and in the lab: plumb `-J`, plumb `--json-stream`,
 //! a plumb lab run with its diagnosis, iperf3 3.12 `-J` (forward `-P 2` and
 //! `-R`) and iperf3 3.22 `-J` (`-P 2`, `-R`, UDP) and `--json-stream`, each
-//! against a server of its own version. Expected values are read from the
-//! documents themselves.
+//! against a server of its own version; plumb `--latency`, `--rr` and `--crr`
+//! documents, and `plumb why -J` on running connections (in the lab and on
+//! loopback). Expected values are read from the documents themselves; how
+//! each fixture was recorded is in `tests/fixtures/README.md`.
 
 use plumb_report::chart::{Quantity, Scale, Style};
 use plumb_report::html::{self, Input, RunData};
@@ -335,12 +337,18 @@ fn latency_panel_appears_when_the_keys_exist() {
         "histogram": [[100, 40], [200, 45], [500, 14], [2000, 1]]
     });
     let l = html::latency(&doc).expect("latency");
-    let ps: Vec<f64> = l.percentiles.iter().map(|p| p.0).collect();
+    assert_eq!(l.sets.len(), 1);
+    let d = &l.sets[0];
+    let ps: Vec<f64> = d.percentiles.iter().map(|p| p.0).collect();
     assert_eq!(ps, vec![50.0, 90.0, 99.0, 99.9]);
-    assert_eq!(l.cdf.first(), Some(&(100.0, 0.4)));
-    assert_eq!(l.cdf.last(), Some(&(2000.0, 1.0)));
+    assert_eq!(d.cdf.first(), Some(&(100.0, 0.4)));
+    assert_eq!(d.cdf.last(), Some(&(2000.0, 1.0)));
+    assert_eq!(d.count, Some(100.0));
     let c = html::latency_chart(&l).expect("cdf");
-    assert_eq!(c.x_scale().unit, "ms");
+    // 99 % are within 500 µs: the axis ends there, and the title names the 2 ms tail.
+    assert_eq!(c.x_range, Some((0.0, 500.0)));
+    assert_eq!(c.x_scale().unit, "µs");
+    assert!(c.title.contains("2 ms"), "{}", c.title);
     assert_eq!(c.y_scale().ticks.last(), Some(&1.0));
     let with = html::render(&[input(&doc)]).expect("render");
     assert!(with.contains("data-chart=\"latency\"") && with.contains("p99.9"));
@@ -348,7 +356,366 @@ fn latency_panel_appears_when_the_keys_exist() {
     doc["end"]["plumb"]["latency"] =
         json!({"buckets": [{"le_us": 50, "count": 1}, {"le_us": 10, "count": 3}]});
     let l = html::latency(&doc).expect("latency");
-    assert_eq!(l.cdf, vec![(10.0, 0.75), (50.0, 1.0)]);
+    assert_eq!(l.sets[0].cdf, vec![(10.0, 0.75), (50.0, 1.0)]);
+}
+
+/// A distribution's percentiles, extremes and buckets are the document's,
+/// in µs whatever unit the keys name (`factor` µs per unit).
+fn check_distribution(d: &html::Distribution, o: &Value, unit: &str, factor: f64) {
+    let key = |k: &str| o[format!("{k}_{unit}")].as_f64();
+    for (p, us) in &d.percentiles {
+        let k = format!("p{}", p.to_string().replace('.', "_"));
+        let want = key(&k).unwrap_or_else(|| panic!("{}: no {k}_{unit}", d.name)) * factor;
+        assert!((us - want).abs() < 1e-9, "{}: {k} {us} vs {want}", d.name);
+    }
+    let names: Vec<String> = d
+        .percentiles
+        .iter()
+        .map(|(p, _)| format!("p{}", p.to_string().replace('.', "_")))
+        .collect();
+    assert_eq!(names, ["p50", "p90", "p99", "p99_9"], "{}", d.name);
+    assert_eq!(d.min_us, key("min").map(|v| v * factor));
+    assert_eq!(d.max_us, key("max").map(|v| v * factor));
+    assert_eq!(d.mean_us, key("mean").map(|v| v * factor));
+    let buckets = o["buckets"].as_array().expect("buckets");
+    let total: f64 = buckets.iter().filter_map(|b| b["count"].as_f64()).sum();
+    assert_eq!(d.count, Some(total), "{}", d.name);
+    assert_eq!(d.cdf.len(), buckets.len(), "{}", d.name);
+    let mut acc = 0.0;
+    for (pt, b) in d.cdf.iter().zip(buckets) {
+        acc += b["count"].as_f64().unwrap_or(-1.0);
+        let le = b[format!("le_{unit}")].as_f64().expect("le") * factor;
+        assert!((pt.0 - le).abs() < 1e-9 && (pt.1 - acc / total).abs() < 1e-12);
+    }
+    assert_eq!(d.cdf.last().map(|p| p.1), Some(1.0));
+    // Every percentile lies where the histogram's CDF says it does.
+    for (p, us) in &d.percentiles {
+        let below = d
+            .cdf
+            .iter()
+            .take_while(|c| c.0 < *us)
+            .last()
+            .map_or(0.0, |c| c.1);
+        assert!(
+            below <= p / 100.0 + 1e-9,
+            "{}: p{p} {us} µs, {below}",
+            d.name
+        );
+    }
+}
+
+/// The CDF chart: one line per distribution, from the minimum (at 0) up the
+/// buckets; an axis that ends once every line passed 99 %, with ticks.
+fn check_cdf_chart(l: &html::Latency) -> plumb_report::chart::Chart {
+    let c = html::latency_chart(l).expect("a CDF");
+    assert_eq!(c.series.len(), l.sets.len());
+    for (s, d) in c.series.iter().zip(&l.sets) {
+        assert_eq!(s.name, d.name);
+        assert_eq!(s.points.first(), Some(&(d.min_us.expect("min"), 0.0)));
+        assert_eq!(&s.points[1..], d.cdf.as_slice());
+        assert!(s
+            .points
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+    }
+    let xs = c.x_scale();
+    let reach = c
+        .series
+        .iter()
+        .map(|s| s.points.iter().find(|p| p.1 >= 0.99).map_or(0.0, |p| p.0))
+        .fold(0.0, f64::max);
+    let slowest = l.sets.iter().filter_map(|d| d.max_us).fold(0.0, f64::max);
+    if c.x_range.is_some() {
+        assert!((xs.max - reach).abs() < 1e-9, "{xs:?} vs {reach}");
+        assert!(c.title.contains(&html::micros(slowest)), "{}", c.title);
+    } else {
+        assert!(xs.max >= slowest.min(reach));
+    }
+    check_ticks(&xs, 0.0, xs.max);
+    assert_eq!(xs.unit, if xs.max >= 1e3 { "ms" } else { "µs" });
+    assert_eq!(c.y_scale().ticks.first(), Some(&0.0));
+    assert_eq!(c.y_scale().ticks.last(), Some(&1.0));
+    c
+}
+
+#[test]
+fn latency_under_load_idle_against_loaded_from_a_recorded_document() {
+    // plumb -c 127.0.0.1 --latency -t 3 -b 100M -J, against a plumb server.
+    let doc = load("plumb-latency.json");
+    let raw = &doc["end"]["plumb"]["latency"];
+    let l = html::latency(&doc).expect("latency");
+    let names: Vec<&str> = l.sets.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["idle", "loaded"]);
+    for d in &l.sets {
+        let o = &raw[&d.name];
+        // Times are in ms in the document, µs here.
+        check_distribution(d, o, "ms", 1e3);
+        assert_eq!(
+            d.count,
+            o["probes"].as_f64(),
+            "every probe is in the histogram"
+        );
+    }
+    let c = check_cdf_chart(&l);
+    assert_eq!(c.id, "latency");
+    assert!(matches!(c.series[0].style, Style::Palette(0)));
+    assert!(matches!(c.series[1].style, Style::Palette(1)));
+    // The load's cost and responsiveness, as the document states them.
+    let fig = |k: &str| {
+        l.figures
+            .iter()
+            .find(|f| f.0 == k)
+            .map(|f| f.1.clone())
+            .unwrap_or_else(|| panic!("no figure {k}: {:?}", l.figures))
+    };
+    let inc = raw["increase_p50_ms"].as_f64().expect("increase");
+    assert_eq!(fig("load added, median"), html::micros(inc * 1e3));
+    let rpm = raw["loaded"]["rpm"].as_f64().expect("rpm");
+    assert_eq!(fig("RPM loaded").replace(',', ""), format!("{rpm:.0}"));
+    // --latency records no latency per interval: no chart of it.
+    assert!(l.intervals.is_empty());
+    assert!(html::latency_interval_chart(&l).is_none());
+    let p = page(doc.clone());
+    assert!(
+        p.contains("<th>idle</th><th>loaded</th>"),
+        "idle and loaded side by side"
+    );
+    assert!(p.contains("under load (--latency)"));
+    assert_eq!(p.matches("data-chart=\"latency\"").count(), 1);
+    assert!(!p.contains("data-chart=\"latency-intervals\""));
+    // Without its histograms, the CDF is drawn through the percentiles.
+    let mut bare = doc.clone();
+    for side in ["idle", "loaded"] {
+        bare["end"]["plumb"]["latency"][side]
+            .as_object_mut()
+            .expect("side")
+            .remove("buckets");
+    }
+    let l = html::latency(&bare).expect("latency");
+    let c = html::latency_chart(&l).expect("a CDF through the percentiles");
+    assert!(c.title.contains("through the percentiles"), "{}", c.title);
+    for (s, d) in c.series.iter().zip(&l.sets) {
+        assert!(d.cdf.is_empty());
+        assert_eq!(d.count, raw[&d.name]["probes"].as_f64());
+        // min at 0, each percentile at its fraction, max at 1.
+        assert_eq!(s.points.len(), d.percentiles.len() + 2);
+        assert_eq!(s.points.first(), Some(&(d.min_us.expect("min"), 0.0)));
+        assert_eq!(s.points.last(), Some(&(d.max_us.expect("max"), 1.0)));
+        assert!(s
+            .points
+            .iter()
+            .any(|p| p.1 == 0.5 && Some(p.0) == d.percentiles.first().map(|x| x.1)));
+    }
+}
+
+#[test]
+fn request_response_round_trips_and_their_intervals_from_recorded_documents() {
+    // plumb -c 127.0.0.1 --rr -t 2 -J, against a plumb server.
+    let doc = load("plumb-rr.json");
+    let raw = &doc["end"]["plumb"]["latency"];
+    let l = html::latency(&doc).expect("latency");
+    assert_eq!(l.sets.len(), 1);
+    let d = &l.sets[0];
+    assert_eq!(d.name, "round trip");
+    check_distribution(d, raw, "us", 1.0);
+    assert_eq!(
+        d.count,
+        raw["transactions"].as_f64(),
+        "every transaction is in the histogram"
+    );
+    let c = check_cdf_chart(&l);
+    // A rare slow round trip does not set the axis.
+    let max = raw["max_us"].as_f64().expect("max");
+    if max > 1.05 * c.x_scale().max {
+        assert!(c.x_range.is_some());
+    }
+    // Per interval: p50 and p99, as steps over the test's intervals.
+    let iv = intervals(&doc);
+    let names: Vec<&str> = l.intervals.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["p50", "p99"]);
+    for (name, pts) in &l.intervals {
+        assert_eq!(pts.len(), iv.len() + 1, "{name}");
+        for (pt, v) in pts.iter().zip(iv) {
+            let key = format!("{name}_us");
+            assert_eq!(pt.0, v["sum"]["start"].as_f64().unwrap_or(-1.0));
+            assert_eq!(Some(pt.1), v["plumb"]["latency"][&key].as_f64());
+        }
+        assert_eq!(
+            pts.last().map(|p| p.0),
+            iv.last().and_then(|v| v["sum"]["end"].as_f64())
+        );
+    }
+    let ic = html::latency_interval_chart(&l).expect("per-interval chart");
+    assert!(ic.steps && ic.series.len() == 2);
+    let top = l
+        .intervals
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    check_ticks(&ic.y_scale(), 0.0, top);
+    assert_eq!(ic.y_scale().unit, if top >= 1e3 { "ms" } else { "µs" });
+    let fig = l
+        .figures
+        .iter()
+        .find(|f| f.0 == "transactions/s")
+        .expect("rate");
+    let tps = raw["transactions_per_second"].as_f64().expect("tps");
+    assert_eq!(fig.1.replace(',', ""), format!("{tps:.0}"));
+    let p = page(doc.clone());
+    assert!(p.contains("request/response (TCP RR, 1 B out, 1 B back)"));
+    assert!(p.contains("data-chart=\"latency\"") && p.contains("data-chart=\"latency-intervals\""));
+
+    // --crr: the round trip, and its connect and request/response parts.
+    let doc = load("plumb-crr.json");
+    let raw = &doc["end"]["plumb"]["latency"];
+    let l = html::latency(&doc).expect("latency");
+    let names: Vec<&str> = l.sets.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["round trip", "connect", "request/response"]);
+    check_distribution(&l.sets[0], raw, "us", 1.0);
+    check_distribution(&l.sets[1], &raw["connect"], "us", 1.0);
+    check_distribution(&l.sets[2], &raw["request_response"], "us", 1.0);
+    for d in &l.sets {
+        assert_eq!(d.count, raw["connections"].as_f64(), "{}", d.name);
+    }
+    check_cdf_chart(&l);
+    let names: Vec<&str> = l.intervals.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["p50", "p99", "connect, p50", "request/response, p50"]
+    );
+    assert!(l.figures.iter().any(|f| f.0 == "connections/s"));
+    let p = page(doc);
+    assert!(p.contains("<th>round trip</th><th>connect</th><th>request/response</th>"));
+}
+
+#[test]
+fn live_connections_each_with_identity_and_verdict_busiest_first() {
+    // plumb why --peer 198.18.0.2 --for 3 -J --link 1g, in the near namespace
+    // of plumb lab --rate 1gbit --rtt 15ms, beside a plumb client clamped to
+    // --rwin 17520 and one paced at -b 50M (each with its control connection);
+    // and plumb why --port 5303 --for 2 -J on loopback beside plumb -c -P 2
+    // -b 150M, which sees both ends of each connection (senders, receivers).
+    for name in ["plumb-live-lab.json", "plumb-live-loopback.json"] {
+        let doc = load(name);
+        let conns = doc["connections"].as_array().expect("connections");
+        let d = data(&doc);
+        assert!(d.streams.is_empty(), "{name}: nothing over time");
+        let filter = doc["live"]["filter"].as_str().expect("filter");
+        assert!(d.producer.contains(filter), "{name}: {}", d.producer);
+        let live = html::live_connections(&doc).expect("live");
+        assert_eq!(live.len(), conns.len());
+        assert!(
+            live.windows(2)
+                .all(|w| html::conn_rate(w[0]) >= html::conn_rate(w[1])),
+            "{name}: busiest first"
+        );
+        let p = page(doc.clone());
+        // No chart: the document holds totals, not samples; the page says so.
+        assert!(!p.contains("<svg class=\"chart\""), "{name}");
+        assert!(p.contains("No charts: plumb why on running connections"));
+        // One table row per connection, one verdict box per busy one.
+        let table = p
+            .split("<table class=\"compare live\">")
+            .nth(1)
+            .and_then(|t| t.split("</table>").next())
+            .expect("the connections table");
+        assert_eq!(table.matches("<tr>").count(), conns.len() + 1, "{name}");
+        let busy: Vec<&Value> = live
+            .iter()
+            .copied()
+            .filter(|c| c["diagnosis"].is_object() && c["this_host"] != "idle")
+            .collect();
+        assert!(!busy.is_empty());
+        assert_eq!(
+            p.matches("class=\"verdict conn\"").count(),
+            busy.len(),
+            "{name}"
+        );
+        assert!(
+            !p.contains("class=\"verdict\">"),
+            "{name}: no verdict outside the connections"
+        );
+        let esc = |s: &str| s.replace('\'', "&#39;").replace('>', "&gt;");
+        let mut at = 0;
+        for c in &busy {
+            // Its identity, then its verdict, in the busiest-first order.
+            let head = p[at..]
+                .find(&format!("{}</b>", html::conn_name(c).replace('>', "&gt;")))
+                .map(|k| k + at)
+                .unwrap_or_else(|| panic!("{name}: no block for {}", html::conn_name(c)));
+            let summary = esc(c["diagnosis"]["summary"].as_str().expect("summary"));
+            let s = p[head..].find(&summary).expect("its summary") + head;
+            let who = format!(
+                "{} (pid {})",
+                c["command"].as_str().expect("command"),
+                c["pid"].as_u64().expect("pid")
+            );
+            assert!(p[head..s].contains(&who), "{name}: {who}");
+            let end = if c["this_host"] == "sender" {
+                "this host sends"
+            } else {
+                "this host receives"
+            };
+            assert!(p[head..s].contains(end), "{name}");
+            at = s;
+        }
+        // In the table: measured against predicted, and the fix with its rate.
+        for c in &live {
+            let dg = &c["diagnosis"];
+            let measured = html::rate(html::conn_rate(c));
+            assert!(table.contains(&measured), "{name}: {measured}");
+            if let Some(pr) = dg["predicted_bps"].as_f64() {
+                assert!(table.contains(&html::rate(pr)), "{name}");
+            }
+            if let Some(e) = dg["fixes"][0]["expected_bps"].as_f64() {
+                assert!(
+                    table.contains(&format!("→ about {}", html::rate(e))),
+                    "{name}"
+                );
+            }
+        }
+        // Whatever order the document lists them in.
+        let mut shuffled = doc.clone();
+        if let Some(a) = shuffled["connections"].as_array_mut() {
+            a.reverse();
+        }
+        let rates = |d: &Value| -> Vec<f64> {
+            html::live_connections(d)
+                .expect("live")
+                .iter()
+                .map(|c| html::conn_rate(c))
+                .collect()
+        };
+        assert_eq!(rates(&shuffled), rates(&doc), "{name}");
+    }
+    // The lab's: the clamped transfer is named with its predicted rate and fix.
+    let doc = load("plumb-live-lab.json");
+    let rwnd = html::live_connections(&doc)
+        .expect("live")
+        .into_iter()
+        .find(|c| c["diagnosis"]["limit"] == "receive_window")
+        .expect("the --rwin 17520 transfer");
+    assert_eq!(html::conn_limit(rwnd), "receive window");
+    assert!(rwnd["diagnosis"]["predicted_bps"].as_f64().is_some());
+    // Two transfers and their control connections, the paced one first.
+    let order: Vec<f64> = html::live_connections(&doc)
+        .expect("live")
+        .iter()
+        .map(|c| html::conn_rate(c))
+        .collect();
+    assert_eq!(order.len(), 4);
+    assert!(
+        order[0] > order[1] && order[1] > 0.0 && order[2] == 0.0,
+        "{order:?}"
+    );
+    // A connections entry that is not an object is a bad document.
+    let e = html::run_data(&json!({"live": {}, "connections": [1]})).expect_err("bad");
+    assert!(e.0.contains("connections"), "{e}");
+    // Nothing matched: a page that says so.
+    let p = page(
+        json!({"live": {"filter": "--port 9", "seconds": 1.0}, "connections": [], "diagnosis": null}),
+    );
+    assert!(p.contains("No connection matched."));
 }
 
 #[test]
