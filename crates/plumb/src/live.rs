@@ -28,7 +28,7 @@ pub struct LiveFilterArgs {
     #[arg(long, value_name = "ADDR[:PORT]")]
     pub peer: Option<String>,
     /// Live: only connections of this process
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::whole::<u32>)]
     pub pid: Option<u32>,
     /// Live: exactly this connection, SRC:SPORT,DST:DPORT (either way round)
     #[arg(long, value_name = "SRC:SPORT,DST:DPORT")]
@@ -262,6 +262,7 @@ pub fn run(
     secs: Option<f64>,
     link: Option<Rate>,
     json_out: bool,
+    report: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     let filter = match f.filter(port) {
         Ok(x) => x,
@@ -341,17 +342,25 @@ pub fn run(
         }
         conns.push(id);
     }
+    let first = conns
+        .iter()
+        .find(|c| !c["diagnosis"].is_null())
+        .map(|c| c["diagnosis"].clone())
+        .unwrap_or(Value::Null);
+    let doc = json!({
+        "live": { "filter": describe_filter(&filter), "seconds": secs },
+        "connections": conns,
+        "diagnosis": first,
+    });
+    if let Some(path) = report {
+        // The page is drawn from the document -J prints.
+        let input = plumb_report::html::Input {
+            name: format!("running connections, {}", describe_filter(&filter)),
+            doc: doc.clone(),
+        };
+        crate::report::write_for(path, vec![input])?;
+    }
     if json_out {
-        let first = conns
-            .iter()
-            .find(|c| !c["diagnosis"].is_null())
-            .map(|c| c["diagnosis"].clone())
-            .unwrap_or(Value::Null);
-        let doc = json!({
-            "live": { "filter": describe_filter(&filter), "seconds": secs },
-            "connections": conns,
-            "diagnosis": first,
-        });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         write!(out, "{text}")?;

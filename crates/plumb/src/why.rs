@@ -39,7 +39,7 @@ pub struct WhyArgs {
     #[arg(long, value_parser = crate::args::loss, conflicts_with_all = ["host", "from"])]
     pub loss: Option<LossRate>,
     /// Live: sample the running connections for this many seconds [default: 3]
-    #[arg(long = "for", value_name = "SECS", conflicts_with_all = ["host", "from"])]
+    #[arg(long = "for", value_name = "SECS", value_parser = crate::args::seconds, conflicts_with_all = ["host", "from"])]
     pub for_secs: Option<f64>,
     /// Live connection filters (with -p PORT, either end)
     #[command(flatten)]
@@ -121,6 +121,7 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
                 a.for_secs,
                 a.measure.link,
                 a.measure.json,
+                a.measure.report.as_deref(),
             )
         }
         None => model_only(a),
@@ -445,11 +446,24 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             framing.payload().get()
         ),
     ];
+    let doc = json!({ "diagnosis": diagnosis_json(&d) });
+    if let Some(out) = &a.measure.report {
+        // A verdict-only page, from the document -J prints.
+        let mut name = format!("the model alone: {}, RTT {}", rate.human(), rtt.human());
+        if let Some(w) = window {
+            name += &format!(", window {}", w.human());
+        }
+        if let Some(l) = a.loss {
+            name += &format!(", loss {l}");
+        }
+        let input = plumb_report::html::Input {
+            name,
+            doc: doc.clone(),
+        };
+        crate::report::write_for(out, vec![input])?;
+    }
     if a.measure.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "diagnosis": diagnosis_json(&d) }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}\n", d.summary)?;
