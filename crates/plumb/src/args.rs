@@ -29,6 +29,24 @@ pub fn loss(s: &str) -> Result<LossRate, String> {
     LossRate::parse(s).map_err(|e| e.to_string())
 }
 
+/// A share of packets (`--reorder`, `--duplicate`): `0.1%`, `1e-3`.
+pub fn packet_share(s: &str) -> Result<LossRate, String> {
+    LossRate::parse(s).map_err(|mut e| {
+        e.what = "share of packets";
+        e.accepted = "0.1%, 1e-3, 0.001";
+        e.to_string()
+    })
+}
+
+/// A share of one CPU (`--far-cpu`): `5%`, `0.5`.
+pub fn cpu_share(s: &str) -> Result<LossRate, String> {
+    LossRate::parse(s).map_err(|mut e| {
+        e.what = "CPU share";
+        e.accepted = "5%, 50%, 0.5 of one CPU";
+        e.to_string()
+    })
+}
+
 /// A time where a bare number is seconds (`-t`, `-i`, `-O`): `10`, `500ms`.
 pub fn seconds(s: &str) -> Result<f64, String> {
     plumb_model::units::parse_seconds(s).map_err(|e| e.to_string())
@@ -60,6 +78,16 @@ where
         };
         format!("invalid number '{s}': {why} (accepted: a whole number such as 4)")
     })
+}
+
+/// Checks a value with `parse` while clap reads the command line, so a bad
+/// one is refused in the same one-line message as every other flag's (which
+/// names the flag), and keeps its text for flags whose value is used as
+/// written (`-b 10M/32`, `--queue 1.5BDP`).
+pub fn valid<T: 'static>(
+    parse: fn(&str) -> Result<T, String>,
+) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
+    move |s: &str| parse(s).map(|_| s.to_string())
 }
 
 /// A number without a unit that may have a fraction (`--loss-burst 2.5`).

@@ -59,7 +59,7 @@ pub struct CalcArgs {
     #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes)]
     pub size: Option<Bytes>,
     /// Bottleneck queue, for the delay it adds when full: 2MB, 100ms, 1.5BDP (as plumb lab --queue)
-    #[arg(long, allow_hyphen_values = true, requires = "rate")]
+    #[arg(long, allow_hyphen_values = true, requires = "rate", value_parser = crate::args::valid(crate::lab::parse_queue))]
     pub queue: Option<String>,
     /// One JSON object instead of text
     #[arg(long)]

@@ -51,10 +51,10 @@ pub struct ExporterArgs {
     #[arg(long = "target-allow", value_name = "PREFIX", value_delimiter = ',')]
     pub target_allow: Vec<String>,
     /// Probes that may run at once (one per target in any case)
-    #[arg(long = "max-probes", default_value_t = 2)]
+    #[arg(long = "max-probes", default_value_t = 2, value_parser = crate::args::whole::<usize>)]
     pub max_probes: usize,
     /// Longest test a probe may run, seconds
-    #[arg(long = "max-time", default_value_t = 10.0)]
+    #[arg(long = "max-time", default_value_t = 10.0, value_parser = crate::args::seconds)]
     pub max_time: f64,
     /// Also summarise the host's live TCP flows on /metrics: seconds and
     /// bytes of transfer by limit, sampled every second (off by default:
@@ -67,6 +67,7 @@ pub struct ExporterArgs {
         long = "live-port",
         value_name = "PORT",
         value_delimiter = ',',
+        value_parser = crate::args::whole::<u16>,
         requires = "live_flows"
     )]
     pub live_port: Vec<u16>,

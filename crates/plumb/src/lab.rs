@@ -45,16 +45,16 @@ pub struct LabArgs {
     #[arg(long, requires = "loss", value_parser = crate::args::number)]
     pub loss_burst: Option<f64>,
     /// Drop-tail queue: 1.5BDP, 2MB, 20ms [default: 1BDP]
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::valid(parse_queue))]
     pub queue: Option<String>,
     /// Extra delay per packet, up to this much, without reordering
     #[arg(long, value_parser = crate::args::rtt)]
     pub jitter: Option<Rtt>,
     /// Reorder this share of packets (they skip ahead by 1 ms)
-    #[arg(long, value_parser = crate::args::loss)]
+    #[arg(long, value_parser = crate::args::packet_share)]
     pub reorder: Option<LossRate>,
     /// Duplicate this share of packets
-    #[arg(long, value_parser = crate::args::loss)]
+    #[arg(long, value_parser = crate::args::packet_share)]
     pub duplicate: Option<LossRate>,
     /// Seed of the loss and jitter random numbers, to repeat a run
     #[arg(long, value_parser = crate::args::whole::<u64>)]
@@ -66,7 +66,7 @@ pub struct LabArgs {
     #[arg(long)]
     pub far_exec: Option<String>,
     /// Limit the far side (its server or --far-exec program) to this share of one CPU: 5%, 0.5
-    #[arg(long, value_parser = crate::args::loss)]
+    #[arg(long, value_parser = crate::args::cpu_share)]
     pub far_cpu: Option<LossRate>,
     /// Keep the link up until Ctrl-C and print how to enter each side
     #[arg(long, conflicts_with = "exec")]
@@ -95,19 +95,23 @@ pub struct LabArgs {
     pub client: Vec<String>,
 }
 
-/// Parses `--queue`: `1.5BDP`, `2MB`, `20ms`.
+/// Parses `--queue`: a BDP multiple (`1.5BDP`), a size (`2MB`) or a delay
+/// (`20ms`); every error names all three forms.
 pub(crate) fn parse_queue(s: &str) -> Result<QueueLimit, String> {
+    let bad = |why: &str| {
+        format!(
+            "invalid queue '{s}': {why} (accepted: a BDP multiple 1.5BDP, a size 2MB or 64K, a delay 20ms or 0.1s)"
+        )
+    };
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
     if let Some(n) = lower.strip_suffix("bdp") {
         let f: f64 = n
             .trim()
             .parse()
-            .map_err(|_| format!("invalid queue '{s}': expected e.g. 1.5BDP, 2MB or 20ms"))?;
+            .map_err(|_| bad(&format!("'{}' is not a number", n.trim())))?;
         if !(f > 0.0 && f <= 1000.0) {
-            return Err(format!(
-                "invalid queue '{s}': a BDP multiple must be above 0 and at most 1000"
-            ));
+            return Err(bad("a BDP multiple must be above 0 and at most 1000"));
         }
         return Ok(QueueLimit::Bdp(f));
     }
@@ -115,11 +119,10 @@ pub(crate) fn parse_queue(s: &str) -> Result<QueueLimit, String> {
         || lower.ends_with("us")
         || (lower.ends_with('s') && !lower.ends_with("bs"))
     {
-        let d = Rtt::parse(t).map_err(|e| e.to_string())?;
+        let d = Rtt::parse(t).map_err(|e| bad(&e.reason))?;
         return Ok(QueueLimit::Delay(Duration::from_secs_f64(d.secs())));
     }
-    let b =
-        Bytes::parse(t).map_err(|e| format!("{e}; or a delay (20ms) or BDP multiple (1.5BDP)"))?;
+    let b = Bytes::parse(t).map_err(|e| bad(&e.reason))?;
     Ok(QueueLimit::Bytes(b.get()))
 }
 

@@ -57,7 +57,7 @@ pub struct MeasureArgs {
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
     /// Target bitrate per stream, bits/s (0 = unlimited) [UDP default: 1M]; RATE[/BURST] accepted
-    #[arg(short = 'b', long = "bitrate", allow_hyphen_values = true)]
+    #[arg(short = 'b', long = "bitrate", allow_hyphen_values = true, value_parser = crate::args::valid(parse_bitrate))]
     pub bitrate: Option<String>,
     /// Block (TCP) or datagram (UDP) length [default: 128K TCP, 1460 UDP]
     #[arg(short = 'l', long = "length", value_parser = crate::args::bytes, allow_hyphen_values = true)]
@@ -99,10 +99,10 @@ pub struct MeasureArgs {
     #[arg(long = "cport", value_parser = crate::args::whole::<u16>)]
     pub cport: Option<u16>,
     /// IP type of service byte (decimal, 0x hex or 0 octal)
-    #[arg(short = 'S', long = "tos", conflicts_with = "dscp")]
+    #[arg(short = 'S', long = "tos", conflicts_with = "dscp", value_parser = crate::args::valid(parse_tos))]
     pub tos: Option<String>,
     /// DSCP value (0-63 or a name such as af11, ef, cs1)
-    #[arg(long = "dscp")]
+    #[arg(long = "dscp", value_parser = crate::args::valid(parse_dscp))]
     pub dscp: Option<String>,
     /// Prefix every output line with this title
     #[arg(short = 'T', long = "title")]
@@ -161,7 +161,7 @@ pub struct MeasureArgs {
     #[arg(long = "crr")]
     pub crr: bool,
     /// With --rr: transactions in flight per stream [default: 1]
-    #[arg(long = "rr-burst")]
+    #[arg(long = "rr-burst", value_parser = crate::args::whole::<u32>)]
     pub rr_burst: Option<u32>,
     /// With --rr/--crr: response size [default: the request size]
     #[arg(long = "response-size", value_parser = crate::args::bytes)]
@@ -170,7 +170,7 @@ pub struct MeasureArgs {
     #[arg(long = "latency")]
     pub latency: bool,
     /// With --rr/--crr: SO_BUSY_POLL microseconds on both ends' sockets (at most 1000)
-    #[arg(long = "busy-poll")]
+    #[arg(long = "busy-poll", value_parser = crate::args::whole::<u32>)]
     pub busy_poll: Option<u32>,
     /// Server limits and authentication (see measure/harden.rs).
     #[command(flatten)]
@@ -284,7 +284,7 @@ fn parse_tos(s: &str) -> Result<u8, String> {
     match v {
         Ok(v) if v <= 255 => Ok(v as u8),
         _ => Err(format!(
-            "invalid TOS '{s}': expected 0-255 (decimal, 0x hex or 0 octal)"
+            "invalid TOS '{s}': not 0 to 255 (accepted: 16, 0x10, 020: decimal, 0x hex or 0 octal)"
         )),
     }
 }
@@ -312,7 +312,9 @@ fn parse_dscp(s: &str) -> Result<u8, String> {
         Some((ch.next()?.to_digit(10)?, ch.next()?.to_digit(10)?)).filter(|_| ch.next().is_none())
     }) {
         if !(1..=4).contains(&c) || !(1..=3).contains(&d) {
-            return Err(format!("invalid DSCP '{s}': AF classes are af11 to af43"));
+            return Err(format!(
+                "invalid DSCP '{s}': AF classes are af11 to af43 (accepted: 0 to 63, ef, af11…af43, cs0…cs7)"
+            ));
         }
         c * 8 + d * 2
     } else {
@@ -320,7 +322,7 @@ fn parse_dscp(s: &str) -> Result<u8, String> {
             Ok(v) if v <= 63 => u32::from(v),
             _ => {
                 return Err(format!(
-                    "invalid DSCP '{s}': expected 0-63 or a name (ef, af11…af43, cs0…cs7)"
+                    "invalid DSCP '{s}': not 0 to 63 or a name (accepted: 0 to 63, ef, af11…af43, cs0…cs7)"
                 ))
             }
         }
@@ -334,7 +336,11 @@ fn parse_bitrate(s: &str) -> Result<u64, String> {
     if let Some(b) = s.split('/').nth(1) {
         match b.trim().parse::<u32>() {
             Ok(n) if (1..=1000).contains(&n) => {}
-            _ => return Err(format!("invalid burst '{b}' in '-b {s}': expected 1-1000")),
+            _ => {
+                return Err(format!(
+                    "invalid burst '{b}' in '{s}': not 1 to 1000 packets (accepted: 10M, 10M/32, 0 for unlimited)"
+                ))
+            }
         }
     }
     if rate

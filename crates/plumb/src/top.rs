@@ -27,16 +27,16 @@ use crate::live::{link_for_peer, LiveFilterArgs, Owners};
 )]
 pub struct TopArgs {
     /// Only connections with this port at either end
-    #[arg(short = 'p', long)]
+    #[arg(short = 'p', long, value_parser = crate::args::whole::<u16>)]
     pub port: Option<u16>,
     /// Connection filters
     #[command(flatten)]
     pub live: LiveFilterArgs,
     /// Stop after N intervals
-    #[arg(short = 'n', long = "count")]
+    #[arg(short = 'n', long = "count", value_parser = crate::args::whole::<u64>)]
     pub count: Option<u64>,
     /// Seconds between refreshes
-    #[arg(short = 'i', long, default_value_t = 1.0)]
+    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = crate::args::seconds)]
     pub interval: f64,
     /// One JSON object per connection per interval (newline-delimited)
     #[arg(long, short = 'J')]

@@ -792,43 +792,164 @@ fn bad_flags_are_one_line_and_exit_2() {
     }
 }
 
+/// The flags of every command that take a value that is not a number: a
+/// host, a file, a name, a prefix, a command. Every other flag with a value
+/// in any `--help` takes a number (with or without a unit).
+const NOT_NUMBERS: &[&str] = &[
+    "client",
+    "bind",
+    "congestion",
+    "title",
+    "extra-data",
+    "logfile",
+    "username",
+    "rsa-public-key-path",
+    "rsa-private-key-path",
+    "authorized-users-path",
+    "allow",
+    "deny",
+    "report",
+    "from",
+    "peer",
+    "conn",
+    "exec",
+    "far-exec",
+    "listen",
+    "target-allow",
+    "output",
+];
+
+/// A bad number for `flag` is refused with exit 2 and one line that names
+/// the flag, quotes the value and says what is accepted.
+fn assert_refused_with_accepted_forms(args: &[&str], flag: &str) {
+    let out = run(plumb_bin(), args, Duration::from_secs(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    let bad = args.last().expect("a value");
+    assert!(
+        err.contains(&format!("'{bad}'")) && err.contains("accepted:"),
+        "{args:?}: names neither the value nor the accepted forms: {err}"
+    );
+    assert!(
+        err.contains(&format!("'{flag} <")),
+        "{args:?}: does not name {flag}: {err}"
+    );
+    assert!(!err.contains("literal"), "{args:?}: {err}");
+}
+
 #[test]
 fn every_number_flag_says_what_it_accepts() {
-    for args in [
-        &["-c", "127.0.0.1", "-t", "3x"][..],
-        &["-c", "127.0.0.1", "-i", "1y"],
-        &["-c", "127.0.0.1", "-O", "-1"],
-        &["-c", "127.0.0.1", "--connect-timeout", "1q"],
-        &["-c", "127.0.0.1", "--rcv-timeout", "0"],
-        &["-c", "127.0.0.1", "-P", "x"],
-        &["-c", "127.0.0.1", "--cport", "x"],
-        &["-c", "127.0.0.1", "-p", "99999"],
-        &["-c", "127.0.0.1", "-n", "5q"],
-        &["-c", "127.0.0.1", "-w", "1x"],
-        &["-c", "127.0.0.1", "-b", "10Q"],
-        &["-s", "--max-duration", "1.5"],
-        &["-s", "--handshake-timeout", "x"],
-        &["-s", "--time-skew-threshold", "2x"],
-        &["-s", "--max-tests", "x"],
-        &["-s", "--max-bitrate", "lots"],
-        &["why", "--rate", "1g", "--rtt", "5x"],
-        &["why", "127.0.0.1", "-t", "2x"],
-        &["demo", "-t", "2x"],
-        &["lab", "--loss", "1%", "--loss-burst", "x"],
-        &["lab", "--seed", "x"],
-        &["calc", "--rate", "1g", "--rtt", "5x"],
+    // Particular mistakes: out of range, negative, zero, a bad burst.
+    for (args, flag) in [
+        (&["-c", "127.0.0.1", "-t", "3x"][..], "--time"),
+        (&["-c", "127.0.0.1", "-i", "1y"], "--interval"),
+        (&["-c", "127.0.0.1", "-O", "-1"], "--omit"),
+        (
+            &["-c", "127.0.0.1", "--connect-timeout", "1q"],
+            "--connect-timeout",
+        ),
+        (&["-c", "127.0.0.1", "--rcv-timeout", "0"], "--rcv-timeout"),
+        (&["-c", "127.0.0.1", "-P", "x"], "--parallel"),
+        (&["-c", "127.0.0.1", "--cport", "x"], "--cport"),
+        (&["-c", "127.0.0.1", "-p", "99999"], "--port"),
+        (&["-c", "127.0.0.1", "-n", "5q"], "--bytes"),
+        (&["-c", "127.0.0.1", "-w", "1x"], "--window"),
+        (&["-c", "127.0.0.1", "-b", "10Q"], "--bitrate"),
+        (&["-c", "127.0.0.1", "-b", "10M/0"], "--bitrate"),
+        (&["-c", "127.0.0.1", "-S", "300"], "--tos"),
+        (&["-c", "127.0.0.1", "--dscp", "af99"], "--dscp"),
+        (&["-s", "--max-duration", "1.5"], "--max-duration"),
+        (&["-s", "--handshake-timeout", "x"], "--handshake-timeout"),
+        (
+            &["-s", "--time-skew-threshold", "2x"],
+            "--time-skew-threshold",
+        ),
+        (&["-s", "--max-tests", "x"], "--max-tests"),
+        (&["-s", "--max-bitrate", "lots"], "--max-bitrate"),
+        (&["-s", "--max-rr-size", "3x"], "--max-rr-size"),
+        (&["why", "--rate", "1g", "--rtt", "5x"], "--rtt"),
+        (&["why", "127.0.0.1", "-t", "2x"], "--time"),
+        (&["why", "--for", "3x"], "--for"),
+        (&["demo", "-t", "2x"], "--time"),
+        (
+            &["lab", "--loss", "1%", "--loss-burst", "x"],
+            "--loss-burst",
+        ),
+        (&["lab", "--seed", "x"], "--seed"),
+        (&["lab", "--queue", "0BDP"], "--queue"),
+        (&["lab", "--far-cpu", "5x"], "--far-cpu"),
+        (&["top", "-i", "1x"], "--interval"),
+        (&["exporter", "--max-time", "3x"], "--max-time"),
+        (&["calc", "--rate", "1g", "--rtt", "5x"], "--rtt"),
     ] {
-        let out = run(plumb_bin(), args, Duration::from_secs(5));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        let bad = args.last().expect("a value");
-        assert!(
-            err.contains(&format!("'{bad}'")) && err.contains("accepted:"),
-            "{args:?}: names neither the value nor the accepted forms: {err}"
-        );
-        assert!(!err.contains("literal"), "{args:?}: {err}");
+        assert_refused_with_accepted_forms(args, flag);
     }
+
+    // The queue takes three kinds of value, and its message lists them all;
+    // --far-cpu is a share of a CPU, not a loss rate.
+    let out = run(
+        plumb_bin(),
+        &["lab", "--queue", "lots"],
+        Duration::from_secs(5),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    for form in ["1.5BDP", "2MB", "20ms"] {
+        assert!(
+            err.contains(form),
+            "--queue lots does not offer {form}: {err}"
+        );
+    }
+    let out = run(
+        plumb_bin(),
+        &["lab", "--far-cpu", "5x"],
+        Duration::from_secs(5),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("loss"), "--far-cpu is no loss rate: {err}");
+
+    // Every flag with a value in every command's --help that is not in
+    // NOT_NUMBERS, given "3x": a new number flag without its parser fails here.
+    let mut checked = 0;
+    for (help, prefix) in [
+        (&["--help"][..], &["-c", "127.0.0.1"][..]),
+        (&["client", "--help"], &["client", "127.0.0.1"]),
+        (&["server", "--help"], &["server"]),
+        (&["why", "--help"], &["why"]),
+        (&["demo", "--help"], &["demo"]),
+        (&["calc", "--help"], &["calc"]),
+        (&["top", "--help"], &["top"]),
+        (&["lab", "--help"], &["lab"]),
+        (&["exporter", "--help"], &["exporter"]),
+        (&["report", "--help"], &["report"]),
+    ] {
+        let out = run(plumb_bin(), help, Duration::from_secs(5));
+        assert!(out.status.success(), "{help:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let flags: Vec<&str> = text
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim_start();
+                let l = l
+                    .strip_prefix('-')
+                    .filter(|r| !r.starts_with('-'))
+                    .map_or(l, |r| r.split_once(", ").map_or(l, |(_, long)| long));
+                let (name, rest) = l.strip_prefix("--")?.split_once(' ')?;
+                rest.starts_with('<').then_some(name)
+            })
+            .filter(|f| !NOT_NUMBERS.contains(f))
+            .collect();
+        assert!(!flags.is_empty(), "{help:?}: no number flags in {text}");
+        for f in flags {
+            let flag = format!("--{f}");
+            let mut args = prefix.to_vec();
+            args.extend([flag.as_str(), "3x"]);
+            assert_refused_with_accepted_forms(&args, &flag);
+            checked += 1;
+        }
+    }
+    // plumb -c and plumb client (30 each), server (about 20), why, lab, calc, …
+    assert!(checked > 120, "only {checked} flags checked");
 }
 
 #[test]

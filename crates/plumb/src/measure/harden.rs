@@ -35,14 +35,15 @@ pub struct HardenArgs {
     #[arg(
         long = "max-bitrate",
         alias = "server-bitrate-limit",
-        value_name = "RATE"
+        value_name = "RATE",
+        value_parser = crate::args::valid(crate::args::rate)
     )]
     pub max_bitrate: Option<String>,
     /// Server: most bit/s all running tests together may ask for
-    #[arg(long = "max-total-bitrate", value_name = "RATE")]
+    #[arg(long = "max-total-bitrate", value_name = "RATE", value_parser = crate::args::valid(crate::args::rate))]
     pub max_total_bitrate: Option<String>,
     /// Server: largest request or response a --rr/--crr test may ask for, bytes [default: 1M]
-    #[arg(long = "max-rr-size", value_name = "BYTES")]
+    #[arg(long = "max-rr-size", value_name = "BYTES", value_parser = crate::args::valid(crate::args::bytes))]
     pub max_rr_size: Option<String>,
     /// Server: most request/response transactions in flight per stream (--rr-burst) [default: 1024]
     #[arg(long = "max-rr-burst", value_name = "N", value_parser = crate::args::whole::<u32>)]
