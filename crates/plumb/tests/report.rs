@@ -543,3 +543,201 @@ fn lab_report_flag_shows_the_link() {
     );
     assert_eq!(o.status.code(), Some(2), "--report and --hold conflict");
 }
+
+/// The verdict lines of a page (`<p class="summary">`), as the reader sees them.
+fn summaries(html: &str) -> Vec<String> {
+    html.split("<p class=\"summary\">")
+        .skip(1)
+        .filter_map(|v| v.split("</p>").next())
+        .map(|v| {
+            v.replace("&#39;", "'")
+                .replace("&gt;", ">")
+                .replace("&lt;", "<")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
+/// The series drawn in the chart `id` of a page.
+fn series_in(html: &str, id: &str) -> usize {
+    html.split(&format!("data-chart=\"{id}\""))
+        .nth(1)
+        .and_then(|c| c.split("</svg>").next())
+        .map_or(0, |c| c.matches("data-series=").count())
+}
+
+#[test]
+fn live_connections_report_shows_each_verdict_in_the_browser() {
+    let _one = serial();
+    let dir = Scratch::new("live");
+    let out = dir.path("live.html");
+    let name = "plumb-live-lab.json";
+    let html = report(&[fixture(name)], &out);
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(name)).expect("fixture"))
+            .expect("json");
+    let conns = doc["connections"].as_array().expect("connections");
+    // The document holds each connection's totals, not samples: no chart.
+    assert_eq!(counts(&html), (0, 0));
+    // One verdict per busy connection, busiest first, each under its identity.
+    let mut busy: Vec<&Value> = conns
+        .iter()
+        .filter(|c| c["diagnosis"]["limit"].is_string())
+        .collect();
+    busy.sort_by(|a, b| {
+        b["rate_bps"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&a["rate_bps"].as_f64().unwrap_or(0.0))
+    });
+    assert!(busy.len() >= 2, "the fixture has two transfers");
+    let want: Vec<String> = busy
+        .iter()
+        .map(|c| c["diagnosis"]["summary"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(summaries(&html), want);
+    let ids: Vec<String> = busy
+        .iter()
+        .map(|c| {
+            format!(
+                "{} → {}",
+                c["local"].as_str().unwrap_or("?"),
+                c["remote"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    let mut texts: Vec<&str> = vec!["Running connections", "No charts"];
+    texts.extend(want.iter().map(String::as_str));
+    texts.extend(ids.iter().map(String::as_str));
+    if let Some(seen) = browse(&out, 0, 0, &texts, None, &[]) {
+        assert_eq!(seen["background"], "rgb(255, 255, 255)", "{seen}");
+        let dark = browse(&out, 0, 0, &texts[..3], None, &["--dark"])
+            .expect("the browser ran a moment ago");
+        assert_eq!(dark["background"], "rgb(21, 24, 28)", "{dark}");
+    }
+}
+
+#[test]
+fn latency_reports_draw_their_panel_in_the_browser() {
+    let _one = serial();
+    let dir = Scratch::new("latency");
+    // --latency: idle against loaded, one CDF line each; --rr: one line, and
+    // its percentiles per interval.
+    for (name, cdf_lines, per_interval) in [
+        ("plumb-latency.json", 2, 0),
+        ("plumb-rr.json", 1, 2),
+        ("plumb-crr.json", 3, 4),
+    ] {
+        let out = dir.path(&format!("{name}.html"));
+        let html = report(&[fixture(name)], &out);
+        assert_eq!(series_in(&html, "latency"), cdf_lines, "{name}");
+        assert_eq!(
+            series_in(&html, "latency-intervals"),
+            per_interval,
+            "{name}"
+        );
+        let (charts, series) = counts(&html);
+        // The throughput test's own charts come first, then the latency ones.
+        let latency_charts = 1 + usize::from(per_interval > 0);
+        assert!(charts > latency_charts, "{name}: {charts}");
+        let verdict = summaries(&html);
+        assert_eq!(verdict.len(), 1, "{name}: a verdict from the document");
+        let mut texts = vec![
+            "Latency",
+            "Latency: cumulative distribution",
+            verdict[0].as_str(),
+        ];
+        if per_interval > 0 {
+            texts.push("Round trip per interval");
+        } else {
+            texts.extend(["idle", "loaded", "RPM loaded"]);
+        }
+        browse(&out, charts, series, &texts, None, &[]);
+    }
+}
+
+#[test]
+fn why_report_flag_writes_the_model_and_the_live_pages() {
+    let _one = serial();
+    let dir = Scratch::new("whyflag");
+    // The model alone: a verdict-only page with the verdict plumb why printed.
+    let out = dir.path("model.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "why", "--rate", "1g", "--rtt", "15ms", "-w", "64K", "--report", &out,
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("report written to"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let first = text.lines().next().unwrap_or_default().to_string();
+    assert!(first.starts_with("Limited by"), "{text}");
+    let html = std::fs::read_to_string(&out).expect("model report written");
+    assert_eq!(summaries(&html), vec![first.clone()]);
+    assert!(html.contains("the model alone") && html.contains("a diagnosis alone"));
+    assert_eq!(counts(&html), (0, 0));
+    browse(&out, 0, 0, &[&first, "What to change"], None, &[]);
+
+    // Live: a paced transfer on loopback, explained while it runs.
+    let port = port(5860);
+    let server = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let mut client = Command::new(plumb_bin())
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "5",
+            "-b",
+            "40M",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("client");
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = dir.path("live.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "why",
+            "--port",
+            &port.to_string(),
+            "--for",
+            "1",
+            "-J",
+            "--report",
+            &out,
+        ],
+        Duration::from_secs(30),
+    );
+    let _ = client.wait();
+    drop(server);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("plumb why -J");
+    let html = std::fs::read_to_string(&out).expect("live report written");
+    assert!(html.contains("Running connections"));
+    // The page holds the verdicts -J printed, one per busy connection.
+    let conns = doc["connections"].as_array().expect("connections");
+    let busy: Vec<String> = conns
+        .iter()
+        .filter(|c| c["diagnosis"]["limit"].is_string())
+        .map(|c| c["diagnosis"]["summary"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(!busy.is_empty(), "the transfer was seen: {doc:#}");
+    let mut shown = summaries(&html);
+    let mut want = busy.clone();
+    shown.sort();
+    want.sort();
+    assert_eq!(shown, want);
+    // Both ends of the transfer run here: one sends, one receives.
+    for end in ["this host sends", "this host receives"] {
+        assert!(html.contains(end), "{end}");
+    }
+    let mut texts = vec!["Running connections"];
+    texts.extend(busy.iter().map(String::as_str));
+    browse(&out, 0, 0, &texts, None, &[]);
+}
