@@ -861,7 +861,7 @@ fn live_panel(i: &Input, _: &RunData) -> Option<String> {
             esc(&conn_name(c)),
             esc(&about.join(" · "))
         );
-        s.push_str(&verdict_html(dg, "verdict conn", &head));
+        s.push_str(&verdict_html(dg, "verdict conn", &head, true));
     }
     s.push_str("</section>");
     Some(s)
@@ -891,11 +891,14 @@ fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
                 .into(),
         );
     }
-    Some(verdict_html(dg, "verdict", ""))
+    // A diagnosis alone is the model's (plumb why --rate --rtt): its
+    // "measured" rate is the model's own, not a measurement.
+    Some(verdict_html(dg, "verdict", "", i.doc["start"].is_object()))
 }
 
-/// A `diagnosis` object as the verdict box: `head` (HTML) above the summary.
-fn verdict_html(dg: &Value, class: &str, head: &str) -> String {
+/// A `diagnosis` object as the verdict box: `head` (HTML) above the summary;
+/// `measured` when its rate was measured.
+fn verdict_html(dg: &Value, class: &str, head: &str, measured: bool) -> String {
     let mut s = format!("<section class=\"{class}\">{head}");
     let _ = write!(
         s,
@@ -907,7 +910,9 @@ fn verdict_html(dg: &Value, class: &str, head: &str) -> String {
             let _ = write!(s, "<td><span class=\"k\">{k}</span><b>{}</b></td>", rate(v));
         }
     };
-    cell(&mut s, "measured", num(&dg["measured_bps"]));
+    if measured {
+        cell(&mut s, "measured", num(&dg["measured_bps"]));
+    }
     cell(&mut s, "predicted", num(&dg["predicted_bps"]));
     cell(&mut s, "link carries", num(&dg["link_bps"]));
     if let Some(c) = dg["confidence"].as_str() {

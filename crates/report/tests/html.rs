@@ -785,6 +785,22 @@ fn documents_that_are_not_reports() {
         page.contains("Limited by the receive window: x") && !page.contains("<svg class=\"chart\"")
     );
     assert!(page.contains("a diagnosis alone"));
+    // The model's rate is not a measurement: the page does not call it one.
+    let doc = json!({"diagnosis": {"summary": "s", "measured_bps": 3.5e7, "predicted_bps": 3.5e7}});
+    let page = html::render(&[Input {
+        name: "model".into(),
+        doc: doc.clone(),
+    }])
+    .expect("render");
+    assert!(page.contains(">predicted<") && !page.contains(">measured<"));
+    let mut test = load("plumb-lab-rwin.json");
+    test["diagnosis"]["measured_bps"] = doc["diagnosis"]["measured_bps"].clone();
+    assert!(html::render(&[Input {
+        name: "test".into(),
+        doc: test,
+    }])
+    .expect("render")
+    .contains(">measured<"));
     let s = Scale::new(Quantity::Bytes, 0.0, 17_376.0, 5);
     assert_eq!((s.unit, s.label(s.ticks[1]).as_str()), ("kB", "5"));
 }
