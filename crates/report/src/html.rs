@@ -733,13 +733,20 @@ pub const PANELS: &[Panel] = &[
 ];
 
 /// The connections of a document of `plumb why` on running connections,
-/// busiest first; `None` for any other document.
+/// busiest first (those without a diagnosis last); `None` for any other
+/// document.
 pub fn live_connections(doc: &Value) -> Option<Vec<&Value>> {
     if doc["start"].is_object() {
         return None;
     }
     let mut v: Vec<&Value> = doc["connections"].as_array()?.iter().collect();
-    v.sort_by(|a, b| conn_rate(b).total_cmp(&conn_rate(a)));
+    // Busiest first; one closed before it could be measured comes last.
+    let measured = |c: &Value| c["diagnosis"].is_object();
+    v.sort_by(|a, b| {
+        measured(b)
+            .cmp(&measured(a))
+            .then(conn_rate(b).total_cmp(&conn_rate(a)))
+    });
     Some(v)
 }
 

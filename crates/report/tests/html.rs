@@ -708,6 +708,27 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         order[0] > order[1] && order[1] > 0.0 && order[2] == 0.0,
         "{order:?}"
     );
+    // One that closed before a second sample has no verdict: its note stands
+    // in the table, last, and it gets no verdict box.
+    let mut closed = doc.clone();
+    let boxes = page(closed.clone())
+        .matches("class=\"verdict conn\"")
+        .count();
+    let note = "closed before a second sample: nothing to measure";
+    if let Some(c) = closed["connections"].get_mut(0) {
+        c["diagnosis"] = Value::Null;
+        c["closed"] = json!(true);
+        c["note"] = json!(note);
+        c.as_object_mut().map(|o| o.remove("rate_bps"));
+    }
+    let gone = html::conn_name(&closed["connections"][0]);
+    let live = html::live_connections(&closed).expect("live");
+    assert_eq!(live.last().map(|c| html::conn_name(c)), Some(gone.clone()));
+    assert_eq!(html::conn_limit(live[live.len() - 1]), note);
+    let p = page(closed);
+    assert!(p.contains(note));
+    assert_eq!(p.matches("class=\"verdict conn\"").count(), boxes - 1);
+    assert!(!p.contains(&format!("{}</b>", gone.replace('>', "&gt;"))));
     // A connections entry that is not an object is a bad document.
     let e = html::run_data(&json!({"live": {}, "connections": [1]})).expect_err("bad");
     assert!(e.0.contains("connections"), "{e}");
