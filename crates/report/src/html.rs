@@ -584,6 +584,14 @@ pub fn latency(doc: &Value) -> Option<Latency> {
     fig("RPM idle", whole(&lv["idle"]["rpm"]));
     fig("RPM loaded", whole(&lv["loaded"]["rpm"]));
     fig("probes resent", whole(&lv["probe_retransmits"]));
+    let cost = &lv["probe_cost"];
+    fig(
+        "the probes' own load",
+        num(&cost["wire_bits_per_second"]).map(|b| match num(&cost["share_of_load"]) {
+            Some(s) => format!("{} ({} % of the load)", rate(b), short(s * 100.0)),
+            None => rate(b),
+        }),
+    );
 
     // Per interval (request/response tests record these; --latency does not).
     if let Some(ivs) = doc["intervals"].as_array() {

@@ -472,6 +472,13 @@ fn latency_under_load_idle_against_loaded_from_a_recorded_document() {
     assert_eq!(fig("load added, median"), html::micros(inc * 1e3));
     let rpm = raw["loaded"]["rpm"].as_f64().expect("rpm");
     assert_eq!(fig("RPM loaded").replace(',', ""), format!("{rpm:.0}"));
+    // What the probes cost beside the load they measured.
+    let cost = &raw["probe_cost"];
+    let wire = cost["wire_bits_per_second"].as_f64().expect("probe_cost");
+    let load = fig("the probes' own load");
+    assert!(load.starts_with(&html::rate(wire)), "{load}");
+    let share = cost["share_of_load"].as_f64().expect("share") * 100.0;
+    assert!(share < 1.0 && load.contains("% of the load"), "{load}");
     // --latency records no latency per interval: no chart of it.
     assert!(l.intervals.is_empty());
     assert!(html::latency_interval_chart(&l).is_none());
