@@ -1,7 +1,9 @@
 //! The cost of one live sample with many connections (bench/live runs it):
 //! opens N loopback connections (2N sockets), then times R full samples —
 //! sock_diag dump of IPv4 and IPv6 TCP, decode, and a port filter over every
-//! socket — in wall time and in this thread's CPU time (schedstat). Prints
+//! socket — in wall time and in this thread's CPU time (schedstat), and the
+//! CPU of reading sockets again one by one (the lookup `plumb top` uses for
+//! busy connections). Prints
 //! one JSON line, then holds the connections until stdin closes so the
 //! caller can time `ss -tin` and `plumb top` over the same sockets, with one
 //! paced transfer of about 100 Mb/s running among them.
@@ -18,11 +20,11 @@ use std::time::Instant;
 use plumb_live::sys::Dumper;
 use plumb_live::Filter;
 
+/// This thread's CPU time, ns, brought up to date (see
+/// `plumb_live::sys::thread_cpu_ns`: without the yield it inside, the
+/// figure moved only at scheduler ticks, 4 ms here).
 fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+    plumb_live::sys::thread_cpu_ns().unwrap_or(0)
 }
 
 /// The child: accepts N connections, says so, holds them until stdin closes.
@@ -120,7 +122,27 @@ fn main() {
         lone_seen, 2,
         "the kernel's port filter kept the wrong sockets"
     );
+    // The lone connection's two ends read again by lookup (what `plumb
+    // top` does every interval for busy connections), and 1000 of the idle
+    // ones: CPU per lookup, µs.
+    d.dump_into(&mut conns).expect("dump");
+    let lone_ends: Vec<_> = conns.clone();
     d.port = None;
+    d.dump_into(&mut conns).expect("dump");
+    let idle: Vec<_> = conns.iter().take(1000).copied().collect();
+    let (mut found, mut gone) = (Vec::new(), Vec::new());
+    let mut per_lookup = |set: &[plumb_live::Conn]| {
+        let mut v = Vec::new();
+        for _ in 0..reps {
+            let c = cpu_ns();
+            d.lookup(set, &mut found, &mut gone).expect("lookup");
+            assert_eq!(found.len(), set.len(), "a lookup missed a socket");
+            v.push((cpu_ns() - c) as f64 / 1e3 / set.len() as f64);
+        }
+        med(&mut v)
+    };
+    let lookup_2 = per_lookup(&lone_ends);
+    let lookup_1000 = per_lookup(&idle);
     // The decode alone, over one dump's recorded bytes: what of the sample
     // is plumb's own work rather than the kernel's.
     let mut chunks: Vec<Vec<u8>> = Vec::new();
@@ -140,7 +162,7 @@ fn main() {
         parse_cpus.push((cpu_ns() - c) as f64 / 1e6);
     }
     println!(
-        "{{\"port\":{port},\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{wall:.2},\"cpu_ms_median\":{cpu:.2},\"info_only_cpu_ms_median\":{info_cpu:.2},\"one_port_cpu_ms_median\":{lone_cpu:.2},\"decode_cpu_ms_median\":{:.2},\"recv_buffers\":{}}}",
+        "{{\"port\":{port},\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{wall:.2},\"cpu_ms_median\":{cpu:.2},\"info_only_cpu_ms_median\":{info_cpu:.2},\"one_port_cpu_ms_median\":{lone_cpu:.2},\"decode_cpu_ms_median\":{:.2},\"recv_buffers\":{},\"lookup_cpu_us_per_socket_of_2\":{lookup_2:.1},\"lookup_cpu_us_per_socket_of_1000\":{lookup_1000:.1}}}",
         med(&mut parse_cpus),
         chunks.len()
     );

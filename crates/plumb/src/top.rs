@@ -1,10 +1,14 @@
 //! `plumb top`: the host's TCP connections, busiest first, refreshed every
 //! interval, each with the limit named now. A full-screen view when stdout
 //! is a terminal (q or Ctrl-C quits and the terminal is always restored), a
-//! plain table per interval otherwise, or NDJSON with `--json`. One
-//! sock_diag dump per interval: the rates are the deltas between two dumps.
+//! plain table per interval otherwise, or NDJSON with `--json`. The rates
+//! are deltas between two readings of a connection. The connections busy
+//! now or lately are read every interval by a lookup of each; the full
+//! sock_diag dump that finds the others (and new ones) runs as often as its
+//! measured CPU cost fits `--scan-budget` ([`plumb_live::scan`]).
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry as Slot;
+use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -12,6 +16,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_live::evidence::{explain, Context};
+use plumb_live::scan::{Schedule, DEFAULT_BUDGET};
 use plumb_live::sys::Dumper;
 use plumb_live::sys::Owner;
 use plumb_live::{Conn, Role, Track};
@@ -38,9 +43,18 @@ pub struct TopArgs {
     /// Seconds between refreshes
     #[arg(short = 'i', long, default_value_t = 1.0, value_parser = crate::args::seconds)]
     pub interval: f64,
-    /// One JSON object per connection per interval (newline-delimited)
+    /// One JSON object per connection read in the interval (newline-delimited):
+    /// every connection on a full scan, the busy ones between
     #[arg(long, short = 'J')]
     pub json: bool,
+    /// CPU for full scans of the socket table, % of one core: busy
+    /// connections are read every interval, the full scan that finds the
+    /// others runs as often as its cost allows (100: every interval)
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_BUDGET * 100.0, value_parser = crate::args::number)]
+    pub scan_budget: f64,
+    /// A full scan every SECS seconds whatever it costs (tests)
+    #[arg(long, value_name = "SECS", hide = true, value_parser = crate::args::seconds)]
+    pub scan_every: Option<f64>,
     /// The bottleneck link's rate (1g, 100M); else the route's interface speed
     #[arg(long, value_parser = crate::args::rate)]
     pub link: Option<Rate>,
@@ -55,9 +69,8 @@ struct Lookups {
 
 /// One connection's row for one interval: the numbers, not yet text, so a
 /// row nobody prints (past the screen's height) costs no formatting.
+#[derive(Clone, Copy)]
 struct Row {
-    /// Index of the connection in this interval's dump.
-    at: usize,
     rate: f64,
     role: Role,
     retrans: u64,
@@ -67,7 +80,7 @@ struct Row {
 /// A row for `now`, seen `prev` at `tp`. An idle connection (most of a busy
 /// host's) is a subtraction: no track, no rules, no link lookup. A busy one
 /// gets the same diagnosis as `plumb why`.
-fn row(prev: &Conn, tp: f64, now: &Conn, at: usize, t: f64, look: &mut Lookups) -> Row {
+fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups) -> Row {
     let (sent, received) = plumb_live::track::moved(prev, now);
     let secs = t - tp;
     let bps = |n: u64| {
@@ -83,7 +96,6 @@ fn row(prev: &Conn, tp: f64, now: &Conn, at: usize, t: f64, look: &mut Lookups) 
         u64::from(r(now).saturating_sub(r(prev)))
     };
     let mut out = Row {
-        at,
         rate: bps(sent).max(bps(received)),
         role,
         retrans,
@@ -129,6 +141,7 @@ fn write_json(
     c: &Conn,
     owner: Option<&Owner>,
     interval: u64,
+    full_scan: bool,
 ) -> std::io::Result<()> {
     let tcp = c.tcp.unwrap_or_default();
     write!(
@@ -162,9 +175,10 @@ fn write_json(
         None => write!(out, "null")?,
     }
     match c.congestion {
-        Some(cc) => writeln!(out, ",\"congestion\":\"{cc}\"}}"),
-        None => writeln!(out, ",\"congestion\":null}}"),
+        Some(cc) => write!(out, ",\"congestion\":\"{cc}\"")?,
+        None => write!(out, ",\"congestion\":null")?,
     }
+    writeln!(out, ",\"full_scan\":{full_scan}}}")
 }
 
 /// Restores the terminal however `top` ends (return, error, panic).
@@ -222,9 +236,9 @@ fn wait(until: Instant, screen: bool) -> std::io::Result<bool> {
     }
 }
 
-fn table(
-    rows: &[Row],
-    conns: &[Conn],
+fn table<'a>(
+    order: impl Iterator<Item = &'a u64>,
+    known: &HashMap<u64, Seen>,
     owners: &mut Owners,
     header: &str,
     width: usize,
@@ -235,8 +249,13 @@ fn table(
         "{:<16} {:<24} {:<9} {:>12} {:>8} {:>10} {:>10} {:>5}  {}",
         "PROCESS", "PEER", "DIR", "RATE", "RTT ms", "CWND", "WINDOW", "RETR", "LIMIT"
     ));
-    for r in rows.iter().take(height.saturating_sub(2)) {
-        let c = &conns[r.at];
+    for cookie in order.take(height.saturating_sub(2)) {
+        let Some((c, r)) = known
+            .get(cookie)
+            .and_then(|e| Some((&e.conn, e.row.as_ref()?)))
+        else {
+            continue;
+        };
         let tcp = c.tcp.unwrap_or_default();
         let proc_ = owners
             .get(c.inode)
@@ -269,6 +288,68 @@ fn compact(b: u64) -> String {
     }
 }
 
+/// A connection as last read, and its latest row.
+struct Seen {
+    conn: Conn,
+    /// When it was read, s since start.
+    t: f64,
+    /// The interval that last read it.
+    read: u64,
+    /// Its row at that reading; none until it has been read twice.
+    row: Option<Row>,
+    /// When a reading last found it busy, s since start.
+    busy_at: f64,
+}
+
+/// Whether `e` is looked up every interval at time `t`: new (no rate yet),
+/// or busy within the last `hold` seconds.
+fn hot(e: &Seen, t: f64, hold: f64) -> bool {
+    e.row.is_none() || t - e.busy_at <= hold
+}
+
+/// Records a reading of `c` at `t` in interval `i`: its row against the
+/// reading before, if any. A new connection, or one found busy, joins
+/// `followed`.
+fn record(
+    known: &mut HashMap<u64, Seen>,
+    followed: &mut HashSet<u64>,
+    c: &Conn,
+    t: f64,
+    i: u64,
+    look: &mut Lookups,
+) {
+    match known.entry(c.cookie) {
+        Slot::Occupied(mut o) => {
+            let e = o.get_mut();
+            let r = row(&e.conn, e.t, c, t, look);
+            if r.role != Role::Idle {
+                e.busy_at = t;
+                followed.insert(c.cookie);
+            }
+            e.row = Some(r);
+            e.conn = *c;
+            e.t = t;
+            e.read = i;
+        }
+        Slot::Vacant(v) => {
+            followed.insert(c.cookie);
+            v.insert(Seen {
+                conn: *c,
+                t,
+                read: i,
+                row: None,
+                busy_at: f64::NEG_INFINITY,
+            });
+        }
+    }
+}
+
+/// CPU this thread has used, s; wall time where the kernel keeps no figure.
+fn cpu_now(start: Instant) -> f64 {
+    plumb_live::sys::thread_cpu_ns()
+        .map_or_else(|| start.elapsed().as_secs_f64(), |n| n as f64 / 1e9)
+}
+
 /// Runs `plumb top`.
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let filter = match a.live.filter(a.port) {
@@ -284,6 +365,23 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     if a.count == Some(0) {
         return Ok(usage_error("-n 0: give at least one interval"));
     }
+    if !(a.scan_budget > 0.0 && a.scan_budget <= 100.0) {
+        return Ok(usage_error(format!(
+            "--scan-budget {}: give a share of one core above 0 and at most 100 (%)",
+            a.scan_budget
+        )));
+    }
+    let mut sched = match a.scan_every {
+        Some(s) if s.is_finite() && s > 0.0 => {
+            Schedule::every(a.interval, (s / a.interval - 1e-9).ceil().max(1.0) as u64)
+        }
+        Some(s) => {
+            return Ok(usage_error(format!(
+                "--scan-every {s}: give seconds above 0"
+            )))
+        }
+        None => Schedule::new(a.interval, a.scan_budget / 100.0),
+    };
     let mut dumper = match Dumper::open() {
         Ok(d) => d,
         Err(e) => {
@@ -302,14 +400,21 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let step = Duration::from_secs_f64(a.interval);
     // The kernel skips sockets on other ports before it fills a message.
     dumper.port = filter.kernel_port();
-    // Buffers kept across intervals, so memory stays flat: this dump, the
-    // last one (cookie -> index into it, and its time), and the rows.
+    // Buffers kept across intervals, so memory stays flat: every connection
+    // as last read (by cookie), the ones followed between scans, this
+    // interval's readings, the connections to look up, the ones gone, the
+    // rows read now in order and the last scan's. Nothing per interval walks
+    // every connection but a scan: on a host of idle connections that walk
+    // alone (their entries are 8 MB at 20,000) cost a millisecond.
+    let mut known: HashMap<u64, Seen> = HashMap::new();
+    let mut followed: HashSet<u64> = HashSet::new();
+    let mut scan_order: Vec<(f64, u64)> = Vec::new();
     let mut conns: Vec<Conn> = Vec::new();
-    let mut prev_conns: Vec<Conn> = Vec::new();
-    let mut prev: HashMap<u64, usize> = HashMap::new();
-    let mut next: HashMap<u64, usize> = HashMap::new();
-    let mut prev_t = 0.0;
-    let mut rows: Vec<Row> = Vec::new();
+    let mut wanted: Vec<Conn> = Vec::new();
+    let mut gone: Vec<u64> = Vec::new();
+    let mut order: Vec<(f64, u64)> = Vec::new();
+    // Cleared if this kernel cannot look one socket up: then every interval scans.
+    let mut lookups = true;
     // Buffered: stdout's line buffering would make one write(2) per row, and
     // a busy host has tens of thousands of rows a second. Flushed per interval.
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
@@ -321,35 +426,69 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let mut i = 0u64;
     loop {
         let t = start.elapsed().as_secs_f64();
-        dumper.dump_into(&mut conns)?;
-        rows.clear();
-        next.clear();
-        for (at, c) in conns.iter().enumerate() {
+        let cpu0 = cpu_now(start);
+        let hold = sched.hold_secs();
+        followed.retain(|k| known.get(k).is_some_and(|e| hot(e, t, hold)));
+        wanted.clear();
+        wanted.extend(followed.iter().filter_map(|k| known.get(k)).map(|e| e.conn));
+        let mut full = !lookups || sched.full(i, wanted.len());
+        if !full {
+            match dumper.lookup(&wanted, &mut conns, &mut gone) {
+                Ok(()) => {
+                    for g in &gone {
+                        known.remove(g);
+                    }
+                }
+                Err(_) => {
+                    lookups = false;
+                    full = true;
+                }
+            }
+        }
+        if full {
+            dumper.dump_into(&mut conns)?;
+        }
+        for c in &conns {
             let pid = if filter.pid.is_some() {
                 look.owners.get(c.inode).map(|o| o.pid)
             } else {
                 None
             };
-            if !filter.matches(c, pid) {
-                continue;
+            if filter.matches(c, pid) {
+                record(&mut known, &mut followed, c, t, i, &mut look);
             }
-            if let Some(&p) = prev.get(&c.cookie) {
-                rows.push(row(&prev_conns[p], prev_t, c, at, t, &mut look));
-            }
-            next.insert(c.cookie, at);
         }
-        std::mem::swap(&mut prev, &mut next);
-        std::mem::swap(&mut prev_conns, &mut conns);
-        prev_t = t;
-        // The rows index into this interval's dump, now `prev_conns`.
-        let shown = &prev_conns;
+        if full {
+            // What the scan did not list has closed.
+            known.retain(|_, e| e.read == i);
+        }
         if i > 0 {
-            rows.sort_unstable_by(|x, y| y.rate.total_cmp(&x.rate));
+            // The rows read now, busiest first: every connection's on a
+            // scan, the followed ones' between. The view adds the rest as
+            // the last scan saw them (idle, or they would be followed).
+            order.clear();
+            let read_now = |k: &u64| {
+                known
+                    .get(k)
+                    .filter(|e| e.read == i)?
+                    .row
+                    .map(|r| (r.rate, *k))
+            };
+            if full {
+                order.extend(known.keys().filter_map(read_now));
+            } else {
+                order.extend(followed.iter().filter_map(read_now));
+            }
+            order.sort_unstable_by(|x, y| y.0.total_cmp(&x.0));
+            if full && !a.json {
+                scan_order.clone_from(&order);
+            }
             if a.json {
-                for r in &rows {
-                    let c = &shown[r.at];
-                    let owner = look.owners.get(c.inode);
-                    write_json(&mut out, r, c, owner, i)?;
+                for (_, cookie) in &order {
+                    let Some(e) = known.get(cookie) else { continue };
+                    let Some(r) = &e.row else { continue };
+                    let owner = look.owners.get(e.conn.inode);
+                    write_json(&mut out, r, &e.conn, owner, i, full)?;
                 }
                 out.flush()?;
             } else {
@@ -360,15 +499,24 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                         .filter(|(w, h)| *w > 0 && *h > 0)
                         .map_or((120, 40), |(w, h)| (usize::from(w), usize::from(h)))
                 } else {
-                    (200, rows.len() + 2)
+                    (200, known.len() + 2)
                 };
+                let busy = order
+                    .iter()
+                    .take_while(|(r, _)| *r >= plumb_live::track::IDLE_BPS)
+                    .count();
                 let header = format!(
-                    "plumb top — {} connections, interval {} s{}",
-                    rows.len(),
+                    "plumb top — {} connections, {busy} busy; interval {} s, full scan every {} s{}",
+                    known.len(),
                     a.interval,
+                    secs(sched.period_secs()),
                     if screen.is_some() { "; q quits" } else { "" }
                 );
-                let lines = table(&rows, shown, &mut look.owners, &header, w, h);
+                let rest = scan_order
+                    .iter()
+                    .filter(|(_, k)| known.get(k).is_some_and(|e| e.read != i));
+                let rows = order.iter().chain(rest).map(|(_, k)| k);
+                let lines = table(rows, &known, &mut look.owners, &header, w, h);
                 if screen.is_some() {
                     crossterm::queue!(
                         out,
@@ -386,9 +534,16 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                 }
                 out.flush()?;
             }
-            if a.count.is_some_and(|n| i >= n) {
-                break;
-            }
+        }
+        // What this interval cost, output included, sets the pace of scans.
+        let cost = (cpu_now(start) - cpu0).max(0.0);
+        if full {
+            sched.scanned(i, cost);
+        } else {
+            sched.looked_up(wanted.len(), cost);
+        }
+        if i > 0 && a.count.is_some_and(|n| i >= n) {
+            break;
         }
         i += 1;
         if wait(start + step.mul_f64(i as f64), screen.is_some())? {
@@ -399,4 +554,10 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     drop(out);
     drop(screen);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `4`, `0.5`, `3.75`: seconds in a header.
+fn secs(s: f64) -> String {
+    let r = (s * 100.0).round() / 100.0;
+    format!("{r}")
 }

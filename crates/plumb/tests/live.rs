@@ -807,3 +807,173 @@ fn unprivileged_run_lists_what_it_cannot_see() {
         "{snd:#}"
     );
 }
+
+/// A loopback connection whose client end writes, paced to about 13 Mb/s,
+/// while `go` is set and until `stop`; the server end drains it.
+struct Paced {
+    client: std::net::SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Paced {
+    fn start(
+        l: &std::net::TcpListener,
+        go: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Paced {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut tx = std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (mut rx, _) = l.accept().expect("accept");
+        let client = tx.local_addr().expect("addr");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let writer = std::thread::spawn(move || {
+            let buf = [0u8; 16 << 10];
+            // Bounded: the test ends well within a minute.
+            let t0 = std::time::Instant::now();
+            while !s.load(Relaxed) && t0.elapsed() < Duration::from_secs(60) {
+                if go.load(Relaxed) && tx.write_all(&buf).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let reader = std::thread::spawn(move || {
+            let mut b = [0u8; 16 << 10];
+            while matches!(rx.read(&mut b), Ok(n) if n > 0) {}
+        });
+        Paced {
+            client,
+            stop,
+            threads: vec![writer, reader],
+        }
+    }
+}
+
+impl Drop for Paced {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `plumb top` reads a busy connection every interval by looking it up,
+/// while the full scan of the socket table (forced to every 2 s, 8
+/// intervals of 0.25 s, by the hidden `--scan-every`) is rarer: an idle
+/// connection is listed only on a scan, and a connection that turns busy
+/// between scans is found by the next scan — within the stated period —
+/// and then read every interval.
+#[test]
+fn top_reads_busy_connections_every_interval_and_scans_the_table_rarely() {
+    use std::io::BufRead;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port().to_string();
+    let busy = Paced::start(&l, Arc::new(AtomicBool::new(true)));
+    let later_go = Arc::new(AtomicBool::new(false));
+    let later = Paced::start(&l, later_go.clone());
+    let idle = Paced::start(&l, Arc::new(AtomicBool::new(false)));
+    let mut child = std::process::Command::new(plumb_bin())
+        .args(["top", "--json", "-i", "0.25", "-n", "20", "-p", &port])
+        .args(["--scan-every", "2"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("plumb top");
+    let stdout = child.stdout.take().expect("stdout");
+    let _child = Kill(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // interval -> (full_scan, rows by client address of the sending end).
+    let mut seen: std::collections::BTreeMap<u64, (bool, Vec<Value>)> = Default::default();
+    let mut trigger = None;
+    let mut all = String::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
+        all.push_str(&line);
+        all.push('\n');
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let i = v["interval"].as_u64().expect("interval");
+        // The second connection turns busy once interval 3 is out: after
+        // the scans of intervals 0 and 1 saw it idle.
+        if i >= 3 && trigger.is_none() {
+            later_go.store(true, Relaxed);
+            trigger = Some(i);
+        }
+        let e = seen
+            .entry(i)
+            .or_insert((v["full_scan"] == true, Vec::new()));
+        assert_eq!(e.0, v["full_scan"] == true, "one kind of interval: {line}");
+        e.1.push(v);
+    }
+    let trigger = trigger.expect("top got to interval 3");
+    let rows_of = |i: u64, who: std::net::SocketAddr| -> Vec<&Value> {
+        seen.get(&i).map_or(Vec::new(), |(_, rows)| {
+            rows.iter()
+                .filter(|r| r["local"] == who.to_string() || r["remote"] == who.to_string())
+                .collect()
+        })
+    };
+    assert_eq!(
+        seen.keys().copied().collect::<Vec<_>>(),
+        (1..=20).collect::<Vec<_>>(),
+        "{all}"
+    );
+    let full: Vec<u64> = seen
+        .iter()
+        .filter(|(_, (f, _))| *f)
+        .map(|(i, _)| *i)
+        .collect();
+    // Scans at start (0 and 1: a baseline and the first rates), then every 8.
+    assert_eq!(full, vec![1, 9, 17], "{all}");
+    for i in 1..=20 {
+        // The busy transfer: both ends, busy, every interval.
+        let b = rows_of(i, busy.client);
+        assert_eq!(b.len(), 2, "interval {i}: {all}");
+        assert!(
+            b.iter()
+                .all(|r| r["direction"] != "idle" && r["rate_bps"].as_f64().unwrap_or(0.0) > 1e6),
+            "interval {i}: {b:?}"
+        );
+        // The idle one: only when the table is scanned.
+        let n = rows_of(i, idle.client).len();
+        assert_eq!(
+            n,
+            if full.contains(&i) { 2 } else { 0 },
+            "interval {i}: {all}"
+        );
+    }
+    // The one that turned busy: found by the first scan after it did, at
+    // most a period (8 intervals) and an interval later, then every interval.
+    let found = (trigger..=20)
+        .find(|&i| {
+            rows_of(i, later.client)
+                .iter()
+                .any(|r| r["direction"] == "sender")
+        })
+        .unwrap_or_else(|| panic!("never found busy (from interval {trigger}): {all}"));
+    assert!(
+        found <= trigger + 9,
+        "found at {found}, busy from {trigger}"
+    );
+    assert!(
+        full.contains(&found),
+        "found at {found}, not by a scan: {full:?}"
+    );
+    for i in found..=20 {
+        assert_eq!(rows_of(i, later.client).len(), 2, "interval {i}: {all}");
+    }
+    // Before it turned busy it was idle on the scans, absent between.
+    assert_eq!(rows_of(1, later.client).len(), 2);
+    assert!(rows_of(2, later.client).is_empty(), "{all}");
+    drop((busy, later, idle));
+}
