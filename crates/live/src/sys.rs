@@ -9,8 +9,8 @@ use std::io;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr};
 
 use crate::diag::{
-    dump_request, dump_request_both, dumped_state, ext, lookup_request, parse_into, walk, Answer,
-    Conn, Query, FAMILIES,
+    dump_request, dump_request_both, dumped_state, ext, lookup_request, walk, Answer, Conn, Query,
+    FAMILIES,
 };
 
 /// An open sock_diag socket, reused across samples.
@@ -72,6 +72,13 @@ impl Dumper {
     /// one vector across samples.
     pub fn dump_into(&mut self, out: &mut Vec<Conn>) -> io::Result<()> {
         out.clear();
+        self.dump_each(|c| out.push(*c))
+    }
+
+    /// [`Dumper::dump`] handing each socket to `each` as its receive buffer
+    /// is parsed: nothing holds the whole dump (at 20,000 sockets a vector
+    /// of them is 13 MB).
+    pub fn dump_each(&mut self, mut each: impl FnMut(&Conn)) -> io::Result<()> {
         if self.both {
             self.seq = self.seq.wrapping_add(1);
             let q = Query {
@@ -79,16 +86,27 @@ impl Dumper {
                 ext: self.ext,
                 port: self.port,
             };
-            match self.run(&dump_request_both(&q, self.seq), &mut |_| {}, out) {
+            let mut got = 0usize;
+            let req = dump_request_both(&q, self.seq);
+            match self.run(&req, &mut |_| {}, &mut |c| {
+                got += 1;
+                each(c);
+            }) {
                 Ok(()) => return Ok(()),
                 // A kernel without the original request (or one that
                 // refuses it) is asked family by family from now on.
-                Err(e) if e.raw_os_error().is_some() && out.is_empty() => self.both = false,
+                Err(e) if e.raw_os_error().is_some() && got == 0 => self.both = false,
                 Err(e) => return Err(e),
             }
         }
         for fam in FAMILIES {
-            self.dump_family(fam, |_raw| {}, out)?;
+            self.seq = self.seq.wrapping_add(1);
+            let q = Query {
+                family: fam,
+                ext: self.ext,
+                port: self.port,
+            };
+            self.run(&dump_request(&q, self.seq), &mut |_| {}, &mut each)?;
         }
         Ok(())
     }
@@ -106,7 +124,7 @@ impl Dumper {
             ext: self.ext,
             port: self.port,
         };
-        self.run(&dump_request(&q, self.seq), &mut raw, out)
+        self.run(&dump_request(&q, self.seq), &mut raw, &mut |c| out.push(*c))
     }
 
     /// Reads again each socket of `conns` (as an earlier dump saw them) by
@@ -175,12 +193,12 @@ impl Dumper {
         Ok(())
     }
 
-    /// Sends one dump request and parses its answer into `out`.
+    /// Sends one dump request and hands each socket of its answer to `each`.
     fn run(
         &mut self,
         req: &[u8],
         raw: &mut dyn FnMut(&[u8]),
-        out: &mut Vec<Conn>,
+        each: &mut dyn FnMut(&Conn),
     ) -> io::Result<()> {
         self.sock.send(req, 0)?;
         // A dump ends with NLMSG_DONE; bounded in case the kernel misbehaves.
@@ -191,19 +209,23 @@ impl Dumper {
             }
             let chunk = &self.buf[..n];
             raw(chunk);
-            let st = parse_into(chunk, out);
-            self.bad += st.bad;
-            if let Some(e) = st.error {
+            let (mut done, mut error) = (false, None);
+            self.bad += walk(chunk, |_, a| match a {
+                Answer::Conn(c) => each(&c),
+                Answer::Done => done = true,
+                Answer::Error(e) => error = Some(e),
+                Answer::Ack => {}
+            });
+            if let Some(e) = error {
                 return Err(io::Error::from_raw_os_error(-e));
             }
-            if st.done {
+            if done {
                 return Ok(());
             }
         }
         Ok(())
     }
 }
-
 /// The kernel's answers to a lookup of a socket that is gone: `ENOENT`,
 /// or `ESTALE` (kernels before 4.18 for a cookie of an earlier socket).
 const GONE: [i32; 2] = [-2, -116];

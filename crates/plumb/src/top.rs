@@ -208,11 +208,19 @@ impl Drop for Screen {
     }
 }
 
-/// Waits until `until`, or a quit key on the full screen. True means quit.
+/// How often the full screen looks for SIGTERM while it waits: crossterm's
+/// poll resumes after a signal, so the wait is cut into slices.
+const SIGNAL_CHECK: Duration = Duration::from_millis(100);
+
+/// Waits until `until`, or a quit key or SIGTERM (or SIGINT from `kill`:
+/// raw mode makes Ctrl-C a key) on the full screen. True means quit.
 fn wait(until: Instant, screen: bool) -> std::io::Result<bool> {
     use crossterm::event::{poll, read, Event, KeyCode, KeyEventKind, KeyModifiers};
     loop {
         let left = until.saturating_duration_since(Instant::now());
+        if screen && plumb_net::signals::interrupted() {
+            return Ok(true);
+        }
         if left.is_zero() {
             return Ok(false);
         }
@@ -220,7 +228,7 @@ fn wait(until: Instant, screen: bool) -> std::io::Result<bool> {
             std::thread::sleep(left);
             return Ok(false);
         }
-        if poll(left)? {
+        if poll(left.min(SIGNAL_CHECK))? {
             if let Event::Key(k) = read()? {
                 if k.kind != KeyEventKind::Release
                     && (matches!(
@@ -392,6 +400,10 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let owners = Owners::new();
     let screen_mode = !a.json && std::io::stdout().is_terminal();
     let screen = if screen_mode {
+        // SIGTERM (and a SIGINT sent by kill) become a flag `wait` checks,
+        // so the terminal is restored as on q; without them the default
+        // action would end plumb with the terminal raw.
+        plumb_net::signals::install();
         Some(Screen::enter()?)
     } else {
         None
@@ -401,16 +413,15 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     // The kernel skips sockets on other ports before it fills a message.
     dumper.port = filter.kernel_port();
     // Buffers kept across intervals, so memory stays flat: every connection
-    // as last read (by cookie), the ones followed between scans, this
-    // interval's readings, the connections to look up, the ones gone, the
-    // rows read now in order and the last scan's. Nothing per interval walks
+    // as last read (by cookie), the ones followed between scans, their
+    // readings this interval, the ones gone, the rows read now in order and
+    // the last scan's. Nothing per interval walks
     // every connection but a scan: on a host of idle connections that walk
     // alone (their entries are 8 MB at 20,000) cost a millisecond.
     let mut known: HashMap<u64, Seen> = HashMap::new();
     let mut followed: HashSet<u64> = HashSet::new();
     let mut scan_order: Vec<(f64, u64)> = Vec::new();
     let mut conns: Vec<Conn> = Vec::new();
-    let mut wanted: Vec<Conn> = Vec::new();
     let mut gone: Vec<u64> = Vec::new();
     let mut order: Vec<(f64, u64)> = Vec::new();
     // Cleared if this kernel cannot look one socket up: then every interval scans.
@@ -429,11 +440,15 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         let cpu0 = cpu_now(start);
         let hold = sched.hold_secs();
         followed.retain(|k| known.get(k).is_some_and(|e| hot(e, t, hold)));
-        wanted.clear();
-        wanted.extend(followed.iter().filter_map(|k| known.get(k)).map(|e| e.conn));
-        let mut full = !lookups || sched.full(i, wanted.len());
+        let asked = followed.len();
+        let mut full = !lookups || sched.full(i, asked);
+        conns.clear();
         if !full {
-            match dumper.lookup(&wanted, &mut conns, &mut gone) {
+            let ask = followed
+                .iter()
+                .filter_map(|k| known.get(k))
+                .map(|e| &e.conn);
+            match dumper.lookup(ask, &mut conns, &mut gone) {
                 Ok(()) => {
                     for g in &gone {
                         known.remove(g);
@@ -442,13 +457,11 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                 Err(_) => {
                     lookups = false;
                     full = true;
+                    conns.clear();
                 }
             }
         }
-        if full {
-            dumper.dump_into(&mut conns)?;
-        }
-        for c in &conns {
+        let mut take = |c: &Conn| {
             let pid = if filter.pid.is_some() {
                 look.owners.get(c.inode).map(|o| o.pid)
             } else {
@@ -457,6 +470,13 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             if filter.matches(c, pid) {
                 record(&mut known, &mut followed, c, t, i, &mut look);
             }
+        };
+        if full {
+            // Each socket is taken as its buffer is parsed: no vector holds
+            // the whole table.
+            dumper.dump_each(&mut take)?;
+        } else {
+            conns.iter().for_each(&mut take);
         }
         if full {
             // What the scan did not list has closed.
@@ -540,7 +560,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         if full {
             sched.scanned(i, cost);
         } else {
-            sched.looked_up(wanted.len(), cost);
+            sched.looked_up(asked, cost);
         }
         if i > 0 && a.count.is_some_and(|n| i >= n) {
             break;

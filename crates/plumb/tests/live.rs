@@ -977,3 +977,44 @@ fn top_reads_busy_connections_every_interval_and_scans_the_table_rarely() {
     assert!(rows_of(2, later.client).is_empty(), "{all}");
     drop((busy, later, idle));
 }
+
+/// The full screen in a pseudo-terminal (`script`) ended by SIGTERM, as a
+/// service manager or `kill` ends it: the terminal is restored as on `q`
+/// (alternate screen left, cursor shown, cooked mode back), and the header
+/// states how often the table is scanned.
+#[test]
+fn top_full_screen_restores_the_terminal_on_sigterm() {
+    let have = |b: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {b}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !have("script") {
+        plumb_testkit::skip!("needs script (util-linux)");
+        return;
+    }
+    // -i 0.3 and a scan every 2 s: 7 intervals, 2.1 s.
+    let cmd = format!(
+        "{} top -i 0.3 --scan-every 2 & p=$!; sleep 1.5; kill -TERM $p; wait $p; echo; echo EXIT=$?; stty -a",
+        plumb_bin()
+    );
+    let shell = format!("timeout 20 script -qfec '{cmd}' /dev/null </dev/null");
+    let out = run("sh", &["-c", &shell], Duration::from_secs(30));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\x1b[?1049h"), "no alternate screen: {text}");
+    assert!(text.contains("full scan every 2.1 s"), "{text}");
+    let leave = text
+        .rfind("\x1b[?1049l")
+        .unwrap_or_else(|| panic!("alternate screen not left: {text}"));
+    assert!(
+        text[..leave].contains("\x1b[?25h"),
+        "cursor not shown again"
+    );
+    assert!(text.contains("EXIT=0"), "{text}");
+    let stty = &text[text.find("EXIT=0").unwrap_or(0)..];
+    assert!(
+        stty.contains(" icanon") && stty.contains(" echo "),
+        "terminal left raw: {stty}"
+    );
+}
