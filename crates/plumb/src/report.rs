@@ -2,10 +2,10 @@
 //! `plumb -c`, `plumb why`, `plumb lab` and `plumb demo`.
 //!
 //! Glue only: reads `-J` documents and `--json-stream` logs (plumb's or
-//! iperf3's), adds a diagnosis where the document has none and the evidence
-//! allows one, hands them to `plumb_report::html`, and writes the page to a
-//! temporary file renamed into place, so that a failure never leaves half a
-//! report behind.
+//! iperf3's) and `plumb top --json` logs, adds a diagnosis where a test's
+//! document has none and the evidence allows one, hands them to
+//! `plumb_report::html`, and writes the page to a temporary file renamed
+//! into place, so that a failure never leaves half a report behind.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,10 +23,10 @@ use crate::cli::usage_error;
 /// Flags of `plumb report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  plumb report result.json                       one run\n  plumb report before.json after.json -o fix.html  compared on one page\n\nReads plumb's and iperf3's -J documents and --json-stream logs."
+    after_help = "Examples:\n  plumb report result.json                       one run\n  plumb report before.json after.json -o fix.html  compared on one page\n  plumb report top.ndjson -o top.html              plumb top --json over time\n\nReads plumb's and iperf3's -J documents and --json-stream logs, and plumb top --json logs."
 )]
 pub struct ReportArgs {
-    /// -J documents or --json-stream logs (plumb's or iperf3's); several are compared
+    /// -J documents or --json-stream logs (plumb's or iperf3's), or plumb top --json logs; several are compared
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The HTML file to write
@@ -64,10 +64,19 @@ fn display_name(path: &Path) -> String {
     )
 }
 
-/// Reads a `-J` document, or a `--json-stream` log reassembled into one.
+/// Reads a `-J` document, a `--json-stream` log reassembled into one, or a
+/// `plumb top --json` log (its first line a row, not an event).
 pub fn load(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if plumb_report::top::is_top_log(&text) {
+        return plumb_report::top::document_from_top(&text).map_err(|e| {
+            format!(
+                "{} is not a whole plumb top --json log: {e}",
+                path.display()
+            )
+        });
+    }
     let doc = match serde_json::from_str::<Value>(&text) {
         Ok(v) => v,
         Err(e) => plumb_report::json::document_from_events(&text).ok_or_else(|| {
@@ -86,7 +95,9 @@ pub fn load(path: &Path) -> Result<Value, String> {
 /// the evidence allows one (the link rate from `link`, else the best
 /// interval as a lower bound, as `plumb why --from` does).
 pub fn input(name: String, mut doc: Value, link: Option<Rate>) -> Input {
-    if !doc["diagnosis"].is_object() {
+    // A top log names a limit per connection and interval already.
+    let top = plumb_report::top::TopData::from_doc(&doc).is_some();
+    if !top && !doc["diagnosis"].is_object() {
         let mut link = link.map(|r| LinkRate {
             bps: r.bps(),
             source: LinkSource::Given,

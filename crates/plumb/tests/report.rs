@@ -741,3 +741,100 @@ fn why_report_flag_writes_the_model_and_the_live_pages() {
     texts.extend(busy.iter().map(String::as_str));
     browse(&out, 0, 0, &texts, None, &[]);
 }
+
+#[test]
+fn top_log_report_draws_connections_over_time_in_the_browser() {
+    let _one = serial();
+    let dir = Scratch::new("top");
+    let name = "plumb-top.ndjson";
+    let text = std::fs::read_to_string(fixture(name)).expect("fixture");
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a row"))
+        .collect();
+    // The connections that moved data, and those this host sent on.
+    let mut busy: Vec<String> = rows
+        .iter()
+        .filter(|r| r["direction"] != "idle")
+        .map(|r| format!("{} → {}", r["local"], r["remote"]).replace('"', ""))
+        .collect();
+    busy.sort();
+    busy.dedup();
+    let mut senders: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["direction"] == "sender")
+        .map(|r| &r["local"])
+        .collect();
+    senders.sort_by_key(|v| v.to_string());
+    senders.dedup();
+    assert!(busy.len() >= 2 && !senders.is_empty(), "{busy:?}");
+    let out = dir.path("top.html");
+    let html = report(&[fixture(name)], &out);
+    // Throughput (one line each), RTT (senders), windows (senders' cwnd and
+    // everyone's advertised window), and the strip of limits.
+    let series = busy.len() + senders.len() + senders.len() + busy.len();
+    assert_eq!(counts(&html), (4, series));
+    assert_eq!(series_in(&html, "top-throughput"), busy.len());
+    assert_eq!(series_in(&html, "top-rtt"), senders.len());
+    assert_eq!(series_in(&html, "top-limits"), 0);
+    let marks = rows
+        .iter()
+        .filter(|r| busy.contains(&format!("{} → {}", r["local"], r["remote"]).replace('"', "")))
+        .count();
+    // Every reading of a drawn connection is under a mark of the strip.
+    let under: usize = html
+        .split("\" data-intervals=\"")
+        .skip(1)
+        .filter_map(|m| m.split('"').next()?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(under, marks);
+    assert!(!html.contains("src=") && !html.contains("href="));
+    let mut texts = vec![
+        "Connections over time",
+        "Throughput of each connection",
+        "Limit named in each interval",
+        "application",
+        "time (intervals)",
+    ];
+    texts.extend(busy.iter().map(String::as_str));
+    if let Some(seen) = browse(&out, 4, series, &texts, None, &[]) {
+        assert!(seen["chart_colours"].as_u64().unwrap_or(0) >= 5, "{seen}");
+        assert_eq!(seen["background"], "rgb(255, 255, 255)", "{seen}");
+        let dark = browse(&out, 4, series, &texts[..3], None, &["--dark", "--pdf"])
+            .expect("the browser ran a moment ago");
+        assert_eq!(dark["background"], "rgb(21, 24, 28)", "{dark}");
+        assert!(dark["chart_colours"].as_u64().unwrap_or(0) >= 5, "{dark}");
+    }
+
+    // A log cut short, or with a stray line: one line naming the file,
+    // exit 2, no page (and no temporary file).
+    for (bad, why) in [
+        ("cut.ndjson", text[..text.len() - 30].to_string()),
+        ("stray.ndjson", format!("{text}not json\n")),
+        ("joined.ndjson", format!("{text}{text}")),
+    ] {
+        let input = dir.path(bad);
+        std::fs::write(&input, why).expect("write");
+        let out = dir.path("bad.html");
+        let o = run(
+            plumb_bin(),
+            &["report", &input, "-o", &out],
+            Duration::from_secs(10),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
+        assert!(
+            err.contains(bad) && err.contains("plumb top --json log"),
+            "{err}"
+        );
+        assert!(!Path::new(&out).exists(), "{bad}: no page");
+        assert!(
+            !std::fs::read_dir(&dir.0)
+                .expect("dir")
+                .filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().contains(".tmp")),
+            "{bad}: no temporary file"
+        );
+    }
+}

@@ -28,6 +28,9 @@ pub enum Quantity {
     Count,
     /// A fraction, 0–1.
     Fraction,
+    /// Reporting intervals of unknown length (`plumb top`'s, 1 s unless
+    /// it ran with `-i`): whole steps, and the axis starts where the data does.
+    Intervals,
 }
 
 /// An axis' range, ticks and display unit.
@@ -91,6 +94,7 @@ pub fn unit_for(q: Quantity, max: f64) -> (f64, &'static str) {
         Quantity::Percent => (1.0, "%"),
         Quantity::Count => (1.0, ""),
         Quantity::Fraction => (1.0, ""),
+        Quantity::Intervals => (1.0, "intervals"),
     }
 }
 
@@ -112,13 +116,14 @@ impl Scale {
                 lo = 0.0;
                 hi = 1.0;
             }
+            Quantity::Intervals => {}
             _ => lo = lo.min(0.0),
         }
         if hi - lo <= 0.0 {
             hi = lo + if hi.abs() > 0.0 { hi.abs() } else { 1.0 };
         }
         let mut step = nice_step(hi - lo, target);
-        if q == Quantity::Count {
+        if matches!(q, Quantity::Count | Quantity::Intervals) {
             // No half segments.
             step = step.max(1.0);
         }
@@ -181,7 +186,8 @@ pub enum Style {
 pub struct Series {
     /// Its name in the legend.
     pub name: String,
-    /// (x, y) in the axes' base units, x ascending.
+    /// (x, y) in the axes' base units, x ascending. A point that is not
+    /// finite breaks the line (a gap: nothing was read there).
     pub points: Vec<(f64, f64)>,
     /// How it is drawn.
     pub style: Style,
@@ -332,11 +338,11 @@ impl Chart {
             };
             let mut d = String::new();
             let mut prev: Option<(f64, f64)> = None;
-            for &(x, y) in ser
-                .points
-                .iter()
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-            {
+            for &(x, y) in &ser.points {
+                if !(x.is_finite() && y.is_finite()) {
+                    prev = None;
+                    continue;
+                }
                 let (cx, cy) = (px(x), py(y));
                 match prev {
                     None => {
@@ -451,5 +457,37 @@ mod tests {
         assert!(h.contains("x&amp;y") && h.contains("a &lt;b&gt;"));
         assert!(h.contains("(Mbit/s)") && h.contains("time (s)"));
         assert!(!h.contains("NaN") && !h.contains("inf"));
+    }
+
+    #[test]
+    fn a_point_that_is_not_finite_breaks_the_line() {
+        let c = Chart {
+            id: "gap".into(),
+            title: "gap".into(),
+            x: (Quantity::Intervals, "time".into()),
+            y: (Quantity::Rate, "rate".into()),
+            series: vec![Series {
+                name: "a".into(),
+                points: vec![
+                    (3.0, 1e6),
+                    (4.0, 1e6),
+                    (f64::NAN, f64::NAN),
+                    (6.0, 2e6),
+                    (7.0, 2e6),
+                ],
+                style: Style::Palette(0),
+            }],
+            steps: true,
+            x_range: None,
+        };
+        let h = c.to_html();
+        let d = h.split(" d=\"").nth(1).and_then(|d| d.split('"').next());
+        assert_eq!(d.map(|d| d.matches('M').count()), Some(2), "{h}");
+        assert!(!h.contains("NaN"));
+        // Intervals: whole steps, from where the data starts, with their unit.
+        let xs = c.x_scale();
+        assert_eq!((xs.min, xs.max, xs.unit), (3.0, 7.0, "intervals"));
+        assert!(xs.ticks.windows(2).all(|w| w[1] - w[0] >= 1.0), "{xs:?}");
+        assert!(h.contains("time (intervals)"));
     }
 }

@@ -78,7 +78,7 @@ impl std::fmt::Display for BadDocument {
 
 impl std::error::Error for BadDocument {}
 
-fn num(v: &Value) -> Option<f64> {
+pub(crate) fn num(v: &Value) -> Option<f64> {
     v.as_f64().filter(|x| x.is_finite())
 }
 
@@ -108,6 +108,13 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
         .and_then(Value::as_str)
         .map_or(String::new(), |e| format!(" (the test failed: {e})"));
     if !obj.get("start").is_some_and(Value::is_object) {
+        if let Some(t) = crate::top::TopData::from_doc(doc) {
+            // plumb top --json: the connections over time, in their own panel.
+            return Ok(RunData {
+                producer: t.producer(),
+                ..RunData::default()
+            });
+        }
         if let Some(conns) = obj.get("connections").and_then(Value::as_array) {
             // plumb why on running connections: each has its own diagnosis.
             if conns.iter().any(|c| !c.is_object()) {
@@ -517,7 +524,7 @@ pub fn micros(us: f64) -> String {
 }
 
 /// Three significant figures without trailing zeros: `10`, `1.2`, `77.4`.
-fn short(x: f64) -> String {
+pub(crate) fn short(x: f64) -> String {
     let n = sig3(x);
     if n.contains('.') {
         n.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -527,7 +534,7 @@ fn short(x: f64) -> String {
 }
 
 /// A whole number with thousands separators: `799,854`.
-fn whole(x: f64) -> String {
+pub(crate) fn whole(x: f64) -> String {
     let digits = format!("{:.0}", x.abs());
     let mut out = String::new();
     for (k, c) in digits.chars().enumerate() {
@@ -730,6 +737,7 @@ pub const PANELS: &[Panel] = &[
     error_panel,
     verdict_panel,
     live_panel,
+    crate::top::panel,
     |_, d| throughput_chart(d).map(|c| c.to_html()),
     |_, d| window_chart(d).map(|c| c.to_html()),
     |_, d| rtt_chart(d).map(|c| c.to_html()),
@@ -1080,6 +1088,10 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
 
 /// What the document's writer did not record, said rather than drawn empty.
 fn missing_panel(i: &Input, d: &RunData) -> Option<String> {
+    if crate::top::TopData::from_doc(&i.doc).is_some() {
+        // The top panel says what it drew and what it left out.
+        return None;
+    }
     if let Some(conns) = live_connections(&i.doc) {
         let samples = conns.iter().filter_map(|c| c["samples"].as_u64()).max();
         return Some(format!(
@@ -1446,6 +1458,8 @@ table.compare td,table.compare th{padding:.25rem .8rem .25rem 0;border-bottom:1p
 table.lat td,table.lat tr:first-child th{text-align:right;font-variant-numeric:tabular-nums}
 table.live td{font-size:.9rem}
 .verdict.conn{border-left-color:var(--c2)}p.conn{margin:.1rem 0 .4rem}
+.mark{stroke-width:1}.mark.none{fill:var(--grid);stroke:var(--grid)}.mark.idle{fill:none;stroke:var(--muted);stroke-dasharray:2 2}
+.mark.other{fill:var(--muted);stroke:var(--muted)}.rowlabel{fill:var(--fg);font-size:11px}
 footer{margin-top:2rem;font-size:.8rem;color:var(--muted)}
 @page{size:A4;margin:14mm}
 @media print{:root{--bg:#fff;--fg:#000;--muted:#444;--grid:#ccc;--card:#f2f2f2;--c0:#0072B2;--c1:#E69F00;--c2:#009E73;--c3:#D55E00;--c4:#CC79A7;--c5:#56B4E9;--c6:#8C6D00;--c7:#000}

@@ -4,7 +4,7 @@
 //! and its end, in the shape iperf3 reports them — and the printers that turn a
 //! record into iperf3's human layout ([`text::TextSink`]) or iperf3's `-J` JSON
 //! ([`json::JsonSink`]), and the HTML report drawn from that JSON ([`html`],
-//! with its charts in [`chart`]). The measuring engine pushes records into a [`Sink`]; it
+//! with its charts in [`chart`], and `plumb top --json` logs in [`top`]). The measuring engine pushes records into a [`Sink`]; it
 //! never formats anything itself, and the printers never compute statistics
 //! beyond summing what they are given.
 #![forbid(unsafe_code)]
@@ -15,6 +15,7 @@ pub mod html;
 pub mod json;
 pub mod record;
 pub mod text;
+pub mod top;
 
 pub use record::*;
 

@@ -927,3 +927,314 @@ fn a_lab_run_names_both_ends_as_this_machine() {
     assert!(p.contains("<th>client (near)</th><th>server (far)</th>"));
     assert!(!p.contains("this host"), "the lab has no far host");
 }
+
+fn fixture_text(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The rows of a `plumb top --json` log, as written.
+fn top_rows(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a row"))
+        .collect()
+}
+
+fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .copied()
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+        .collect()
+}
+
+#[test]
+fn top_log_draws_each_busy_connection_over_time() {
+    use plumb_report::top::{self, TopData};
+    let text = fixture_text("plumb-top.ndjson");
+    assert!(top::is_top_log(&text));
+    let rows = top_rows(&text);
+    let doc = top::document_from_top(&text).expect("a top log");
+    let t = TopData::from_doc(&doc).expect("top data");
+    let key = |r: &Value| format!("{} → {}", r["local"], r["remote"]).replace('"', "");
+    let mut all: Vec<String> = rows.iter().map(key).collect();
+    all.sort();
+    all.dedup();
+    let busy: Vec<String> = all
+        .iter()
+        .filter(|k| {
+            rows.iter()
+                .any(|r| key(r) == **k && r["direction"] != "idle")
+        })
+        .cloned()
+        .collect();
+    let intervals: Vec<u64> = rows.iter().filter_map(|r| r["interval"].as_u64()).collect();
+    let (first, last) = (intervals.iter().min(), intervals.iter().max());
+    assert_eq!((Some(&t.first), Some(&t.last)), (first, last));
+    let n = t.last - t.first + 1;
+    assert!(n >= 3, "the fixture has several intervals");
+    assert_eq!(t.rows as usize, rows.len());
+    assert_eq!(t.seen as usize, all.len());
+    // Both ends of the loopback transfer are busy; the control connection idles.
+    assert_eq!(busy.len(), 2, "{busy:?}");
+    assert_eq!(t.conns.len(), busy.len());
+    assert_eq!(t.left_idle as usize, all.len() - busy.len());
+    assert_eq!(t.left_busy, 0);
+    // Busiest first, by the rates summed over the intervals.
+    let sum = |c: &top::TopConn| c.samples.iter().map(|s| s.rate_bps).sum::<f64>();
+    assert!(sum(&t.conns[0]) >= sum(&t.conns[1]));
+    let senders = t.conns.iter().filter(|c| c.sends()).count();
+    assert_eq!(senders, 1);
+    assert_eq!(t.conns.iter().filter(|c| c.receives()).count(), 1);
+
+    // Throughput: one series per connection, one step per interval and the
+    // last again at its end, each the row's rate; receivers dashed.
+    let c = top::throughput_chart(&t).expect("throughput");
+    assert_eq!(c.series.len(), busy.len());
+    for s in &c.series {
+        let conn = t
+            .conns
+            .iter()
+            .find(|c| s.name.contains(&format!("{} → {}", c.local, c.remote)))
+            .expect("named by its connection");
+        assert_eq!(finite(&s.points).len() as u64, n + 1, "{}", s.name);
+        for (k, p) in s.points.iter().take(n as usize).enumerate() {
+            let row = rows
+                .iter()
+                .find(|r| {
+                    key(r) == format!("{} → {}", conn.local, conn.remote)
+                        && r["interval"] == t.first + k as u64
+                })
+                .expect("a row per interval");
+            assert_eq!(
+                *p,
+                (
+                    (t.first + k as u64 - 1) as f64,
+                    row["rate_bps"].as_f64().unwrap_or(-1.0)
+                )
+            );
+        }
+        let dashed = matches!(s.style, Style::Dashed(_));
+        assert_eq!(dashed, !conn.sends(), "{}", s.name);
+    }
+    let ys = c.y_scale();
+    assert_eq!(ys.unit, "Mbit/s");
+    let xs = c.x_scale();
+    assert_eq!(
+        (xs.min, xs.max, xs.unit),
+        ((t.first - 1) as f64, t.last as f64, "intervals")
+    );
+
+    // RTT: the sender's, in µs on loopback; windows: its cwnd, and the
+    // receiver's window seen from both ends.
+    let r = top::rtt_chart(&t).expect("rtt");
+    assert_eq!(r.series.len(), senders);
+    assert_eq!(finite(&r.series[0].points).len() as u64, n + 1);
+    assert_eq!((r.y.0, r.y_scale().unit), (Quantity::Millis, "µs"));
+    let w = top::window_chart(&t).expect("windows");
+    assert_eq!(w.series.len(), senders + busy.len());
+    assert!(w
+        .series
+        .iter()
+        .all(|s| finite(&s.points).len() as u64 == n + 1));
+    assert!(
+        ["kB", "MB"].contains(&w.y_scale().unit),
+        "{:?}",
+        w.y_scale()
+    );
+
+    // The limit per interval: each reading of a drawn connection under a
+    // mark named as the row named it, a mark per run of one limit.
+    let page = html::render(&[Input {
+        name: "plumb-top.ndjson".into(),
+        doc,
+    }])
+    .expect("render");
+    let drawn: Vec<&Value> = rows.iter().filter(|r| busy.contains(&key(r))).collect();
+    assert_eq!(marked(&page, ""), drawn.len());
+    let runs: usize = t.conns.iter().map(|c| c.limit_runs().len()).sum();
+    assert_eq!(page.matches(" data-limit=").count(), runs);
+    assert!(runs >= busy.len() && runs <= drawn.len());
+    for (limit, mark) in [
+        ("application", "application"),
+        ("receive_window", "receive_window"),
+    ] {
+        let want = drawn
+            .iter()
+            .filter(|r| r["direction"] != "idle" && r["limit"] == limit)
+            .count();
+        assert_eq!(marked(&page, mark), want, "{limit}");
+    }
+    let unnamed = drawn
+        .iter()
+        .filter(|r| r["direction"] != "idle" && r["limit"].is_null())
+        .count();
+    assert_eq!(marked(&page, "none"), unnamed);
+    assert!(page.contains("data-limit=\"application\"") && page.contains("class=\"mark s6\""));
+    assert!(page.contains("busy, no limit named"));
+    assert!(page.contains(&format!("1–{} application", t.last)));
+    // 3 charts of series and the strip; a note for what was left out.
+    assert_eq!(page.matches("<svg class=\"chart\"").count(), 4);
+    assert!(page.contains("Left out: 2 connections idle in every reading"));
+    assert!(page.contains("time (intervals)") && page.contains("rate (Mbit/s)"));
+    assert!(!page.contains("No test in this document"));
+}
+
+/// The intervals under the limit strip's marks for `limit` (every mark's
+/// when `limit` is empty), from their `data-intervals`.
+fn marked(page: &str, limit: &str) -> usize {
+    page.split(" data-limit=\"")
+        .skip(1)
+        .filter(|m| limit.is_empty() || m.starts_with(&format!("{limit}\"")))
+        .map(|m| {
+            m.split("data-intervals=\"")
+                .nth(1)
+                .and_then(|n| n.split('"').next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .expect("a mark says how many intervals it covers")
+        })
+        .sum()
+}
+
+/// A log of `conns` busy connections over 3 intervals, the k-th at (k+1) Mbit/s,
+/// the first missing its second interval, and two idle ones.
+fn synthetic_top_log(conns: usize) -> String {
+    let mut s = String::new();
+    for i in 1..=3u64 {
+        for k in 0..conns {
+            if k == 0 && i == 2 {
+                continue;
+            }
+            let limit = if i == 3 {
+                "\"receive_window\""
+            } else {
+                "\"application\""
+            };
+            s += &format!(
+                "{{\"interval\":{i},\"local\":\"10.0.0.1:{}\",\"remote\":\"10.0.0.2:873\",\"pid\":7,\"command\":\"rsync\",\
+                 \"direction\":\"sender\",\"rate_bps\":{},\"rtt_ms\":15.2,\"cwnd_bytes\":1000000,\"window_bytes\":17520,\
+                 \"retransmits\":1,\"limit\":{limit},\"congestion\":\"cubic\",\"full_scan\":true}}\n",
+                40000 + k,
+                (k + 1) as f64 * 1e6
+            );
+        }
+        for k in 0..2 {
+            s += &format!(
+                "{{\"interval\":{i},\"local\":\"10.0.0.1:{}\",\"remote\":\"10.0.0.3:22\",\"pid\":null,\"command\":null,\
+                 \"direction\":\"idle\",\"rate_bps\":0.0,\"rtt_ms\":1.0,\"cwnd_bytes\":14480,\"window_bytes\":65536,\
+                 \"retransmits\":0,\"limit\":null,\"congestion\":\"cubic\",\"full_scan\":true}}\n",
+                50000 + k
+            );
+        }
+    }
+    s
+}
+
+#[test]
+fn top_log_draws_the_eight_busiest_and_says_what_it_left_out() {
+    use plumb_report::top::{self, TopData, MAX_DRAWN};
+    let text = synthetic_top_log(11);
+    let doc = top::document_from_top(&text).expect("a top log");
+    let t = TopData::from_doc(&doc).expect("top data");
+    assert_eq!(MAX_DRAWN, 8);
+    assert_eq!(t.conns.len(), 8);
+    assert_eq!((t.left_busy, t.left_idle, t.seen), (3, 2, 13));
+    // The busiest (11 Mbit/s) first, down to 4 Mbit/s; 1-3 Mbit/s left out.
+    let ports: Vec<&str> = t.conns.iter().map(|c| &c.local[9..]).collect();
+    assert_eq!(
+        ports,
+        ["40010", "40009", "40008", "40007", "40006", "40005", "40004", "40003"]
+    );
+    // Summed over the intervals read: the slowest missed one of its three.
+    let share = (2.0 + 2.0 * 3.0 + 3.0 * 3.0) / (2.0 + 3.0 * (2..=11).map(f64::from).sum::<f64>());
+    assert!((t.left_busy_share - share).abs() < 1e-9);
+    assert!((t.conns[0].mean_bps() - 11e6).abs() < 1.0);
+    let c = top::throughput_chart(&t).expect("throughput");
+    assert_eq!(c.series.len(), 8);
+    assert!(c.series.iter().all(|s| s.points.len() == 4));
+    let page = html::render(&[Input {
+        name: "top".into(),
+        doc,
+    }])
+    .expect("render");
+    assert!(page.contains("3 more busy connections"), "{page}");
+    assert!(page.contains("2 connections idle in every reading"));
+    assert!(page.contains("1–2 application, 3 receive window"));
+    assert!(page.contains("application (2 of 3), receive window (1 of 3)"));
+    assert_eq!(marked(&page, ""), 8 * 3);
+    assert_eq!(
+        page.matches(" data-limit=").count(),
+        8 * 2,
+        "a mark per run"
+    );
+    assert_eq!(page.matches("class=\"mark s0\" data-limit").count(), 8);
+    assert_eq!(marked(&page, "receive_window"), 8);
+    assert_eq!(marked(&page, "application"), 8 * 2);
+
+    // A connection missed in an interval (connection 40000, the only one
+    // when there is one) gets a gap, not a line across it.
+    let text = synthetic_top_log(1);
+    let t = TopData::from_doc(&top::document_from_top(&text).expect("log")).expect("data");
+    let c = top::throughput_chart(&t).expect("throughput");
+    let p = &c.series[0].points;
+    assert_eq!(
+        finite(p),
+        vec![(0.0, 1e6), (1.0, 1e6), (2.0, 1e6), (3.0, 1e6)]
+    );
+    assert_eq!(p.iter().filter(|p| p.0.is_nan()).count(), 1);
+    assert_eq!(t.conns[0].limit_runs().len(), 2);
+    assert!(
+        (t.conns[0].mean_bps() - 2e6 / 3.0).abs() < 1.0,
+        "missing counts as idle"
+    );
+}
+
+#[test]
+fn top_logs_are_told_from_streams_and_bad_ones_are_refused() {
+    use plumb_report::top;
+    // Not top logs: a --json-stream log, a -J document, empty input.
+    for name in [
+        "plumb-stream.jsonl",
+        "iperf3-3.22-stream.jsonl",
+        "plumb-p2.json",
+    ] {
+        assert!(!top::is_top_log(&fixture_text(name)), "{name}");
+    }
+    assert!(!top::is_top_log("") && !top::is_top_log("\n\n"));
+    let good = fixture_text("plumb-top.ndjson");
+    let lines = good.lines().count();
+    // Cut in its last line: refused, naming the line.
+    let cut = &good[..good.len() - 40];
+    assert!(top::is_top_log(cut));
+    let e = top::document_from_top(cut).expect_err("truncated");
+    assert!(e.starts_with(&format!("line {lines}: cut short")), "{e}");
+    // A stray line, an event, a row without its rate, two logs joined.
+    for (bad, why) in [
+        (format!("{good}garbage\n"), "not JSON"),
+        (
+            format!("{good}{{\"event\":\"end\",\"data\":{{}}}}\n"),
+            "--json-stream event",
+        ),
+        (
+            good.replacen("\"rate_bps\":", "\"rate\":", 1),
+            "no \"rate_bps\"",
+        ),
+        (
+            good.replacen("\"limit\":\"application\"", "\"limit\":3", 1),
+            "\"limit\" is not a string",
+        ),
+        (format!("{good}{good}"), "two logs joined"),
+    ] {
+        let e = top::document_from_top(&bad).expect_err(why);
+        assert!(e.contains(why), "{e} lacks {why}");
+    }
+    // A top document is not mistaken for anything else, nor the reverse.
+    let doc = top::document_from_top(&good).expect("good");
+    assert!(html::run_data(&doc)
+        .expect("run data")
+        .producer
+        .starts_with("plumb top --json"));
+    assert!(top::TopData::from_doc(&load("plumb-p2.json")).is_none());
+    assert!(html::live_connections(&doc).is_none());
+}
