@@ -158,3 +158,44 @@ fn lookup_reads_one_socket_again_and_says_when_it_is_gone() {
     assert_eq!(gone, vec![sender.cookie]);
     drop(many);
 }
+
+/// An IPv6 socket holding an IPv4 connection (a dual-stack listener's
+/// accepted end) is reported with IPv4 addresses, and the lookup finds it
+/// by them: the kernel keeps both families in one table.
+#[test]
+fn lookup_finds_an_ipv6_socket_holding_an_ipv4_connection() {
+    let Ok(mut d) = Dumper::open() else {
+        plumb_testkit::skip!("sock_diag cannot be opened here");
+        return;
+    };
+    let Ok(l) = TcpListener::bind("[::]:0") else {
+        plumb_testkit::skip!("no IPv6 here");
+        return;
+    };
+    let port = l.local_addr().expect("addr").port();
+    let Ok(c) = TcpStream::connect(("127.0.0.1", port)) else {
+        plumb_testkit::skip!("IPv6 sockets here are IPv6 only (bindv6only)");
+        return;
+    };
+    let (s, _) = l.accept().expect("accept");
+    let server_end = (c.peer_addr().expect("peer"), c.local_addr().expect("local"));
+    d.port = Some(port);
+    let all = d.dump().expect("dump");
+    let mapped = *all
+        .iter()
+        .find(|x| x.local.port() == port && x.remote == server_end.1)
+        .unwrap_or_else(|| panic!("the accepted end: {all:?}"));
+    assert!(
+        mapped.local.is_ipv4() && mapped.remote.is_ipv4(),
+        "{mapped:?}"
+    );
+    let (mut out, mut gone) = (Vec::new(), Vec::new());
+    d.lookup([&mapped], &mut out, &mut gone).expect("lookup");
+    assert!(gone.is_empty(), "{gone:?}");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(
+        (out[0].cookie, out[0].local, out[0].remote),
+        (mapped.cookie, mapped.local, mapped.remote)
+    );
+    drop((c, s));
+}
