@@ -528,6 +528,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bbr_info_is_five_native_words() {
+        let mut b = Vec::new();
+        for w in [0x8000_0000u32, 0x2, 15_000, 739, 512] {
+            b.extend_from_slice(&w.to_ne_bytes());
+        }
+        assert_eq!(
+            BbrInfo::decode(&b),
+            Some(BbrInfo {
+                bw: 0x2_8000_0000,
+                min_rtt_us: 15_000,
+                pacing_gain: 739,
+                cwnd_gain: 512,
+            })
+        );
+        // A short attribute is no BBR info, not a guess.
+        assert_eq!(BbrInfo::decode(&b[..19]), None);
+    }
+
+    #[test]
     fn congestion_names_are_checked() {
         assert_eq!(
             CcName::new(b"bbr\0").map(|c| c.to_string()),

@@ -63,6 +63,27 @@ fn check(name: &str, raw: &[u8]) {
     assert!(ct.rtt > 0 && ct.rtt < 1_000_000);
     assert!(ct.snd_wnd.is_some_and(|w| w > 0));
     assert_ne!(c.cookie, s.cookie);
+    // BBR's own state comes with every socket that runs it: a min RTT no
+    // smaller than TCP's all-time minimum (BBR's is windowed) and gains in
+    // BBR's ×256 fixed point, or zero where the kernel has none to report
+    // (ss shows such sockets as "bbr:(bw:0bps,mrtt:…)" too).
+    for x in [c, s] {
+        if x.congestion.is_some_and(|cc| cc.as_str() == "bbr") {
+            let b = x
+                .bbr
+                .unwrap_or_else(|| panic!("{name}: no BBR info: {x:?}"));
+            let min = x.tcp.and_then(|t| t.min_rtt).unwrap_or(0);
+            assert!(
+                b.min_rtt_us >= min && b.min_rtt_us < 1_000_000,
+                "{b:?} min {min}"
+            );
+            for g in [b.pacing_gain, b.cwnd_gain] {
+                assert!(g == 0 || (64..=1024).contains(&g), "{b:?}");
+            }
+        } else {
+            assert_eq!(x.bbr, None, "{x:?}");
+        }
+    }
 }
 
 #[test]
