@@ -359,6 +359,9 @@ static SWEEP: AtomicBool = AtomicBool::new(false);
 static DEFERRING: AtomicUsize = AtomicUsize::new(0);
 /// The signal that arrived while deferred (0 = none).
 static PENDING: AtomicI32 = AtomicI32::new(0);
+/// The signal thread is tearing every lab down and will end the process by
+/// the signal itself.
+static ENDING: AtomicBool = AtomicBool::new(false);
 
 /// While held, the first SIGINT or SIGTERM does not tear the labs down and
 /// end the process: it is recorded for [`Lab::pending_signal`], so the caller
@@ -739,6 +742,7 @@ impl Lab {
                         {
                             continue;
                         }
+                        ENDING.store(true, Ordering::SeqCst);
                         tear_down_all();
                         sys::reraise_default(sig);
                     }
@@ -755,6 +759,16 @@ impl Lab {
     pub fn defer_signals() -> SignalDeferral {
         DEFERRING.fetch_add(1, Ordering::SeqCst);
         SignalDeferral(())
+    }
+
+    /// Whether a signal is ending the process: the signal thread is tearing
+    /// the labs down and will end it by that signal. Until then a caller
+    /// must not end the process its own way: a `plumb lab` whose program
+    /// died when the teardown killed its cgroup would otherwise exit with
+    /// that program's status first, before the namespaces are gone (seen
+    /// once on a loaded machine as exit 1 after a second Ctrl-C).
+    pub fn ending_by_signal() -> bool {
+        ENDING.load(Ordering::SeqCst)
     }
 
     /// The signal that arrived while a [`SignalDeferral`] was held, if any.

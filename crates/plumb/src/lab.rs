@@ -282,8 +282,20 @@ fn note(json: bool, line: &str) {
     }
 }
 
-/// Runs `plumb lab`.
+/// Runs `plumb lab`. When a signal is ending the lab (a second Ctrl-C, or
+/// one before the programs ran), the signal thread removes the labs and ends
+/// the process by that signal: this thread waits for it (bounded) rather
+/// than exit with the status of a program the teardown killed.
 pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    let r = run_lab(a);
+    let t0 = std::time::Instant::now();
+    while plumb_lab::Lab::ending_by_signal() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    r
+}
+
+fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let cfg = match lab_config(a) {
         Ok(c) => c,
         Err(msg) => return Ok(usage_error(msg)),

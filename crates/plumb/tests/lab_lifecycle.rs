@@ -297,6 +297,32 @@ fn wait_for_client(child: &mut Child, after: Duration) {
     std::thread::sleep(after);
 }
 
+/// The marker file an `--exec` program touches once it runs (see
+/// [`wait_for_exec`]).
+fn mark_of(tag: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("plumb-{tag}.ran"))
+}
+
+/// Waits (bounded) until the lab's `--exec` program has touched its
+/// marker: the lab spawns it only after it began deferring signals, so a
+/// signal sent now meets the lab's handling of a running program, not its
+/// start-up (a fixed wait after "Lab link:" lost that race once on a loaded
+/// machine). The marker is removed.
+fn wait_for_exec(child: &mut Child, tag: &str) {
+    wait_for_client(child, Duration::ZERO);
+    let mark = mark_of(tag);
+    let t0 = Instant::now();
+    while !mark.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the --exec program did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_file(&mark);
+    std::thread::sleep(Duration::from_millis(100));
+}
+
 #[test]
 fn an_interrupted_lab_prints_its_partial_result_and_leaves_nothing() {
     if !can_lab() {
@@ -475,6 +501,7 @@ fn sigterm_during_exec_ends_both_sides() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tag = new_tag();
+    let exec = format!("sleep 60 & touch {}; sleep 60", mark_of(&tag).display());
     let mut child = spawn_lab(
         &[
             "lab",
@@ -486,12 +513,12 @@ fn sigterm_during_exec_ends_both_sides() {
             "--far-exec",
             "sleep 60 & sleep 60",
             "--exec",
-            "sleep 60 & sleep 60",
+            &exec,
         ],
         &tag,
     );
     let pid = child.id();
-    wait_for_client(&mut child, Duration::from_millis(500));
+    wait_for_exec(&mut child, &tag);
     // Both sides are running: sh and two sleeps each.
     let running = tagged(&tag).len();
     let t0 = Instant::now();
@@ -517,6 +544,10 @@ fn a_second_signal_ends_the_lab_at_once_and_still_leaves_nothing() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tag = new_tag();
+    let exec = format!(
+        "trap '' INT TERM; touch {}; sleep 60",
+        mark_of(&tag).display()
+    );
     // A far program that ignores the first signal's consequences: the lab
     // must not wait for it after the second.
     let mut child = spawn_lab(
@@ -530,12 +561,12 @@ fn a_second_signal_ends_the_lab_at_once_and_still_leaves_nothing() {
             "--far-exec",
             "sleep 60 & sleep 60",
             "--exec",
-            "trap '' INT TERM; sleep 60",
+            &exec,
         ],
         &tag,
     );
     let pid = child.id();
-    wait_for_client(&mut child, Duration::from_millis(500));
+    wait_for_exec(&mut child, &tag);
     let t0 = Instant::now();
     for _ in 0..2 {
         let sent = Command::new("kill")
@@ -562,6 +593,7 @@ fn what_a_killed_lab_left_running_is_ended_by_the_next_lab() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tag = new_tag();
+    let exec = format!("sleep 60 & touch {}; sleep 60", mark_of(&tag).display());
     let mut child = spawn_lab(
         &[
             "lab",
@@ -573,12 +605,12 @@ fn what_a_killed_lab_left_running_is_ended_by_the_next_lab() {
             "--far-exec",
             "sleep 60 & sleep 60",
             "--exec",
-            "sleep 60 & sleep 60",
+            &exec,
         ],
         &tag,
     );
     let pid = child.id();
-    wait_for_client(&mut child, Duration::from_millis(500));
+    wait_for_exec(&mut child, &tag);
     // SIGKILL: no handler runs. The direct children die with the lab; what
     // they started lives on, in the lab's cgroups and namespaces.
     let _ = child.kill();
