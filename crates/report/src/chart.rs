@@ -295,17 +295,7 @@ impl Chart {
                 ys.label(*t)
             );
         }
-        for t in &xs.ticks {
-            let x = px(*t);
-            let _ = write!(
-                s,
-                "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{:.1}\"/>\
-                 <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                TOP + ph,
-                TOP + ph + 16.0,
-                xs.label(*t)
-            );
-        }
+        x_grid(&mut s, &xs, px, TOP, TOP + ph);
         let _ = write!(
             s,
             "<rect class=\"frame\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{pw}\" height=\"{ph}\"/>"
@@ -387,6 +377,22 @@ impl Chart {
         }
         s.push_str("</ul></figure>");
         s
+    }
+}
+
+/// Vertical grid lines at `xs`'s ticks from `top` to `bottom` (SVG units),
+/// each labelled beneath; `px` maps a value to its x. Every chart with a
+/// time axis draws it so, the line charts and `plumb top`'s limit strip.
+pub(crate) fn x_grid(s: &mut String, xs: &Scale, px: impl Fn(f64) -> f64, top: f64, bottom: f64) {
+    for t in &xs.ticks {
+        let x = px(*t);
+        let _ = write!(
+            s,
+            "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{bottom:.1}\"/>\
+             <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            bottom + 16.0,
+            xs.label(*t)
+        );
     }
 }
 

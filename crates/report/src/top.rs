@@ -536,17 +536,7 @@ pub fn limit_strip(t: &TopData) -> Option<String> {
         "<figure class=\"chart-box\"><figcaption>{title}</figcaption>\
          <svg class=\"chart\" data-chart=\"top-limits\" viewBox=\"0 0 {W} {h}\" role=\"img\" aria-label=\"{title}\" xmlns=\"http://www.w3.org/2000/svg\">"
     );
-    for tk in &xs.ticks {
-        let x = px(*tk);
-        let _ = write!(
-            s,
-            "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{TOP}\" y2=\"{:.1}\"/>\
-             <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            TOP + ph,
-            TOP + ph + 16.0,
-            xs.label(*tk)
-        );
-    }
+    crate::chart::x_grid(&mut s, &xs, px, TOP, TOP + ph);
     let mut present: Vec<(&'static str, String)> = Vec::new();
     for (k, c) in t.conns.iter().enumerate() {
         let y = TOP + k as f64 * (ROW + GAP);
