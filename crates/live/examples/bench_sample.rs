@@ -21,10 +21,10 @@ use plumb_live::sys::Dumper;
 use plumb_live::Filter;
 
 /// This thread's CPU time, ns, brought up to date (see
-/// `plumb_live::sys::thread_cpu_ns`: without the yield it inside, the
+/// `plumb_net::host::thread_schedstat`: without the yield inside it, the
 /// figure moved only at scheduler ticks, 4 ms here).
 fn cpu_ns() -> u64 {
-    plumb_live::sys::thread_cpu_ns().unwrap_or(0)
+    plumb_net::host::thread_schedstat().map_or(0, |(run, _)| run)
 }
 
 /// The child: accepts N connections, says so, holds them until stdin closes.

@@ -226,25 +226,10 @@ impl Dumper {
         Ok(())
     }
 }
+
 /// The kernel's answers to a lookup of a socket that is gone: `ENOENT`,
 /// or `ESTALE` (kernels before 4.18 for a cookie of an earlier socket).
 const GONE: [i32; 2] = [-2, -116];
-
-/// CPU time this thread has used, ns (`/proc/thread-self/schedstat`; the
-/// kernel's work for a sock_diag dump runs in the reading thread and counts
-/// here). `None` where the kernel keeps no such figure. The kernel brings a
-/// running thread's figure up to date only at a scheduler tick (4 ms at
-/// HZ=250) or a switch, so this yields first: read without it, a 0.7 ms
-/// stretch of work after a sleep measured 0.
-pub fn thread_cpu_ns() -> Option<u64> {
-    std::thread::yield_now();
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
 
 /// A process that holds a socket.
 #[derive(Debug, Clone, PartialEq, Eq)]

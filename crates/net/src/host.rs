@@ -429,8 +429,13 @@ pub fn route_interface(dst: IpAddr) -> Option<String> {
 /// The calling thread's CPU time and run-queue wait so far, nanoseconds,
 /// from `/proc/thread-self/schedstat`. The wait includes time a CPU quota
 /// (cgroup bandwidth control) held the thread back, so CPU + wait close to
-/// the wall time means the thread wanted a whole core.
+/// the wall time means the thread wanted a whole core. The kernel brings a
+/// running thread's figures up to date only at a scheduler tick (4 ms at
+/// HZ=250) or a switch, so this yields first: read without it, a 0.7 ms
+/// stretch of work after a sleep measured 0 (`plumb top` times its scans
+/// with it).
 pub fn thread_schedstat() -> Option<(u64, u64)> {
+    std::thread::yield_now();
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
     Some((f.next()??, f.next()??))

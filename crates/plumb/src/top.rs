@@ -354,10 +354,14 @@ fn record(
     }
 }
 
-/// CPU this thread has used, s; wall time where the kernel keeps no figure.
+/// CPU this thread has used, s (the kernel's work for a sock_diag dump runs
+/// in the reading thread and counts here); wall time where the kernel keeps
+/// no figure.
 fn cpu_now(start: Instant) -> f64 {
-    plumb_live::sys::thread_cpu_ns()
-        .map_or_else(|| start.elapsed().as_secs_f64(), |n| n as f64 / 1e9)
+    plumb_net::host::thread_schedstat().map_or_else(
+        || start.elapsed().as_secs_f64(),
+        |(run, _)| run as f64 / 1e9,
+    )
 }
 
 /// Runs `plumb top`.
@@ -475,14 +479,11 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         };
         if full {
             // Each socket is taken as its buffer is parsed: no vector holds
-            // the whole table.
+            // the whole table. What the scan did not list has closed.
             dumper.dump_each(&mut take)?;
+            known.retain(|_, e| e.read == i);
         } else {
             conns.iter().for_each(&mut take);
-        }
-        if full {
-            // What the scan did not list has closed.
-            known.retain(|_, e| e.read == i);
         }
         if i > 0 {
             // The rows read now, busiest first: every connection's on a
