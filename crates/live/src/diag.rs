@@ -243,27 +243,46 @@ pub fn port_bytecode(port: u16) -> [u8; 36] {
     b
 }
 
+/// NLM_F_REQUEST | NLM_F_DUMP (ROOT | MATCH).
+const DUMP_FLAGS: u16 = 0x301;
+
+/// Appends a netlink header: the message's whole length, its type, flags
+/// and sequence number (port id 0: the kernel).
+fn nl_header(out: &mut Vec<u8>, len: usize, kind: u16, flags: u16, seq: u32) {
+    out.extend_from_slice(&(len as u32).to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(&flags.to_ne_bytes());
+    out.extend_from_slice(&seq.to_ne_bytes());
+    out.extend_from_slice(&0u32.to_ne_bytes());
+}
+
+/// Appends the start of an `inet_diag_req_v2`: family, protocol, the
+/// extensions asked for, padding, and the states kept ([`STATES`]); the
+/// 48-byte socket id follows.
+fn req_v2_head(out: &mut Vec<u8>, family: u8, ext: u8) {
+    out.extend_from_slice(&[family, IPPROTO_TCP, ext, 0]);
+    out.extend_from_slice(&STATES.to_ne_bytes());
+}
+
+/// Appends the port filter's bytecode as a request attribute.
+fn bytecode_attr(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&((4 + b.len()) as u16).to_ne_bytes());
+    out.extend_from_slice(&REQ_BYTECODE.to_ne_bytes());
+    out.extend_from_slice(b);
+}
+
 /// The dump request for `q`'s sockets, sequence number `seq`.
 pub fn dump_request(q: &Query, seq: u32) -> Vec<u8> {
     let bc = q.port.map(port_bytecode);
     let attr_len = bc.map_or(0, |b| 4 + b.len());
     let len = 16 + REQ_LEN + attr_len;
     let mut r = Vec::with_capacity(len);
-    r.extend_from_slice(&(len as u32).to_ne_bytes());
-    r.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    // NLM_F_REQUEST | NLM_F_DUMP (ROOT | MATCH).
-    r.extend_from_slice(&0x301u16.to_ne_bytes());
-    r.extend_from_slice(&seq.to_ne_bytes());
-    r.extend_from_slice(&0u32.to_ne_bytes());
-    // inet_diag_req_v2: family, protocol, ext, pad, states, then the
-    // 48-byte socket id left zero (a dump matches on the filter, not on it).
-    r.extend_from_slice(&[q.family, IPPROTO_TCP, q.ext, 0]);
-    r.extend_from_slice(&STATES.to_ne_bytes());
+    nl_header(&mut r, len, SOCK_DIAG_BY_FAMILY, DUMP_FLAGS, seq);
+    // The socket id stays zero: a dump matches on the filter, not on it.
+    req_v2_head(&mut r, q.family, q.ext);
     r.resize(16 + REQ_LEN, 0);
     if let Some(b) = bc {
-        r.extend_from_slice(&((4 + b.len()) as u16).to_ne_bytes());
-        r.extend_from_slice(&REQ_BYTECODE.to_ne_bytes());
-        r.extend_from_slice(&b);
+        bytecode_attr(&mut r, &b);
     }
     r
 }
@@ -277,11 +296,7 @@ pub fn dump_request_both(q: &Query, seq: u32) -> Vec<u8> {
     let attr_len = bc.map_or(0, |b| 4 + b.len());
     let len = 16 + REQ_V1_LEN + attr_len;
     let mut r = Vec::with_capacity(len);
-    r.extend_from_slice(&(len as u32).to_ne_bytes());
-    r.extend_from_slice(&TCPDIAG_GETSOCK.to_ne_bytes());
-    r.extend_from_slice(&0x301u16.to_ne_bytes());
-    r.extend_from_slice(&seq.to_ne_bytes());
-    r.extend_from_slice(&0u32.to_ne_bytes());
+    nl_header(&mut r, len, TCPDIAG_GETSOCK, DUMP_FLAGS, seq);
     // inet_diag_req: family, src_len, dst_len, ext, the 48-byte socket id,
     // states, dbs.
     r.extend_from_slice(&[0, 0, 0, q.ext]);
@@ -289,9 +304,7 @@ pub fn dump_request_both(q: &Query, seq: u32) -> Vec<u8> {
     r.extend_from_slice(&STATES.to_ne_bytes());
     r.extend_from_slice(&0u32.to_ne_bytes());
     if let Some(b) = bc {
-        r.extend_from_slice(&((4 + b.len()) as u16).to_ne_bytes());
-        r.extend_from_slice(&REQ_BYTECODE.to_ne_bytes());
-        r.extend_from_slice(&b);
+        bytecode_attr(&mut r, &b);
     }
     r
 }
@@ -431,19 +444,14 @@ pub fn walk(buf: &[u8], mut each: impl FnMut(u32, Answer)) -> usize {
 pub fn lookup_request(c: &Conn, ext: u8, seq: u32, ack: bool, out: &mut Vec<u8>) {
     let len = 16 + REQ_LEN;
     out.reserve(len);
-    out.extend_from_slice(&(len as u32).to_ne_bytes());
-    out.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
     // NLM_F_REQUEST, and NLM_F_ACK when asked.
     let flags: u16 = if ack { 0x5 } else { 0x1 };
-    out.extend_from_slice(&flags.to_ne_bytes());
-    out.extend_from_slice(&seq.to_ne_bytes());
-    out.extend_from_slice(&0u32.to_ne_bytes());
+    nl_header(out, len, SOCK_DIAG_BY_FAMILY, flags, seq);
     // An IPv4 connection (also one an IPv6 socket holds through mapped
     // addresses, which the parser reports as IPv4) is found in the IPv4
     // lookup; the kernel keeps both in one table.
     let family = if c.local.is_ipv4() { AF_INET } else { AF_INET6 };
-    out.extend_from_slice(&[family, IPPROTO_TCP, ext, 0]);
-    out.extend_from_slice(&STATES.to_ne_bytes());
+    req_v2_head(out, family, ext);
     // inet_diag_sockid: ports and addresses in network order, the
     // interface and the cookie's two u32 as the kernel reported them.
     out.extend_from_slice(&c.local.port().to_be_bytes());
