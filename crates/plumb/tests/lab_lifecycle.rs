@@ -414,7 +414,7 @@ fn a_receiver_with_data_in_flight_is_ended() {
         .into_iter()
         .find(|p| Command::new(p).arg("--version").output().is_ok())
     else {
-        plumb_testkit::skip!("no python3 for the receiver");
+        plumb_testkit::skip_tool!("no python3 for the receiver");
         return;
     };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -23,7 +23,7 @@ fn can_lab() -> bool {
         return false;
     }
     if !have_python() {
-        plumb_testkit::skip!("live lab tests need python3");
+        plumb_testkit::skip_tool!("live lab tests need python3");
         return false;
     }
     true
@@ -537,7 +537,7 @@ impl Drop for Kill {
 #[test]
 fn ipv6_loopback_connection_from_both_ends() {
     if !have_python() {
-        plumb_testkit::skip!("needs python3");
+        plumb_testkit::skip_tool!("needs python3");
         return;
     }
     let port = common::port(47100);
@@ -665,7 +665,7 @@ fn top_full_screen_in_a_pty_quits_and_restores() {
 #[test]
 fn pid_and_conn_filters_pick_one_end() {
     if !have_python() {
-        plumb_testkit::skip!("needs python3");
+        plumb_testkit::skip_tool!("needs python3");
         return;
     }
     let port = common::port(47500);
