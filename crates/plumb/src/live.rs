@@ -347,15 +347,16 @@ pub fn run(
         .find(|c| !c["diagnosis"].is_null())
         .map(|c| c["diagnosis"].clone())
         .unwrap_or(Value::Null);
+    let desc = describe_filter(&filter);
     let doc = json!({
-        "live": { "filter": describe_filter(&filter), "seconds": secs },
+        "live": { "filter": desc, "seconds": secs },
         "connections": conns,
         "diagnosis": first,
     });
     if let Some(path) = report {
         // The page is drawn from the document -J prints.
         let input = plumb_report::html::Input {
-            name: format!("running connections, {}", describe_filter(&filter)),
+            name: format!("running connections, {desc}"),
             doc: doc.clone(),
         };
         crate::report::write_for(path, vec![input])?;

@@ -96,7 +96,7 @@ pub fn load(path: &Path) -> Result<Value, String> {
 /// interval as a lower bound, as `plumb why --from` does).
 pub fn input(name: String, mut doc: Value, link: Option<Rate>) -> Input {
     // A top log names a limit per connection and interval already.
-    let top = plumb_report::top::TopData::from_doc(&doc).is_some();
+    let top = plumb_report::top::is_top_doc(&doc);
     if !top && !doc["diagnosis"].is_object() {
         let mut link = link.map(|r| LinkRate {
             bps: r.bps(),

@@ -748,11 +748,17 @@ pub const PANELS: &[Panel] = &[
     config_panel,
 ];
 
+/// Whether `doc` is `plumb why` on running connections (no test's `start`,
+/// a `connections` array): a look at its keys, nothing sorted.
+pub fn is_live(doc: &Value) -> bool {
+    !doc["start"].is_object() && doc["connections"].is_array()
+}
+
 /// The connections of a document of `plumb why` on running connections,
 /// busiest first (those without a diagnosis last); `None` for any other
 /// document.
 pub fn live_connections(doc: &Value) -> Option<Vec<&Value>> {
-    if doc["start"].is_object() {
+    if !is_live(doc) {
         return None;
     }
     let mut v: Vec<&Value> = doc["connections"].as_array()?.iter().collect();
@@ -901,7 +907,7 @@ fn error_panel(i: &Input, _: &RunData) -> Option<String> {
 
 fn verdict_panel(i: &Input, d: &RunData) -> Option<String> {
     let dg = &i.doc["diagnosis"];
-    if live_connections(&i.doc).is_some() {
+    if is_live(&i.doc) {
         // Each running connection has its own verdict, in the live panel.
         return None;
     }
@@ -1088,7 +1094,7 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
 
 /// What the document's writer did not record, said rather than drawn empty.
 fn missing_panel(i: &Input, d: &RunData) -> Option<String> {
-    if crate::top::TopData::from_doc(&i.doc).is_some() {
+    if crate::top::is_top_doc(&i.doc) {
         // The top panel says what it drew and what it left out.
         return None;
     }

@@ -86,6 +86,12 @@ pub struct TopData {
     pub left_idle: u64,
 }
 
+/// Whether `doc` is a `plumb top --json` log made into a document
+/// ([`document_from_top`]): a cheap look at its keys, no decoding.
+pub fn is_top_doc(doc: &Value) -> bool {
+    doc.get(KEY).is_some() && doc.get("start").is_none()
+}
+
 /// Whether `text` is a `plumb top --json` log: its first non-blank line is
 /// a row (`interval`, `local`, `remote`, `rate_bps`) and not an event.
 pub fn is_top_log(text: &str) -> bool {
@@ -338,11 +344,10 @@ impl TopConn {
 impl TopData {
     /// The top log a document holds, if it is one.
     pub fn from_doc(doc: &Value) -> Option<TopData> {
-        let v = doc.get(KEY)?;
-        if doc.get("start").is_some() {
+        if !is_top_doc(doc) {
             return None;
         }
-        Deserialize::deserialize(v).ok()
+        Deserialize::deserialize(&doc[KEY]).ok()
     }
 
     /// What wrote it, for the page's subtitle.
