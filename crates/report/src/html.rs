@@ -789,10 +789,16 @@ pub fn conn_name(c: &Value) -> String {
 }
 
 fn conn_process(c: &Value) -> String {
-    match (c["command"].as_str(), c["pid"].as_u64()) {
+    process_name(c["command"].as_str(), c["pid"].as_u64(), "process unknown")
+}
+
+/// A connection's owner as a page names it: `rsync (pid 42)`, `pid 42`, or
+/// `unknown` when neither is known.
+pub(crate) fn process_name(cmd: Option<&str>, pid: Option<u64>, unknown: &str) -> String {
+    match (cmd, pid) {
         (Some(cmd), Some(pid)) => format!("{cmd} (pid {pid})"),
         (None, Some(pid)) => format!("pid {pid}"),
-        _ => "process unknown".into(),
+        _ => unknown.into(),
     }
 }
 

@@ -610,11 +610,7 @@ fn table(t: &TopData) -> String {
          <th>mean rate</th><th>peak</th><th>retransmits</th><th>limits seen</th><th>limit by interval</th></tr>",
     );
     for (k, c) in t.conns.iter().enumerate() {
-        let process = match (&c.command, c.pid) {
-            (Some(cmd), Some(pid)) => format!("{cmd} (pid {pid})"),
-            (None, Some(pid)) => format!("pid {pid}"),
-            _ => "unknown".into(),
-        };
+        let process = crate::html::process_name(c.command.as_deref(), c.pid, "unknown");
         let mut seen: Vec<(String, usize)> = Vec::new();
         for smp in c.samples.iter().filter(|s| s.direction != "idle") {
             let l = TopConn::limit_at(smp);
