@@ -327,14 +327,15 @@ impl TopConn {
     }
 
     /// The limit's changes: "1–3 application, 4 receive window"; a gap in
-    /// the readings ends a run.
-    pub fn limit_runs(&self) -> Vec<(u64, u64, String)> {
-        let mut runs: Vec<(u64, u64, String)> = Vec::new();
+    /// the readings ends a run. Each run is its first and last interval, its
+    /// limit and its first reading.
+    pub fn limit_runs(&self) -> Vec<(u64, u64, String, &Sample)> {
+        let mut runs: Vec<(u64, u64, String, &Sample)> = Vec::new();
         for s in &self.samples {
             let l = Self::limit_at(s);
             match runs.last_mut() {
                 Some(r) if r.1 + 1 == s.interval && r.2 == l => r.1 = s.interval,
-                _ => runs.push((s.interval, s.interval, l)),
+                _ => runs.push((s.interval, s.interval, l, s)),
             }
         }
         runs
@@ -554,11 +555,8 @@ pub fn limit_strip(t: &TopData) -> Option<String> {
         );
         // One mark per run of intervals with the same limit, so a day of
         // readings is as many marks as the limit changed.
-        for (from, to, label) in c.limit_runs() {
-            let Some(smp) = c.samples.iter().find(|x| x.interval == from) else {
-                continue;
-            };
-            let (class, key) = limit_class(smp);
+        for (from, to, label, first) in c.limit_runs() {
+            let (class, key) = limit_class(first);
             let (x0, x1) = (px(from as f64 - 1.0), px(to as f64));
             let when = if from == to {
                 format!("interval {from}")
@@ -631,7 +629,7 @@ fn table(t: &TopData) -> String {
         let mut by: Vec<String> = runs
             .iter()
             .take(12)
-            .map(|(a, b, l)| {
+            .map(|(a, b, l, _)| {
                 if a == b {
                     format!("{a} {l}")
                 } else {
