@@ -92,18 +92,27 @@ fn test_name(package: &str, module: &str) -> String {
     format!("{package}::{binary}::{test}")
 }
 
-/// Records a skip for a reason other than the lab; the test then returns.
-/// `skip!("no IPv6 loopback")` or with `format!` arguments.
+/// What [`skip!`], [`skip_tool!`] and [`skip_lab!`] expand to: [`record`]
+/// with the calling crate's name and module, which only a macro expanded
+/// there can name.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! skip {
-    ($($reason:tt)+) => {
+macro_rules! __skip {
+    ($need:ident, $($reason:tt)+) => {
         $crate::record(
-            $crate::Need::Other,
+            $crate::Need::$need,
             env!("CARGO_PKG_NAME"),
             module_path!(),
             &format!($($reason)+),
         )
     };
+}
+
+/// Records a skip for a reason other than the lab; the test then returns.
+/// `skip!("no IPv6 loopback")` or with `format!` arguments.
+#[macro_export]
+macro_rules! skip {
+    ($($reason:tt)+) => { $crate::__skip!(Other, $($reason)+) };
 }
 
 /// Records that a program the test runs (one `scripts/test` installs) is
@@ -111,27 +120,13 @@ macro_rules! skip {
 /// `skip_tool!("promtool is not installed")`.
 #[macro_export]
 macro_rules! skip_tool {
-    ($($reason:tt)+) => {
-        $crate::record(
-            $crate::Need::Tool,
-            env!("CARGO_PKG_NAME"),
-            module_path!(),
-            &format!($($reason)+),
-        )
-    };
+    ($($reason:tt)+) => { $crate::__skip!(Tool, $($reason)+) };
 }
 
 /// Records that the lab cannot run here; panics under `PLUMB_REQUIRE_LAB=1`.
 #[macro_export]
 macro_rules! skip_lab {
-    ($($reason:tt)+) => {
-        $crate::record(
-            $crate::Need::Lab,
-            env!("CARGO_PKG_NAME"),
-            module_path!(),
-            &format!($($reason)+),
-        )
-    };
+    ($($reason:tt)+) => { $crate::__skip!(Lab, $($reason)+) };
 }
 
 #[cfg(test)]
