@@ -77,6 +77,16 @@ pub const CONTRADICTED_SHARE: f64 = 0.5;
 /// less than full runnable time. The bar sits between 51 % and 73 %.
 pub const CPU_THREAD_BINDING_SHARE: f64 = 0.65;
 
+/// A data thread that waited for a CPU at least this share of the test,
+/// and ten times as long as it ran, was starved: when no other cause
+/// explains the rate or binds, that names the CPU. Under the lab's 1 % quota
+/// the receiver's runnable share moved with the machine's load from run to
+/// run (94-95 %, 73-75 %, then 48-61 % with a test build beside it), and a
+/// reader on a loaded machine waited 40-53 % while a send buffer held the
+/// rate (`lab-sndbuf-bbr.json`: 50 %): waiting alone cannot tell them
+/// apart, what else explains the rate can.
+pub const CPU_STARVED_SHARE: f64 = 0.4;
+
 /// Without thread figures (a stock iperf3 peer), the process's CPU per
 /// stream, as a share of one core, stands in, and must cover this much: a
 /// process that is not busy most of the time has no CPU limit to show.
@@ -821,6 +831,8 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
     // CPU: a core saturated at either end, or a data thread held back (a
     // CPU quota, other processes). There is no rate model for a CPU: the
     // share of the test the thread was runnable is what shows it binding.
+    // The CPU findings of threads starved past CPU_STARVED_SHARE, by `what`.
+    let mut starved_hard: Vec<String> = Vec::new();
     for (who, cpu) in [("receiver", ev.cpu_receiver), ("sender", ev.cpu_sender)] {
         let Some(c) = cpu else { continue };
         let per_stream = c.process_pct / n;
@@ -832,6 +844,11 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         let starved = thread.is_some_and(|(used, wait)| {
             wait >= 20.0 && (wait >= 2.0 * used || used + wait >= 85.0)
         });
+        if thread
+            .is_some_and(|(used, wait)| wait >= CPU_STARVED_SHARE * 100.0 && wait >= 10.0 * used)
+        {
+            starved_hard.push(format!("CPU on the {who}"));
+        }
         let busy_thread = thread.is_some_and(|(used, _)| used >= 90.0);
         // The machine-wide figure includes everything else running (a lab's
         // emulator, other tests), so it counts only with the process busy too.
@@ -1077,6 +1094,22 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             rtt_missing(&mut s.missing);
             s.evidence = e;
             findings.push(s.weigh(measured));
+        }
+    }
+
+    // A starved data thread: when nothing else accounts for the rate, its
+    // wait binds at CPU_STARVED_SHARE (a UDP excuse left it no share).
+    if !findings.iter().any(Finding::candidate) {
+        if let Some(f) = findings.iter_mut().find(|f| {
+            f.limit == Limit::Cpu
+                && starved_hard.contains(&f.what)
+                && f.binding_share.is_some_and(|x| x >= CPU_STARVED_SHARE)
+        }) {
+            f.counters_bind = true;
+            f.status = Status::Binding;
+            let share = f.binding_share.unwrap_or(0.0);
+            f.confidence = (share * MISSING_FACTOR.powi(f.missing.len() as i32)).clamp(0.0, 1.0);
+            f.level = Confidence::of(f.confidence);
         }
     }
 
@@ -1792,6 +1825,44 @@ mod tests {
             ..Cpu::default()
         });
         assert_eq!(status(&diagnose(&e), Limit::Cpu), None);
+    }
+
+    #[test]
+    fn a_starved_thread_names_the_cpu_only_when_nothing_else_does() {
+        // The lab's 1 % quota with a test build beside it: ran 1 %, waited
+        // 48 %, runnable under the 65 % bar; nothing else explains 680 Mbit/s.
+        let mut s = stream(8 << 20, 15_000, 5.0);
+        s.rwnd_limited_us = Some(0);
+        let mut e = ev(680e6, s);
+        let starved = Cpu {
+            process_pct: 1.0,
+            thread_cpu_pct: Some(1.0),
+            thread_wait_pct: Some(48.0),
+            ..Cpu::default()
+        };
+        e.cpu_receiver = Some(starved);
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
+        assert!((d.confidence.unwrap_or(0.0) - 0.49).abs() < 1e-9);
+        // Waiting that long is no starvation for a thread that also ran a
+        // fifth of the test (not ten times as long waiting as running).
+        e.cpu_receiver = Some(Cpu {
+            process_pct: 20.0,
+            thread_cpu_pct: Some(20.0),
+            thread_wait_pct: Some(40.0),
+            ..Cpu::default()
+        });
+        assert_eq!(diagnose(&e).limit, None);
+        // And with a cause that binds (TCP counted 90 % rwnd-limited), the
+        // starved thread is only seen.
+        let mut s = stream(8 << 20, 15_000, 5.0);
+        s.rwnd_limited_us = Some(4_500_000);
+        let mut e = ev(120e6, s);
+        e.cpu_receiver = Some(starved);
+        let d = diagnose(&e);
+        assert_eq!(d.limit, Some(Limit::ReceiveWindow));
+        assert_eq!(status(&d, Limit::Cpu), Some(Status::NotBinding));
     }
 
     #[test]
