@@ -79,6 +79,12 @@ impl DerefMut for PageBuf {
     }
 }
 
+/// Where TCP receivers that only count their bytes land them: one mapping
+/// shared by several receiving streams at once (see [`sys::SinkMap`] for
+/// why that is sound). A session makes one per CPU its receivers can run on,
+/// so streams that run at the same time mostly write to different places.
+pub type DiscardBuf = sys::SinkMap;
+
 impl Clone for PageBuf {
     fn clone(&self) -> PageBuf {
         PageBuf::from_slice(self)

@@ -26,12 +26,12 @@ use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use plumb_proto::udp::{SeqWidth, UdpHeader, UdpReceiver, UdpStats};
 
-use crate::buf::PageBuf;
+use crate::buf::{DiscardBuf, PageBuf};
 use crate::pacing::{Pacer, Schedule, UDP_QUANTUM};
 use crate::stream::{read_some, recv_trunc, write_some};
 use crate::sys::clock_monotonic;
@@ -276,8 +276,8 @@ fn transient(e: &io::Error) -> bool {
 
 /// How a TCP sender puts bytes on the wire.
 pub enum TcpSource {
-    /// `write(2)` from a buffer.
-    Copy(PageBuf),
+    /// `write(2)` from a buffer (the same block may serve every stream).
+    Copy(Arc<PageBuf>),
     /// `sendfile(2)` from a memfd holding the payload.
     SendFile(MemfdSource),
     /// `splice(2)` from a memfd through a pipe: the pages go to the socket
@@ -420,10 +420,13 @@ pub struct TcpRecv {
     pub lowat: bool,
 }
 
-/// Receives until EOF or until stopped and drained.
+/// Receives until EOF or until stopped and drained. Bytes land in `sink`
+/// when given (shared with other streams; see [`DiscardBuf`]), else in a
+/// buffer of the thread's own.
 pub fn tcp_recv(
     sock: &std::net::TcpStream,
     how: TcpRecv,
+    sink: Option<&DiscardBuf>,
     shared: &Shared,
     c: &Counters,
     drain: Drain,
@@ -436,7 +439,9 @@ pub fn tcp_recv(
     } = how;
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
-    let mut buf = PageBuf::zeroed(if skip_copy { 0 } else { len });
+    let sink = sink.filter(|s| !s.is_empty());
+    let own = if skip_copy || sink.is_some() { 0 } else { len };
+    let mut buf = PageBuf::zeroed(own);
     let mut stopped_at: Option<Instant> = None;
     // A clamped window (--rwin) may never let the queue reach a low-water
     // mark, so the tuner stays off then.
@@ -444,6 +449,8 @@ pub fn tcp_recv(
     loop {
         let r = if skip_copy {
             recv_trunc(fd, len)
+        } else if let Some(s) = sink {
+            s.read(fd)
         } else {
             read_some(fd, &mut buf)
         };
@@ -1463,6 +1470,63 @@ mod tests {
         })
     }
 
+    /// Receivers that land their bytes in one shared place at the same time
+    /// still count every byte of their own stream, and a sender's block
+    /// shared by several streams sends exact counts on each.
+    #[test]
+    fn shared_landing_place_and_block_keep_each_streams_count() {
+        const N: usize = 20_000_033;
+        let sink = Arc::new(DiscardBuf::new(128 * 1024).expect("sink"));
+        let block = Arc::new(payload_block(128 * 1024, false));
+        let mut rx = Vec::new();
+        for k in 0..3 {
+            let (client, server) = tcp_pair();
+            let n = N + k * 4099;
+            let block = Arc::clone(&block);
+            let w = std::thread::spawn(move || {
+                let shared = Shared::new(Some(n as u64));
+                let c = Counters::default();
+                tcp_send(
+                    &TcpStream::from(client),
+                    TcpSource::Copy(block),
+                    &shared,
+                    &c,
+                    None,
+                );
+                c.bytes.load(Relaxed)
+            });
+            let sink = Arc::clone(&sink);
+            rx.push(std::thread::spawn(move || {
+                let shared = Shared::new(None);
+                let c = Counters::default();
+                let how = TcpRecv {
+                    len: 128 * 1024,
+                    skip_copy: false,
+                    clamp: None,
+                    lowat: false,
+                };
+                let drain = Drain::UntilEof {
+                    limit: Duration::from_secs(5),
+                };
+                tcp_recv(
+                    &TcpStream::from(server),
+                    how,
+                    Some(&sink),
+                    &shared,
+                    &c,
+                    drain,
+                );
+                let sent = w.join().expect("writer");
+                assert_eq!(sent, n as u64);
+                (n, c.bytes.load(Relaxed))
+            }));
+        }
+        for h in rx {
+            let (want, got) = h.join().expect("receiver");
+            assert_eq!(got, want as u64);
+        }
+    }
+
     /// The receiver with its low-water tuner (and with MSG_TRUNC) still
     /// counts every byte to EOF.
     #[test]
@@ -1483,7 +1547,7 @@ mod tests {
             let drain = Drain::UntilEof {
                 limit: Duration::from_secs(5),
             };
-            tcp_recv(&server, how, &shared, &c, drain);
+            tcp_recv(&server, how, None, &shared, &c, drain);
             w.join().expect("writer");
             assert_eq!(c.bytes.load(Relaxed), N as u64, "skip_copy={skip}");
         }
@@ -1495,7 +1559,7 @@ mod tests {
         const N: u64 = 3 * 128 * 1024 + 4321;
         let buf = payload(128 * 1024, false);
         let sources = [
-            TcpSource::Copy(PageBuf::from_slice(&buf)),
+            TcpSource::Copy(Arc::new(PageBuf::from_slice(&buf))),
             TcpSource::SendFile(MemfdSource::new(&buf).expect("memfd")),
             TcpSource::Splice(MemfdSource::new(&buf).expect("memfd")),
             TcpSource::Tee(TeeSource::new(&buf).expect("tee")),
@@ -1539,7 +1603,7 @@ mod tests {
         let shared = Shared::new(None);
         let c = Counters::default();
         let client = TcpStream::from(client);
-        let src = TcpSource::Copy(PageBuf::from_slice(&payload(64 * 1024, false)));
+        let src = TcpSource::Copy(Arc::new(PageBuf::from_slice(&payload(64 * 1024, false))));
         std::thread::scope(|scope| {
             scope.spawn(|| tcp_send(&client, src, &shared, &c, None));
             for _ in 0..3 {

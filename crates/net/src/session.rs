@@ -21,6 +21,7 @@ use plumb_report::{
     StreamInterval, TcpEnd, TcpSample, Totals, UdpEnd,
 };
 
+use crate::buf::{DiscardBuf, PageBuf};
 use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
 use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
@@ -436,8 +437,17 @@ impl Session {
         let plan = self.plan.clone();
         let pacers = self.pacers();
         let cpus = host::online_cpus();
+        let (block, sinks) = self.landing(cpus);
+        let mut next_sink = sinks.iter().cycle();
         for s in &mut self.streams {
             let pacer = if s.sender { pacers.pacer() } else { None };
+            let tcp = matches!(s.socket, StreamSocket::Tcp(_));
+            let block = block.clone().filter(|_| s.sender && tcp);
+            let sink = if !s.sender && tcp {
+                next_sink.next().map(Arc::clone)
+            } else {
+                None
+            };
             let shared = Arc::clone(&self.shared);
             let c = Arc::clone(&s.counters);
             let sock = s.socket.clone();
@@ -468,7 +478,9 @@ impl Session {
                             crate::rr::run_stream(&sock, client, p, &rr_ctx, &shared, &c);
                         }
                         (StreamSocket::Tcp(t), true) => {
-                            let buf = datapath::payload_block(plan.len, plan.repeating);
+                            let buf = block.unwrap_or_else(|| {
+                                Arc::new(datapath::payload_block(plan.len, plan.repeating))
+                            });
                             let src = if plan.zerocopy {
                                 match TcpSource::zero_copy(&buf) {
                                     // The pipe or memfd holds its own copy.
@@ -490,7 +502,7 @@ impl Session {
                                 clamp: plan.rwin,
                                 lowat: plan.recv_lowat(cpus),
                             };
-                            datapath::tcp_recv(&t, how, &shared, &c, drain);
+                            datapath::tcp_recv(&t, how, sink.as_deref(), &shared, &c, drain);
                         }
                         (StreamSocket::Udp(u), true) => {
                             datapath::udp_send(
@@ -523,6 +535,46 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// What this end's TCP streams share: one payload block for every
+    /// sender, and for the receivers one landing place per CPU they can run
+    /// on (none when bytes are discarded unread, `--skip-rx-copy`).
+    ///
+    /// Why: a sender's block is the same bytes in every stream and only
+    /// read, and a receiver's bytes are thrown away; with a block and a
+    /// buffer of its own per stream, a `-P 8` end held 1 MiB of copies of
+    /// the same 128 KiB, most of its peak resident memory beside its code.
+    /// The landing places stay one per CPU so that receivers running at
+    /// the same time mostly write to different memory.
+    fn landing(&self, cpus: usize) -> (Option<Arc<PageBuf>>, Vec<Arc<DiscardBuf>>) {
+        let p = &self.plan;
+        let tcp = |s: &&Stream| matches!(s.socket, StreamSocket::Tcp(_));
+        if p.rr.is_some() {
+            return (None, Vec::new());
+        }
+        let block = self
+            .streams
+            .iter()
+            .filter(tcp)
+            .any(|s| s.sender)
+            .then(|| Arc::new(datapath::payload_block(p.len, p.repeating)));
+        let receivers = self
+            .streams
+            .iter()
+            .filter(tcp)
+            .filter(|s| !s.sender)
+            .count();
+        let places = if p.skip_rx_copy {
+            0
+        } else {
+            receivers.min(cpus.max(1))
+        };
+        // A mapping that fails leaves the streams their own buffers.
+        let sinks = (0..places)
+            .map_while(|_| DiscardBuf::new(p.len.max(64 * 1024)).ok().map(Arc::new))
+            .collect();
+        (block, sinks)
     }
 
     /// The pacers of this end's sending streams: per stream at `rate`, or

@@ -13,6 +13,7 @@ mod lab;
 mod live;
 mod measure;
 mod report;
+mod sys;
 mod top;
 mod why;
 
