@@ -75,6 +75,12 @@ pub struct Cpu {
     pub system_busy_pct: Option<f64>,
     /// Softirq share of all cores, percent.
     pub softirq_pct: Option<f64>,
+    /// The CPU quota of the end's cgroup, percent of one core, when one
+    /// applied (a plumb end reports it).
+    pub quota_pct: Option<f64>,
+    /// Of the quota's enforcement periods with work during the test, the
+    /// share in which it ran out and stopped the end's threads, percent.
+    pub throttled_pct: Option<f64>,
 }
 
 /// What a UDP test's receiver counted: UDP has no window, no congestion
@@ -277,12 +283,27 @@ impl Evidence {
         };
         let (stc, stw) = threads(snd);
         let (rtc, rtw) = threads(rcv);
+        // The cgroup quota a plumb end ran under, and the share of its
+        // periods in which the quota ran out.
+        let quota = |side: &Value| -> (Option<f64>, Option<f64>) {
+            let g = &side["cgroup_cpu"];
+            let q = f(&g["quota_pct"]).filter(|q| *q > 0.0);
+            let t = match (u(&g["periods"]), u(&g["throttled_periods"])) {
+                (Some(p), Some(t)) if p > 0 => Some(t.min(p) as f64 / p as f64 * 100.0),
+                _ => None,
+            };
+            (q, q.and(t))
+        };
+        let (sq, st) = quota(snd);
+        let (rq, rt) = quota(rcv);
         ev.cpu_sender = snd_pct.map(|p| Cpu {
             process_pct: p,
             thread_cpu_pct: stc,
             thread_wait_pct: stw,
             system_busy_pct: sw_busy,
             softirq_pct: sw_soft,
+            quota_pct: sq,
+            throttled_pct: st,
         });
         ev.cpu_receiver = rcv_pct.map(|p| Cpu {
             process_pct: p,
@@ -290,6 +311,8 @@ impl Evidence {
             thread_wait_pct: rtw,
             system_busy_pct: rw_busy,
             softirq_pct: rw_soft,
+            quota_pct: rq,
+            throttled_pct: rt,
         });
 
         // The diagnosed direction's streams: in bidir the client's sending ones.

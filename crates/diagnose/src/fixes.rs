@@ -204,6 +204,34 @@ pub fn for_limit(limit: Limit, ev: &Evidence, figures: &Figures, findings: &[Fin
             }
         }
         Limit::Cpu => {
+            // A quota that ran out: the limit is the container's, not the
+            // cycles each byte costs.
+            let quotas: Vec<String> = [("receiver", ev.cpu_receiver), ("sender", ev.cpu_sender)]
+                .into_iter()
+                .filter_map(|(who, c)| {
+                    let c = c?;
+                    let q = c.quota_pct?;
+                    c.throttled_pct
+                        .filter(|t| *t >= crate::rules::CGROUP_THROTTLED_SHARE * 100.0)
+                        .map(|_| format!("{who}: {q:.0}% of one core"))
+                })
+                .collect();
+            if !quotas.is_empty() {
+                out.push(fix(
+                    "linux",
+                    &format!(
+                        "raise or remove the CPU quota of the cgroup that ran out ({})",
+                        quotas.join("; ")
+                    ),
+                    None,
+                    &[
+                        "cgroup v2: echo max > /sys/fs/cgroup/GROUP/cpu.max   (or a larger QUOTA PERIOD)".into(),
+                        "cgroup v1: echo -1 > /sys/fs/cgroup/cpu/GROUP/cpu.cfs_quota_us".into(),
+                        "Kubernetes: raise resources.limits.cpu of the container, or remove the limit".into(),
+                        "systemd: systemctl set-property UNIT CPUQuota=   (empty: no quota)".into(),
+                    ],
+                ));
+            }
             out.push(fix(
                 "linux",
                 "spend fewer cycles per byte, or more cores",

@@ -87,6 +87,14 @@ pub const CPU_THREAD_BINDING_SHARE: f64 = 0.65;
 /// apart, what else explains the rate can.
 pub const CPU_STARVED_SHARE: f64 = 0.4;
 
+/// The share of a cgroup's CPU-quota periods in which the quota must run
+/// out for it to bind. A quota that ran out in most periods stopped the
+/// end's threads for the rest of each of them; that is what a CPU limit on
+/// a container does, and the kernel's own counters say it, where a thread's
+/// wait also moves with whatever else the machine runs. Under the lab's 1 %
+/// and 5 % quotas the far end's ran out in every period of the test.
+pub const CGROUP_THROTTLED_SHARE: f64 = 0.5;
+
 /// Without thread figures (a stock iperf3 peer), the process's CPU per
 /// stream, as a share of one core, stands in, and must cover this much: a
 /// process that is not busy most of the time has no CPU limit to show.
@@ -853,7 +861,12 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         // The machine-wide figure includes everything else running (a lab's
         // emulator, other tests), so it counts only with the process busy too.
         let loaded = machine >= 98.0 && per_stream >= 50.0;
-        if !(per_stream >= 90.0 || busy_thread || starved || loaded) {
+        // A cgroup quota that ran out in most of its periods.
+        let quota = c
+            .quota_pct
+            .zip(c.throttled_pct)
+            .filter(|(_, t)| *t >= CGROUP_THROTTLED_SHARE * 100.0);
+        if !(per_stream >= 90.0 || busy_thread || starved || loaded || quota.is_some()) {
             continue;
         }
         let mut e = vec![line(
@@ -879,17 +892,38 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         if let Some(s) = c.softirq_pct {
             e.push(line(&format!("{who} softirq"), s, "% of all cores"));
         }
+        if let Some(q) = c.quota_pct {
+            e.push(line(&format!("{who} cgroup CPU quota"), q, "% of one core"));
+        }
+        if let Some(t) = c.throttled_pct {
+            e.push(line(
+                &format!("{who} cgroup quota ran out"),
+                t,
+                "% of its periods",
+            ));
+        }
         let runnable = match thread {
             Some((used, wait)) => (used + wait) / 100.0,
             None => per_stream / 100.0,
         };
-        let sentence = match thread {
-            Some((used, wait)) if !busy_thread => format!(
+        // The kernel's own count binds where the thread's wait, which moves
+        // with the rest of the machine's load, might not.
+        let runnable = match quota {
+            Some((_, t)) => runnable.max(t / 100.0),
+            None => runnable,
+        };
+        let sentence = match (quota, thread) {
+            (Some((q, t)), _) => format!(
+                "its cgroup's CPU quota ({}% of one core) ran out in {}% of the scheduler's periods during the test and stopped its threads until the next; plumb has no rate model for a CPU, so it predicts no rate",
+                sig(q, 3),
+                sig(t, 3),
+            ),
+            (None, Some((used, wait))) if !busy_thread => format!(
                 "its data thread ran {}% of the test and waited {}% of it for a CPU (a CPU quota or other processes); plumb has no rate model for a CPU, so it predicts no rate",
                 sig(used, 3),
                 sig(wait, 3),
             ),
-            _ => format!(
+            (None, _) => format!(
                 "it used {}% of a core{} to move {}; plumb has no rate model for a CPU, so it predicts no rate",
                 sig(c.process_pct, 3),
                 if machine >= 98.0 { format!(" and the machine was {}% busy", sig(machine, 3)) } else { String::new() },
@@ -915,7 +949,9 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
             None => (sentence, Some(runnable)),
         };
         let mut s = Seen::new(Limit::Cpu, &format!("CPU on the {who}"), sentence).counters(share);
-        s.share_needed = if thread.is_some() {
+        s.share_needed = if quota.is_some() {
+            CGROUP_THROTTLED_SHARE
+        } else if thread.is_some() {
             CPU_THREAD_BINDING_SHARE
         } else {
             CPU_BINDING_SHARE
@@ -1828,6 +1864,57 @@ mod tests {
     }
 
     #[test]
+    fn a_cgroup_quota_that_ran_out_names_the_cpu() {
+        // The lab's 1 % quota on a loaded machine: the thread ran 1 % and
+        // waited 30 %, which alone binds nothing, but the cgroup's quota ran
+        // out in 39 of its 40 periods; the window counted 90 % limited, as a
+        // receiver that cannot drain closes it.
+        let mut s = stream(8 << 20, 15_000, 5.0);
+        s.rwnd_limited_us = Some(4_500_000);
+        let mut e = ev(120e6, s);
+        let quota = Cpu {
+            process_pct: 1.0,
+            thread_cpu_pct: Some(1.0),
+            thread_wait_pct: Some(30.0),
+            quota_pct: Some(1.0),
+            throttled_pct: Some(97.5),
+            ..Cpu::default()
+        };
+        e.cpu_receiver = Some(quota);
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
+        assert!(
+            d.summary
+                .contains("CPU quota (1% of one core) ran out in 97.5% of the scheduler's periods"),
+            "{}",
+            d.summary
+        );
+        assert!(
+            d.fixes.iter().any(|f| f
+                .note
+                .contains("CPU quota of the cgroup that ran out (receiver: 1% of one core)")),
+            "{:?}",
+            d.fixes
+        );
+        // Without the quota's counters the same thread figures name the window.
+        e.cpu_receiver = Some(Cpu {
+            quota_pct: None,
+            throttled_pct: None,
+            ..quota
+        });
+        assert_eq!(diagnose(&e).limit, Some(Limit::ReceiveWindow));
+        // A quota that ran out in a tenth of its periods binds nothing either.
+        e.cpu_receiver = Some(Cpu {
+            throttled_pct: Some(10.0),
+            ..quota
+        });
+        let d = diagnose(&e);
+        assert_eq!(d.limit, Some(Limit::ReceiveWindow), "{:?}", d.findings);
+        assert!(!d.fixes.iter().any(|f| f.note.contains("CPU quota")));
+    }
+
+    #[test]
     fn a_starved_thread_names_the_cpu_only_when_nothing_else_does() {
         // The lab's 1 % quota with a test build beside it: ran 1 %, waited
         // 48 %, runnable under the 65 % bar; nothing else explains 680 Mbit/s.
@@ -2005,13 +2092,16 @@ mod tests {
             (
                 0.0f64..200.0,
                 prop::option::of((0.0f64..100.0, 0.0f64..100.0)),
+                prop::option::of((0.5f64..400.0, 0.0f64..100.0)),
             )
-                .prop_map(|(p, t)| Cpu {
+                .prop_map(|(p, t, q)| Cpu {
                     process_pct: p,
                     thread_cpu_pct: t.map(|x| x.0),
                     thread_wait_pct: t.map(|x| x.1.min(100.0 - x.0)),
                     system_busy_pct: Some(50.0),
                     softirq_pct: None,
+                    quota_pct: q.map(|x| x.0),
+                    throttled_pct: q.map(|x| x.1),
                 }),
         )
     }

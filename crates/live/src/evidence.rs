@@ -70,6 +70,8 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
             thread_wait_pct: Some(c.thread_wait_pct),
             system_busy_pct: None,
             softirq_pct: None,
+            quota_pct: None,
+            throttled_pct: None,
         });
     let stream = if sender {
         // Autotuning grows the send buffer as the window grows; a buffer

@@ -15,6 +15,7 @@
 //! so it is tested without a clock), [`sockets`] socket creation and options.
 
 pub mod buf;
+pub mod cgroup;
 pub mod client;
 pub mod config;
 pub mod datapath;

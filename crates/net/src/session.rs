@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use plumb_proto::params::{Protocol as WireProtocol, TestParams};
 use plumb_proto::results::{
-    CpuTimes, PlumbResults, PlumbStreamInfo, PlumbUdp, Results, StreamResult, TcpInfoSummary,
+    CgroupCpu, CpuTimes, PlumbResults, PlumbStreamInfo, PlumbUdp, Results, StreamResult,
+    TcpInfoSummary,
 };
 use plumb_report::{
     CpuUtil, EndRecord, IntervalDetail, IntervalRecord, LimitedTime, Protocol, StreamEnd,
@@ -22,6 +23,7 @@ use plumb_report::{
 };
 
 use crate::buf::{DiscardBuf, PageBuf};
+use crate::cgroup::CgroupCpuReading;
 use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
 use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
@@ -307,6 +309,10 @@ pub struct Session {
     cpu0: Option<CpuSnapshot>,
     cpu: Option<(f64, f64, f64)>,
     cpu_system: Option<CpuTimes>,
+    /// The cgroup quota's counters at the start of the counted period, and
+    /// what the quota did over it.
+    cgroup0: Option<CgroupCpuReading>,
+    cgroup_cpu: Option<CgroupCpu>,
     stopped_at: Option<Instant>,
     /// What request/response streams need beyond the plan.
     pub rr: crate::rr::RrContext,
@@ -328,6 +334,8 @@ impl Session {
             cpu0: None,
             cpu: None,
             cpu_system: None,
+            cgroup0: None,
+            cgroup_cpu: None,
             stopped_at: None,
             rr: crate::rr::RrContext::default(),
         }
@@ -427,6 +435,7 @@ impl Session {
     /// Starts every stream's thread; `now` is TEST_RUNNING.
     pub fn start(&mut self, now: Instant, drain: Drain) {
         self.cpu0 = CpuSnapshot::take().ok();
+        self.cgroup0 = CgroupCpuReading::take();
         self.started = Some(now);
         self.counted_from = if self.plan.omit > 0.0 {
             None
@@ -621,6 +630,7 @@ impl Session {
             self.interval_start = 0.0;
             self.next_tick = self.interval.map(|i| now + i);
             self.cpu0 = CpuSnapshot::take().ok();
+            self.cgroup0 = CgroupCpuReading::take();
             return;
         }
         if let (Some(t), Some(i)) = (self.next_tick, self.interval) {
@@ -823,6 +833,17 @@ impl Session {
                         .map(|(a, b)| system_percent(&a, &b));
                 }
             }
+            if let Some(g0) = &self.cgroup0 {
+                self.cgroup_cpu = g0.again().map(|g1| {
+                    let d = g1.since(g0);
+                    CgroupCpu {
+                        quota_pct: d.quota_pct,
+                        periods: d.periods,
+                        throttled_periods: d.throttled_periods,
+                        throttled_us: d.throttled_us,
+                    }
+                });
+            }
         }
     }
 
@@ -902,6 +923,7 @@ impl Session {
                 // The server driver fills this in when tests overlap.
                 concurrent_tests: None,
                 udp: self.udp_facts(),
+                cgroup_cpu: self.cgroup_cpu,
             }),
         }
     }

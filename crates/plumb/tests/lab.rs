@@ -292,6 +292,18 @@ fn throttled_receiver_is_cpu() {
         wait > 5.0 * cpu,
         "the thread waited ({wait} µs) far more than it ran ({cpu} µs)"
     );
+    // The far server reads its own cgroup's quota and how often it ran out.
+    assert_eq!(num(&v, "end.plumb.remote.cgroup_cpu.quota_pct"), 1.0);
+    let periods = num(&v, "end.plumb.remote.cgroup_cpu.periods");
+    let throttled = num(&v, "end.plumb.remote.cgroup_cpu.throttled_periods");
+    assert!(
+        periods >= 20.0 && throttled >= 0.5 * periods,
+        "the 1 % quota ran out in {throttled} of {periods} periods"
+    );
+    let summary = v["diagnosis"]["summary"].as_str().unwrap_or("");
+    assert!(summary.contains("CPU quota (1% of one core)"), "{summary}");
+    // The near end runs under no quota and says nothing of one.
+    assert!(v["end"]["plumb"]["local"]["cgroup_cpu"].is_null());
 }
 
 #[test]

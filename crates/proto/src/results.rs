@@ -128,6 +128,32 @@ pub struct PlumbResults {
     /// UDP tests: how this end moved datagrams.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub udp: Option<PlumbUdp>,
+    /// The CPU quota of this end's cgroup and how often it held the end
+    /// back during the test; absent where no quota applies. A peer's that
+    /// does not parse is dropped alone.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::ignore_invalid"
+    )]
+    pub cgroup_cpu: Option<CgroupCpu>,
+}
+
+/// A cgroup's CPU quota (CFS bandwidth control: v2 `cpu.max`, v1
+/// `cpu.cfs_quota_us`) and its counters over the test (`cpu.stat`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CgroupCpu {
+    /// The quota, percent of one core.
+    #[serde(serialize_with = "lenient::finite")]
+    pub quota_pct: f64,
+    /// Enforcement periods (normally 100 ms) in which the cgroup had work.
+    pub periods: u64,
+    /// Of those, periods in which the quota ran out and its threads were
+    /// stopped until the next period.
+    pub throttled_periods: u64,
+    /// Time its threads were held back, µs.
+    pub throttled_us: u64,
 }
 
 /// How one end of a UDP test moved its datagrams: what a UDP figure needs
@@ -418,8 +444,20 @@ mod tests {
                 gso_segments: Some(64),
                 ..PlumbUdp::default()
             }),
+            cgroup_cpu: Some(CgroupCpu {
+                quota_pct: 1.0,
+                periods: 40,
+                throttled_periods: 39,
+                throttled_us: 3_800_000,
+            }),
         });
         let json = encode(&results);
+        assert!(
+            json.contains(
+                r#""cgroup_cpu":{"quota_pct":1,"periods":40,"throttled_periods":39,"throttled_us":3800000}"#
+            ),
+            "{json}"
+        );
         assert!(
             json.contains(
                 r#""plumb":{"version":"0.1.0","system":"Linux far 6.1.0 #1 SMP x86_64","cpu_system_wide":{"#
@@ -449,6 +487,9 @@ mod tests {
         let p = r.plumb.expect("the rest of the extras stay");
         assert_eq!(p.version, "9");
         assert_eq!(p.system, None);
+        let g = with_extras(r#"{"version":"9","cgroup_cpu":{"periods":"many"}}"#);
+        let g = g.plumb.expect("a bad cgroup_cpu drops alone");
+        assert_eq!((g.version.as_str(), g.cgroup_cpu), ("9", None));
         assert_eq!(p.sysctl, [("a".to_owned(), "1".to_owned())].into());
         for other in [r#"null"#, r#"{"x":"y"}"#, r#"[]"#, r#"true"#] {
             let r = with_extras(&format!(
@@ -548,6 +589,7 @@ mod tests {
                 }).collect(),
                 concurrent_tests: None,
                 udp: None,
+                cgroup_cpu: None,
             }
         }
     }

@@ -1,0 +1,370 @@
+//! The CPU quota of the cgroup this process runs in, and how often the
+//! kernel held the process back to keep it (CFS bandwidth control).
+//!
+//! Why: a process in a container with a CPU limit (a cgroup's `cpu.max`, a
+//! Kubernetes CPU limit) is stopped for the rest of every 100 ms period once
+//! its share is spent. Its threads then wait to run, which the thread
+//! figures show too, but the wait also moves with everything else the
+//! machine runs; the cgroup's own counters (`nr_periods`, `nr_throttled`,
+//! `throttled_usec` in `cpu.stat`) say directly that the quota held it, so
+//! `plumb why` can name the quota rather than guess from a wait.
+//!
+//! This module owns finding the cgroup (`/proc/self/cgroup` and
+//! `/proc/self/mountinfo`, cgroup v2 or v1's `cpu` controller), reading its
+//! quota and counters, and the parsers of those files, which are separate
+//! functions over `&str` so that they are tested on fixed text.
+
+use std::path::{Path, PathBuf};
+
+/// How far up the hierarchy a quota is looked for: a container's limit is
+/// often set on a parent (a pod's slice), not on the process's own group.
+const MAX_DEPTH: usize = 32;
+
+/// One reading of a cgroup's CPU bandwidth counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CgroupCpuReading {
+    /// The cgroup's directory (the nearest one, from the process's own up,
+    /// that has a quota).
+    pub dir: PathBuf,
+    /// The quota, percent of one core (`cpu.max` 1000 100000 is 1 %).
+    pub quota_pct: f64,
+    /// Enforcement periods in which the cgroup had work (`nr_periods`).
+    pub periods: u64,
+    /// Of those, periods in which the quota ran out (`nr_throttled`).
+    pub throttled_periods: u64,
+    /// Time the cgroup's threads were held back, µs (`throttled_usec`, or
+    /// v1's `throttled_time` in ns).
+    pub throttled_us: u64,
+}
+
+/// What the quota did between two readings of the same cgroup.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CgroupCpuUse {
+    /// The quota, percent of one core.
+    pub quota_pct: f64,
+    /// Periods with work.
+    pub periods: u64,
+    /// Periods in which the quota ran out.
+    pub throttled_periods: u64,
+    /// Time held back, µs.
+    pub throttled_us: u64,
+}
+
+impl CgroupCpuReading {
+    /// The cgroup with a CPU quota that this process runs under, read now;
+    /// `None` where there is none (no quota on it or any parent, or no
+    /// cgroup file system to read).
+    pub fn take() -> Option<CgroupCpuReading> {
+        let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        // `ip netns exec` (and so `plumb lab`'s far side) mounts a sysfs of
+        // the namespace's own over /sys, which hides /sys/fs/cgroup; the
+        // cgroup file systems are still reachable through the mounts the
+        // parent (the shell or lab that ran `ip netns exec`) or init sees,
+        // where this process may look into them (`/proc/PID/root`).
+        let dir = own_cpu_dir(&cgroup, &mountinfo).or_else(|| {
+            [std::os::unix::process::parent_id(), 1]
+                .into_iter()
+                .find_map(|pid| {
+                    let theirs = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
+                    let d = own_cpu_dir(&cgroup, &theirs)?;
+                    let d = Path::new(&format!("/proc/{pid}/root")).join(d.strip_prefix("/").ok()?);
+                    d.is_dir().then_some(d)
+                })
+        })?;
+        let mut d = dir.as_path();
+        for _ in 0..MAX_DEPTH {
+            if let Some(r) = read_dir(d) {
+                return Some(r);
+            }
+            d = d.parent()?;
+        }
+        None
+    }
+
+    /// The same cgroup read again.
+    pub fn again(&self) -> Option<CgroupCpuReading> {
+        read_dir(&self.dir)
+    }
+
+    /// The counters' change since `earlier` (of the same cgroup).
+    pub fn since(&self, earlier: &CgroupCpuReading) -> CgroupCpuUse {
+        CgroupCpuUse {
+            quota_pct: self.quota_pct,
+            periods: self.periods.saturating_sub(earlier.periods),
+            throttled_periods: self
+                .throttled_periods
+                .saturating_sub(earlier.throttled_periods),
+            throttled_us: self.throttled_us.saturating_sub(earlier.throttled_us),
+        }
+    }
+}
+
+/// The quota and counters of one directory, if it has a quota.
+fn read_dir(dir: &Path) -> Option<CgroupCpuReading> {
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    // v2: cpu.max; v1: cfs_quota_us and cfs_period_us.
+    let quota_pct = match read("cpu.max") {
+        Some(t) => parse_cpu_max(&t)?,
+        None => parse_cfs_quota(&read("cpu.cfs_quota_us")?, &read("cpu.cfs_period_us")?)?,
+    };
+    let stat = parse_cpu_stat(&read("cpu.stat")?)?;
+    Some(CgroupCpuReading {
+        dir: dir.to_owned(),
+        quota_pct,
+        periods: stat.0,
+        throttled_periods: stat.1,
+        throttled_us: stat.2,
+    })
+}
+
+/// The directory of this process's cgroup for the CPU controller:
+/// v1's `cpu` hierarchy where one is mounted, else the v2 (unified) one.
+/// `cgroup` is `/proc/self/cgroup`, `mountinfo` `/proc/self/mountinfo`.
+pub fn own_cpu_dir(cgroup: &str, mountinfo: &str) -> Option<PathBuf> {
+    let mut v1 = None;
+    let mut v2 = None;
+    for line in cgroup.lines() {
+        // hierarchy-ID:controller-list:path
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if id == "0" && ctrl.is_empty() {
+            v2 = Some(path);
+        } else if ctrl.split(',').any(|c| c == "cpu") {
+            v1 = Some(path);
+        }
+    }
+    let mounts = cgroup_mounts(mountinfo);
+    if let Some(path) = v1 {
+        if let Some(m) = mounts.iter().find(|m| !m.v2 && m.cpu) {
+            return join_under(&m.point, &m.root, path);
+        }
+    }
+    let path = v2?;
+    let m = mounts.iter().find(|m| m.v2)?;
+    join_under(&m.point, &m.root, path)
+}
+
+/// A cgroup file system mounted here.
+#[derive(Debug, PartialEq)]
+struct CgroupMount {
+    /// Where it is mounted.
+    point: PathBuf,
+    /// The cgroup path that the mount point shows (`/` unless a namespace
+    /// or a bind mount shows a subtree).
+    root: String,
+    /// cgroup2 (else v1).
+    v2: bool,
+    /// A v1 hierarchy with the `cpu` controller.
+    cpu: bool,
+}
+
+fn cgroup_mounts(mountinfo: &str) -> Vec<CgroupMount> {
+    let mut out = Vec::new();
+    for line in mountinfo.lines() {
+        // id parent major:minor root mount-point options [optional…] - fstype source super-options
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let l: Vec<&str> = left.split(' ').collect();
+        let r: Vec<&str> = right.split(' ').collect();
+        let (Some(root), Some(point), Some(fstype)) = (l.get(3), l.get(4), r.first()) else {
+            continue;
+        };
+        let supers = r.get(2).copied().unwrap_or("");
+        let v2 = *fstype == "cgroup2";
+        let cpu = *fstype == "cgroup" && supers.split(',').any(|o| o == "cpu");
+        if v2 || cpu {
+            out.push(CgroupMount {
+                point: PathBuf::from(unescape(point)),
+                root: unescape(root),
+                v2,
+                cpu,
+            });
+        }
+    }
+    out
+}
+
+/// mountinfo writes space, tab, newline and backslash as octal escapes.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The directory of cgroup `path` under a mount showing `root` at `point`;
+/// `None` when the path is outside what the mount shows, or climbs out.
+fn join_under(point: &Path, root: &str, path: &str) -> Option<PathBuf> {
+    let rel = if root == "/" {
+        path
+    } else {
+        path.strip_prefix(root.trim_end_matches('/'))?
+    };
+    let mut out = point.to_path_buf();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        if part == ".." || part == "." {
+            return None;
+        }
+        out.push(part);
+    }
+    Some(out)
+}
+
+/// `cpu.max` ("QUOTA PERIOD", or "max PERIOD" for none): the quota in
+/// percent of one core; `None` when there is no quota.
+pub fn parse_cpu_max(text: &str) -> Option<f64> {
+    let mut f = text.split_whitespace();
+    let quota = f.next()?;
+    let period: f64 = f.next().map_or(Some(100_000.0), |p| p.parse().ok())?;
+    if quota == "max" || period <= 0.0 {
+        return None;
+    }
+    let q: f64 = quota.parse().ok()?;
+    (q > 0.0).then(|| q / period * 100.0)
+}
+
+/// v1's `cpu.cfs_quota_us` (-1 for none) and `cpu.cfs_period_us`.
+pub fn parse_cfs_quota(quota: &str, period: &str) -> Option<f64> {
+    let q: i64 = quota.trim().parse().ok()?;
+    let p: f64 = period.trim().parse().ok()?;
+    (q > 0 && p > 0.0).then(|| q as f64 / p * 100.0)
+}
+
+/// `cpu.stat`: (`nr_periods`, `nr_throttled`, throttled µs). v2 says
+/// `throttled_usec`, v1 `throttled_time` in ns; `None` without the
+/// bandwidth counters (a cgroup without the controller).
+pub fn parse_cpu_stat(text: &str) -> Option<(u64, u64, u64)> {
+    let (mut periods, mut throttled, mut us) = (None, None, None);
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(k), Some(v)) = (f.next(), f.next().and_then(|v| v.parse::<u64>().ok())) else {
+            continue;
+        };
+        match k {
+            "nr_periods" => periods = Some(v),
+            "nr_throttled" => throttled = Some(v),
+            "throttled_usec" => us = Some(v),
+            "throttled_time" if us.is_none() => us = Some(v / 1000),
+            _ => {}
+        }
+    }
+    Some((periods?, throttled?, us.unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw
+30 25 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate
+35 30 0:31 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:16 - cgroup cgroup rw,cpu,cpuacct
+36 30 0:32 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:17 - cgroup cgroup rw,memory
+";
+
+    #[test]
+    fn v1_cpu_hierarchy_is_preferred_where_it_is_mounted() {
+        let cg = "12:memory:/lab\n4:cpu,cpuacct:/plumb-lab-1/far\n0::/user.slice\n";
+        assert_eq!(
+            own_cpu_dir(cg, MOUNTINFO),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/plumb-lab-1/far"))
+        );
+    }
+
+    #[test]
+    fn v2_alone_uses_the_unified_mount_and_its_root() {
+        let mi = "40 1 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n";
+        let cg = "0::/kubepods.slice/pod1/c1\n";
+        assert_eq!(
+            own_cpu_dir(cg, mi),
+            Some(PathBuf::from("/sys/fs/cgroup/kubepods.slice/pod1/c1"))
+        );
+        // A mount that shows a subtree (a cgroup namespace's bind mount).
+        let mi = "40 1 0:30 /kubepods.slice /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            own_cpu_dir(cg, mi),
+            Some(PathBuf::from("/sys/fs/cgroup/pod1/c1"))
+        );
+        // Outside what the mount shows, or climbing out: nothing.
+        assert_eq!(own_cpu_dir("0::/other\n", mi), None);
+        assert_eq!(own_cpu_dir("0::/kubepods.slice/../x\n", mi), None);
+        // No cgroup file system at all.
+        assert_eq!(
+            own_cpu_dir(cg, "22 1 0:21 / /proc rw - proc proc rw\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn mount_points_with_escapes_are_read_back() {
+        let mi = "40 1 0:30 / /mnt/my\\040cgroups rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            own_cpu_dir("0::/a\n", mi),
+            Some(PathBuf::from("/mnt/my cgroups/a"))
+        );
+    }
+
+    #[test]
+    fn quotas_in_both_versions() {
+        assert_eq!(parse_cpu_max("1000 100000\n"), Some(1.0));
+        assert_eq!(parse_cpu_max("250000 100000\n"), Some(250.0));
+        assert_eq!(parse_cpu_max("max 100000\n"), None);
+        assert_eq!(parse_cpu_max("junk 100000\n"), None);
+        assert_eq!(parse_cpu_max(""), None);
+        assert_eq!(parse_cfs_quota("5000\n", "100000\n"), Some(5.0));
+        assert_eq!(parse_cfs_quota("-1\n", "100000\n"), None);
+        assert_eq!(parse_cfs_quota("5000\n", "0\n"), None);
+    }
+
+    #[test]
+    fn counters_in_both_versions() {
+        let v2 = "usage_usec 123\nuser_usec 100\nsystem_usec 23\nnr_periods 40\nnr_throttled 38\nthrottled_usec 3700000\nnr_bursts 0\nburst_usec 0\n";
+        assert_eq!(parse_cpu_stat(v2), Some((40, 38, 3_700_000)));
+        let v1 = "nr_periods 12\nnr_throttled 11\nthrottled_time 987654321\n";
+        assert_eq!(parse_cpu_stat(v1), Some((12, 11, 987_654)));
+        // usage only (no bandwidth controller): nothing to report.
+        assert_eq!(parse_cpu_stat("usage_usec 5\nuser_usec 5\n"), None);
+    }
+
+    #[test]
+    fn a_change_is_the_difference_of_two_readings() {
+        let a = CgroupCpuReading {
+            dir: PathBuf::from("/x"),
+            quota_pct: 1.0,
+            periods: 100,
+            throttled_periods: 90,
+            throttled_us: 9_000_000,
+        };
+        let b = CgroupCpuReading {
+            periods: 140,
+            throttled_periods: 129,
+            throttled_us: 12_800_000,
+            ..a.clone()
+        };
+        let d = b.since(&a);
+        assert_eq!(
+            (d.periods, d.throttled_periods, d.throttled_us),
+            (40, 39, 3_800_000)
+        );
+        // Counters never run backwards into a huge number.
+        assert_eq!(a.since(&b).periods, 0);
+    }
+}
