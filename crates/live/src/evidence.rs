@@ -25,6 +25,10 @@ pub struct ProcCpu {
     pub thread_cpu_pct: f64,
     /// The same thread runnable but waiting for a CPU, percent of the period.
     pub thread_wait_pct: f64,
+    /// The CPU quota of its cgroup, percent of one core, when one applies.
+    pub quota_pct: Option<f64>,
+    /// The share of the quota's periods with work in which it ran out, percent.
+    pub throttled_pct: Option<f64>,
 }
 
 /// What goes beside the socket's own counters.
@@ -63,15 +67,18 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
     };
     let cpu = ctx
         .cpu
-        .filter(|c| cpu_can_bind && c.thread_cpu_pct + c.thread_wait_pct >= 50.0)
+        .filter(|c| {
+            let throttled = c.quota_pct.is_some() && c.throttled_pct.is_some_and(|t| t >= 50.0);
+            cpu_can_bind && (c.thread_cpu_pct + c.thread_wait_pct >= 50.0 || throttled)
+        })
         .map(|c| Cpu {
             process_pct: c.process_pct,
             thread_cpu_pct: Some(c.thread_cpu_pct),
             thread_wait_pct: Some(c.thread_wait_pct),
             system_busy_pct: None,
             softirq_pct: None,
-            quota_pct: None,
-            throttled_pct: None,
+            quota_pct: c.quota_pct,
+            throttled_pct: c.throttled_pct,
         });
     let stream = if sender {
         // Autotuning grows the send buffer as the window grows; a buffer

@@ -335,5 +335,7 @@ pub fn cpu_between(
         process_pct: pct(total),
         thread_cpu_pct: pct(best.0),
         thread_wait_pct: pct(best.1),
+        quota_pct: None,
+        throttled_pct: None,
     })
 }

@@ -55,22 +55,30 @@ impl CgroupCpuReading {
     /// `None` where there is none (no quota on it or any parent, or no
     /// cgroup file system to read).
     pub fn take() -> Option<CgroupCpuReading> {
-        let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        Self::of("self")
+    }
+
+    /// The same for another process (`plumb why` on a running program's
+    /// connections); `None` also when its `/proc` entry is not readable.
+    pub fn of_pid(pid: u32) -> Option<CgroupCpuReading> {
+        Self::of(&pid.to_string())
+    }
+
+    fn of(proc_entry: &str) -> Option<CgroupCpuReading> {
+        let cgroup = std::fs::read_to_string(format!("/proc/{proc_entry}/cgroup")).ok()?;
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
         // `ip netns exec` (and so `plumb lab`'s far side) mounts a sysfs of
         // the namespace's own over /sys, which hides /sys/fs/cgroup; the
-        // cgroup file systems are still reachable through the mounts the
-        // parent (the shell or lab that ran `ip netns exec`) or init sees,
+        // cgroup file systems are still reachable through the mounts an
+        // ancestor (the shell or lab that ran `ip netns exec`) or init sees,
         // where this process may look into them (`/proc/PID/root`).
         let dir = own_cpu_dir(&cgroup, &mountinfo).or_else(|| {
-            [std::os::unix::process::parent_id(), 1]
-                .into_iter()
-                .find_map(|pid| {
-                    let theirs = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
-                    let d = own_cpu_dir(&cgroup, &theirs)?;
-                    let d = Path::new(&format!("/proc/{pid}/root")).join(d.strip_prefix("/").ok()?);
-                    d.is_dir().then_some(d)
-                })
+            ancestors().into_iter().chain([1]).find_map(|pid| {
+                let theirs = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
+                let d = own_cpu_dir(&cgroup, &theirs)?;
+                let d = Path::new(&format!("/proc/{pid}/root")).join(d.strip_prefix("/").ok()?);
+                d.is_dir().then_some(d)
+            })
         })?;
         let mut d = dir.as_path();
         for _ in 0..MAX_DEPTH {
@@ -98,6 +106,32 @@ impl CgroupCpuReading {
             throttled_us: self.throttled_us.saturating_sub(earlier.throttled_us),
         }
     }
+}
+
+/// This process's parent, its parent, and so on (at most [`MAX_DEPTH`]),
+/// up to but not including init.
+fn ancestors() -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut pid = std::os::unix::process::parent_id();
+    while pid > 1 && out.len() < MAX_DEPTH {
+        out.push(pid);
+        pid = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(t) => match parse_ppid(&t) {
+                Some(p) => p,
+                None => break,
+            },
+            Err(_) => break,
+        };
+    }
+    out
+}
+
+/// The parent's pid from `/proc/PID/stat` ("pid (comm) state ppid …"; the
+/// command name may hold spaces and parentheses, so fields count from the
+/// last ')').
+pub fn parse_ppid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The quota and counters of one directory, if it has a quota.
@@ -320,6 +354,14 @@ mod tests {
             own_cpu_dir("0::/a\n", mi),
             Some(PathBuf::from("/mnt/my cgroups/a"))
         );
+    }
+
+    #[test]
+    fn the_parent_pid_counts_from_the_last_parenthesis() {
+        assert_eq!(parse_ppid("123 (sh) S 45 123 123 0 -1"), Some(45));
+        assert_eq!(parse_ppid("9 (a) b (c) R 7 9 9"), Some(7));
+        assert_eq!(parse_ppid("9 (x"), None);
+        assert_eq!(parse_ppid(""), None);
     }
 
     #[test]

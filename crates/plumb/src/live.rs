@@ -17,6 +17,7 @@ use plumb_live::filter::{parse_conn, parse_peer};
 use plumb_live::sys::{self, Dumper, Owner};
 use plumb_live::{Filter, Role, Track, Tracker};
 use plumb_model::Rate;
+use plumb_net::cgroup::CgroupCpuReading;
 use serde_json::{json, Value};
 
 use crate::cli::usage_error;
@@ -192,16 +193,24 @@ pub struct Sampled {
     pub tracker: Tracker,
     /// Owner by socket cookie.
     pub owner_of: HashMap<u64, Option<Owner>>,
-    /// Per-thread CPU counters by pid, at first sight.
-    pub cpu_start: HashMap<u32, (Vec<sys::ThreadCpu>, Instant)>,
+    /// Per-thread CPU counters by pid, at first sight, with its cgroup's
+    /// CPU quota counters when a quota applies.
+    pub cpu_start: HashMap<u32, (Vec<sys::ThreadCpu>, Instant, Option<CgroupCpuReading>)>,
 }
 
 impl Sampled {
     /// The process's CPU from first sight until now.
     pub fn cpu(&self, pid: u32) -> Option<plumb_live::evidence::ProcCpu> {
-        let (a, t) = self.cpu_start.get(&pid)?;
+        let (a, t, g0) = self.cpu_start.get(&pid)?;
         let b = sys::thread_cpu(pid)?;
-        sys::cpu_between(a, &b, t.elapsed().as_secs_f64())
+        let mut c = sys::cpu_between(a, &b, t.elapsed().as_secs_f64())?;
+        if let Some((g0, g1)) = g0.as_ref().and_then(|g0| Some((g0, g0.again()?))) {
+            let d = g1.since(g0);
+            c.quota_pct = Some(d.quota_pct);
+            c.throttled_pct = (d.periods > 0)
+                .then(|| d.throttled_periods.min(d.periods) as f64 / d.periods as f64 * 100.0);
+        }
+        Some(c)
     }
 }
 
@@ -233,7 +242,7 @@ fn sample(filter: &Filter, secs: f64, owners: &mut Owners) -> std::io::Result<Sa
                 if let Some(o) = &owner {
                     if let std::collections::hash_map::Entry::Vacant(e) = cpu_start.entry(o.pid) {
                         if let Some(v) = sys::thread_cpu(o.pid) {
-                            e.insert((v, Instant::now()));
+                            e.insert((v, Instant::now(), CgroupCpuReading::of_pid(o.pid)));
                         }
                     }
                 }

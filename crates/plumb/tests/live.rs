@@ -385,6 +385,12 @@ fn sender_under_cpu_quota_is_cpu() {
     let e = e.expect("three attempts");
     let c = busiest_of(&e.far, "sender", "iperf3");
     assert_eq!(limit(c), "cpu", "{}", summary(c));
+    // The sampler read the sender's cgroup: its quota, and that it ran out.
+    let text = c.to_string();
+    assert!(
+        text.contains("sender cgroup CPU quota") && text.contains("sender cgroup quota ran out"),
+        "{text}"
+    );
     named_without_a_model(c);
     receiver_claims_nothing_false(busiest_of(&e.near, "receiver", "iperf3"), "cpu");
 }
