@@ -143,7 +143,9 @@ fn write_json(
     interval: u64,
     full_scan: bool,
 ) -> std::io::Result<()> {
-    let tcp = c.tcp.unwrap_or_default();
+    // Without TCP_INFO (a dump that carried none) the RTT and window are
+    // unknown, not zero.
+    let tcp = c.tcp;
     write!(
         out,
         "{{\"interval\":{interval},\"local\":\"{}\",\"remote\":\"{}\",\"pid\":",
@@ -159,12 +161,13 @@ fn write_json(
     write!(out, ",\"direction\":\"{}\",\"rate_bps\":", r.role.name())?;
     serde_json::to_writer(&mut *out, &r.rate)?;
     write!(out, ",\"rtt_ms\":")?;
-    serde_json::to_writer(&mut *out, &(f64::from(tcp.rtt) / 1e3))?;
-    write!(
-        out,
-        ",\"cwnd_bytes\":{},\"window_bytes\":",
-        u64::from(tcp.snd_cwnd) * u64::from(tcp.snd_mss)
+    serde_json::to_writer(&mut *out, &tcp.map(|t| f64::from(t.rtt) / 1e3))?;
+    write!(out, ",\"cwnd_bytes\":")?;
+    serde_json::to_writer(
+        &mut *out,
+        &tcp.map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
     )?;
+    write!(out, ",\"window_bytes\":")?;
     match window(c, r.role) {
         Some(w) => write!(out, "{w}")?,
         None => write!(out, "null")?,
@@ -264,19 +267,21 @@ fn table<'a>(
         else {
             continue;
         };
-        let tcp = c.tcp.unwrap_or_default();
+        let tcp = c.tcp;
         let proc_ = owners
             .get(c.inode)
             .map_or_else(|| "?".into(), |o| format!("{}/{}", o.command, o.pid));
         let human = |b: f64| Rate::from_bps(b).map_or_else(|| "0".into(), Rate::human);
         let mut line = format!(
-            "{:<16} {:<24} {:<9} {:>12} {:>8.2} {:>10} {:>10} {:>5}  {}",
+            "{:<16} {:<24} {:<9} {:>12} {:>8} {:>10} {:>10} {:>5}  {}",
             proc_.chars().take(16).collect::<String>(),
             c.remote.to_string(),
             r.role.name(),
             human(r.rate),
-            f64::from(tcp.rtt) / 1e3,
-            compact(u64::from(tcp.snd_cwnd) * u64::from(tcp.snd_mss)),
+            tcp.map_or("-".into(), |t| format!("{:.2}", f64::from(t.rtt) / 1e3)),
+            tcp.map_or("-".into(), |t| compact(
+                u64::from(t.snd_cwnd) * u64::from(t.snd_mss)
+            )),
             window(c, r.role).map_or("-".into(), |w| compact(u64::from(w))),
             r.retrans,
             r.limit.map_or("-", |l| l.name()),
@@ -583,4 +588,85 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
 fn secs(s: f64) -> String {
     let r = (s * 100.0).round() / 100.0;
     format!("{r}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(tcp: Option<plumb_live::TcpInfo>) -> Conn {
+        Conn {
+            local: "127.0.0.1:5201".parse().expect("addr"),
+            remote: "127.0.0.1:40000".parse().expect("addr"),
+            state: 1,
+            inode: 0,
+            uid: 0,
+            ifindex: 0,
+            cookie: 7,
+            recv_queue: 0,
+            send_queue: 0,
+            tcp,
+            congestion: None,
+            mem: None,
+            bbr: None,
+        }
+    }
+
+    /// A connection the kernel sent no TCP_INFO for has an unknown RTT and
+    /// window, not zero ones, in both the NDJSON and the table.
+    #[test]
+    fn no_tcp_info_is_unknown_not_zero() {
+        let r = Row {
+            rate: 0.0,
+            role: Role::Sender,
+            retrans: 0,
+            limit: None,
+        };
+        let mut out = Vec::new();
+        write_json(&mut out, &r, &conn(None), None, 1, true).expect("json");
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("one JSON line");
+        assert!(v["rtt_ms"].is_null(), "{v}");
+        assert!(v["cwnd_bytes"].is_null(), "{v}");
+        let t = plumb_live::TcpInfo {
+            rtt: 15_000,
+            snd_cwnd: 10,
+            snd_mss: 1448,
+            ..plumb_live::TcpInfo::default()
+        };
+        let mut out = Vec::new();
+        write_json(&mut out, &r, &conn(Some(t)), None, 1, true).expect("json");
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("one JSON line");
+        assert_eq!(v["rtt_ms"], 15.0);
+        assert_eq!(v["cwnd_bytes"], 14_480);
+
+        let mut known = HashMap::new();
+        for (cookie, tcp) in [(1u64, None), (2, Some(t))] {
+            known.insert(
+                cookie,
+                Box::new(Seen {
+                    conn: Conn {
+                        cookie,
+                        ..conn(tcp)
+                    },
+                    t: 0.0,
+                    read: 0,
+                    row: Some(r),
+                    busy_at: 0.0,
+                }),
+            );
+        }
+        let lines = table(
+            [1u64, 2].iter(),
+            &known,
+            &mut Owners::default(),
+            "h",
+            200,
+            10,
+        );
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        let cols = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        // PROCESS PEER DIR RATE RTT CWND WINDOW RETR LIMIT (an idle rate is "0")
+        assert_eq!(cols(&lines[2])[4..7], ["-", "-", "-"], "{}", lines[2]);
+        assert_eq!(cols(&lines[3])[4..6], ["15.00", "14480"], "{}", lines[3]);
+    }
 }
