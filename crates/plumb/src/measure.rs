@@ -266,7 +266,11 @@ fn parse_count(s: &str) -> Result<u64, String> {
 
 fn u32_of(what: &str, b: Bytes, max: u64) -> Result<u32, String> {
     if b.get() > max {
-        return Err(format!("{what} {} is too large (at most {max})", b.get()));
+        return Err(format!(
+            "{what} {} is too large (at most {})",
+            b.human(),
+            Bytes(max).human()
+        ));
     }
     Ok(b.get() as u32)
 }

@@ -908,6 +908,25 @@ fn every_number_flag_says_what_it_accepts() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("loss"), "--far-cpu is no loss rate: {err}");
 
+    // Out of range: one line with the limit, in units a person reads.
+    for (args, want) in [
+        (
+            &["-c", "127.0.0.1", "-t", "99999"][..],
+            "expected 0 to 86400 seconds",
+        ),
+        (&["-c", "127.0.0.1", "-P", "999"], "expected 1 to 128"),
+        (
+            &["-c", "127.0.0.1", "-w", "99G"],
+            "window 106,300,440,576 B (106.3 GB) is too large (at most 536,870,912 B (536.9 MB))",
+        ),
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(5));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+
     // Every flag with a value in every command's --help that is not in
     // NOT_NUMBERS, given "3x": a new number flag without its parser fails here.
     let mut checked = 0;
