@@ -1484,10 +1484,21 @@ pub fn render(inputs: &[Input]) -> Result<String, BadDocument> {
         .iter()
         .map(|i| run_data(&i.doc).map_err(|e| BadDocument(format!("{}: {e}", i.name))))
         .collect::<Result<_, _>>()?;
+    // Only tests are compared: a `plumb top` log or a live-connections page
+    // has no test's throughput, limit or verdict to set beside one (its
+    // column and line were empty).
+    let (tests, test_runs): (Vec<Input>, Vec<RunData>) = inputs
+        .iter()
+        .zip(&runs)
+        .filter(|(i, _)| !crate::top::is_top_doc(&i.doc) && !is_live(&i.doc))
+        .map(|(i, r)| (i.clone(), r.clone()))
+        .unzip();
     let title = if inputs.len() == 1 {
         format!("plumb report: {}", inputs[0].name)
-    } else {
+    } else if tests.len() == inputs.len() {
         format!("plumb report: {} runs compared", inputs.len())
+    } else {
+        format!("plumb report: {} documents", inputs.len())
     };
     let mut s = String::new();
     let _ = write!(
@@ -1500,8 +1511,8 @@ pub fn render(inputs: &[Input]) -> Result<String, BadDocument> {
         esc(&title),
         esc(&title)
     );
-    if inputs.len() > 1 {
-        s.push_str(&compare_section(inputs, &runs));
+    if tests.len() > 1 {
+        s.push_str(&compare_section(&tests, &test_runs));
     }
     for (i, d) in inputs.iter().zip(&runs) {
         let _ = write!(

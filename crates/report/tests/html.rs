@@ -782,6 +782,37 @@ fn page_order_and_comparison() {
     assert!(page.contains("default-src 'none'"));
 }
 
+/// A `plumb top` log or a live page beside tests is shown, not compared:
+/// it has no test's throughput or verdict to set beside theirs.
+#[test]
+fn only_tests_are_compared() {
+    let top =
+        plumb_report::top::document_from_top(&fixture_text("plumb-top.ndjson")).expect("a top log");
+    let input = |name: &str, doc: Value| Input {
+        name: name.into(),
+        doc,
+    };
+    let page = html::render(&[
+        input("top.ndjson", top.clone()),
+        input("p2.json", load("plumb-p2.json")),
+    ])
+    .expect("render");
+    assert!(!page.contains("<h2>Compared</h2>"));
+    assert!(page.contains("<h1>plumb report: 2 documents</h1>"));
+    let page = html::render(&[
+        input("top.ndjson", top),
+        input("p2.json", load("plumb-p2.json")),
+        input("live.json", load("plumb-live-loopback.json")),
+        input("rwin.json", load("plumb-lab-rwin.json")),
+    ])
+    .expect("render");
+    let compared = &page[page.find("<h2>Compared</h2>").expect("compared")..];
+    let compared = &compared[..compared.find("</section>").expect("its end")];
+    assert!(compared.contains("<th>p2.json</th>") && compared.contains("<th>rwin.json</th>"));
+    assert!(!compared.contains("top.ndjson") && !compared.contains("live.json"));
+    assert!(page.contains("<h1>plumb report: 4 documents</h1>"));
+}
+
 #[test]
 fn documents_that_are_not_reports() {
     for (doc, why) in [
