@@ -287,7 +287,9 @@ impl Evidence {
         // periods in which the quota ran out.
         let quota = |side: &Value| -> (Option<f64>, Option<f64>) {
             let g = &side["cgroup_cpu"];
-            let q = f(&g["quota_pct"]).filter(|q| *q > 0.0);
+            // A peer's figure outside any real quota (0.01 % to 10,000
+            // cores) is dropped rather than printed.
+            let q = f(&g["quota_pct"]).filter(|q| (0.01..=1e6).contains(q));
             let t = match (u(&g["periods"]), u(&g["throttled_periods"])) {
                 (Some(p), Some(t)) if p > 0 => Some(t.min(p) as f64 / p as f64 * 100.0),
                 _ => None,

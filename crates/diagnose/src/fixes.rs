@@ -209,11 +209,11 @@ pub fn for_limit(limit: Limit, ev: &Evidence, figures: &Figures, findings: &[Fin
             let quotas: Vec<String> = [("receiver", ev.cpu_receiver), ("sender", ev.cpu_sender)]
                 .into_iter()
                 .filter_map(|(who, c)| {
-                    let c = c?;
-                    let q = c.quota_pct?;
-                    c.throttled_pct
-                        .filter(|t| *t >= crate::rules::CGROUP_THROTTLED_SHARE * 100.0)
-                        .map(|_| format!("{who}: {q:.0}% of one core"))
+                    let (q, _) = crate::rules::quota_binds(&c?)?;
+                    Some(format!(
+                        "{who}: {}% of one core",
+                        plumb_model::units::sig(q, 3)
+                    ))
                 })
                 .collect();
             if !quotas.is_empty() {

@@ -95,6 +95,16 @@ pub const CPU_STARVED_SHARE: f64 = 0.4;
 /// and 5 % quotas the far end's ran out in every period of the test.
 pub const CGROUP_THROTTLED_SHARE: f64 = 0.5;
 
+/// The quota and the share of periods it ran out in, when a cgroup's CPU
+/// quota held this end: it ran out in at least [`CGROUP_THROTTLED_SHARE`]
+/// of its periods, and this end's own process used at least half of it (a
+/// quota that other processes in the group spent is theirs to explain).
+pub fn quota_binds(c: &crate::evidence::Cpu) -> Option<(f64, f64)> {
+    c.quota_pct
+        .zip(c.throttled_pct)
+        .filter(|(q, t)| *t >= CGROUP_THROTTLED_SHARE * 100.0 && c.process_pct >= 0.5 * q)
+}
+
 /// Without thread figures (a stock iperf3 peer), the process's CPU per
 /// stream, as a share of one core, stands in, and must cover this much: a
 /// process that is not busy most of the time has no CPU limit to show.
@@ -862,10 +872,7 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         // emulator, other tests), so it counts only with the process busy too.
         let loaded = machine >= 98.0 && per_stream >= 50.0;
         // A cgroup quota that ran out in most of its periods.
-        let quota = c
-            .quota_pct
-            .zip(c.throttled_pct)
-            .filter(|(_, t)| *t >= CGROUP_THROTTLED_SHARE * 100.0);
+        let quota = quota_binds(&c);
         if !(per_stream >= 90.0 || busy_thread || starved || loaded || quota.is_some()) {
             continue;
         }
@@ -1901,6 +1908,13 @@ mod tests {
         e.cpu_receiver = Some(Cpu {
             quota_pct: None,
             throttled_pct: None,
+            ..quota
+        });
+        assert_eq!(diagnose(&e).limit, Some(Limit::ReceiveWindow));
+        // A quota that ran out, but mostly spent by other processes in the
+        // group (this end used a tenth of it), is not this end's limit.
+        e.cpu_receiver = Some(Cpu {
+            quota_pct: Some(10.0),
             ..quota
         });
         assert_eq!(diagnose(&e).limit, Some(Limit::ReceiveWindow));

@@ -20,11 +20,20 @@ use std::path::{Path, PathBuf};
 /// often set on a parent (a pod's slice), not on the process's own group.
 const MAX_DEPTH: usize = 32;
 
-/// One reading of a cgroup's CPU bandwidth counters.
+/// One reading of the CPU bandwidth counters of every cgroup with a quota
+/// that this process runs under: its own and its parents' (a pod's slice may
+/// hold a stricter quota than the container's own group, and a parent's
+/// throttling is counted in the parent's `cpu.stat`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CgroupCpuReading {
-    /// The cgroup's directory (the nearest one, from the process's own up,
-    /// that has a quota).
+    /// The groups with a quota, nearest first.
+    pub levels: Vec<CgroupLevel>,
+}
+
+/// One cgroup's quota and counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CgroupLevel {
+    /// The cgroup's directory.
     pub dir: PathBuf,
     /// The quota, percent of one core (`cpu.max` 1000 100000 is 1 %).
     pub quota_pct: f64,
@@ -37,7 +46,8 @@ pub struct CgroupCpuReading {
     pub throttled_us: u64,
 }
 
-/// What the quota did between two readings of the same cgroup.
+/// What the quota did between two readings of the same cgroups: the group
+/// whose quota ran out in the most periods (the tighter quota on a tie).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CgroupCpuUse {
     /// The quota, percent of one core.
@@ -51,9 +61,9 @@ pub struct CgroupCpuUse {
 }
 
 impl CgroupCpuReading {
-    /// The cgroup with a CPU quota that this process runs under, read now;
-    /// `None` where there is none (no quota on it or any parent, or no
-    /// cgroup file system to read).
+    /// The cgroups with a CPU quota that this process runs under, read now;
+    /// `None` where there is none (no quota on its group or any parent, or
+    /// no cgroup file system to read).
     pub fn take() -> Option<CgroupCpuReading> {
         Self::of("self")
     }
@@ -72,39 +82,69 @@ impl CgroupCpuReading {
         // cgroup file systems are still reachable through the mounts an
         // ancestor (the shell or lab that ran `ip netns exec`) or init sees,
         // where this process may look into them (`/proc/PID/root`).
-        let dir = own_cpu_dir(&cgroup, &mountinfo).or_else(|| {
-            ancestors().into_iter().chain([1]).find_map(|pid| {
+        let views = std::iter::once((mountinfo, PathBuf::from("/"))).chain(
+            ancestors().into_iter().chain([1]).filter_map(|pid| {
                 let theirs = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
-                let d = own_cpu_dir(&cgroup, &theirs)?;
-                let d = Path::new(&format!("/proc/{pid}/root")).join(d.strip_prefix("/").ok()?);
-                d.is_dir().then_some(d)
-            })
-        })?;
-        let mut d = dir.as_path();
-        for _ in 0..MAX_DEPTH {
-            if let Some(r) = read_dir(d) {
-                return Some(r);
+                Some((theirs, PathBuf::from(format!("/proc/{pid}/root"))))
+            }),
+        );
+        for (mounts, root) in views {
+            let Some((point, dir)) = own_cpu_dir(&cgroup, &mounts) else {
+                continue;
+            };
+            let under = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+            let (point, dir) = (under(&point), under(&dir));
+            if !dir.is_dir() {
+                continue;
             }
-            d = d.parent()?;
+            let mut levels = Vec::new();
+            let mut d = dir.as_path();
+            // From the process's own group up to the mount's root, bounded.
+            for _ in 0..MAX_DEPTH {
+                levels.extend(read_dir(d));
+                if d == point {
+                    break;
+                }
+                match d.parent() {
+                    Some(p) if p.starts_with(&point) => d = p,
+                    _ => break,
+                }
+            }
+            return (!levels.is_empty()).then_some(CgroupCpuReading { levels });
         }
         None
     }
 
-    /// The same cgroup read again.
+    /// The same cgroups read again (a group removed since reads as gone).
     pub fn again(&self) -> Option<CgroupCpuReading> {
-        read_dir(&self.dir)
+        let levels: Vec<CgroupLevel> = self
+            .levels
+            .iter()
+            .filter_map(|l| read_dir(&l.dir))
+            .collect();
+        (!levels.is_empty()).then_some(CgroupCpuReading { levels })
     }
 
-    /// The counters' change since `earlier` (of the same cgroup).
-    pub fn since(&self, earlier: &CgroupCpuReading) -> CgroupCpuUse {
-        CgroupCpuUse {
-            quota_pct: self.quota_pct,
-            periods: self.periods.saturating_sub(earlier.periods),
-            throttled_periods: self
-                .throttled_periods
-                .saturating_sub(earlier.throttled_periods),
-            throttled_us: self.throttled_us.saturating_sub(earlier.throttled_us),
-        }
+    /// The counters' change since `earlier` (of the same cgroups): the
+    /// group whose quota ran out in the most periods, the tighter quota on a
+    /// tie; `None` when no group was read both times.
+    pub fn since(&self, earlier: &CgroupCpuReading) -> Option<CgroupCpuUse> {
+        self.levels
+            .iter()
+            .filter_map(|now| {
+                let then = earlier.levels.iter().find(|l| l.dir == now.dir)?;
+                Some(CgroupCpuUse {
+                    quota_pct: now.quota_pct,
+                    periods: now.periods.saturating_sub(then.periods),
+                    throttled_periods: now.throttled_periods.saturating_sub(then.throttled_periods),
+                    throttled_us: now.throttled_us.saturating_sub(then.throttled_us),
+                })
+            })
+            .max_by(|a, b| {
+                a.throttled_periods
+                    .cmp(&b.throttled_periods)
+                    .then(b.quota_pct.total_cmp(&a.quota_pct))
+            })
     }
 }
 
@@ -135,7 +175,7 @@ pub fn parse_ppid(stat: &str) -> Option<u32> {
 }
 
 /// The quota and counters of one directory, if it has a quota.
-fn read_dir(dir: &Path) -> Option<CgroupCpuReading> {
+fn read_dir(dir: &Path) -> Option<CgroupLevel> {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
     // v2: cpu.max; v1: cfs_quota_us and cfs_period_us.
     let quota_pct = match read("cpu.max") {
@@ -143,7 +183,7 @@ fn read_dir(dir: &Path) -> Option<CgroupCpuReading> {
         None => parse_cfs_quota(&read("cpu.cfs_quota_us")?, &read("cpu.cfs_period_us")?)?,
     };
     let stat = parse_cpu_stat(&read("cpu.stat")?)?;
-    Some(CgroupCpuReading {
+    Some(CgroupLevel {
         dir: dir.to_owned(),
         quota_pct,
         periods: stat.0,
@@ -152,10 +192,11 @@ fn read_dir(dir: &Path) -> Option<CgroupCpuReading> {
     })
 }
 
-/// The directory of this process's cgroup for the CPU controller:
-/// v1's `cpu` hierarchy where one is mounted, else the v2 (unified) one.
-/// `cgroup` is `/proc/self/cgroup`, `mountinfo` `/proc/self/mountinfo`.
-pub fn own_cpu_dir(cgroup: &str, mountinfo: &str) -> Option<PathBuf> {
+/// The mount point and directory of this process's cgroup for the CPU
+/// controller: v1's `cpu` hierarchy where one is mounted, else the v2
+/// (unified) one. `cgroup` is `/proc/PID/cgroup`, `mountinfo`
+/// `/proc/self/mountinfo` (or another process's).
+pub fn own_cpu_dir(cgroup: &str, mountinfo: &str) -> Option<(PathBuf, PathBuf)> {
     let mut v1 = None;
     let mut v2 = None;
     for line in cgroup.lines() {
@@ -171,14 +212,19 @@ pub fn own_cpu_dir(cgroup: &str, mountinfo: &str) -> Option<PathBuf> {
         }
     }
     let mounts = cgroup_mounts(mountinfo);
-    if let Some(path) = v1 {
-        if let Some(m) = mounts.iter().find(|m| !m.v2 && m.cpu) {
-            return join_under(&m.point, &m.root, path);
-        }
-    }
-    let path = v2?;
-    let m = mounts.iter().find(|m| m.v2)?;
-    join_under(&m.point, &m.root, path)
+    let v1 = v1.and_then(|path| {
+        mounts
+            .iter()
+            .filter(|m| !m.v2 && m.cpu)
+            .find_map(|m| Some((m.point.clone(), join_under(&m.point, &m.root, path)?)))
+    });
+    v1.or_else(|| {
+        let path = v2?;
+        mounts
+            .iter()
+            .filter(|m| m.v2)
+            .find_map(|m| Some((m.point.clone(), join_under(&m.point, &m.root, path)?)))
+    })
 }
 
 /// A cgroup file system mounted here.
@@ -228,12 +274,12 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let value = octal.map(|d| d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0')));
+        if let (b'\\', Some(v @ 0..=255)) = (b[i], value) {
+            out.push(v as u8);
             i += 4;
         } else {
             out.push(b[i]);
@@ -249,7 +295,12 @@ fn join_under(point: &Path, root: &str, path: &str) -> Option<PathBuf> {
     let rel = if root == "/" {
         path
     } else {
-        path.strip_prefix(root.trim_end_matches('/'))?
+        let r = path.strip_prefix(root.trim_end_matches('/'))?;
+        // `/ab/x` is not under `/a`.
+        if !(r.is_empty() || r.starts_with('/')) {
+            return None;
+        }
+        r
     };
     let mut out = point.to_path_buf();
     for part in rel.split('/').filter(|p| !p.is_empty()) {
@@ -318,8 +369,17 @@ mod tests {
     fn v1_cpu_hierarchy_is_preferred_where_it_is_mounted() {
         let cg = "12:memory:/lab\n4:cpu,cpuacct:/plumb-lab-1/far\n0::/user.slice\n";
         assert_eq!(
-            own_cpu_dir(cg, MOUNTINFO),
+            own_cpu_dir(cg, MOUNTINFO).map(|d| d.1),
             Some(PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/plumb-lab-1/far"))
+        );
+        // Without a v1 cpu mount, the unified hierarchy.
+        let v2_only = MOUNTINFO.replace("rw,cpu,cpuacct", "rw,cpuacct");
+        assert_eq!(
+            own_cpu_dir(cg, &v2_only),
+            Some((
+                PathBuf::from("/sys/fs/cgroup/unified"),
+                PathBuf::from("/sys/fs/cgroup/unified/user.slice")
+            ))
         );
     }
 
@@ -328,17 +388,18 @@ mod tests {
         let mi = "40 1 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n";
         let cg = "0::/kubepods.slice/pod1/c1\n";
         assert_eq!(
-            own_cpu_dir(cg, mi),
+            own_cpu_dir(cg, mi).map(|d| d.1),
             Some(PathBuf::from("/sys/fs/cgroup/kubepods.slice/pod1/c1"))
         );
         // A mount that shows a subtree (a cgroup namespace's bind mount).
         let mi = "40 1 0:30 /kubepods.slice /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
         assert_eq!(
-            own_cpu_dir(cg, mi),
+            own_cpu_dir(cg, mi).map(|d| d.1),
             Some(PathBuf::from("/sys/fs/cgroup/pod1/c1"))
         );
         // Outside what the mount shows, or climbing out: nothing.
         assert_eq!(own_cpu_dir("0::/other\n", mi), None);
+        assert_eq!(own_cpu_dir("0::/kubepods.slice2/c\n", mi), None);
         assert_eq!(own_cpu_dir("0::/kubepods.slice/../x\n", mi), None);
         // No cgroup file system at all.
         assert_eq!(
@@ -351,8 +412,14 @@ mod tests {
     fn mount_points_with_escapes_are_read_back() {
         let mi = "40 1 0:30 / /mnt/my\\040cgroups rw - cgroup2 cgroup2 rw\n";
         assert_eq!(
-            own_cpu_dir("0::/a\n", mi),
+            own_cpu_dir("0::/a\n", mi).map(|d| d.1),
             Some(PathBuf::from("/mnt/my cgroups/a"))
+        );
+        // An escape past a byte's range is left as written.
+        let mi = "40 1 0:30 / /mnt/x\\777y rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            own_cpu_dir("0::/a\n", mi).map(|d| d.1),
+            Some(PathBuf::from("/mnt/x\\777y/a"))
         );
     }
 
@@ -387,26 +454,38 @@ mod tests {
     }
 
     #[test]
-    fn a_change_is_the_difference_of_two_readings() {
+    fn a_change_is_the_most_throttled_groups_difference() {
+        let level = |dir: &str, quota_pct, periods, throttled_periods, throttled_us| CgroupLevel {
+            dir: PathBuf::from(dir),
+            quota_pct,
+            periods,
+            throttled_periods,
+            throttled_us,
+        };
         let a = CgroupCpuReading {
-            dir: PathBuf::from("/x"),
-            quota_pct: 1.0,
-            periods: 100,
-            throttled_periods: 90,
-            throttled_us: 9_000_000,
+            levels: vec![
+                level("/pod/c", 200.0, 100, 0, 0),
+                level("/pod", 1.0, 100, 90, 9_000_000),
+            ],
         };
         let b = CgroupCpuReading {
-            periods: 140,
-            throttled_periods: 129,
-            throttled_us: 12_800_000,
-            ..a.clone()
+            levels: vec![
+                level("/pod/c", 200.0, 140, 0, 0),
+                level("/pod", 1.0, 140, 129, 12_800_000),
+            ],
         };
-        let d = b.since(&a);
+        // The parent's stricter quota ran out; the container's own did not.
+        let d = b.since(&a).expect("both read twice");
         assert_eq!(
-            (d.periods, d.throttled_periods, d.throttled_us),
-            (40, 39, 3_800_000)
+            (d.quota_pct, d.periods, d.throttled_periods, d.throttled_us),
+            (1.0, 40, 39, 3_800_000)
         );
         // Counters never run backwards into a huge number.
-        assert_eq!(a.since(&b).periods, 0);
+        assert_eq!(a.since(&b).map(|d| d.periods), Some(0));
+        // A group not read the first time has no change to give.
+        let c = CgroupCpuReading {
+            levels: vec![level("/other", 5.0, 10, 10, 1)],
+        };
+        assert_eq!(c.since(&a), None);
     }
 }

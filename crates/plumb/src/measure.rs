@@ -266,11 +266,8 @@ fn parse_count(s: &str) -> Result<u64, String> {
 
 fn u32_of(what: &str, b: Bytes, max: u64) -> Result<u32, String> {
     if b.get() > max {
-        return Err(format!(
-            "{what} {} is too large (at most {})",
-            b.human(),
-            Bytes(max).human()
-        ));
+        // Exact and in the units a user types (`99 GiB`, `512 MiB`).
+        return Err(format!("{what} {b} is too large (at most {})", Bytes(max)));
     }
     Ok(b.get() as u32)
 }

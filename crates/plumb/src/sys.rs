@@ -8,9 +8,13 @@
 //! the relocations of its data), which `bench/run`'s memory row counts
 //! against iperf3, which links libcrypto alone. The executable's own
 //! definition takes the call; with nothing else of libssl referenced, the
-//! linker (which links shared libraries only as needed) leaves it out. If a
-//! later dependency does use libssl, the linker links it again and this
-//! function still answers the crate's set-up call correctly.
+//! linker (which links shared libraries only as needed) leaves it out.
+//!
+//! This holds only while nothing uses libssl. If a dependency ever links it
+//! again, this definition would replace libssl's own set-up for libssl's
+//! callers too (TLS would start without its cipher lists and error strings):
+//! remove it then. The authentication interop test fails first, as it checks
+//! that no libssl is mapped into a running server.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};

@@ -917,7 +917,7 @@ fn every_number_flag_says_what_it_accepts() {
         (&["-c", "127.0.0.1", "-P", "999"], "expected 1 to 128"),
         (
             &["-c", "127.0.0.1", "-w", "99G"],
-            "window 106,300,440,576 B (106.3 GB) is too large (at most 536,870,912 B (536.9 MB))",
+            "window 99 GiB is too large (at most 512 MiB)",
         ),
     ] {
         let out = run(plumb_bin(), args, Duration::from_secs(5));

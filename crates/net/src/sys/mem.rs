@@ -18,7 +18,9 @@ pub struct AnonMap {
 // SAFETY: the mapping is owned memory like a Vec<u8>'s; nothing else holds
 // its address, and shared access is read-only through `&self`.
 unsafe impl Send for AnonMap {}
-// SAFETY: as for Send: `&AnonMap` only gives out `&[u8]`.
+// SAFETY: as for Send: `&AnonMap` only gives out `&[u8]`. (`SinkMap`, which
+// lets the kernel write through `&self`, keeps its `AnonMap` private and
+// never calls `as_slice`; it states its own Send and Sync below.)
 unsafe impl Sync for AnonMap {}
 
 impl AnonMap {
@@ -85,6 +87,15 @@ impl Drop for AnonMap {
 pub struct SinkMap {
     map: AnonMap,
 }
+
+// SAFETY: owned memory, as `AnonMap`'s; moving it to another thread moves
+// the only handle to the mapping.
+unsafe impl Send for SinkMap {}
+// SAFETY: shared use only passes the mapping's address to read(2): the
+// kernel's writes may overlap, but no reference to the bytes exists and
+// nothing reads them (the type has no accessor), so they are unobservable.
+// Any accessor added to this type would break this; there must be none.
+unsafe impl Sync for SinkMap {}
 
 impl SinkMap {
     /// A landing place of `len` bytes.
