@@ -304,6 +304,21 @@ fn throttled_receiver_is_cpu() {
     assert!(summary.contains("CPU quota (1% of one core)"), "{summary}");
     // The near end runs under no quota and says nothing of one.
     assert!(v["end"]["plumb"]["local"]["cgroup_cpu"].is_null());
+    // Read back as text: the quota, why it was named, and its fix first.
+    let dir = TempDir::new("lab-quota");
+    let saved = dir.join("quota.json");
+    std::fs::write(&saved, v.to_string()).expect("save");
+    let out = run(
+        plumb_bin(),
+        &["why", "--from", &saved.to_string_lossy()],
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("its cgroup's CPU quota ran out in")
+            && text.contains("raise or remove the CPU quota of the cgroup that ran out (receiver: 1% of one core)"),
+        "{text}"
+    );
 }
 
 #[test]
