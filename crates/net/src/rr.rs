@@ -213,13 +213,57 @@ fn tune(s: &TcpStream, busy_poll: Option<u32>) {
     }
 }
 
-/// Reads exactly `buf.len()` bytes. `Ok(false)`: EOF before the first byte,
-/// or `give_up()` turned true while nothing had arrived.
-fn read_full(s: &TcpStream, buf: &mut [u8], give_up: &dyn Fn() -> bool) -> io::Result<bool> {
+/// `--busy-poll`'s time as the spin before each sleep.
+fn spin_of(busy_poll_us: Option<u32>) -> Option<Duration> {
+    busy_poll_us
+        .filter(|us| *us > 0)
+        .map(|us| Duration::from_micros(u64::from(us)))
+}
+
+/// A read that first polls the socket without sleeping for up to `spin`
+/// (`--busy-poll`), then sleeps in the kernel as usual.
+///
+/// Why: `SO_BUSY_POLL` makes the kernel poll a device queue, which only a
+/// NIC with NAPI has; loopback and most virtual devices have none, so there
+/// the option changed nothing. Polling the socket itself takes the sleep and
+/// the wake-up out of the round trip on any device, at the cost of a CPU
+/// spinning on each end for up to `spin` per read.
+fn read_spinning(
+    fd: std::os::fd::BorrowedFd<'_>,
+    buf: &mut [u8],
+    spin: Option<Duration>,
+    block: &mut dyn FnMut(&mut [u8]) -> io::Result<usize>,
+) -> io::Result<usize> {
+    if let Some(spin) = spin {
+        let t0 = Instant::now();
+        loop {
+            match crate::sys::recv_nowait(fd, buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if transient(&e) => {}
+                Err(e) => return Err(e),
+            }
+            if t0.elapsed() >= spin {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    block(buf)
+}
+
+/// Reads exactly `buf.len()` bytes, spinning first for up to `spin` before
+/// each read sleeps. `Ok(false)`: EOF before the first byte, or `give_up()`
+/// turned true while nothing had arrived.
+fn read_full(
+    s: &TcpStream,
+    buf: &mut [u8],
+    give_up: &dyn Fn() -> bool,
+    spin: Option<Duration>,
+) -> io::Result<bool> {
     let mut off = 0;
     let mut r: &TcpStream = s;
     while off < buf.len() {
-        match r.read(&mut buf[off..]) {
+        match read_spinning(s.as_fd(), &mut buf[off..], spin, &mut |b| r.read(b)) {
             Ok(0) if off == 0 => return Ok(false),
             Ok(0) => {
                 return Err(io::Error::new(
@@ -309,7 +353,7 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
             break;
         };
         let give_up = || stop_at.is_some_and(|t| t.elapsed() > DRAIN_LIMIT);
-        match read_full(s, &mut resp, &give_up) {
+        match read_full(s, &mut resp, &give_up, spin_of(ctx.busy_poll)) {
             Ok(true) => {
                 c.rr.rtt.record(t0.elapsed());
                 c.rr.done(c, per);
@@ -338,8 +382,9 @@ fn serve_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &C
     let resp = vec![0x41u8; p.response as usize];
     let per = u64::from(p.request) + u64::from(p.response);
     let give_up = || shared.stop_receivers.load(Relaxed);
+    let spin = spin_of(p.busy_poll_us);
     loop {
-        match read_full(s, &mut req, &give_up) {
+        match read_full(s, &mut req, &give_up, spin) {
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
@@ -412,7 +457,7 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
         let t1 = Instant::now();
         tune(&s, ctx.busy_poll);
         let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        let r = write_full(&s, &req, &never).and_then(|()| read_full(&s, &mut resp, &never));
+        let r = write_full(&s, &req, &never).and_then(|()| read_full(&s, &mut resp, &never, None));
         match r {
             Ok(true) => {}
             Ok(false) => {
@@ -477,7 +522,7 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
         let _ = s.set_write_timeout(Some(CRR_REQUEST_TIMEOUT));
         // A connection that sends nothing in time is dropped, not waited for.
         let at_timeout = || true;
-        let answered = read_full(&s, &mut req, &at_timeout)
+        let answered = read_full(&s, &mut req, &at_timeout, None)
             .and_then(|got| got.then(|| write_full(&s, &resp, &at_timeout)).transpose());
         if let Ok(Some(())) = answered {
             c.rr.done(c, per);
@@ -532,7 +577,9 @@ fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
             continue;
         }
         let _ = u.set_read_timeout(Some(left.min(POLL_SLICE).max(Duration::from_micros(100))));
-        match u.recv(&mut buf) {
+        match read_spinning(u.as_fd(), &mut buf, spin_of(ctx.busy_poll), &mut |b| {
+            u.recv(b)
+        }) {
             Ok(n) => {
                 let now = Instant::now();
                 // A late answer to a transaction already counted lost is dropped.
@@ -565,8 +612,9 @@ fn serve_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &C
     let _ = u.set_read_timeout(Some(POLL_SLICE));
     let mut buf = vec![0u8; 65_536];
     let mut resp = vec![0x41u8; p.response as usize];
+    let spin = spin_of(p.busy_poll_us);
     while !shared.stop_receivers.load(Relaxed) {
-        match u.recv(&mut buf) {
+        match read_spinning(u.as_fd(), &mut buf, spin, &mut |b| u.recv(b)) {
             Ok(n) => {
                 let Some(seq) = wire::seq_of(&buf[..n]) else {
                     continue;
@@ -1173,5 +1221,52 @@ pub fn attach_end(
     let plumb = end.plumb.get_or_insert_with(|| json!({}));
     if let Some(m) = plumb.as_object_mut() {
         m.insert("latency".into(), v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::tcp_stream_pair;
+
+    /// `--busy-poll`'s spin returns what arrives while it polls, and hands
+    /// over to the sleeping read when its time is up with nothing there.
+    #[test]
+    fn a_spinning_read_takes_what_arrives_then_sleeps() {
+        let (a, b) = tcp_stream_pair();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(5));
+            (&a).write_all(b"x").expect("write");
+            a
+        });
+        let mut buf = [0u8; 4];
+        let mut slept = false;
+        let n = read_spinning(
+            b.as_fd(),
+            &mut buf,
+            Some(Duration::from_secs(5)),
+            &mut |_| {
+                slept = true;
+                Ok(0)
+            },
+        )
+        .expect("read");
+        assert_eq!((n, buf[0], slept), (1, b'x', false));
+        let _a = writer.join().expect("writer");
+        // Nothing to read: after 1 ms of polling the sleeping read is called.
+        let t0 = Instant::now();
+        let n = read_spinning(
+            b.as_fd(),
+            &mut buf,
+            Some(Duration::from_millis(1)),
+            &mut |_| Ok(99),
+        )
+        .expect("fallback");
+        assert_eq!(n, 99);
+        assert!(t0.elapsed() >= Duration::from_millis(1));
+        // No spin: straight to the sleeping read.
+        assert_eq!(spin_of(None), None);
+        assert_eq!(spin_of(Some(0)), None);
+        assert_eq!(spin_of(Some(50)), Some(Duration::from_micros(50)));
     }
 }

@@ -169,7 +169,7 @@ pub struct MeasureArgs {
     /// Measure idle and loaded latency beside a throughput test (a separate probe connection)
     #[arg(long = "latency")]
     pub latency: bool,
-    /// With --rr/--crr: SO_BUSY_POLL microseconds on both ends' sockets (at most 1000)
+    /// With --rr: both ends poll the socket without sleeping this many microseconds before a read sleeps, and set SO_BUSY_POLL (at most 1000)
     #[arg(long = "busy-poll", value_parser = crate::args::whole::<u32>)]
     pub busy_poll: Option<u32>,
     /// Server limits and authentication (see measure/harden.rs).

@@ -163,6 +163,9 @@ fn udp_rr_counts_exactly() {
     // without changing what is counted.
     let (c, s) = pp(&["--rr", "-k", "500", "--busy-poll", "20"]);
     exact(&c, &s, 500, 1, 1);
+    // Both ends poll their sockets (UDP too) before sleeping: still exact.
+    let (c, s) = pp(&["-u", "--rr", "-k", "500", "--busy-poll", "50", "-l", "64"]);
+    exact(&c, &s, 500, 64, 64);
     assert_eq!(l["lost"], 0);
     percentiles_in_order(&l, "udp rr");
 }

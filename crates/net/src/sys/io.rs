@@ -39,6 +39,19 @@ pub fn send_flags(fd: BorrowedFd<'_>, buf: &[u8], flags: libc::c_int) -> io::Res
     cvt_size(unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) })
 }
 
+/// `recv(2)` with `MSG_DONTWAIT`: what has arrived, or `WouldBlock` at once.
+pub fn recv_nowait(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+    cvt_size(unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    })
+}
+
 /// `recv(fd, NULL, len, MSG_TRUNC)`: on a TCP socket the kernel consumes up
 /// to `len` bytes without copying them anywhere and returns the count.
 ///

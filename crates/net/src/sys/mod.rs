@@ -32,9 +32,9 @@ pub use host::{
     sched_getaffinity_self, sched_policy_self, sched_setaffinity_self, uname, RawUname, Rusage,
 };
 pub use io::{
-    memfd_create, pipe, poll_many, poll_one, read, recv_errqueue, recv_trunc, send_flags, sendfile,
-    set_pipe_size, splice, tee, write, ExtendedErr, SO_EE_CODE_ZEROCOPY_COPIED,
-    SO_EE_ORIGIN_ZEROCOPY,
+    memfd_create, pipe, poll_many, poll_one, read, recv_errqueue, recv_nowait, recv_trunc,
+    send_flags, sendfile, set_pipe_size, splice, tee, write, ExtendedErr,
+    SO_EE_CODE_ZEROCOPY_COPIED, SO_EE_ORIGIN_ZEROCOPY,
 };
 pub use mem::{release_free_heap, AnonMap, SinkMap};
 pub use mmsg::{recvmmsg, sendmmsg, MmsgScratch, RecvMeta};
