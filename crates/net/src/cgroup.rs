@@ -16,6 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub use plumb_proto::results::CgroupCpu;
+
 /// How far up the hierarchy a quota is looked for: a container's limit is
 /// often set on a parent (a pod's slice), not on the process's own group.
 const MAX_DEPTH: usize = 32;
@@ -43,20 +45,6 @@ pub struct CgroupLevel {
     pub throttled_periods: u64,
     /// Time the cgroup's threads were held back, µs (`throttled_usec`, or
     /// v1's `throttled_time` in ns).
-    pub throttled_us: u64,
-}
-
-/// What the quota did between two readings of the same cgroups: the group
-/// whose quota ran out in the most periods (the tighter quota on a tie).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CgroupCpuUse {
-    /// The quota, percent of one core.
-    pub quota_pct: f64,
-    /// Periods with work.
-    pub periods: u64,
-    /// Periods in which the quota ran out.
-    pub throttled_periods: u64,
-    /// Time held back, µs.
     pub throttled_us: u64,
 }
 
@@ -125,15 +113,16 @@ impl CgroupCpuReading {
         (!levels.is_empty()).then_some(CgroupCpuReading { levels })
     }
 
-    /// The counters' change since `earlier` (of the same cgroups): the
-    /// group whose quota ran out in the most periods, the tighter quota on a
-    /// tie; `None` when no group was read both times.
-    pub fn since(&self, earlier: &CgroupCpuReading) -> Option<CgroupCpuUse> {
+    /// What the quota did between `earlier` and this reading of the same
+    /// cgroups, as a plumb end reports it: the group whose quota ran out in
+    /// the most periods, the tighter quota on a tie; `None` when no group
+    /// was read both times.
+    pub fn since(&self, earlier: &CgroupCpuReading) -> Option<CgroupCpu> {
         self.levels
             .iter()
             .filter_map(|now| {
                 let then = earlier.levels.iter().find(|l| l.dir == now.dir)?;
-                Some(CgroupCpuUse {
+                Some(CgroupCpu {
                     quota_pct: now.quota_pct,
                     periods: now.periods.saturating_sub(then.periods),
                     throttled_periods: now.throttled_periods.saturating_sub(then.throttled_periods),
@@ -212,19 +201,15 @@ pub fn own_cpu_dir(cgroup: &str, mountinfo: &str) -> Option<(PathBuf, PathBuf)> 
         }
     }
     let mounts = cgroup_mounts(mountinfo);
-    let v1 = v1.and_then(|path| {
+    // The first mount of the hierarchy (v2, or v1 with `cpu`) that shows `path`.
+    let place = |v2: bool, path: &str| {
         mounts
             .iter()
-            .filter(|m| !m.v2 && m.cpu)
+            .filter(|m| if v2 { m.v2 } else { m.cpu })
             .find_map(|m| Some((m.point.clone(), join_under(&m.point, &m.root, path)?)))
-    });
-    v1.or_else(|| {
-        let path = v2?;
-        mounts
-            .iter()
-            .filter(|m| m.v2)
-            .find_map(|m| Some((m.point.clone(), join_under(&m.point, &m.root, path)?)))
-    })
+    };
+    v1.and_then(|p| place(false, p))
+        .or_else(|| place(true, v2?))
 }
 
 /// A cgroup file system mounted here.

@@ -834,12 +834,7 @@ impl Session {
                 }
             }
             if let Some(g0) = &self.cgroup0 {
-                self.cgroup_cpu = g0.again().and_then(|g1| g1.since(g0)).map(|d| CgroupCpu {
-                    quota_pct: d.quota_pct,
-                    periods: d.periods,
-                    throttled_periods: d.throttled_periods,
-                    throttled_us: d.throttled_us,
-                });
+                self.cgroup_cpu = g0.again().and_then(|g1| g1.since(g0));
             }
         }
     }

@@ -206,8 +206,7 @@ impl Sampled {
         let mut c = sys::cpu_between(a, &b, t.elapsed().as_secs_f64())?;
         if let Some(d) = g0.as_ref().and_then(|g0| g0.again()?.since(g0)) {
             c.quota_pct = Some(d.quota_pct);
-            c.throttled_pct = (d.periods > 0)
-                .then(|| d.throttled_periods.min(d.periods) as f64 / d.periods as f64 * 100.0);
+            c.throttled_pct = d.throttled_pct();
         }
         Some(c)
     }

@@ -156,6 +156,15 @@ pub struct CgroupCpu {
     pub throttled_us: u64,
 }
 
+impl CgroupCpu {
+    /// The share of its periods with work in which the quota ran out,
+    /// percent; `None` when no period had work.
+    pub fn throttled_pct(&self) -> Option<f64> {
+        (self.periods > 0)
+            .then(|| self.throttled_periods.min(self.periods) as f64 / self.periods as f64 * 100.0)
+    }
+}
+
 /// How one end of a UDP test moved its datagrams: what a UDP figure needs
 /// beside it to be compared with another (GSO/GRO change the packet rate by
 /// an order of magnitude, and how jitter is resolved).
@@ -451,6 +460,9 @@ mod tests {
                 throttled_us: 3_800_000,
             }),
         });
+        let g = results.plumb.as_ref().and_then(|p| p.cgroup_cpu);
+        assert_eq!(g.and_then(|g| g.throttled_pct()), Some(97.5));
+        assert_eq!(CgroupCpu::default().throttled_pct(), None);
         let json = encode(&results);
         assert!(
             json.contains(
