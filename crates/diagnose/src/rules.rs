@@ -105,6 +105,18 @@ pub fn quota_binds(c: &crate::evidence::Cpu) -> Option<(f64, f64)> {
         .filter(|(q, t)| *t >= CGROUP_THROTTLED_SHARE * 100.0 && c.process_pct >= 0.5 * q)
 }
 
+/// The quota behind a CPU finding, as [`quota_binds`] gives it for the
+/// finding's end; `None` for any other finding.
+pub fn quota_of(f: &Finding, ev: &Evidence) -> Option<(f64, f64)> {
+    if f.limit != Limit::Cpu {
+        return None;
+    }
+    [("receiver", ev.cpu_receiver), ("sender", ev.cpu_sender)]
+        .into_iter()
+        .find(|(who, _)| f.what == format!("CPU on the {who}"))
+        .and_then(|(_, c)| quota_binds(&c?))
+}
+
 /// Without thread figures (a stock iperf3 peer), the process's CPU per
 /// stream, as a share of one core, stands in, and must cover this much: a
 /// process that is not busy most of the time has no CPU limit to show.
@@ -1904,6 +1916,19 @@ mod tests {
             "{:?}",
             d.fixes
         );
+        let primary = d.primary().expect("a primary");
+        assert_eq!(quota_of(primary, &e), Some((1.0, 97.5)));
+        // The quota's own share, not the finding's binding share, which a
+        // thread runnable longer than the quota ran out sets higher.
+        e.cpu_receiver = Some(Cpu {
+            thread_wait_pct: Some(98.0),
+            throttled_pct: Some(60.0),
+            ..quota
+        });
+        let d = diagnose(&e);
+        let primary = d.primary().expect("a primary");
+        assert_eq!(primary.binding_share, Some(0.99));
+        assert_eq!(quota_of(primary, &e), Some((1.0, 60.0)));
         // Without the quota's counters the same thread figures name the window.
         e.cpu_receiver = Some(Cpu {
             quota_pct: None,

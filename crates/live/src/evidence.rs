@@ -10,7 +10,7 @@
 
 use plumb_diagnose::evidence::{Cpu, LinkRate, StreamTcp};
 use plumb_diagnose::rules::{
-    lead, Confidence, EvidenceLine, Finding, Status, BINDING_SHARE, MISSING_FACTOR,
+    lead, quota_binds, Confidence, EvidenceLine, Finding, Status, BINDING_SHARE, MISSING_FACTOR,
 };
 use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
 
@@ -65,13 +65,10 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
     } else {
         tr.rq_full * 2 >= tr.samples
     };
-    let cpu = ctx
-        .cpu
-        .filter(|c| {
-            let throttled = c.quota_pct.is_some() && c.throttled_pct.is_some_and(|t| t >= 50.0);
-            cpu_can_bind && (c.thread_cpu_pct + c.thread_wait_pct >= 50.0 || throttled)
-        })
-        .map(|c| Cpu {
+    // A thread runnable half the period, or a cgroup quota that held the
+    // process by the rules' own test (`quota_binds`).
+    let cpu = ctx.cpu.and_then(|c| {
+        let cpu = Cpu {
             process_pct: c.process_pct,
             thread_cpu_pct: Some(c.thread_cpu_pct),
             thread_wait_pct: Some(c.thread_wait_pct),
@@ -79,7 +76,10 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
             softirq_pct: None,
             quota_pct: c.quota_pct,
             throttled_pct: c.throttled_pct,
-        });
+        };
+        let runnable = c.thread_cpu_pct + c.thread_wait_pct >= 50.0;
+        (cpu_can_bind && (runnable || quota_binds(&cpu).is_some())).then_some(cpu)
+    });
     let stream = if sender {
         // Autotuning grows the send buffer as the window grows; a buffer
         // that never moved while it stayed full was fixed by the application.

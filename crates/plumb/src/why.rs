@@ -286,14 +286,14 @@ fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
         _ => {
             let udp = ev.udp.is_some() && f.limit == plumb_diagnose::Limit::Loss;
             // A cgroup quota's share is of its periods, not of the test.
-            let quota = f.limit == plumb_diagnose::Limit::Cpu && f.sentence.contains("CPU quota");
+            let quota = plumb_diagnose::rules::quota_of(f, ev);
             let share = f.binding_share.map_or(String::new(), |x| {
                 if udp {
                     format!(" for {}% of the datagrams sent", sig(x * 100.0, 2))
-                } else if quota {
+                } else if let Some((_, t)) = quota {
                     format!(
                         ": its cgroup's CPU quota ran out in {}% of its periods",
-                        sig(x * 100.0, 2)
+                        sig(t, 2)
                     )
                 } else {
                     format!(" {}% of the test", sig(x * 100.0, 2))
@@ -308,7 +308,7 @@ fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
             };
             s += &format!(
                 "; named because it was binding{share} by {}, not from a predicted rate: {model} ({conf}).",
-                if quota {
+                if quota.is_some() {
                     "the kernel's count"
                 } else if f.limit == plumb_diagnose::Limit::Cpu {
                     "the CPU it used or waited for"
