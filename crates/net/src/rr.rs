@@ -545,6 +545,7 @@ fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
     let mut inflight: VecDeque<(u64, Instant)> = VecDeque::with_capacity(p.burst as usize);
     let mut seq = 0u64;
     let mut stopping = false;
+    let mut timeout: Option<Duration> = None;
     loop {
         stopping |= shared.stop.load(Relaxed);
         while !stopping && inflight.len() < p.burst as usize {
@@ -576,7 +577,14 @@ fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
             c.rr.lose();
             continue;
         }
-        let _ = u.set_read_timeout(Some(left.min(POLL_SLICE).max(Duration::from_micros(100))));
+        // The wait is bounded by the oldest transaction's loss deadline; most
+        // of the time that is further off than a poll slice, so the timeout
+        // is set only when it changes (one setsockopt a transaction before).
+        let wait = left.min(POLL_SLICE).max(Duration::from_micros(100));
+        if timeout != Some(wait) {
+            let _ = u.set_read_timeout(Some(wait));
+            timeout = Some(wait);
+        }
         match read_spinning(u.as_fd(), &mut buf, spin_of(ctx.busy_poll), &mut |b| {
             u.recv(b)
         }) {
