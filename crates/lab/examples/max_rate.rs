@@ -3,7 +3,7 @@
 //! forwarders' release-time error. Needs root.
 //!
 //! ```text
-//! cargo run --release -p plumb-lab --example max_rate -- [--normal-priority] [--no-idle-poll] [--cc NAME] [--secs N] [RATE_GBPS…]
+//! cargo run --release -p plumb-lab --example max_rate -- [--normal-priority] [--no-idle-poll] [--cc NAME] [--secs N] [--detail] [--spin US] [RATE_GBPS…]
 //! ```
 //!
 //! TCP buffers in the lab namespaces are raised to 4 × BDP (the kernel's
@@ -23,12 +23,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut idle_poll = true;
     let mut cc = None;
     let mut secs = 4.0;
+    let mut detail = false;
+    let mut spin = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--normal-priority" => realtime = None,
             "--no-idle-poll" => idle_poll = false,
             "--cc" => cc = args.next(),
+            "--detail" => detail = true,
+            "--spin" => {
+                let us: u64 = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or("--spin MICROSECONDS")?;
+                spin = Some(Duration::from_micros(us));
+            }
             "--secs" => secs = args.next().and_then(|s| s.parse().ok()).ok_or("--secs N")?,
             g => rates.push(
                 g.parse::<f64>()
@@ -52,6 +62,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut cfg = LabConfig::new(rate, rtt);
         cfg.realtime = realtime;
         cfg.idle_poll = idle_poll;
+        if let Some(spin) = spin {
+            cfg.spin = spin;
+        }
         let buf = (4 * bdp_bytes(rate, rtt)).clamp(4 << 20, 1 << 30);
         cfg.tcp_buffer_max = Some(u32::try_from(buf).unwrap_or(u32::MAX));
         let lab = Lab::start(cfg)?;
@@ -83,6 +96,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s.far_to_near.release_error.quantile(0.99),
             load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
         );
+        if detail {
+            let h = lab.spawn_in(plumb_lab::Side::Far, || {
+                Ok(std::fs::read_to_string("/proc/thread-self/net/netstat").unwrap_or_default())
+            })?;
+            let text = h.join().map_err(|_| "netstat thread panicked")??;
+            let lines: Vec<&str> = text.lines().collect();
+            let mut shown = Vec::new();
+            for pair in lines.chunks(2) {
+                if let [names, values] = pair {
+                    for (n, v) in names.split_whitespace().zip(values.split_whitespace()) {
+                        let keep = [
+                            "Prune",
+                            "Collapse",
+                            "OFO",
+                            "RcvQDrop",
+                            "RcvPruned",
+                            "Backlog",
+                        ];
+                        if v != "0" && keep.iter().any(|k| n.contains(k)) {
+                            shown.push(format!("{n}={v}"));
+                        }
+                    }
+                }
+            }
+            println!("       far netstat: {}", shown.join(" "));
+            for (name, d) in [("near→far", &s.near_to_far), ("far→near", &s.far_to_near)] {
+                println!(
+                    "       {name}: write p50 {:.0?} p99 {:.0?} p99.9 {:.0?} max {:.0?}; wake late p99 {:.0?} max {:.0?}; frames read {} ({} GSO), written {}",
+                    d.write_time.quantile(0.5),
+                    d.write_time.quantile(0.99),
+                    d.write_time.quantile(0.999),
+                    d.write_time.max(),
+                    d.wake_late.quantile(0.99),
+                    d.wake_late.max(),
+                    d.frames_read,
+                    d.gso_frames_read,
+                    d.frames_written,
+                );
+            }
+        }
         if !s.near_to_far.realtime && realtime.is_some() {
             println!("       (forwarders did not get real-time priority)");
         }

@@ -109,7 +109,9 @@ pub struct LabConfig {
     /// `txqueuelen` of the TUN devices: the ring the sending stack fills and
     /// the forwarder drains. Big, so that only the emulated queue drops.
     pub txqueuelen: u32,
-    /// How long before a release the forwarder stops sleeping and polls.
+    /// How long before a release the forwarder stops sleeping and polls (at
+    /// most: half as long while reads and writes take over 30 % of its time,
+    /// not at all while it is busy over 80 % of it).
     pub spin: Duration,
     /// Raise the maximum TCP socket buffers (`net.ipv4.tcp_rmem`/`tcp_wmem`,
     /// third field) in both namespaces to this many bytes. None keeps the
@@ -120,8 +122,10 @@ pub struct LabConfig {
     /// scheduling). Default `Some(10)`: on a busy machine ordinary threads
     /// wait milliseconds for a CPU, which would show up as jitter the link
     /// was not configured to have. The forwarders sleep whenever nothing is
-    /// due and spin at most [`spin`](LabConfig::spin) per release, and the
-    /// kernel's RT throttling bounds them anyway. Ignored (silently) without
+    /// due and spin at most [`spin`](LabConfig::spin) per release, and keep
+    /// their busy share under 80 % so that the kernel's RT throttling (which
+    /// stops a real-time thread for the rest of a second once it has run
+    /// 95 % of it) never steps in. Ignored (silently) without
     /// CAP_SYS_NICE; see [`DirectionStats::realtime`](crate::forward::DirectionStats::realtime).
     pub realtime: Option<i32>,
     /// Hold a CPU latency request of 0 µs (`/dev/cpu_dma_latency`) while the

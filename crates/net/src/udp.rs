@@ -404,6 +404,55 @@ mod tests {
     }
 
     #[test]
+    fn a_receive_into_the_same_slots_forgets_the_last_ones_flags_and_lengths() {
+        // One batch receives again and again (a truncated 3000-byte
+        // datagram, then short ones), sends once, and receives again: each
+        // receive reports only its own messages' lengths and flags.
+        let (tx, rx) = udp_pair();
+        let mut out = UdpBatch::new(3, 3_000).expect("batch");
+        let mut inb = UdpBatch::new(4, 1_000).expect("batch");
+        fill(out.slot_mut(0), 1);
+        assert_eq!(out.send(tx.as_fd(), &[3_000], None).expect("send"), 1);
+        assert_eq!(inb.recv(rx.as_fd()).expect("recv"), 1);
+        assert!(inb.received(0).expect("slot 0").truncated);
+        for round in 0..3u32 {
+            for i in 0..3 {
+                fill(&mut out.slot_mut(i)[..40 + i], 10 * round + i as u32);
+            }
+            assert_eq!(out.send(tx.as_fd(), &[40, 41, 42], None).expect("send"), 3);
+            let mut got = 0;
+            for _ in 0..3 {
+                if got == 3 {
+                    break;
+                }
+                let n = inb.recv(rx.as_fd()).expect("recv");
+                for k in 0..n {
+                    let slot = inb.received(k).expect("slot");
+                    assert!(!slot.truncated, "round {round}: stale MSG_TRUNC");
+                    assert_eq!(slot.data.len(), 40 + got, "round {round}");
+                    assert_eq!(check(slot.data), 10 * round + got as u32);
+                    assert_eq!(slot.segment_size, None);
+                    got += 1;
+                }
+            }
+            assert_eq!(got, 3, "round {round}");
+        }
+        // The receiving batch sends once (headers rewritten), then receives.
+        fill(&mut inb.slot_mut(0)[..50], 77);
+        let (tx2, rx2) = udp_pair();
+        assert_eq!(inb.send(tx2.as_fd(), &[50], None).expect("send"), 1);
+        fill(out.slot_mut(0), 5);
+        assert_eq!(out.send(tx.as_fd(), &[3_000], None).expect("send"), 1);
+        assert_eq!(inb.recv(rx.as_fd()).expect("recv"), 1);
+        let slot = inb.received(0).expect("slot 0");
+        assert!(slot.truncated);
+        assert_eq!(check(slot.data), 5);
+        let mut other = UdpBatch::new(1, 100).expect("batch");
+        assert_eq!(other.recv(rx2.as_fd()).expect("recv"), 1);
+        assert_eq!(check(other.received(0).expect("slot").data), 77);
+    }
+
+    #[test]
     fn recv_times_out_instead_of_hanging() {
         let (_tx, rx) = udp_pair();
         rx.set_read_timeout(Some(std::time::Duration::from_millis(50)))
