@@ -950,6 +950,9 @@ impl Session {
                     datapath::JitterResolution::from_code(c.udp_jitter_res.load(Relaxed))
                 {
                     u.jitter_resolution = Some(r.as_str().to_string());
+                    u.receive_poll_us = Some(
+                        u64::try_from(datapath::UDP_RECV_POLL.as_micros()).unwrap_or(u64::MAX),
+                    );
                 }
                 *u.truncated_reads.get_or_insert(0) += c.truncated_reads.load(Relaxed);
                 let drops = c.socket_drops.load(Relaxed);
@@ -1094,6 +1097,7 @@ pub fn udp_summary(
         "gso_segments_asked": local.gso_segments_asked,
         "gro": receiver.and_then(|u| u.gro),
         "jitter_resolution": receiver.and_then(|u| u.jitter_resolution.clone()),
+        "receive_poll_us": receiver.and_then(|u| u.receive_poll_us),
         "truncated_reads": receiver.and_then(|u| u.truncated_reads),
         "socket_drops": receiver.and_then(|u| u.socket_drops),
         "socket_buffer_requested": local.socket_buffer_requested,

@@ -186,6 +186,7 @@ fn an_iperf3_gsro_client_sees_the_same_loss_from_plumb_as_from_iperf3() {
     assert_eq!(u["gsro"], true, "{u}");
     assert_eq!(u["gro"], true, "{u}");
     assert_eq!(u["jitter_resolution"], "gro_batch", "{u}");
+    assert_eq!(u["receive_poll_us"], 50, "{u}");
     assert_eq!(u["truncated_reads"], 0, "{u}");
     assert_eq!(
         u["gso_segments"],
@@ -221,6 +222,7 @@ fn plumb_gsro_against_an_iperf3_server_negotiates_gso_and_gro() {
     assert_eq!(u["gsro"], true, "{u}");
     assert!(gso_segments_taken(u), "{u}");
     assert_eq!(u["gro"], Value::Null, "iperf3 does not report it: {u}");
+    assert_eq!(u["receive_poll_us"], Value::Null, "nor this: {u}");
     let packets = num(&ours, "end.sum.packets");
     assert!(packets > 100_000.0, "only {packets} datagrams");
     // What iperf3's server counted is what plumb's client reports (the
@@ -280,6 +282,7 @@ fn plumb_to_plumb_discloses_gso_gro_jitter_and_buffers() {
         assert_eq!(u["gso_segments"], 1, "{flags:?}: {u}");
         assert_eq!(u["gro"], false, "{flags:?}: {u}");
         assert_eq!(u["jitter_resolution"], "datagram", "{flags:?}: {u}");
+        assert_eq!(u["receive_poll_us"], 50, "{flags:?}: {u}");
         assert_eq!(u["truncated_reads"], 0, "{flags:?}: {u}");
         assert!(u["socket_drops"].is_u64(), "{flags:?}: {u}");
         assert_eq!(u["socket_buffer_requested"], 4 << 20, "{flags:?}: {u}");
@@ -343,6 +346,7 @@ fn plumb_to_plumb_discloses_gso_gro_jitter_and_buffers() {
         gso.as_str(),
         "GRO on",
         "jitter per GRO read",
+        "receiver polls 50 µs before it sleeps",
         "0 truncated reads",
     ] {
         assert!(line.contains(part), "{part:?} missing from {line:?}");

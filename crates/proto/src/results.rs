@@ -190,6 +190,10 @@ pub struct PlumbUdp {
     /// coalesced read) or `"read_batch"` (one clock read per `recvmmsg`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jitter_resolution: Option<String>,
+    /// A receiving end: how long a receive polls the socket before it
+    /// sleeps, microseconds (0: it sleeps at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receive_poll_us: Option<u64>,
     /// A receiving end: reads the kernel cut short (`MSG_TRUNC`), counted
     /// apart from loss.
     #[serde(skip_serializing_if = "Option::is_none")]
