@@ -120,7 +120,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
             }
-            println!("       far netstat: {}", shown.join(" "));
+            println!(
+                "       far netstat (since the lab started, warm-up included): {}",
+                shown.join(" ")
+            );
             for (name, d) in [("near→far", &s.near_to_far), ("far→near", &s.far_to_near)] {
                 println!(
                     "       {name}: write p50 {:.0?} p99 {:.0?} p99.9 {:.0?} max {:.0?}; wake late p99 {:.0?} max {:.0?}; frames read {} ({} GSO), written {}",

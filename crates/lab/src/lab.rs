@@ -122,10 +122,10 @@ pub struct LabConfig {
     /// scheduling). Default `Some(10)`: on a busy machine ordinary threads
     /// wait milliseconds for a CPU, which would show up as jitter the link
     /// was not configured to have. The forwarders sleep whenever nothing is
-    /// due and spin at most [`spin`](LabConfig::spin) per release, and keep
-    /// their busy share under 80 % so that the kernel's RT throttling (which
-    /// stops a real-time thread for the rest of a second once it has run
-    /// 95 % of it) never steps in. Ignored (silently) without
+    /// due and spin at most [`spin`](LabConfig::spin) per release, and each
+    /// keeps its busy share under 80 % so that the kernel's RT throttling
+    /// (which stops real-time threads on a CPU for the rest of a second once
+    /// they have run 95 % of it) does not step in. Ignored (silently) without
     /// CAP_SYS_NICE; see [`DirectionStats::realtime`](crate::forward::DirectionStats::realtime).
     pub realtime: Option<i32>,
     /// Hold a CPU latency request of 0 µs (`/dev/cpu_dma_latency`) while the

@@ -604,8 +604,6 @@ fn keep_clamp(fd: BorrowedFd<'_>, want: u32) {
     }
 }
 
-/// Largest UDP payload one GSO message may carry: an IPv4 datagram's 65 535
-/// bytes less the IP and UDP headers.
 /// How long a UDP receiver polls its socket (`recvmmsg` with
 /// `MSG_DONTWAIT`) before it sleeps in a blocking receive. A receiver that
 /// sleeps must be woken for its next datagram, and on one host that wake-up
@@ -618,12 +616,15 @@ fn keep_clamp(fd: BorrowedFd<'_>, want: u32) {
 /// receiver's CPU (60 → 88–94 % of a core). Without GSO nothing changed
 /// (0.31–0.38 Mpps either way: that receiver never slept).
 pub const UDP_RECV_POLL: Duration = Duration::from_micros(50);
-/// After a poll that ran out, receives sleep at once for this long: a
-/// paced sender's gaps are longer than the poll, and polling through each
-/// would cost CPU for nothing (`-b 1G`, 1472 B `--gsro`: the receiver at
-/// 22 % of a core polling every time, 3.5 % with this, 3.3 % never polling).
+/// After a poll that ran out, receives sleep at once until this long after
+/// the receive that followed it: a paced sender's gaps are longer than the
+/// poll, and polling through each would cost CPU for nothing (`-b 1G`,
+/// 1472 B `--gsro`: the receiver at 22 % of a core polling every time, 3.5 %
+/// with this, 3.3 % never polling).
 pub const UDP_RECV_POLL_BACKOFF: Duration = Duration::from_millis(10);
 
+/// Largest UDP payload one GSO message may carry: an IPv4 datagram's 65 535
+/// bytes less the IP and UDP headers.
 const GSO_MAX_BYTES: usize = 65_507;
 /// Most datagrams a GSO message carries: the kernel's `UDP_MAX_SEGMENTS`,
 /// 128 on newer kernels (6.18 here; iperf3 3.21+ sends as many). Half as
@@ -1014,12 +1015,6 @@ impl UdpIntake {
         })
     }
 
-    /// How long each receive polls the socket before it sleeps; zero turns
-    /// polling off.
-    pub fn poll_before_sleep(&mut self, poll: Duration) {
-        self.poll = poll;
-    }
-
     /// Takes arrival times from the kernel's `SO_TIMESTAMPNS` (set on the
     /// socket by the caller) where a message carries one.
     pub fn timestamps(&mut self, on: bool) {
@@ -1040,6 +1035,7 @@ impl UdpIntake {
     /// datagram — and counts it; returns how many datagrams it held.
     pub fn recv(&mut self, fd: BorrowedFd<'_>) -> io::Result<usize> {
         let now = Instant::now();
+        let mut missed = false;
         if !self.poll.is_zero() && self.poll_off_until.is_none_or(|t| now >= t) {
             let deadline = now + self.poll;
             loop {
@@ -1049,12 +1045,8 @@ impl UdpIntake {
                         return Ok(self.absorb(mono, real));
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        let t = Instant::now();
-                        if t >= deadline {
-                            // Gaps longer than the poll (a paced or idle
-                            // sender): sleep from now on, and try again
-                            // only after a while.
-                            self.poll_off_until = Some(t + UDP_RECV_POLL_BACKOFF);
+                        if Instant::now() >= deadline {
+                            missed = true;
                             break;
                         }
                         std::hint::spin_loop();
@@ -1063,7 +1055,15 @@ impl UdpIntake {
                 }
             }
         }
-        self.batch.recv(fd)?;
+        let got = self.batch.recv(fd);
+        if missed {
+            // Gaps longer than the poll (a paced or idle sender): sleep at
+            // once from now on, and poll again only after a while. Counted
+            // from the end of the sleep, so that a long sleep does not use
+            // the back-off up.
+            self.poll_off_until = Some(Instant::now() + UDP_RECV_POLL_BACKOFF);
+        }
+        got?;
         let (mono, real) = crate::sys::clock_pair();
         Ok(self.absorb(mono, real))
     }
@@ -1295,32 +1295,49 @@ mod tests {
     fn a_receive_polls_while_datagrams_come_and_sleeps_after_a_quiet_poll() {
         const LEN: usize = 100;
         let (tx, rx) = udp_pair();
-        rx.set_read_timeout(Some(Duration::from_millis(30)))
+        // Well under the back-off, so that the back-off can be seen.
+        rx.set_read_timeout(Some(Duration::from_millis(2)))
             .expect("timeout");
         let mut out = UdpSender::new(payload(LEN, true), width(), false).expect("sender");
         let mut intake = UdpIntake::new(LEN, width(), false).expect("intake");
-        // Queued data is taken by the poll, and the poll stays on.
+        // Blocks (up to the timeout) until a datagram is queued, so that the
+        // next receive's poll is sure to find it.
+        let queued = |rx: &UdpSocket| {
+            rx.set_read_timeout(Some(Duration::from_secs(2)))
+                .expect("timeout");
+            rx.peek(&mut [0u8; 1]).expect("a datagram is queued");
+            rx.set_read_timeout(Some(Duration::from_millis(2)))
+                .expect("timeout");
+        };
+        // Queued data is taken by the poll, and polling stays on.
         assert!(out.send(tx.as_fd(), 3, (1, 0)).expect("send") > 0);
+        queued(&rx);
         assert!(intake.recv(rx.as_fd()).expect("recv") > 0);
         assert_eq!(intake.poll_off_until, None);
-        // A quiet socket: the poll runs out, the receive then sleeps until
-        // the socket's timeout, and polling is off for the back-off.
+        // A quiet socket: the poll runs out, the receive sleeps until the
+        // socket's timeout, and polling is off for the back-off from then.
         let before = Instant::now();
         let err = intake.recv(rx.as_fd()).expect_err("nothing to read");
         assert!(transient(&err), "{err}");
-        assert!(before.elapsed() >= Duration::from_millis(25));
+        let slept = before.elapsed();
+        assert!(slept >= Duration::from_millis(1), "{slept:?}");
         let off = intake.poll_off_until.expect("polling backed off");
-        assert!(off > before && off <= Instant::now() + UDP_RECV_POLL_BACKOFF);
-        // Meanwhile a datagram still arrives through the blocking receive.
+        assert!(off >= before + UDP_RECV_POLL + UDP_RECV_POLL_BACKOFF);
+        assert!(off <= Instant::now() + UDP_RECV_POLL_BACKOFF);
+        // Within the back-off a quiet receive does not poll: it would set a
+        // later end. (2 ms each; only when the machine stalls for 10 ms can
+        // this run past the back-off, and then it says so.)
+        let err = intake.recv(rx.as_fd()).expect_err("nothing to read");
+        assert!(transient(&err), "{err}");
+        if Instant::now() < off {
+            assert_eq!(intake.poll_off_until, Some(off), "polled in the back-off");
+        }
+        // Datagrams still arrive through the blocking receive meanwhile.
         assert!(out.send(tx.as_fd(), 1, (1, 1)).expect("send") > 0);
+        queued(&rx);
         assert!(intake.recv(rx.as_fd()).expect("recv") > 0);
-        assert_eq!(
-            intake.poll_off_until,
-            Some(off),
-            "no poll during the back-off"
-        );
-        // With polling off, nothing is ever deferred.
-        intake.poll_before_sleep(Duration::ZERO);
+        // With polling off, a quiet receive never backs off.
+        intake.poll = Duration::ZERO;
         intake.poll_off_until = None;
         assert!(intake.recv(rx.as_fd()).is_err());
         assert_eq!(intake.poll_off_until, None);

@@ -115,10 +115,8 @@ fn udp_line(u: &serde_json::Value) -> Option<String> {
         "UDP {}: {gso}, {gro}; {jitter}",
         if gsro { "--gsro" } else { "--no-gsro" }
     );
-    match u.get("receive_poll_us").and_then(|v| v.as_u64()) {
-        Some(0) => l.push_str("; receiver sleeps between reads"),
-        Some(us) => l.push_str(&format!("; receiver polls {us} µs before it sleeps")),
-        None => {}
+    if let Some(us) = u.get("receive_poll_us").and_then(|v| v.as_u64()) {
+        l.push_str(&format!("; receiver polls {us} µs before it sleeps"));
     }
     if let Some(n) = u.get("truncated_reads").and_then(|v| v.as_u64()) {
         l.push_str(&format!("; {n} truncated reads"));
