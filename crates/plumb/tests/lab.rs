@@ -103,6 +103,10 @@ fn ten_gbit_link_carries_at_least_5_gbit() {
     );
     let measured = num(&v, "end.sum_received.bits_per_second");
     assert_eq!(num(&v, "lab.configured.rate_bps"), 10e9);
+    // The release error's tail is reported in order.
+    let tail = ["p50", "p99", "p999", "max"]
+        .map(|q| num(&v, &format!("lab.emulator.release_error_{q}_us")));
+    assert!(tail.windows(2).all(|w| w[0] <= w[1]), "{tail:?}");
     assert!(
         measured >= 5e9,
         "measured {measured} bit/s on a 10 Gbit/s lab link"
