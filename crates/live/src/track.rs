@@ -48,7 +48,8 @@ pub struct Track {
     pub samples: u32,
     /// The connection was missing from a later dump: it closed.
     pub closed: bool,
-    /// Largest peer window seen, bytes.
+    /// Largest peer window seen, bytes (in the samples after the first,
+    /// once there are any).
     pub max_snd_wnd: u32,
     /// Largest window this end advertised, bytes.
     pub max_rcv_wnd: u32,
@@ -200,6 +201,19 @@ impl Track {
             if a.sndbuf != b.sndbuf {
                 self.sndbuf_moved = true;
             }
+        }
+        if self.samples == 1 {
+            // The first sample's windows, like its smoothed RTT, are the
+            // state before the period began: a connection sampled in its
+            // first round trips still shows the window of its handshake
+            // (46,336 B under a 17,520 B clamp in the lab), and in a
+            // two-sample track, `plumb top`'s, that window would predict a
+            // rate three times the one measured. Once the period has samples
+            // of its own, the windows are theirs.
+            self.max_snd_wnd = 0;
+            self.max_rcv_wnd = 0;
+            self.min_rcv_wnd = u32::MAX;
+            self.max_cwnd_bytes = 0;
         }
         self.note(&c);
         self.last = c;
@@ -360,6 +374,39 @@ mod tests {
         let mut idle = Track::new(conn(3, 5, 5, 0, 0), 0.0);
         idle.update(conn(3, 10, 10, 0, 0), 1.0);
         assert_eq!(idle.delta().role, Role::Idle);
+    }
+
+    #[test]
+    fn windows_come_from_the_period_not_the_sample_before_it() {
+        // Sampled in its first round trips, a clamped connection still shows
+        // its handshake's window; a second later it shows the clamp.
+        let with = |c: Conn, snd: u32, rcv: u32, cwnd: u32| {
+            let mut c = c;
+            let t = c.tcp.as_mut().expect("tcp");
+            (t.snd_wnd, t.rcv_wnd, t.snd_cwnd) = (Some(snd), Some(rcv), cwnd);
+            c
+        };
+        let mut tr = Track::new(with(conn(5, 0, 0, 0, 0), 46_336, 65_535, 38), 0.0);
+        assert_eq!((tr.max_snd_wnd, tr.max_rcv_wnd), (46_336, 65_535));
+        tr.update(
+            with(
+                conn(5, 1_150_000, 0, 1_000_000, 360_000),
+                17_376,
+                17_376,
+                12,
+            ),
+            1.0,
+        );
+        assert_eq!(tr.max_snd_wnd, 17_376);
+        assert_eq!((tr.min_rcv_wnd, tr.max_rcv_wnd), (17_376, 17_376));
+        assert_eq!(tr.max_cwnd_bytes, 12 * 1448);
+        // Later samples add to the period's own.
+        tr.update(
+            with(conn(5, 2_300_000, 0, 2_000_000, 720_000), 20_000, 8_000, 14),
+            2.0,
+        );
+        assert_eq!((tr.max_snd_wnd, tr.min_rcv_wnd), (20_000, 8_000));
+        assert_eq!(tr.max_cwnd_bytes, 14 * 1448);
     }
 
     #[test]
