@@ -59,29 +59,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = lab.stats();
     for (name, d) in [("near→far", &s.near_to_far), ("far→near", &s.far_to_near)] {
         println!(
-            "{name}: read {} ({} gso) written {} | dropped queue {} loss {} | max queue {} B | release error p50 {:?} p99 {:?} p99.9 {:?} max {:?}",
+            "{name}: read {} ({} gso) written {} | dropped queue {} loss {} | max queue {} B | release error {}",
             d.frames_read,
             d.gso_frames_read,
             d.frames_written,
             d.link.dropped_queue.segments,
             d.link.dropped_loss.segments,
             d.link.max_queue_bytes,
-            d.release_error.quantile(0.5),
-            d.release_error.quantile(0.99),
-            d.release_error.quantile(0.999),
-            d.release_error.max()
+            d.release_error,
         );
         println!(
-            "    write time p50 {:?} p99 {:?} p99.9 {:?} max {:?} | wake late p50 {:?} p99 {:?} p99.9 {:?} max {:?} ({} waits)",
-            d.write_time.quantile(0.5),
-            d.write_time.quantile(0.99),
-            d.write_time.quantile(0.999),
-            d.write_time.max(),
-            d.wake_late.quantile(0.5),
-            d.wake_late.quantile(0.99),
-            d.wake_late.quantile(0.999),
-            d.wake_late.max(),
-            d.wake_late.count()
+            "    write time {} | wake late {}",
+            d.write_time, d.wake_late
         );
     }
     for side in [Side::Near, Side::Far] {

@@ -126,16 +126,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
             for (name, d) in [("near→far", &s.near_to_far), ("far→near", &s.far_to_near)] {
                 println!(
-                    "       {name}: write p50 {:.0?} p99 {:.0?} p99.9 {:.0?} max {:.0?}; wake late p99 {:.0?} max {:.0?}; frames read {} ({} GSO), written {}",
-                    d.write_time.quantile(0.5),
-                    d.write_time.quantile(0.99),
-                    d.write_time.quantile(0.999),
-                    d.write_time.max(),
-                    d.wake_late.quantile(0.99),
-                    d.wake_late.max(),
-                    d.frames_read,
-                    d.gso_frames_read,
-                    d.frames_written,
+                    "       {name}: write {}; wake late {}; frames read {} ({} GSO), written {}",
+                    d.write_time, d.wake_late, d.frames_read, d.gso_frames_read, d.frames_written,
                 );
             }
         }

@@ -120,6 +120,25 @@ impl Histogram {
     }
 }
 
+/// `p50 … p99 … p99.9 … max … (n samples)`, or `no samples`: the one line
+/// the examples print per histogram.
+impl std::fmt::Display for Histogram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.count == 0 {
+            return f.write_str("no samples");
+        }
+        write!(
+            f,
+            "p50 {:.1?} p99 {:.1?} p99.9 {:.1?} max {:.1?} ({} samples)",
+            self.quantile(0.5),
+            self.quantile(0.99),
+            self.quantile(0.999),
+            self.max(),
+            self.count
+        )
+    }
+}
+
 impl AddAssign<&Histogram> for Histogram {
     fn add_assign(&mut self, o: &Histogram) {
         for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
@@ -135,6 +154,18 @@ impl AddAssign<&Histogram> for Histogram {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn one_line_per_histogram() {
+        let mut h = Histogram::new();
+        assert_eq!(h.to_string(), "no samples");
+        for us in [10, 20, 30, 40] {
+            h.record(Duration::from_micros(us));
+        }
+        let line = h.to_string();
+        assert!(line.starts_with("p50 20."), "{line}");
+        assert!(line.ends_with("max 40.0µs (4 samples)"), "{line}");
+    }
 
     #[test]
     fn quantiles_of_uniform_samples() {

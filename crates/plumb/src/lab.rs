@@ -602,6 +602,10 @@ pub(crate) fn lab_json(
     stats: &plumb_lab::LabStats,
 ) -> Value {
     let d = &stats.near_to_far;
+    // A link that released nothing has no release error: null, not a 0 µs
+    // that reads as a perfect emulator.
+    let released = d.release_error.count() > 0;
+    let us = |t: Duration| released.then(|| t.as_secs_f64() * 1e6);
     json!({
         "configured": {
             "rate_bps": a.rate.bps(),
@@ -622,12 +626,12 @@ pub(crate) fn lab_json(
             "segments_dropped_queue": d.link.dropped_queue.segments,
             "segments_dropped_loss": d.link.dropped_loss.segments,
             "max_queue_bytes": d.link.max_queue_bytes,
-            "release_error_p50_us": d.release_error.quantile(0.5).as_secs_f64() * 1e6,
-            "release_error_p99_us": d.release_error.quantile(0.99).as_secs_f64() * 1e6,
+            "release_error_p50_us": us(d.release_error.quantile(0.5)),
+            "release_error_p99_us": us(d.release_error.quantile(0.99)),
             // A stall shows here first: one of 10–40 ms once a second (RT
             // throttling) left the p99 at 0.15–2 ms but the p99.9 at 20–40 ms.
-            "release_error_p999_us": d.release_error.quantile(0.999).as_secs_f64() * 1e6,
-            "release_error_max_us": d.release_error.max().as_secs_f64() * 1e6,
+            "release_error_p999_us": us(d.release_error.quantile(0.999)),
+            "release_error_max_us": us(d.release_error.max()),
             "realtime": d.realtime,
             "idle_poll": stats.idle_poll,
         },
@@ -640,12 +644,19 @@ fn report_emulator(lab: &Lab, json: bool) {
     note(
         json,
         &format!(
-        "Emulator near->far: {} segments delivered, {} dropped by the queue, {} by loss; release error p99 {} us",
-        d.link.delivered.segments,
-        d.link.dropped_queue.segments,
-        d.link.dropped_loss.segments,
-        sig(d.release_error.quantile(0.99).as_secs_f64() * 1e6, 3)
-    ),
+            "Emulator near->far: {} segments delivered, {} dropped by the queue, {} by loss; {}",
+            d.link.delivered.segments,
+            d.link.dropped_queue.segments,
+            d.link.dropped_loss.segments,
+            if d.release_error.count() > 0 {
+                format!(
+                    "release error p99 {} us",
+                    sig(d.release_error.quantile(0.99).as_secs_f64() * 1e6, 3)
+                )
+            } else {
+                "nothing released, so no release error".to_string()
+            }
+        ),
     );
 }
 
@@ -810,5 +821,48 @@ fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
     // The signal handler removes the lab and ends the process; bounded only by the user.
     loop {
         std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        lab: LabArgs,
+    }
+
+    #[test]
+    fn a_link_that_released_nothing_has_no_release_error() {
+        let a = Cli::try_parse_from(["lab", "--rate", "1g", "--rtt", "15ms"])
+            .expect("lab flags")
+            .lab;
+        let mut stats = plumb_lab::LabStats::default();
+        let keys = [
+            "release_error_p50_us",
+            "release_error_p99_us",
+            "release_error_p999_us",
+            "release_error_max_us",
+        ];
+        let v = lab_json(&a, None, &stats);
+        for k in keys {
+            assert!(v["emulator"][k].is_null(), "{k}: {}", v["emulator"]);
+        }
+        for us in [3, 5, 40] {
+            stats
+                .near_to_far
+                .release_error
+                .record(Duration::from_micros(us));
+        }
+        let v = lab_json(&a, None, &stats);
+        let got: Vec<f64> = keys
+            .iter()
+            .map(|k| v["emulator"][k].as_f64().expect("a number"))
+            .collect();
+        assert!(got.windows(2).all(|w| w[0] <= w[1]), "{got:?}");
+        assert_eq!(got[3], 40.0);
     }
 }
