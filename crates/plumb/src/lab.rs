@@ -605,7 +605,7 @@ pub(crate) fn lab_json(
     // A link that released nothing has no release error: null, not a 0 µs
     // that reads as a perfect emulator.
     let released = d.release_error.count() > 0;
-    let us = |t: Duration| released.then(|| t.as_secs_f64() * 1e6);
+    let us = |t: Duration| released.then_some(t.as_secs_f64() * 1e6);
     json!({
         "configured": {
             "rate_bps": a.rate.bps(),
