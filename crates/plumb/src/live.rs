@@ -193,18 +193,59 @@ pub struct Sampled {
     pub tracker: Tracker,
     /// Owner by socket cookie.
     pub owner_of: HashMap<u64, Option<Owner>>,
-    /// Per-thread CPU counters by pid, at first sight, with its cgroup's
-    /// CPU quota counters when a quota applies.
-    pub cpu_start: HashMap<u32, (Vec<sys::ThreadCpu>, Instant, Option<CgroupCpuReading>)>,
+    /// Each owning process's CPU counters at first sight.
+    pub cpu_start: HashMap<u32, CpuMark>,
 }
 
 impl Sampled {
     /// The process's CPU from first sight until now.
     pub fn cpu(&self, pid: u32) -> Option<plumb_live::evidence::ProcCpu> {
-        let (a, t, g0) = self.cpu_start.get(&pid)?;
-        let b = sys::thread_cpu(pid)?;
-        let mut c = sys::cpu_between(a, &b, t.elapsed().as_secs_f64())?;
-        if let Some(d) = g0.as_ref().and_then(|g0| g0.again()?.since(g0)) {
+        let a = self.cpu_start.get(&pid)?;
+        a.again(pid)?.since(a)
+    }
+}
+
+/// A process's CPU counters at one moment: its threads', and its cgroup's
+/// quota counters when a quota applies. Two marks make the CPU evidence of
+/// the time between them.
+#[derive(Debug, Clone)]
+pub struct CpuMark {
+    threads: Vec<sys::ThreadCpu>,
+    at: Instant,
+    cgroup: Option<CgroupCpuReading>,
+}
+
+impl CpuMark {
+    /// Reads `pid`'s counters now; `None` when its `/proc` entry is gone or
+    /// not readable.
+    pub fn read(pid: u32) -> Option<CpuMark> {
+        Some(CpuMark {
+            threads: sys::thread_cpu(pid)?,
+            at: Instant::now(),
+            cgroup: CgroupCpuReading::of_pid(pid),
+        })
+    }
+
+    /// Reads `pid`'s counters again, in the cgroups found before (finding
+    /// them walks mount tables; reading them again is a few small files).
+    pub fn again(&self, pid: u32) -> Option<CpuMark> {
+        Some(CpuMark {
+            threads: sys::thread_cpu(pid)?,
+            at: Instant::now(),
+            cgroup: self.cgroup.as_ref().and_then(CgroupCpuReading::again),
+        })
+    }
+
+    /// The CPU used between `earlier` and this mark.
+    pub fn since(&self, earlier: &CpuMark) -> Option<plumb_live::evidence::ProcCpu> {
+        let secs = self.at.saturating_duration_since(earlier.at).as_secs_f64();
+        let mut c = sys::cpu_between(&earlier.threads, &self.threads, secs)?;
+        if let Some(d) = earlier
+            .cgroup
+            .as_ref()
+            .zip(self.cgroup.as_ref())
+            .and_then(|(a, b)| b.since(a))
+        {
             c.quota_pct = Some(d.quota_pct);
             c.throttled_pct = d.throttled_pct();
         }
@@ -239,8 +280,8 @@ fn sample(filter: &Filter, secs: f64, owners: &mut Owners) -> std::io::Result<Sa
             if filter.matches(&c, owner.as_ref().map(|o| o.pid)) {
                 if let Some(o) = &owner {
                     if let std::collections::hash_map::Entry::Vacant(e) = cpu_start.entry(o.pid) {
-                        if let Some(v) = sys::thread_cpu(o.pid) {
-                            e.insert((v, Instant::now(), CgroupCpuReading::of_pid(o.pid)));
+                        if let Some(m) = CpuMark::read(o.pid) {
+                            e.insert(m);
                         }
                     }
                 }

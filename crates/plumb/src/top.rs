@@ -1,5 +1,6 @@
 //! `plumb top`: the host's TCP connections, busiest first, refreshed every
-//! interval, each with the limit named now. A full-screen view when stdout
+//! interval, each with the limit named now (from the same evidence as
+//! `plumb why`, the owning process's CPU over the interval included). A full-screen view when stdout
 //! is a terminal (q or Ctrl-C quits and the terminal is always restored), a
 //! plain table per interval otherwise, or NDJSON with `--json`. The rates
 //! are deltas between two readings of a connection. The connections busy
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
-use plumb_live::evidence::{explain, Context};
+use plumb_live::evidence::{explain, Context, ProcCpu};
 use plumb_live::scan::{Schedule, DEFAULT_BUDGET};
 use plumb_live::sys::Dumper;
 use plumb_live::sys::Owner;
@@ -23,7 +24,7 @@ use plumb_live::{Conn, Role, Track};
 use plumb_model::Rate;
 
 use crate::cli::usage_error;
-use crate::live::{link_for_peer, LiveFilterArgs, Owners};
+use crate::live::{link_for_peer, CpuMark, LiveFilterArgs, Owners};
 
 /// Flags of `plumb top`.
 #[derive(Debug, Args)]
@@ -60,11 +61,43 @@ pub struct TopArgs {
     pub link: Option<Rate>,
 }
 
-/// What rows look up beyond the socket: owners, and link rates by peer.
+/// What rows look up beyond the socket: owners, link rates by peer, and
+/// the CPU counters of the processes that own busy connections.
 struct Lookups {
     owners: Owners,
     links: HashMap<std::net::IpAddr, Option<LinkRate>>,
     link: Option<Rate>,
+    /// CPU marks taken last interval, by pid: only of processes that owned a
+    /// busy connection then, so an idle host's thousands of owners cost
+    /// nothing, and a process busy two intervals running has CPU evidence
+    /// from its second on.
+    cpu_before: HashMap<u32, CpuMark>,
+    /// This interval's marks (one per process, however many connections it
+    /// has; `None` where its `/proc` entry could not be read).
+    cpu_now: HashMap<u32, Option<CpuMark>>,
+}
+
+impl Lookups {
+    /// `pid`'s CPU since last interval, marking it for the next.
+    fn cpu(&mut self, pid: u32) -> Option<ProcCpu> {
+        let before = self.cpu_before.get(&pid);
+        let now = self
+            .cpu_now
+            .entry(pid)
+            .or_insert_with(|| match before {
+                Some(b) => b.again(pid),
+                None => CpuMark::read(pid),
+            })
+            .as_ref()?;
+        now.since(before?)
+    }
+
+    /// Ends an interval: its marks are the next one's starting points.
+    fn next_interval(&mut self) {
+        self.cpu_before.clear();
+        self.cpu_before
+            .extend(self.cpu_now.drain().filter_map(|(pid, m)| Some((pid, m?))));
+    }
 }
 
 /// One connection's row for one interval: the numbers, not yet text, so a
@@ -110,6 +143,8 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups) -> Row {
         look.links.clear();
     }
     let link = look.link;
+    let pid = look.owners.get(now.inode).map(|o| o.pid);
+    let cpu = pid.and_then(|p| look.cpu(p));
     let ctx = Context {
         // One route lookup per peer, not per connection and interval.
         link: look
@@ -117,8 +152,8 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups) -> Row {
             .entry(now.remote.ip())
             .or_insert_with(|| link_for_peer(now.remote.ip(), link))
             .clone(),
-        cpu: None,
-        pid: look.owners.get(now.inode).map(|o| o.pid),
+        cpu,
+        pid,
     };
     out.limit = explain(&tr, &ctx).0.limit;
     out
@@ -444,6 +479,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         owners,
         links: HashMap::new(),
         link: a.link,
+        cpu_before: HashMap::new(),
+        cpu_now: HashMap::new(),
     };
     let mut i = 0u64;
     loop {
@@ -490,6 +527,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         } else {
             conns.iter().for_each(&mut take);
         }
+        look.next_interval();
         if i > 0 {
             // The rows read now, busiest first: every connection's on a
             // scan, the followed ones' between. The view adds the rest as
