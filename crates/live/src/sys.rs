@@ -293,9 +293,23 @@ pub type ThreadCpu = (u32, u64, u64);
 
 /// Per-thread CPU counters of a process.
 pub fn thread_cpu(pid: u32) -> Option<Vec<ThreadCpu>> {
-    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    thread_cpu_capped(pid, usize::MAX)
+}
+
+/// Per-thread CPU counters of a process of at most `cap` threads; `None`
+/// for a larger one (listing its threads is cheap, reading a file per
+/// thread every second is not).
+pub fn thread_cpu_capped(pid: u32, cap: usize) -> Option<Vec<ThreadCpu>> {
+    let tasks: Vec<std::fs::DirEntry> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .take(cap.saturating_add(1))
+        .collect();
+    if tasks.len() > cap {
+        return None;
+    }
     let mut v = Vec::new();
-    for t in dir.flatten() {
+    for t in tasks {
         let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
@@ -308,6 +322,21 @@ pub fn thread_cpu(pid: u32) -> Option<Vec<ThreadCpu>> {
         }
     }
     Some(v)
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`
+/// field 22): a pid reused by a new process has another.
+pub fn process_start(pid: u32) -> Option<u64> {
+    parse_start(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Field 22 of a `/proc/PID/stat` line. The command (field 2) is in
+/// parentheses and may hold spaces and parentheses itself, so the fields
+/// are counted from the last `)`.
+pub fn parse_start(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the command: state is field 3, so start time is the 20th here.
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// CPU used between two [`thread_cpu`] readings `secs` apart.
@@ -338,4 +367,20 @@ pub fn cpu_between(
         quota_pct: None,
         throttled_pct: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_time_is_field_22_whatever_the_command() {
+        let line =
+            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 98765 1234 56\n";
+        assert_eq!(parse_start(line), Some(98_765));
+        assert_eq!(parse_start("4242 (x) S 1 2"), None);
+        assert_eq!(parse_start("no parenthesis"), None);
+        // This process's own.
+        assert!(process_start(std::process::id()).is_some_and(|t| t > 0));
+    }
 }

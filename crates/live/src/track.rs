@@ -48,8 +48,9 @@ pub struct Track {
     pub samples: u32,
     /// The connection was missing from a later dump: it closed.
     pub closed: bool,
-    /// Largest peer window seen, bytes (in the samples after the first,
-    /// once there are any).
+    /// Largest peer window seen, bytes. Here and in the three below, a
+    /// young connection's first sample (under [`YOUNG_BYTES`] moved) does not
+    /// count once later samples exist.
     pub max_snd_wnd: u32,
     /// Largest window this end advertised, bytes.
     pub max_rcv_wnd: u32,
@@ -134,6 +135,21 @@ pub fn role_of(send_bps: f64, recv_bps: f64) -> Role {
     }
 }
 
+/// Bytes a connection has moved (both ways) below which it is in its first
+/// round trips: a handshake's window (tens of KB) has not yet been taken
+/// back by a clamp the application set after the handshake.
+pub const YOUNG_BYTES: u64 = 256 * 1024;
+
+/// Whether `c` had moved under [`YOUNG_BYTES`] when sampled (unknown
+/// counters: not young).
+fn young(c: &Conn) -> bool {
+    c.tcp
+        .is_some_and(|t| match (t.bytes_acked, t.bytes_received) {
+            (None, None) => false,
+            (a, r) => a.unwrap_or(0).saturating_add(r.unwrap_or(0)) < YOUNG_BYTES,
+        })
+}
+
 impl Track {
     /// Starts following `c`, sampled at `t` seconds.
     pub fn new(c: Conn, t: f64) -> Track {
@@ -202,14 +218,16 @@ impl Track {
                 self.sndbuf_moved = true;
             }
         }
-        if self.samples == 1 {
-            // The first sample's windows, like its smoothed RTT, are the
-            // state before the period began: a connection sampled in its
-            // first round trips still shows the window of its handshake
-            // (46,336 B under a 17,520 B clamp in the lab), and in a
-            // two-sample track, `plumb top`'s, that window would predict a
-            // rate three times the one measured. Once the period has samples
-            // of its own, the windows are theirs.
+        if self.samples == 1 && young(&self.first) {
+            // A connection sampled in its first round trips still shows the
+            // window of its handshake (46,336 B under a 17,520 B clamp in
+            // the lab), which the clamp takes back as the first data
+            // arrives; in a two-sample track, `plumb top`'s, that window
+            // would predict a rate three times the one measured. Then the
+            // windows are the period's own samples'. An older connection's
+            // first sample stays: its window was in force inside the period
+            // (a receiver that paused just as the period ended must not
+            // stand for the whole of it).
             self.max_snd_wnd = 0;
             self.max_rcv_wnd = 0;
             self.min_rcv_wnd = u32::MAX;
@@ -407,6 +425,15 @@ mod tests {
         );
         assert_eq!((tr.max_snd_wnd, tr.min_rcv_wnd), (20_000, 8_000));
         assert_eq!(tr.max_cwnd_bytes, 14 * 1448);
+        // An older connection's first sample was in force inside the period:
+        // its window stays when the receiver pauses as the period ends.
+        let mut old = Track::new(with(conn(6, 50_000_000, 0, 0, 0), 65_535, 65_535, 40), 0.0);
+        old.update(
+            with(conn(6, 60_000_000, 0, 1_000_000, 0), 1_448, 1_448, 40),
+            1.0,
+        );
+        assert_eq!((old.max_snd_wnd, old.min_rcv_wnd), (65_535, 1_448));
+        assert_eq!(old.max_cwnd_bytes, 40 * 1448);
     }
 
     #[test]

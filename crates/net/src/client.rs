@@ -70,6 +70,7 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
     p.title.clone_from(&s.title);
     p.extra_data.clone_from(&s.extra_data);
     p.congestion.clone_from(&s.congestion);
+    p.server_affinity = s.server_affinity.map(i64::from);
     p.get_server_output = s.get_server_output;
     p.udp_counters_64bit = s.udp_counters_64bit;
     p.repeating_payload = s.repeating_payload;

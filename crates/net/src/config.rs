@@ -106,6 +106,8 @@ pub struct TestSpec {
     pub latency: bool,
     /// `--busy-poll`: SO_BUSY_POLL µs on request/response sockets.
     pub busy_poll: Option<u32>,
+    /// `-A n,m`'s m: the CPU the server pins this test to.
+    pub server_affinity: Option<u32>,
 }
 
 impl Default for TestSpec {
@@ -142,6 +144,7 @@ impl Default for TestSpec {
             rr: None,
             latency: false,
             busy_poll: None,
+            server_affinity: None,
         }
     }
 }

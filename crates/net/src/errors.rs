@@ -59,6 +59,7 @@ pub fn server_error_text(code: i32, errno: i32) -> String {
         120 => "the server terminated",
         121 => "the server is busy",
         127 => "flow label is invalid",
+        132 => "the server cannot pin the test to the CPU asked for (-A n,m)",
         134 => "the server does not support the requested congestion control",
         142 => "authorization failed",
         144 => "no data was received for too long",

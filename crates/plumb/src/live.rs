@@ -201,7 +201,7 @@ impl Sampled {
     /// The process's CPU from first sight until now.
     pub fn cpu(&self, pid: u32) -> Option<plumb_live::evidence::ProcCpu> {
         let a = self.cpu_start.get(&pid)?;
-        a.again(pid)?.since(a)
+        a.again(pid, usize::MAX)?.since(a)
     }
 }
 
@@ -213,14 +213,18 @@ pub struct CpuMark {
     threads: Vec<sys::ThreadCpu>,
     at: Instant,
     cgroup: Option<CgroupCpuReading>,
+    /// The process's start time: a pid reused by another process is not
+    /// compared with the one before.
+    started: Option<u64>,
 }
 
 impl CpuMark {
-    /// Reads `pid`'s counters now; `None` when its `/proc` entry is gone or
-    /// not readable.
-    pub fn read(pid: u32) -> Option<CpuMark> {
+    /// Reads `pid`'s counters now, if it has at most `max_threads` threads;
+    /// `None` when its `/proc` entry is gone or not readable.
+    pub fn read(pid: u32, max_threads: usize) -> Option<CpuMark> {
         Some(CpuMark {
-            threads: sys::thread_cpu(pid)?,
+            started: sys::process_start(pid),
+            threads: sys::thread_cpu_capped(pid, max_threads)?,
             at: Instant::now(),
             cgroup: CgroupCpuReading::of_pid(pid),
         })
@@ -228,16 +232,26 @@ impl CpuMark {
 
     /// Reads `pid`'s counters again, in the cgroups found before (finding
     /// them walks mount tables; reading them again is a few small files).
-    pub fn again(&self, pid: u32) -> Option<CpuMark> {
+    pub fn again(&self, pid: u32, max_threads: usize) -> Option<CpuMark> {
+        let started = sys::process_start(pid);
+        if started != self.started {
+            // Another process now: start afresh.
+            return CpuMark::read(pid, max_threads);
+        }
         Some(CpuMark {
-            threads: sys::thread_cpu(pid)?,
+            started,
+            threads: sys::thread_cpu_capped(pid, max_threads)?,
             at: Instant::now(),
             cgroup: self.cgroup.as_ref().and_then(CgroupCpuReading::again),
         })
     }
 
-    /// The CPU used between `earlier` and this mark.
+    /// The CPU used between `earlier` and this mark (`None` when the pid
+    /// belongs to another process now).
     pub fn since(&self, earlier: &CpuMark) -> Option<plumb_live::evidence::ProcCpu> {
+        if self.started != earlier.started {
+            return None;
+        }
         let secs = self.at.saturating_duration_since(earlier.at).as_secs_f64();
         let mut c = sys::cpu_between(&earlier.threads, &self.threads, secs)?;
         if let Some(d) = earlier
@@ -280,7 +294,7 @@ fn sample(filter: &Filter, secs: f64, owners: &mut Owners) -> std::io::Result<Sa
             if filter.matches(&c, owner.as_ref().map(|o| o.pid)) {
                 if let Some(o) = &owner {
                     if let std::collections::hash_map::Entry::Vacant(e) = cpu_start.entry(o.pid) {
-                        if let Some(m) = CpuMark::read(o.pid) {
+                        if let Some(m) = CpuMark::read(o.pid, usize::MAX) {
                             e.insert(m);
                         }
                     }
@@ -343,9 +357,13 @@ pub fn run(
     let mut out = std::io::stdout().lock();
     let mut conns = Vec::new();
     let mut text = String::new();
+    // One end reading per process, however many of its connections match.
+    let mut cpus: HashMap<u32, Option<plumb_live::evidence::ProcCpu>> = HashMap::new();
     for tr in &tracks {
         let owner = owner_of.get(&tr.first.cookie).cloned().flatten();
-        let cpu = owner.as_ref().and_then(|o| sampled.cpu(o.pid));
+        let cpu = owner
+            .as_ref()
+            .and_then(|o| *cpus.entry(o.pid).or_insert_with(|| sampled.cpu(o.pid)));
         let ctx = Context {
             link: link_for_peer(tr.last.remote.ip(), link),
             cpu,

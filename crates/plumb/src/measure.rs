@@ -98,6 +98,10 @@ pub struct MeasureArgs {
     /// Client: first local port for the data streams
     #[arg(long = "cport", value_parser = crate::args::whole::<u16>)]
     pub cport: Option<u16>,
+    /// Run on CPU n; a client's n,m also runs the server's side of this
+    /// test on CPU m
+    #[arg(short = 'A', long = "affinity", value_name = "n[,m]", value_parser = parse_affinity)]
+    pub affinity: Option<Affinity>,
     /// IP type of service byte (decimal, 0x hex or 0 octal)
     #[arg(short = 'S', long = "tos", conflicts_with = "dscp", value_parser = crate::args::valid(parse_tos))]
     pub tos: Option<String>,
@@ -247,6 +251,51 @@ pub const CLIENT_ONLY: &[&str] = &[
     "rsa_public_key_path",
     "use_pkcs1_padding",
 ];
+
+/// `-A n[,m]`: the CPU this end runs on, and the one a client asks the
+/// server to run the test on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Affinity {
+    /// n: this end's CPU.
+    pub local: u32,
+    /// m: the server's CPU for this test (client only).
+    pub server: Option<u32>,
+}
+
+/// Parses `-A`'s `n` or `n,m`.
+pub fn parse_affinity(s: &str) -> Result<Affinity, String> {
+    let cpu = |x: &str| {
+        x.trim().parse::<u32>().map_err(|_| {
+            format!(
+                "invalid CPU '{s}' (accepted: a CPU number n, or n,m on a client: -A 0 or -A 0,1)"
+            )
+        })
+    };
+    match s.split_once(',') {
+        None => Ok(Affinity {
+            local: cpu(s)?,
+            server: None,
+        }),
+        Some((n, m)) => Ok(Affinity {
+            local: cpu(n)?,
+            server: Some(cpu(m)?),
+        }),
+    }
+}
+
+/// Pins this process's threads from here on to `-A`'s n (the threads the
+/// run starts inherit it); a CPU this process may not use is one line and
+/// exit 1.
+fn pin(a: &MeasureArgs) -> Result<(), ExitCode> {
+    let Some(aff) = a.affinity else { return Ok(()) };
+    plumb_net::host::pin_current_thread(aff.local as usize).map_err(|e| {
+        eprintln!(
+            "plumb: -A {}: cannot run on CPU {}: {e}",
+            aff.local, aff.local
+        );
+        ExitCode::from(1)
+    })
+}
 
 /// The first server-only flag given, by its long name, if any.
 pub fn server_flag_given(a: &MeasureArgs) -> Option<&'static str> {
@@ -490,6 +539,7 @@ fn latency_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
     }
     t.latency = a.latency;
     t.busy_poll = a.busy_poll;
+    t.server_affinity = a.affinity.and_then(|x| x.server);
     if !rr {
         return Ok(());
     }
@@ -629,6 +679,14 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
                 "--report is a client flag: the client writes the report",
             ));
         }
+        if a.affinity.is_some_and(|x| x.server.is_some()) {
+            return Ok(usage_error(
+                "-A n,m: the ,m (the server's CPU for a test) is a client's request; a server takes -A n",
+            ));
+        }
+        if let Err(code) = pin(a) {
+            return Ok(code);
+        }
         let mut cfg = ServerConfig {
             port: a.port.unwrap_or(DEFAULT_PORT),
             bind: a.bind,
@@ -666,6 +724,9 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         ));
     };
     let _ = host;
+    if let Err(code) = pin(a) {
+        return Ok(code);
+    }
     if a.why {
         return crate::why::test_and_explain(a, a.link);
     }

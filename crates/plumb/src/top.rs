@@ -75,21 +75,39 @@ struct Lookups {
     /// This interval's marks (one per process, however many connections it
     /// has; `None` where its `/proc` entry could not be read).
     cpu_now: HashMap<u32, Option<CpuMark>>,
+    /// Time spent marking this interval, s.
+    marking_secs: f64,
 }
 
+/// Processes with more threads than this get no CPU evidence in `top`:
+/// marking one reads a file per thread every interval.
+const MAX_MARKED_THREADS: usize = 512;
+
 impl Lookups {
-    /// `pid`'s CPU since last interval, marking it for the next.
-    fn cpu(&mut self, pid: u32) -> Option<ProcCpu> {
+    /// `pid`'s CPU since last interval, marking it for the next; `fresh`
+    /// when the connection asking was read last interval too, so that its
+    /// rate and this CPU cover the same second (one found busy by a scan
+    /// after seconds unread would pair a long rate with one second of CPU).
+    fn cpu(&mut self, pid: u32, fresh: bool) -> Option<ProcCpu> {
+        // Wall time: the thread's own CPU figure moves only at a tick or a
+        // switch, coarser than a few /proc reads; they spend it on the CPU.
+        let t0 = Instant::now();
         let before = self.cpu_before.get(&pid);
         let now = self
             .cpu_now
             .entry(pid)
             .or_insert_with(|| match before {
-                Some(b) => b.again(pid),
-                None => CpuMark::read(pid),
+                Some(b) => b.again(pid, MAX_MARKED_THREADS),
+                None => CpuMark::read(pid, MAX_MARKED_THREADS),
             })
-            .as_ref()?;
-        now.since(before?)
+            .as_ref();
+        let cpu = now
+            .zip(before.filter(|_| fresh))
+            .and_then(|(n, b)| n.since(b));
+        // Kept apart from the interval's cost, which paces the scans: it is
+        // neither a scan's nor a lookup's.
+        self.marking_secs += t0.elapsed().as_secs_f64();
+        cpu
     }
 
     /// Ends an interval: its marks are the next one's starting points.
@@ -113,7 +131,7 @@ struct Row {
 /// A row for `now`, seen `prev` at `tp`. An idle connection (most of a busy
 /// host's) is a subtraction: no track, no rules, no link lookup. A busy one
 /// gets the same diagnosis as `plumb why`.
-fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups) -> Row {
+fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups) -> Row {
     let (sent, received) = plumb_live::track::moved(prev, now);
     let secs = t - tp;
     let bps = |n: u64| {
@@ -144,7 +162,7 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, look: &mut Lookups) -> Row {
     }
     let link = look.link;
     let pid = look.owners.get(now.inode).map(|o| o.pid);
-    let cpu = pid.and_then(|p| look.cpu(p));
+    let cpu = pid.and_then(|p| look.cpu(p, fresh));
     let ctx = Context {
         // One route lookup per peer, not per connection and interval.
         link: look
@@ -371,7 +389,7 @@ fn record(
     match known.entry(c.cookie) {
         Slot::Occupied(mut o) => {
             let e = o.get_mut();
-            let r = row(&e.conn, e.t, c, t, look);
+            let r = row(&e.conn, e.t, c, t, e.read + 1 == i, look);
             if r.role != Role::Idle {
                 e.busy_at = t;
                 followed.insert(c.cookie);
@@ -481,6 +499,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         link: a.link,
         cpu_before: HashMap::new(),
         cpu_now: HashMap::new(),
+        marking_secs: 0.0,
     };
     let mut i = 0u64;
     loop {
@@ -601,8 +620,9 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                 out.flush()?;
             }
         }
-        // What this interval cost, output included, sets the pace of scans.
-        let cost = (cpu_now(start) - cpu0).max(0.0);
+        // What this interval cost, output included, sets the pace of scans;
+        // reading busy processes' CPU is neither scan nor lookup.
+        let cost = (cpu_now(start) - cpu0 - std::mem::take(&mut look.marking_secs)).max(0.0);
         if full {
             sched.scanned(i, cost);
         } else {

@@ -328,6 +328,115 @@ fn tcp_data_threads_are_batch_and_udp_ones_are_not() {
     }
 }
 
+/// `Cpus_allowed_list` of each of `pid`'s threads named `plumb-stream-*`.
+fn stream_thread_cpus(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("plumb-stream-") {
+            continue;
+        }
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        out.extend(
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string()),
+        );
+    }
+    out
+}
+
+/// iperf3's `-A n[,m]`: the client's stream threads run on CPU n, the
+/// server's threads for that test on CPU m, and a CPU that cannot be had
+/// is one line and exit 1 at either end.
+#[test]
+fn affinity_pins_each_end_to_its_cpu() {
+    if plumb_net::host::online_cpus() < 2 {
+        plumb_testkit::skip_tool!("-A n,m needs two CPUs to tell the ends apart");
+        return;
+    }
+    let port = port(26_100);
+    let srv = Server::start(plumb_bin(), &["-s"], port);
+    let p = port.to_string();
+    let mut client = Command::new(plumb_bin())
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "3", "-A", "0,1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("client");
+    let t0 = Instant::now();
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    while (mine.is_empty() || theirs.is_empty()) && t0.elapsed() < Duration::from_secs(3) {
+        mine = stream_thread_cpus(client.id());
+        theirs = stream_thread_cpus(srv.pid());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = client.kill();
+    let _ = client.wait();
+    assert!(
+        !mine.is_empty() && !theirs.is_empty(),
+        "{mine:?} {theirs:?}"
+    );
+    assert!(mine.iter().all(|c| c == "0"), "client streams on {mine:?}");
+    assert!(
+        theirs.iter().all(|c| c == "1"),
+        "server streams on {theirs:?}"
+    );
+
+    // The server cannot have CPU 4095: it refuses that test, and says why.
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-A", "0,4095"],
+        Duration::from_secs(15),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error 132") && err.contains("CPU"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // The server goes on serving.
+    let (c, _) = {
+        let out = run(
+            plumb_bin(),
+            &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
+            Duration::from_secs(15),
+        );
+        (json(&out, "after a refused -A"), out)
+    };
+    assert!(num(&c, "end.sum_received.bytes") > 0.0);
+
+    // A CPU this client cannot have, and the server's ,m given to a server.
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-A", "4095"],
+        Duration::from_secs(15),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("plumb: -A 4095: cannot run on CPU 4095"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    for (args, want) in [
+        (&["-s", "-A", "0,1"][..], "a server takes -A n"),
+        (&["-c", "127.0.0.1", "-A", "one"][..], "invalid CPU 'one'"),
+        (&["-c", "127.0.0.1", "-A", "0,"][..], "invalid CPU '0,'"),
+        (
+            &["-c", "127.0.0.1", "--affinity=-1"][..],
+            "invalid CPU '-1'",
+        ),
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn udp_counts_loss_and_jitter() {
     let (c, s) = pp(&[

@@ -226,6 +226,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         let plan = Plan::of(&self.params);
         let opts = DataOptions::of(&self.params);
         self.check_congestion(&opts)?;
+        self.pin_to_asked_cpu()?;
         let key = cookie_key(self.cookie.as_bytes());
         let (tx, rx) = mpsc::channel();
         // The data listener must be ready before CREATE_STREAMS: a client's
@@ -339,6 +340,31 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 let _ = self.flush();
                 self.slot.wind_down();
                 Err(TestError::Ended(format!("authentication failed: {e}")))
+            }
+        }
+    }
+
+    /// `-A n,m` on the client: this test's threads run on CPU m. The test
+    /// thread pins itself before it starts any stream, so the streams'
+    /// threads inherit the CPU, and other tests keep the server's own (a
+    /// server runs several tests at once; iperf3 pins its whole process and
+    /// restores it after). The thread ends with the test: nothing to undo.
+    fn pin_to_asked_cpu(&mut self) -> Result<(), TestError> {
+        let Some(cpu) = self.params.server_affinity else {
+            return Ok(());
+        };
+        let pinned = usize::try_from(cpu)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+            .and_then(host::pin_current_thread);
+        match pinned {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(libc::EINVAL);
+                Err(self.fail(
+                    132,
+                    errno,
+                    TestError::Ended(format!("cannot pin the test to CPU {cpu}: {e}")),
+                ))
             }
         }
     }
