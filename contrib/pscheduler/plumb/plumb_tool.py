@@ -35,6 +35,7 @@ SUPPORTED = {
     "udp", "buffer-length", "ip-tos", "ip-version", "local-address",
     "congestion", "zero-copy", "no-delay", "omit", "reverse",
     "single-ended", "single-ended-port", "loopback",
+    "client-cpu-affinity", "server-cpu-affinity",
 }
 
 
@@ -110,6 +111,15 @@ def unsupported(spec):
                 iso_seconds(spec[k])
             except (ValueError, TypeError):
                 reasons.append("invalid %s %r: expected an ISO 8601 duration" % (k, spec[k]))
+    for k in ("client-cpu-affinity", "server-cpu-affinity"):
+        v = spec.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            reasons.append("invalid %s %r: expected a CPU number (0 or more)" % (k, v))
+    if spec.get("single-ended") and spec.get("server-cpu-affinity") is not None \
+            and spec.get("client-cpu-affinity") is None:
+        # The far server is not ours to start: only the client's -A n,m can
+        # ask it, and that form needs the client's own CPU too.
+        reasons.append("single-ended: server-cpu-affinity needs client-cpu-affinity as well")
     if "dest" not in spec:
         reasons.append("the spec has no dest")
     return reasons
@@ -138,6 +148,13 @@ def client_args(spec, port):
     bind = spec.get("local-address") or spec.get("source")
     if bind:
         a += ["-B", str(bind)]
+    # -A n, or n,m: the server then runs this test's threads on CPU m
+    # (a plumb or an iperf3 server alike).
+    if spec.get("client-cpu-affinity") is not None:
+        cpus = str(spec["client-cpu-affinity"])
+        if spec.get("server-cpu-affinity") is not None:
+            cpus += ",%d" % spec["server-cpu-affinity"]
+        a += ["-A", cpus]
     return a
 
 
@@ -146,6 +163,8 @@ def server_args(spec, port):
     a = ["-s", "-1", "-J", "-p", str(port)]
     if spec.get("ip-version") in (4, 6):
         a.append("-%d" % spec["ip-version"])
+    if spec.get("server-cpu-affinity") is not None:
+        a += ["-A", str(spec["server-cpu-affinity"])]
     return a
 
 

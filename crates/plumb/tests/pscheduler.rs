@@ -424,6 +424,75 @@ fn run_and_merged_results_measure_on_loopback() {
     );
 }
 
+/// pScheduler's CPU affinity becomes `-A`: the client's `n,m` (so the
+/// server runs the test's threads on m, whoever serves), the server
+/// participant's own `-A m`; both ends run with it. `can-run` refuses a
+/// negative CPU, and a server CPU in a single-ended test without a client
+/// CPU (only the client's `n,m` could ask the far server).
+#[test]
+fn cpu_affinity_becomes_dash_a_at_each_end() {
+    if !have_python() {
+        return;
+    }
+    if plumb_net::host::online_cpus() < 2 {
+        plumb_testkit::skip_tool!("CPU affinity 0 and 1 needs two CPUs");
+        return;
+    }
+    let port = port(34_200);
+    let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT1S", "link-rtt": "PT0.001S",
+        "client-cpu-affinity": 0, "server-cpu-affinity": 1});
+    let t = Duration::from_secs(10);
+    assert_eq!(
+        ok_json("can-run", &throughput(spec.clone()), &[], t),
+        json!({"can-run": true})
+    );
+    let server_in = run_input(&spec, 1, port, 2);
+    let server = std::thread::spawn(move || {
+        ok_json(
+            "run",
+            &server_in,
+            &[("PLUMB_PSCHEDULER_PORT", port.to_string())],
+            Duration::from_secs(30),
+        )
+    });
+    let env = [("PLUMB_PSCHEDULER_PORT", port.to_string())];
+    let client = ok_json(
+        "run",
+        &run_input(&spec, 0, port, 2),
+        &env,
+        Duration::from_secs(30),
+    );
+    let server = server.join().expect("server participant");
+    assert_eq!(client["succeeded"], true, "{client}");
+    assert_eq!(server["succeeded"], true, "{server}");
+    let argv = |r: &Value| r["diags"].as_str().unwrap_or("").to_string();
+    assert!(argv(&client).contains(" -A 0,1"), "{}", argv(&client));
+    assert!(argv(&server).contains(" -A 1"), "{}", argv(&server));
+
+    for (bad, want) in [
+        (
+            json!({"client-cpu-affinity": -1}),
+            "invalid client-cpu-affinity",
+        ),
+        (
+            json!({"server-cpu-affinity": "one"}),
+            "invalid server-cpu-affinity",
+        ),
+        (
+            json!({"single-ended": true, "server-cpu-affinity": 1}),
+            "needs client-cpu-affinity",
+        ),
+    ] {
+        let mut s = json!({"schema": 1, "dest": "psdev2"});
+        for (k, v) in bad.as_object().expect("object") {
+            s[k] = v.clone();
+        }
+        let no = ok_json("can-run", &throughput(s), &[], t);
+        assert_eq!(no["can-run"], false, "{no}");
+        assert!(no["reasons"].to_string().contains(want), "{no}");
+    }
+}
+
 #[test]
 fn run_with_no_server_fails_in_the_result() {
     if !have_python() {
