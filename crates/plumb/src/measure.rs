@@ -286,7 +286,7 @@ pub fn parse_affinity(s: &str) -> Result<Affinity, String> {
 /// Pins this process's threads from here on to `-A`'s n (the threads the
 /// run starts inherit it); a CPU this process may not use is one line and
 /// exit 1.
-fn pin(a: &MeasureArgs) -> Result<(), ExitCode> {
+pub(crate) fn pin(a: &MeasureArgs) -> Result<(), ExitCode> {
     let Some(aff) = a.affinity else { return Ok(()) };
     plumb_net::host::pin_current_thread(aff.local as usize).map_err(|e| {
         eprintln!(
@@ -724,11 +724,12 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         ));
     };
     let _ = host;
+    if a.why {
+        // It pins this end itself (so does `plumb why HOST`).
+        return crate::why::test_and_explain(a, a.link);
+    }
     if let Err(code) = pin(a) {
         return Ok(code);
-    }
-    if a.why {
-        return crate::why::test_and_explain(a, a.link);
     }
     let spec = match test_spec(a) {
         Ok(s) => s,

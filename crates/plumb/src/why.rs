@@ -68,6 +68,11 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             "plumb why takes the server as its argument: plumb why HOST, not -c HOST",
         ));
     }
+    if a.host.is_none() && a.measure.affinity.is_some() {
+        return Ok(usage_error(
+            "-A places a test's ends on CPUs: give plumb why a HOST to test",
+        ));
+    }
     if let Some(path) = &a.from {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
@@ -149,6 +154,9 @@ fn link_for(host: &str, given: Option<Rate>) -> Option<LinkRate> {
 pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<ExitCode> {
     if m.json_stream {
         return Ok(usage_error(NO_JSON_STREAM));
+    }
+    if let Err(code) = crate::measure::pin(m) {
+        return Ok(code);
     }
     let spec = match test_spec(m) {
         Ok(s) => s,

@@ -355,8 +355,9 @@ fn stream_thread_cpus(pid: u32) -> Vec<String> {
 /// is one line and exit 1 at either end.
 #[test]
 fn affinity_pins_each_end_to_its_cpu() {
-    if plumb_net::host::online_cpus() < 2 {
-        plumb_testkit::skip_tool!("-A n,m needs two CPUs to tell the ends apart");
+    let allowed = plumb_net::host::current_thread_affinity().unwrap_or_default();
+    if !(allowed.contains(&0) && allowed.contains(&1)) {
+        plumb_testkit::skip_tool!("-A 0,1 needs CPUs 0 and 1 (allowed here: {allowed:?})");
         return;
     }
     let port = port(26_100);
@@ -408,21 +409,38 @@ fn affinity_pins_each_end_to_its_cpu() {
     };
     assert!(num(&c, "end.sum_received.bytes") > 0.0);
 
-    // A CPU this client cannot have, and the server's ,m given to a server.
-    let out = run(
-        plumb_bin(),
-        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-A", "4095"],
-        Duration::from_secs(15),
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(
-        err.starts_with("plumb: -A 4095: cannot run on CPU 4095"),
-        "{err}"
-    );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // A CPU this client cannot have, also on the paths that test and
+    // explain (they pin too), and the server's ,m given to a server.
+    for args in [
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-A", "4095"][..],
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--why",
+            "-A",
+            "4095",
+        ][..],
+        &["why", "127.0.0.1", "-p", &p, "-t", "1", "-A", "4095"][..],
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(15));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("plumb: -A 4095: cannot run on CPU 4095"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
     for (args, want) in [
         (&["-s", "-A", "0,1"][..], "a server takes -A n"),
+        (
+            &["why", "-p", "5201", "-A", "0"][..],
+            "give plumb why a HOST",
+        ),
         (&["-c", "127.0.0.1", "-A", "one"][..], "invalid CPU 'one'"),
         (&["-c", "127.0.0.1", "-A", "0,"][..], "invalid CPU '0,'"),
         (

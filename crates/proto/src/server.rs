@@ -486,10 +486,15 @@ impl ServerControl {
             Ok(None) => return Step::NeedBytes,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
-        let params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters") {
+        let mut params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters")
+        {
             Ok(params) => params,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
+        // iperf3 reads a negative `server_affinity` (its -1) as not asked.
+        if params.server_affinity.is_some_and(|c| c < 0) {
+            params.server_affinity = None;
+        }
         if let Err(e) = params.validate() {
             return self.reject(e.code(), e.to_string());
         }
@@ -961,6 +966,22 @@ mod tests {
                 need: 37
             })]
         );
+    }
+
+    #[test]
+    fn a_negative_server_affinity_is_not_asked() {
+        for (cpu, want) in [("-1", None), ("3", Some(3))] {
+            let mut s = server();
+            let mut input = capture::COOKIE.to_vec();
+            input.extend(capture::frame(&format!(
+                r#"{{"tcp":true,"omit":0,"server_affinity":{cpu},"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"client_version":"3.12"}}"#
+            )));
+            s.handle_input(&input, at(0));
+            match drain(&mut s).1.last() {
+                Some(ServerEvent::Params(p)) => assert_eq!(p.server_affinity, want, "{cpu}"),
+                other => panic!("{cpu}: {other:?}"),
+            }
+        }
     }
 
     #[test]
