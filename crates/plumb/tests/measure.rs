@@ -273,27 +273,34 @@ fn server_output_comes_back_as_text_from_a_text_server() {
     assert!(text.contains("\"sum_received\""), "{text}");
 }
 
-/// The scheduling policy of each of `pid`'s threads named `plumb-stream-*`
-/// (field 41 of `/proc/PID/task/TID/stat`: 0 normal, 3 batch).
-fn stream_thread_policies(pid: u32) -> Vec<u32> {
+/// One file of each of `pid`'s threads named `plumb-stream-*`
+/// (`/proc/PID/task/TID/FILE`).
+fn stream_thread_files(pid: u32, file: &str) -> Vec<String> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for t in tasks.flatten() {
-        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("plumb-stream-") {
-            continue;
-        }
-        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+    tasks
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("plumb-stream-"))
+        })
+        .filter_map(|t| std::fs::read_to_string(t.path().join(file)).ok())
+        .collect()
+}
+
+/// The scheduling policy of each of `pid`'s stream threads (field 41 of
+/// `stat`: 0 normal, 3 batch).
+fn stream_thread_policies(pid: u32) -> Vec<u32> {
+    stream_thread_files(pid, "stat")
+        .iter()
         // After the ")" closing the name come the fields from 3 on.
-        let policy: Option<u32> = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(41 - 3))
-            .and_then(|f| f.parse().ok());
-        out.extend(policy);
-    }
-    out
+        .filter_map(|stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(41 - 3))
+                .and_then(|f| f.parse().ok())
+        })
+        .collect()
 }
 
 /// TCP data threads run in the batch class (no wake-up preemption of each
@@ -328,26 +335,17 @@ fn tcp_data_threads_are_batch_and_udp_ones_are_not() {
     }
 }
 
-/// `Cpus_allowed_list` of each of `pid`'s threads named `plumb-stream-*`.
+/// `Cpus_allowed_list` of each of `pid`'s stream threads.
 fn stream_thread_cpus(pid: u32) -> Vec<String> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for t in tasks.flatten() {
-        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("plumb-stream-") {
-            continue;
-        }
-        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
-        out.extend(
+    stream_thread_files(pid, "status")
+        .iter()
+        .filter_map(|status| {
             status
                 .lines()
                 .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-                .map(|v| v.trim().to_string()),
-        );
-    }
-    out
+                .map(|v| v.trim().to_string())
+        })
+        .collect()
 }
 
 /// iperf3's `-A n[,m]`: the client's stream threads run on CPU n, the

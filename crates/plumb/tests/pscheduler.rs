@@ -331,15 +331,9 @@ fn run_input(spec: &Value, participant: u32, port: u16, parts: usize) -> Value {
     })
 }
 
-#[test]
-fn run_and_merged_results_measure_on_loopback() {
-    if !have_python() {
-        return;
-    }
-    let port = port(34_000);
-    let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT2S", "link-rtt": "PT0.001S", "parallel": 2});
-    let server_in = run_input(&spec, 1, port, 2);
-    let env = [("PLUMB_PSCHEDULER_PORT", port.to_string())];
+/// Runs both participants of a two-participant test: (client, server).
+fn run_both(spec: &Value, port: u16) -> (Value, Value) {
+    let server_in = run_input(spec, 1, port, 2);
     let server = std::thread::spawn(move || {
         ok_json(
             "run",
@@ -350,11 +344,21 @@ fn run_and_merged_results_measure_on_loopback() {
     });
     let client = ok_json(
         "run",
-        &run_input(&spec, 0, port, 2),
-        &env,
+        &run_input(spec, 0, port, 2),
+        &[("PLUMB_PSCHEDULER_PORT", port.to_string())],
         Duration::from_secs(30),
     );
-    let server = server.join().expect("server participant");
+    (client, server.join().expect("server participant"))
+}
+
+#[test]
+fn run_and_merged_results_measure_on_loopback() {
+    if !have_python() {
+        return;
+    }
+    let port = port(34_000);
+    let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT2S", "link-rtt": "PT0.001S", "parallel": 2});
+    let (client, server) = run_both(&spec, port);
     check_result(&client);
     check_result(&server);
     assert_eq!(client["succeeded"], true, "{client}");
@@ -449,23 +453,7 @@ fn cpu_affinity_becomes_dash_a_at_each_end() {
         ok_json("can-run", &throughput(spec.clone()), &[], t),
         json!({"can-run": true})
     );
-    let server_in = run_input(&spec, 1, port, 2);
-    let server = std::thread::spawn(move || {
-        ok_json(
-            "run",
-            &server_in,
-            &[("PLUMB_PSCHEDULER_PORT", port.to_string())],
-            Duration::from_secs(30),
-        )
-    });
-    let env = [("PLUMB_PSCHEDULER_PORT", port.to_string())];
-    let client = ok_json(
-        "run",
-        &run_input(&spec, 0, port, 2),
-        &env,
-        Duration::from_secs(30),
-    );
-    let server = server.join().expect("server participant");
+    let (client, server) = run_both(&spec, port);
     assert_eq!(client["succeeded"], true, "{client}");
     assert_eq!(server["succeeded"], true, "{server}");
     let argv = |r: &Value| r["diags"].as_str().unwrap_or("").to_string();
