@@ -602,10 +602,7 @@ pub(crate) fn lab_json(
     stats: &plumb_lab::LabStats,
 ) -> Value {
     let d = &stats.near_to_far;
-    // A link that released nothing has no release error: null, not a 0 µs
-    // that reads as a perfect emulator.
-    let released = d.release_error.count() > 0;
-    let us = |t: Duration| released.then_some(t.as_secs_f64() * 1e6);
+    let err = release_error_us(&d.release_error);
     json!({
         "configured": {
             "rate_bps": a.rate.bps(),
@@ -626,15 +623,30 @@ pub(crate) fn lab_json(
             "segments_dropped_queue": d.link.dropped_queue.segments,
             "segments_dropped_loss": d.link.dropped_loss.segments,
             "max_queue_bytes": d.link.max_queue_bytes,
-            "release_error_p50_us": us(d.release_error.quantile(0.5)),
-            "release_error_p99_us": us(d.release_error.quantile(0.99)),
+            "release_error_p50_us": err.map(|e| e[0]),
+            "release_error_p99_us": err.map(|e| e[1]),
             // A stall shows here first: one of 10–40 ms once a second (RT
             // throttling) left the p99 at 0.15–2 ms but the p99.9 at 20–40 ms.
-            "release_error_p999_us": us(d.release_error.quantile(0.999)),
-            "release_error_max_us": us(d.release_error.max()),
+            "release_error_p999_us": err.map(|e| e[2]),
+            "release_error_max_us": err.map(|e| e[3]),
             "realtime": d.realtime,
             "idle_poll": stats.idle_poll,
         },
+    })
+}
+
+/// The release error's p50, p99, p99.9 and maximum, µs; `None` for a link
+/// that released nothing, which has no release error (not a 0 µs that
+/// reads as a perfect emulator).
+fn release_error_us(h: &plumb_lab::hist::Histogram) -> Option<[f64; 4]> {
+    let us = |t: Duration| t.as_secs_f64() * 1e6;
+    (h.count() > 0).then(|| {
+        [
+            us(h.quantile(0.5)),
+            us(h.quantile(0.99)),
+            us(h.quantile(0.999)),
+            us(h.max()),
+        ]
     })
 }
 
@@ -648,14 +660,10 @@ fn report_emulator(lab: &Lab, json: bool) {
             d.link.delivered.segments,
             d.link.dropped_queue.segments,
             d.link.dropped_loss.segments,
-            if d.release_error.count() > 0 {
-                format!(
-                    "release error p99 {} us",
-                    sig(d.release_error.quantile(0.99).as_secs_f64() * 1e6, 3)
-                )
-            } else {
-                "nothing released, so no release error".to_string()
-            }
+            release_error_us(&d.release_error).map_or_else(
+                || "nothing released, so no release error".to_string(),
+                |e| format!("release error p99 {} us", sig(e[1], 3))
+            )
         ),
     );
 }

@@ -349,8 +349,9 @@ fn stream_thread_cpus(pid: u32) -> Vec<String> {
 }
 
 /// iperf3's `-A n[,m]`: the client's stream threads run on CPU n, the
-/// server's threads for that test on CPU m, and a CPU that cannot be had
-/// is one line and exit 1 at either end.
+/// server's threads for that test on CPU m (over the server's own `-A 0`,
+/// as in iperf3), and a CPU that cannot be had is one line and exit 1 at
+/// either end.
 #[test]
 fn affinity_pins_each_end_to_its_cpu() {
     let allowed = plumb_net::host::current_thread_affinity().unwrap_or_default();
@@ -359,7 +360,7 @@ fn affinity_pins_each_end_to_its_cpu() {
         return;
     }
     let port = port(26_100);
-    let srv = Server::start(plumb_bin(), &["-s"], port);
+    let srv = Server::start(plumb_bin(), &["-s", "-A", "0"], port);
     let p = port.to_string();
     let mut client = Command::new(plumb_bin())
         .args(["-c", "127.0.0.1", "-p", &p, "-t", "3", "-A", "0,1"])
@@ -397,15 +398,12 @@ fn affinity_pins_each_end_to_its_cpu() {
     assert!(err.contains("error 132") && err.contains("CPU"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // The server goes on serving.
-    let (c, _) = {
-        let out = run(
-            plumb_bin(),
-            &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
-            Duration::from_secs(15),
-        );
-        (json(&out, "after a refused -A"), out)
-    };
-    assert!(num(&c, "end.sum_received.bytes") > 0.0);
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-J"],
+        Duration::from_secs(15),
+    );
+    assert!(num(&json(&out, "after a refused -A"), "end.sum_received.bytes") > 0.0);
 
     // A CPU this client cannot have, also on the paths that test and
     // explain (they pin too), and the server's ,m given to a server.
@@ -1210,14 +1208,14 @@ fn terminated_server_exits_cleanly() {
     );
 }
 
-/// `-b` is the rate the receiver gets, for TCP in 128 KiB blocks as for
-/// UDP: paced senders once woke in the batch scheduling class and spaced a
-/// full block after every late wake-up, and `-b 1G` moved 266 Mbit/s on an
-/// idle machine (`-b 200M`: 134-136).
 /// The paced-rate tests run one at a time: each needs most of a CPU for
 /// its receiver.
 static RATE_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `-b` is the rate the receiver gets, for TCP in 128 KiB blocks as for
+/// UDP: paced senders once woke in the batch scheduling class and spaced a
+/// full block after every late wake-up, and `-b 1G` moved 266 Mbit/s on an
+/// idle machine (`-b 200M`: 134-136).
 #[test]
 fn tcp_bitrate_is_what_the_receiver_gets() {
     let _one = RATE_TESTS.lock().unwrap_or_else(|e| e.into_inner());
