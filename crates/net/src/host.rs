@@ -303,6 +303,29 @@ pub fn current_thread_affinity() -> io::Result<Vec<usize>> {
     sys::sched_getaffinity_self()
 }
 
+/// CPUs written as Linux writes `Cpus_allowed_list`: ascending, each run
+/// of consecutive CPUs as `first-last` (`0-3,6`); empty for none.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        out.push(if j == i {
+            sorted[i].to_string()
+        } else {
+            format!("{}-{}", sorted[i], sorted[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 /// Number of CPUs online (`sysconf(_SC_NPROCESSORS_ONLN)`), at least 1.
 pub fn online_cpus() -> usize {
     sys::online_cpus()
@@ -448,6 +471,15 @@ mod tests {
     const PROC_STAT: &str = "cpu  4505 10 1804 127218 292 3 69 12 0 0\n\
 cpu0 1808 0 684 64377 28 0 23 6 0 0\n\
 intr 12345\n";
+
+    #[test]
+    fn cpu_lists_are_written_as_linux_writes_them() {
+        assert_eq!(cpu_list(&[]), "");
+        assert_eq!(cpu_list(&[1]), "1");
+        assert_eq!(cpu_list(&[0, 1]), "0-1");
+        assert_eq!(cpu_list(&[6, 0, 2, 1, 3, 3]), "0-3,6");
+        assert_eq!(cpu_list(&[0, 2, 4, 5]), "0,2,4-5");
+    }
 
     #[test]
     fn proc_stat_aggregate_line_parses() {

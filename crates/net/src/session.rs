@@ -916,6 +916,13 @@ impl Session {
                 concurrent_tests: None,
                 udp: self.udp_facts(),
                 cgroup_cpu: self.cgroup_cpu,
+                // The thread that runs the test: its streams inherited its
+                // CPUs (a client's -A pins the process before the test, a
+                // server's pins the test's thread before the streams).
+                cpus_allowed: host::current_thread_affinity()
+                    .ok()
+                    .filter(|c| !c.is_empty())
+                    .map(|c| host::cpu_list(&c)),
             }),
         }
     }

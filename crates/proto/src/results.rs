@@ -137,6 +137,14 @@ pub struct PlumbResults {
         deserialize_with = "lenient::ignore_invalid"
     )]
     pub cgroup_cpu: Option<CgroupCpu>,
+    /// The CPUs this end's test may run on, as Linux writes
+    /// `Cpus_allowed_list` (`0`, `0-3,6`): what `-A` (or a cpuset) left it.
+    /// A peer's is bounded like [`PlumbResults::system`].
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_peer_text"
+    )]
+    pub cpus_allowed: Option<String>,
 }
 
 /// A cgroup's CPU quota (CFS bandwidth control: v2 `cpu.max`, v1
@@ -463,6 +471,7 @@ mod tests {
                 throttled_periods: 39,
                 throttled_us: 3_800_000,
             }),
+            cpus_allowed: Some("0-3,6".into()),
         });
         let g = results.plumb.as_ref().and_then(|p| p.cgroup_cpu);
         assert_eq!(g.and_then(|g| g.throttled_pct()), Some(97.5));
@@ -470,7 +479,7 @@ mod tests {
         let json = encode(&results);
         assert!(
             json.contains(
-                r#""cgroup_cpu":{"quota_pct":1,"periods":40,"throttled_periods":39,"throttled_us":3800000}"#
+                r#""cgroup_cpu":{"quota_pct":1,"periods":40,"throttled_periods":39,"throttled_us":3800000},"cpus_allowed":"0-3,6""#
             ),
             "{json}"
         );
@@ -503,6 +512,9 @@ mod tests {
         let p = r.plumb.expect("the rest of the extras stay");
         assert_eq!(p.version, "9");
         assert_eq!(p.system, None);
+        let c = with_extras(r#"{"version":"9","cpus_allowed":[0,1]}"#);
+        let c = c.plumb.expect("a bad cpus_allowed drops alone");
+        assert_eq!((c.version.as_str(), c.cpus_allowed), ("9", None));
         let g = with_extras(r#"{"version":"9","cgroup_cpu":{"periods":"many"}}"#);
         let g = g.plumb.expect("a bad cgroup_cpu drops alone");
         assert_eq!((g.version.as_str(), g.cgroup_cpu), ("9", None));
@@ -579,6 +591,8 @@ mod tests {
                 0..3),
         ) -> PlumbResults {
             PlumbResults {
+                // Bounded peer text, as `system` is.
+                cpus_allowed: system.clone(),
                 version,
                 system,
                 cpu_system_wide: cpu.map(|c| CpuTimes {
