@@ -143,9 +143,10 @@ pub fn post_accept(sock: &TcpStream, o: &DataOptions, sender: bool) -> io::Resul
     } else if let Some(s) = o.sndbuf {
         sockopt::set_send_buffer(fd, s).map_err(|e| opt_err("cannot set --sndbuf", e))?;
     }
-    if o.nodelay {
-        sock.set_nodelay(true)?;
-    }
+    // Both ways: the accept loop turns Nagle off on every connection for the
+    // control channel's sake, and a data stream keeps it only with -N, as
+    // iperf3's do (a -R sender with Nagle off is not like for like).
+    sock.set_nodelay(o.nodelay)?;
     if let Some(cc) = &o.congestion {
         if let Ok(name) = sockopt::CongestionName::new(cc) {
             sockopt::set_congestion(fd, &name)
@@ -341,4 +342,26 @@ pub fn rebind_listener(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     Err(last.unwrap_or_else(|| io::Error::other("cannot listen again")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accepted_data_stream_has_nagle_unless_asked() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let _c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (s, _) = l.accept().expect("accept");
+        // As the accept loop leaves every connection.
+        s.set_nodelay(true).expect("nodelay");
+        post_accept(&s, &DataOptions::default(), true).expect("options");
+        assert!(!s.nodelay().expect("read back"), "no -N: Nagle on");
+        let n = DataOptions {
+            nodelay: true,
+            ..DataOptions::default()
+        };
+        post_accept(&s, &n, false).expect("options");
+        assert!(s.nodelay().expect("read back"), "-N: Nagle off");
+    }
 }
