@@ -228,9 +228,29 @@ mod tests {
         assert!((v.added_ms - 100.0).abs() < 1e-9);
         assert!((v.queue_bytes.expect("bytes") - 12.5e6).abs() < 1.0);
         assert!(v.sentence.contains("queue") && v.sentence.contains("predicts 100 ms"));
-        assert!(v.fixes.iter().any(|f| f.commands[0].contains("fq_codel")));
-        assert!(v.fixes.iter().any(|f| f.commands[0].contains("bbr")));
+        // The README's list: fq_codel or cake, smaller buffers, BBR, pacing
+        // and ECN, each with the rate it leaves (its cost).
+        let has = |word: &str| {
+            v.fixes
+                .iter()
+                .any(|f| f.commands.iter().any(|c| c.contains(word)))
+        };
+        for word in [
+            "fq_codel",
+            "cake",
+            "txqueuelen",
+            "smaller",
+            "bbr",
+            "pace",
+            "tcp_ecn",
+        ] {
+            assert!(has(word), "no fix names {word}");
+        }
         assert!(v.fixes.iter().all(|f| f.expected_bps.is_some()));
+        assert!(
+            v.fixes.iter().any(|f| f.expected_bps < Some(1e9)),
+            "a fix with a cost"
+        );
     }
 
     #[test]

@@ -128,10 +128,46 @@ fn tcp_rr_timed_reports_every_interval() {
     );
 }
 
+/// TIME_WAIT sockets on loopback as (local port, peer port), from `ss`.
+fn time_waits() -> Vec<(u16, u16)> {
+    let out = std::process::Command::new("ss")
+        .args(["-Htan", "state", "time-wait"])
+        .output()
+        .expect("ss (iproute2)");
+    let port = |a: &str| a.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let n = f.len();
+            (n >= 2).then(|| Some((port(f[n - 2])?, port(f[n - 1])?)))?
+        })
+        .collect()
+}
+
 #[test]
 fn crr_counts_exactly_and_splits_connect_time() {
     let (c, s) = pp(&["--crr", "-k", "400", "-l", "8", "--response-size", "64"]);
     let l = exact(&c, &s, 400, 8, 64);
+    // The server closes first, so each connection's TIME_WAIT is on its
+    // side: some port (the server's CRR listener) is the local end of at
+    // least 400 TIME_WAITs and the far end of none. (Other tests' CRR
+    // listeners use other ports.)
+    let tw = time_waits();
+    let mut local: std::collections::HashMap<u16, usize> = std::collections::HashMap::new();
+    for (l, _) in &tw {
+        *local.entry(*l).or_default() += 1;
+    }
+    let (server_port, n) = local
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .expect("time-waits");
+    assert!(n >= 400, "{n} TIME_WAITs on port {server_port}");
+    let client_side = tw.iter().filter(|(_, peer)| *peer == server_port).count();
+    assert_eq!(
+        client_side, 0,
+        "TIME_WAITs on the client's side of port {server_port}"
+    );
     assert_eq!(l["test"], "crr");
     let total = percentiles_in_order(&l, "crr");
     let conn = percentiles_in_order(&l["connect"], "connect");
@@ -179,6 +215,8 @@ fn latency_probe_beside_a_throughput_test() {
     // One second of idle probes every 10 ms, then one every 100 ms for 2 s.
     assert!((50..=101).contains(&idle), "{idle} idle probes");
     assert!((10..=21).contains(&loaded), "{loaded} loaded probes");
+    assert_eq!(l["probe_interval_ms"]["idle"], 10.0, "{l}");
+    assert_eq!(l["probe_interval_ms"]["loaded"], 100.0, "{l}");
     for side in ["idle", "loaded"] {
         let p50 = l[side]["p50_ms"].as_f64().expect("p50_ms");
         assert!(p50 > 0.0 && p50 < 50.0, "{side} p50 {p50} ms");
@@ -197,7 +235,8 @@ fn latency_probe_beside_a_throughput_test() {
     // headers and framing, far under the 1 % of the load.
     let cost = &l["probe_cost"];
     let wire = cost["wire_bits_per_second"].as_f64().expect("wire bits");
-    assert!((5e3..100e3).contains(&wire), "{cost}");
+    // 21.6 kbit/s in three runs by hand; a loaded host sends fewer probes.
+    assert!((10e3..30e3).contains(&wire), "{cost}");
     let share = cost["share_of_load"].as_f64().expect("share of load");
     assert!(
         (share * load / wire - 1.0).abs() < 1e-6 && share < 0.01,
