@@ -131,8 +131,12 @@ fn auth_token(a: &crate::config::ClientAuth) -> Result<String, TestError> {
 }
 
 /// The rate `-b` asks for, bit/s (0 = unlimited), with iperf3's defaults.
+///
+/// A request/response test has no default cap, UDP or not: one transaction
+/// in flight clocks itself, and iperf3's 1 Mbit/s UDP default, meant for a
+/// flood, held a UDP `--rr` to about 1,000 transactions/s.
 fn requested_rate(s: &crate::config::TestSpec) -> u64 {
-    let udp = s.transport == Transport::Udp;
+    let udp = s.transport == Transport::Udp && s.rr.is_none();
     s.bandwidth
         .unwrap_or(if udp { DEFAULT_UDP_RATE } else { 0 })
 }

@@ -453,7 +453,12 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     t.reverse = a.reverse;
     t.bidir = a.bidir;
     if let Some(l) = a.length {
-        let (lo, hi) = if a.udp { (16, 65_507) } else { (1, 1 << 20) };
+        let udp = plumb_net::rr::UDP_LEN;
+        let (lo, hi) = if a.udp {
+            (*udp.start() as u64, *udp.end() as u64)
+        } else {
+            (1, 1 << 20)
+        };
         if !(lo..=hi).contains(&l.get()) {
             return Err(format!(
                 "invalid length {} B: {} blocks must be {lo} to {hi} bytes",
@@ -546,7 +551,10 @@ fn latency_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
     let udp = a.udp;
     let request = match a.length {
         Some(l) => u32::try_from(l.get()).unwrap_or(u32::MAX),
-        None if udp => plumb_net::rr::MIN_UDP_MESSAGE,
+        // The shortest datagram a server takes in the parameters (iperf3's
+        // own minimum), though the request/response header needs only
+        // MIN_UDP_MESSAGE: a shorter default was refused with error 20.
+        None if udp => *plumb_net::rr::UDP_LEN.start() as u32,
         None => 1,
     };
     let p = RrParams {

@@ -398,6 +398,32 @@ fn rr_round_trip_is_the_lab_rtt() {
     assert!((50.0..=70.0).contains(&tps), "{tps} transactions/s");
 }
 
+#[test]
+fn a_lost_udp_transaction_is_counted_after_a_second() {
+    if !can_lab() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // A fifth of the requests lost on the way out. One transaction is in
+    // flight, so each loss holds the stream for the 1 s loss timeout and
+    // then counts: a 4 s test sees a few, each a second apart, and ends on
+    // time rather than waiting for the lost answers.
+    let t0 = std::time::Instant::now();
+    let v = lab(
+        &[
+            "--rate", "100mbit", "--rtt", "2ms", "--loss", "20%", "--seed", "16",
+        ],
+        &["-u", "--rr", "-t", "4"],
+    );
+    let lost = num(&v, "end.plumb.latency.lost");
+    let done = num(&v, "end.plumb.latency.transactions");
+    assert!((1.0..=4.0).contains(&lost), "{lost} lost, {done} done");
+    assert!(done >= 4.0, "{lost} lost, {done} done");
+    let secs = num(&v, "end.plumb.latency.seconds");
+    assert!(secs < 6.0, "the test took {secs} s");
+    assert!(t0.elapsed() < Duration::from_secs(40), "{:?}", t0.elapsed());
+}
+
 /// What `plumb lab --latency` with one CUBIC stream filling a queue measured.
 struct Bloat {
     doc: Value,

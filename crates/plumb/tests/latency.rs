@@ -207,6 +207,33 @@ fn udp_rr_counts_exactly() {
 }
 
 #[test]
+fn udp_rr_takes_its_defaults_without_iperf3s_udp_cap() {
+    // No -l: 16 B each way, the shortest datagram a server's parameters
+    // allow (a shorter default was refused with error 20). No -b: no cap,
+    // where a UDP throughput test gets iperf3's 1 Mbit/s; that cap would
+    // hold 16 B each way to 4,096 transactions/s.
+    let (c, s) = pp(&["-u", "--rr", "-t", "1"]);
+    let l = &c["end"]["plumb"]["latency"];
+    assert_eq!(
+        (l["request_bytes"].as_u64(), l["response_bytes"].as_u64()),
+        (Some(16), Some(16)),
+        "{l}"
+    );
+    assert_eq!(c["start"]["target_bitrate"], 0, "{}", c["start"]);
+    let tps = l["transactions_per_second"].as_f64().expect("tps");
+    assert!(tps > 4_500.0, "{tps} transactions/s");
+    // Every transaction answered: the server's byte count is 32 B each.
+    let n = l["transactions"].as_u64().expect("transactions");
+    assert_eq!(num(&s, "end.sum_received.bytes"), (n * 32) as f64);
+    // An explicit -b still caps it.
+    let (c, _) = pp(&["-u", "--rr", "-t", "1", "-b", "1M"]);
+    let tps = c["end"]["plumb"]["latency"]["transactions_per_second"]
+        .as_f64()
+        .expect("tps");
+    assert!(tps < 4_500.0, "{tps} transactions/s under -b 1M");
+}
+
+#[test]
 fn latency_probe_beside_a_throughput_test() {
     let (c, _) = pp(&["--latency", "-t", "2", "-b", "200M"]);
     let l = &c["end"]["plumb"]["latency"];

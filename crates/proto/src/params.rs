@@ -44,6 +44,11 @@ impl Protocol {
 /// Default TCP block size (`len`), 128 KiB.
 pub const DEFAULT_TCP_LEN: i64 = 128 * 1024;
 
+/// The shortest and longest UDP datagram (`len`) iperf3 takes: its header
+/// (sequence number and send time) needs 16 bytes; 65,507 fills an IPv4
+/// datagram.
+pub const UDP_LEN: std::ops::RangeInclusive<i64> = 16..=65_507;
+
 /// Default `pacing_timer`, µs.
 pub const DEFAULT_PACING_TIMER: i64 = 1000;
 
@@ -299,7 +304,7 @@ impl TestParams {
             check(window, 0..=512 * 1024 * 1024, ParamError::Window)?;
         }
         match self.protocol {
-            Protocol::Udp => check(self.len, 16..=65_507, ParamError::UdpLen)?,
+            Protocol::Udp => check(self.len, UDP_LEN, ParamError::UdpLen)?,
             Protocol::Tcp | Protocol::Sctp => check(self.len, 1..=1024 * 1024, ParamError::Len)?,
         }
         if let Some(burst) = self.burst {
