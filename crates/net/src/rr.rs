@@ -442,10 +442,13 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
                 return;
             }
             Err(e) if ports_exhausted(&e) => {
+                // plumb's server closes first, so these connections leave no
+                // TIME_WAIT here: the range is full of other connections (or
+                // of a peer's TIME_WAITs that closes first).
                 c.fail(format!(
-                    "out of local ports after {} connections: every closed connection \
-                     holds its port for 60 s (TIME_WAIT); widen net.ipv4.ip_local_port_range, \
-                     run shorter, or use --rr",
+                    "out of local ports after {} connections: net.ipv4.ip_local_port_range \
+                     is full (other connections, or TIME_WAITs of a peer that closes first, \
+                     hold it); widen it, use fewer -P streams, or use --rr",
                     c.rr.transactions.load(Relaxed)
                 ));
                 return;
