@@ -291,15 +291,10 @@ pub fn socket_owners() -> (HashMap<u32, Owner>, usize) {
 /// One thread's CPU counters: (tid, ns on a CPU, ns runnable waiting for one).
 pub type ThreadCpu = (u32, u64, u64);
 
-/// Per-thread CPU counters of a process.
-pub fn thread_cpu(pid: u32) -> Option<Vec<ThreadCpu>> {
-    thread_cpu_capped(pid, usize::MAX)
-}
-
 /// Per-thread CPU counters of a process of at most `cap` threads; `None`
 /// for a larger one (listing its threads is cheap, reading a file per
 /// thread every second is not).
-pub fn thread_cpu_capped(pid: u32, cap: usize) -> Option<Vec<ThreadCpu>> {
+pub fn thread_cpu(pid: u32, cap: usize) -> Option<Vec<ThreadCpu>> {
     let tasks: Vec<std::fs::DirEntry> = std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .flatten()

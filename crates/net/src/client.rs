@@ -136,9 +136,9 @@ fn auth_token(a: &crate::config::ClientAuth) -> Result<String, TestError> {
 /// in flight clocks itself, and iperf3's 1 Mbit/s UDP default, meant for a
 /// flood, held a UDP `--rr` to about 1,000 transactions/s.
 fn requested_rate(s: &crate::config::TestSpec) -> u64 {
-    let udp = s.transport == Transport::Udp && s.rr.is_none();
+    let udp_flood = s.transport == Transport::Udp && s.rr.is_none();
     s.bandwidth
-        .unwrap_or(if udp { DEFAULT_UDP_RATE } else { 0 })
+        .unwrap_or(if udp_flood { DEFAULT_UDP_RATE } else { 0 })
 }
 
 fn random_cookie() -> Cookie {

@@ -224,7 +224,7 @@ impl CpuMark {
     pub fn read(pid: u32, max_threads: usize) -> Option<CpuMark> {
         Some(CpuMark {
             started: sys::process_start(pid),
-            threads: sys::thread_cpu_capped(pid, max_threads)?,
+            threads: sys::thread_cpu(pid, max_threads)?,
             at: Instant::now(),
             cgroup: CgroupCpuReading::of_pid(pid),
         })
@@ -240,7 +240,7 @@ impl CpuMark {
         }
         Some(CpuMark {
             started,
-            threads: sys::thread_cpu_capped(pid, max_threads)?,
+            threads: sys::thread_cpu(pid, max_threads)?,
             at: Instant::now(),
             cgroup: self.cgroup.as_ref().and_then(CgroupCpuReading::again),
         })

@@ -225,7 +225,16 @@ fn udp_rr_takes_its_defaults_without_iperf3s_udp_cap() {
     // Every transaction answered: the server's byte count is 32 B each.
     let n = l["transactions"].as_u64().expect("transactions");
     assert_eq!(num(&s, "end.sum_received.bytes"), (n * 32) as f64);
-    // An explicit -b still caps it (TCP too: bytes both ways, per stream).
+    // An explicit -b still caps it.
+    let (c, _) = pp(&["-u", "--rr", "-t", "1", "-b", "1M"]);
+    let tps = c["end"]["plumb"]["latency"]["transactions_per_second"]
+        .as_f64()
+        .expect("tps");
+    assert!(tps < 4_500.0, "{tps} transactions/s under -b 1M");
+}
+
+#[test]
+fn rr_b_caps_the_bytes_of_both_directions() {
     let (c, _) = pp(&["--rr", "-t", "2", "-l", "100", "-b", "100K"]);
     let tps = c["end"]["plumb"]["latency"]["transactions_per_second"]
         .as_f64()
@@ -235,11 +244,6 @@ fn udp_rr_takes_its_defaults_without_iperf3s_udp_cap() {
         (50.0..=66.0).contains(&tps),
         "{tps} transactions/s under -b 100K"
     );
-    let (c, _) = pp(&["-u", "--rr", "-t", "1", "-b", "1M"]);
-    let tps = c["end"]["plumb"]["latency"]["transactions_per_second"]
-        .as_f64()
-        .expect("tps");
-    assert!(tps < 4_500.0, "{tps} transactions/s under -b 1M");
 }
 
 #[test]

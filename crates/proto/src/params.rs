@@ -352,7 +352,8 @@ impl TestParams {
             }
         }
         set_int(map, "omit", &mut p.omit);
-        p.server_affinity = int(map, "server_affinity");
+        // iperf3 sends -1 for "not asked": a negative CPU is no request.
+        p.server_affinity = int(map, "server_affinity").filter(|c| *c >= 0);
         set_int(map, "time", &mut p.time);
         set_int(map, "num", &mut p.num);
         set_int(map, "blockcount", &mut p.blockcount);
@@ -971,7 +972,8 @@ mod tests {
             TestParams {
                 protocol,
                 omit: ints[0],
-                server_affinity: opts[0],
+                // Decoding reads a negative CPU as not asked.
+                server_affinity: opts[0].filter(|c| *c >= 0),
                 time: ints[1],
                 num: ints[2],
                 blockcount: ints[3],

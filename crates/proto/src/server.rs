@@ -486,15 +486,10 @@ impl ServerControl {
             Ok(None) => return Step::NeedBytes,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
-        let mut params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters")
-        {
+        let params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters") {
             Ok(params) => params,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
-        // iperf3 reads a negative `server_affinity` (its -1) as not asked.
-        if params.server_affinity.is_some_and(|c| c < 0) {
-            params.server_affinity = None;
-        }
         if let Err(e) = params.validate() {
             return self.reject(e.code(), e.to_string());
         }
