@@ -12,6 +12,7 @@
 //! to change on each OS and what the model expects the change to yield,
 //! from one set of link and target [`Figures`]; [`latency`] judges latency
 //! under load (bufferbloat) when the test measured it. No I/O, no clock.
+#![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
 pub mod evidence;

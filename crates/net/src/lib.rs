@@ -13,6 +13,7 @@
 //! [`session`] a running test's streams, intervals and results, [`datapath`]
 //! the per-stream threads, [`pacing`] the `-b` send schedule (on virtual time,
 //! so it is tested without a clock), [`sockets`] socket creation and options.
+#![warn(clippy::too_many_lines)]
 
 pub mod buf;
 pub mod cgroup;

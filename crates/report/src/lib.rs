@@ -7,6 +7,7 @@
 //! with its charts in [`chart`], and `plumb top --json` logs in [`top`]). The measuring engine pushes records into a [`Sink`]; it
 //! never formats anything itself, and the printers never compute statistics
 //! beyond summing what they are given.
+#![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
 pub mod chart;
