@@ -142,6 +142,13 @@ pub struct LabConfig {
     /// of one CPU, e.g. 0.05: cgroup v2 `cpu.max` where v2 has the cpu
     /// controller, else a v1 `cpu` group's CFS quota. None = no limit.
     pub far_cpu: Option<f64>,
+    /// The enforcement period of [`far_cpu`](Self::far_cpu)'s quota: the
+    /// far side runs at most `far_cpu × period` in each period, then waits
+    /// for the next. The default 100 ms is the kernel's own. A longer period
+    /// (up to 1 s) makes the quota bind whatever the machine's speed: a
+    /// receiver asleep for most of a second drains at most one socket
+    /// buffer per second, however fast it copies.
+    pub far_cpu_period: Duration,
 }
 
 impl LabConfig {
@@ -166,6 +173,7 @@ impl LabConfig {
             realtime: Some(10),
             idle_poll: true,
             far_cpu: None,
+            far_cpu_period: FAR_CPU_PERIOD,
         }
     }
 
@@ -249,10 +257,30 @@ impl LabConfig {
                     "far CPU share {share} is not above 0 and at most 1024 CPUs"
                 )));
             }
+            let period = self.far_cpu_period;
+            if !(MIN_CPU_QUOTA..=MAX_CPU_PERIOD).contains(&period) {
+                return Err(LabError::Invalid(format!(
+                    "far CPU period {period:?} is not from 1 ms to 1 s"
+                )));
+            }
+            if period.mul_f64(share) < MIN_CPU_QUOTA {
+                return Err(LabError::Invalid(format!(
+                    "far CPU share {}% of a {period:?} period is under the kernel's 1 ms \
+                     minimum quota; give a longer period",
+                    share * 100.0
+                )));
+            }
         }
         Ok(())
     }
 }
+
+/// The kernel's own CPU-quota period (`cpu.max`'s default).
+pub const FAR_CPU_PERIOD: Duration = Duration::from_millis(100);
+/// The least quota the kernel takes in one period.
+const MIN_CPU_QUOTA: Duration = Duration::from_millis(1);
+/// The longest period the kernel takes.
+const MAX_CPU_PERIOD: Duration = Duration::from_secs(1);
 
 /// Why the lab could not do something.
 #[derive(Debug, thiserror::Error)]
@@ -534,7 +562,8 @@ impl Lab {
             namespaces.0.push(ns.clone());
             ip(&["netns", "add", ns], None)?;
         }
-        let (groups, joins) = Lab::make_groups(&netns, config.far_cpu)?;
+        let far_cpu = config.far_cpu.map(|s| (s, config.far_cpu_period));
+        let (groups, joins) = Lab::make_groups(&netns, far_cpu)?;
         if joins[0].is_empty() {
             SWEEP.store(true, Ordering::SeqCst);
         }
@@ -610,7 +639,7 @@ impl Lab {
     /// controller, else in a v1 `cpu` group of its own).
     fn make_groups(
         netns: &[String; 2],
-        far_cpu: Option<f64>,
+        far_cpu: Option<(f64, Duration)>,
     ) -> Result<(Groups, [Vec<CString>; 2]), LabError> {
         let h = Hierarchies::find();
         let mut groups = Groups::default();
@@ -627,11 +656,12 @@ impl Lab {
                 }
             }
         }
-        let Some(share) = far_cpu else {
+        let Some((share, period)) = far_cpu else {
             return Ok((groups, joins));
         };
-        let period = 100_000u64;
-        let quota = ((share * period as f64) as u64).max(1000);
+        // validate() holds the quota at 1 ms or more, the kernel's least.
+        let quota = period.mul_f64(share).as_micros() as u64;
+        let period = period.as_micros() as u64;
         let context = "limiting the far side's CPU";
         let far_v2 = groups.0.get(1).map(|g| g.dir().join("cpu.max"));
         if let Some(cpu_max) = far_v2.filter(|f| f.exists()) {

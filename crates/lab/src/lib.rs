@@ -54,6 +54,6 @@ pub mod wire;
 pub use forward::DirectionStats;
 pub use lab::{
     DeviceCounters, Direction, Lab, LabConfig, LabError, LabStats, Side, SignalDeferral, FAR_ADDR,
-    NEAR_ADDR,
+    FAR_CPU_PERIOD, NEAR_ADDR,
 };
 pub use measure::{Probe, TransferOptions, TransferReport};

@@ -94,6 +94,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         exec: None,
         far_exec: None,
         far_cpu: None,
+        far_cpu_period: plumb_model::Rtt::from_secs(plumb_lab::FAR_CPU_PERIOD.as_secs_f64())
+            .expect("a positive period"),
         hold: false,
         why: false,
         report: None,

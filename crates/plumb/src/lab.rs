@@ -68,6 +68,9 @@ pub struct LabArgs {
     /// Limit the far side (its server or --far-exec program) to this share of one CPU: 5%, 0.5
     #[arg(long, value_parser = crate::args::cpu_share)]
     pub far_cpu: Option<LossRate>,
+    /// The --far-cpu quota's period, 1ms to 1s: the far side runs its share of each period, then waits
+    #[arg(long, value_parser = crate::args::rtt, default_value = "100ms", requires = "far_cpu")]
+    pub far_cpu_period: Rtt,
     /// Keep the link up until Ctrl-C and print how to enter each side
     #[arg(long, conflicts_with = "exec")]
     pub hold: bool,
@@ -158,6 +161,7 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
         cfg = cfg.with_seed(seed);
     }
     cfg.far_cpu = a.far_cpu.map(LossRate::probability);
+    cfg.far_cpu_period = Duration::from_secs_f64(a.far_cpu_period.secs());
     if let Some(b) = a.tcp_buffer_max {
         if !(4096..=1 << 30).contains(&b.get()) {
             return Err(format!(

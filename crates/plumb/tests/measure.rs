@@ -1048,6 +1048,23 @@ fn every_number_flag_says_what_it_accepts() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("loss"), "--far-cpu is no loss rate: {err}");
+    // A quota the kernel would not take is refused, not rounded up to 1 ms.
+    for (args, want) in [
+        (
+            &["lab", "--far-cpu", "0.5%"][..],
+            "under the kernel's 1 ms minimum quota",
+        ),
+        (
+            &["lab", "--far-cpu", "1%", "--far-cpu-period", "2s"],
+            "is not from 1 ms to 1 s",
+        ),
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(5));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
 
     // Out of range: one line with the limit, in units a person reads.
     for (args, want) in [

@@ -17,7 +17,10 @@
 //! them apart from the passed ones. With `PLUMB_REQUIRE_LAB=1` (set by
 //! `scripts/test` when `CI=true`) a *lab* skip panics instead: where the lab
 //! must run, a lab that cannot be built fails the test. Likewise
-//! `PLUMB_REQUIRE_TOOLS=1` (set by `scripts/test` once it has installed every
+//! A scenario test that built its lab but finds its premise false (a quota
+//! that did not bind, a queue that did not fill) calls [`skip_premise!`]
+//! before asserting any verdict: skipped and counted, a failure where the lab
+//! must run. `PLUMB_REQUIRE_TOOLS=1` (set by `scripts/test` once it has installed every
 //! program the tests run, and in CI) makes a [`skip_tool!`] a failure: a test
 //! that cannot find a program installed for it must not pass quietly.
 
@@ -32,6 +35,10 @@ pub enum Need {
     /// A program `scripts/test` installs (prometheus, promtool, curl,
     /// python3, systemd-analyze, chromium).
     Tool,
+    /// The test's scenario: it built its lab, but what the scenario needs
+    /// (a quota that binds, a queue that fills) did not hold, so a verdict
+    /// would say nothing. Fails like [`Need::Lab`] under `PLUMB_REQUIRE_LAB=1`.
+    Premise,
     /// Anything else the machine may lack (an IPv6 loopback, a peer program).
     Other,
 }
@@ -58,6 +65,9 @@ pub fn record(need: Need, package: &str, module: &str, reason: &str) {
     match need {
         Need::Lab if required(REQUIRE_LAB) => {
             panic!("{name} cannot run: {reason} ({REQUIRE_LAB}=1: the lab must run here)")
+        }
+        Need::Premise if required(REQUIRE_LAB) => {
+            panic!("{name}: its scenario does not hold: {reason} ({REQUIRE_LAB}=1)")
         }
         Need::Tool if required(REQUIRE_TOOLS) => panic!(
             "{name} cannot run: {reason} ({REQUIRE_TOOLS}=1: scripts/test installed the tools)"
@@ -127,6 +137,14 @@ macro_rules! skip_tool {
 #[macro_export]
 macro_rules! skip_lab {
     ($($reason:tt)+) => { $crate::__skip!(Lab, $($reason)+) };
+}
+
+/// Records that the test's scenario did not hold (checked before any
+/// verdict is asserted); panics under `PLUMB_REQUIRE_LAB=1`.
+/// `skip_premise!("the quota ran out in {t} of {p} periods")`.
+#[macro_export]
+macro_rules! skip_premise {
+    ($($reason:tt)+) => { $crate::__skip!(Premise, $($reason)+) };
 }
 
 #[cfg(test)]
