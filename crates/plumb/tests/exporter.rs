@@ -153,8 +153,8 @@ fn sample(text: &str, name_and_labels: &str) -> Option<f64> {
 #[test]
 fn probe_of_a_local_server_gives_openmetrics_with_the_limit() {
     let _one = serial();
-    let srv = Server::start(plumb_bin(), &["-s"], port(32_000));
-    let exp = Exporter::start(port(32_000), &[]);
+    let srv = Server::start(plumb_bin(), &["-s"], port());
+    let exp = Exporter::start(port(), &[]);
     let q = format!("/probe?target=127.0.0.1&port={}&time=1", srv.port);
     let (status, ctype, body) = exp.get(&q, &[]);
     assert_eq!(status, 200, "{body}");
@@ -238,7 +238,7 @@ fn probe_of_a_local_server_gives_openmetrics_with_the_limit() {
 #[test]
 fn refusals_are_quick_and_one_line() {
     let exp = Exporter::start(
-        port(32_000),
+        port(),
         &["--target-allow", "127.0.0.1/32", "--max-time", "2"],
     );
     let cases: &[(&str, u16, &str)] = &[
@@ -274,7 +274,7 @@ fn refusals_are_quick_and_one_line() {
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("scrape timeout"), "{body}");
     // Nothing listens: the probe answers, quickly, that the target is down.
-    let closed = port(32_000);
+    let closed = port();
     let t0 = Instant::now();
     let (status, _, body) = exp.get(&format!("/probe?target=127.0.0.1&port={closed}"), &[]);
     assert_eq!(status, 200, "{body}");
@@ -305,8 +305,8 @@ fn refusals_are_quick_and_one_line() {
 #[test]
 fn the_test_time_is_capped_by_max_time_and_the_scrape_timeout() {
     let _one = serial();
-    let srv = Server::start(plumb_bin(), &["-s"], port(32_000));
-    let exp = Exporter::start(port(32_000), &["--max-time", "1"]);
+    let srv = Server::start(plumb_bin(), &["-s"], port());
+    let exp = Exporter::start(port(), &["--max-time", "1"]);
     let (_, _, body) = exp.get(
         &format!("/probe?target=127.0.0.1&port={}&time=30", srv.port),
         &[],
@@ -318,7 +318,7 @@ fn the_test_time_is_capped_by_max_time_and_the_scrape_timeout() {
     );
     let secs = sample(&body, "plumb_test_duration_seconds").expect("duration");
     assert!((0.9..1.5).contains(&secs), "ran {secs} s with --max-time 1");
-    let exp = Exporter::start(port(32_000), &[]);
+    let exp = Exporter::start(port(), &[]);
     let (_, _, body) = exp.get(
         &format!("/probe?target=127.0.0.1&port={}&time=30", srv.port),
         &["X-Prometheus-Scrape-Timeout-Seconds: 2.5"],
@@ -338,8 +338,8 @@ fn the_test_time_is_capped_by_max_time_and_the_scrape_timeout() {
 #[test]
 fn a_burst_of_50_probes_is_bounded_and_leaves_nothing_behind() {
     let _one = serial();
-    let srv = Server::start(plumb_bin(), &["-s", "--max-tests", "8"], port(32_000));
-    let exp = Exporter::start(port(32_000), &["--max-probes", "2"]);
+    let srv = Server::start(plumb_bin(), &["-s", "--max-tests", "8"], port());
+    let exp = Exporter::start(port(), &["--max-probes", "2"]);
     // Warm up: tiny_http's pool keeps a few threads; measure after one request.
     let _ = exp.get("/metrics", &[]);
     let (threads0, fds0) = exp.threads_and_fds();
@@ -542,7 +542,7 @@ fn prometheus_scrapes(wrap: &[&str], config: &str, queries: &[&str]) -> Vec<Stri
     let dir = TempDir::new("prometheus");
     let cfg = dir.0.join("prometheus.yml");
     std::fs::write(&cfg, config).expect("write prometheus.yml");
-    let pport = port(32_000);
+    let pport = port();
     let listen = format!("127.0.0.1:{pport}");
     let mut argv: Vec<String> = wrap.iter().map(|s| s.to_string()).collect();
     argv.extend([
@@ -607,8 +607,8 @@ fn prometheus_scrapes_throughput_and_limit_through_the_exporter() {
     if !have_prometheus_and_curl() {
         return;
     }
-    let srv = Server::start(plumb_bin(), &["-s"], port(32_000));
-    let exp = Exporter::start(port(32_000), &[]);
+    let srv = Server::start(plumb_bin(), &["-s"], port());
+    let exp = Exporter::start(port(), &[]);
     let config = prometheus_config(
         &format!("127.0.0.1:{}", exp.port),
         "127.0.0.1",
@@ -769,7 +769,7 @@ fn prometheus_finds_the_receive_window_on_a_lab_link() {
                 .stderr(Stdio::null()),
         );
         wait_listening_in(&mut srv, 5201, "the far plumb server");
-        let eport = port(32_000);
+        let eport = port();
         let listen = format!("127.0.0.1:{eport}");
         let mut exp = Proc::spawn(
             lab.exec(&lab.near)
@@ -853,7 +853,7 @@ fn bad_flags_are_usage_errors_and_sigterm_stops_it() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
     // With the sampler running too: SIGTERM stops both.
-    let mut exp = Exporter::start(port(32_000), &["--live-flows"]);
+    let mut exp = Exporter::start(port(), &["--live-flows"]);
     let (status, _, body) = exp.get("/", &[]);
     assert_eq!(status, 200);
     assert!(body.contains("/probe?target="), "{body}");
@@ -901,10 +901,10 @@ fn live_flows_count_a_receive_window_limited_transfer_by_limit_only() {
         return;
     }
     let _one = serial();
-    let data_port = port(32_000);
+    let data_port = port();
     let dp = data_port.to_string();
     let exp = Exporter::start(
-        port(32_000),
+        port(),
         &["--live-flows", "--live-port", &dp, "--live-port", "1"],
     );
     let py = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/peer.py");

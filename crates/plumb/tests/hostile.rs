@@ -483,7 +483,7 @@ fn hostile_cases(port: u16) -> Vec<Case> {
 #[test]
 fn hostile_battery_leaves_the_server_serving_and_unchanged() {
     let dir = tempdir("battery");
-    let port = port(28_000);
+    let port = port();
     let mut srv = Srv::start(
         plumb_bin(),
         &["-s", "--handshake-timeout", "2000"],
@@ -552,7 +552,7 @@ fn hostile_battery_leaves_the_server_serving_and_unchanged() {
 #[test]
 fn a_silent_connection_does_not_lock_others_out() {
     let dir = tempdir("silent");
-    let port = port(28_000);
+    let port = port();
     let _srv = Srv::start(plumb_bin(), &["-s"], port, &dir);
     // Silent before the cookie, and silent after it (waiting for parameters).
     let _quiet = connect(port);
@@ -569,7 +569,7 @@ fn a_silent_connection_does_not_lock_others_out() {
 #[test]
 fn concurrent_tests_say_so() {
     let dir = tempdir("concurrent");
-    let port = port(28_000);
+    let port = port();
     let srv = Srv::start(plumb_bin(), &["-s", "--max-tests", "2"], port, &dir);
     let p = port.to_string();
     let a = {
@@ -631,7 +631,7 @@ fn refused(bin: &str, port: u16, extra: &[&str]) -> String {
 #[test]
 fn operator_limits_are_refused_with_a_message_both_clients_print() {
     let dir = tempdir("limits");
-    let port = port(28_000);
+    let port = port();
     let srv = Srv::start(
         plumb_bin(),
         &[
@@ -689,7 +689,7 @@ fn operator_limits_are_refused_with_a_message_both_clients_print() {
 #[test]
 fn denied_addresses_are_refused() {
     let dir = tempdir("deny");
-    let port = port(28_000);
+    let port = port();
     let srv = Srv::start(plumb_bin(), &["-s", "--deny", "127.0.0.0/8"], port, &dir);
     let stock = refused(iperf3_bin(), port, &[]);
     assert!(stock.contains("busy"), "{stock}");
@@ -762,7 +762,7 @@ fn authentication_interoperates_with_stock_iperf3_both_ways() {
         &[]
     };
     for (server_bin, plumb_extra) in [(plumb_bin(), &[][..]), (iperf3_bin(), stock_padding)] {
-        let port = port(28_000);
+        let port = port();
         let srv = Srv::start(server_bin, &server_args, port, &dir);
         let p = port.to_string();
         let mut args = vec![
@@ -826,7 +826,7 @@ fn authentication_interoperates_with_stock_iperf3_both_ways() {
 #[test]
 fn soak_two_thousand_tests_without_growth() {
     let dir = tempdir("soak");
-    let port = port(28_000);
+    let port = port();
     let srv = Srv::start(plumb_bin(), &["-s", "-J", "--max-tests", "4"], port, &dir);
     let t0 = Instant::now();
     // PLUMB_SOAK_TESTS makes a longer soak by hand; CI runs 2,000.
@@ -891,7 +891,7 @@ fn soak_two_thousand_tests_without_growth() {
 #[test]
 fn rcv_timeout_ends_a_test_whose_client_goes_silent() {
     let dir = tempdir("rcvtimeout");
-    let port = port(28_000);
+    let port = port();
     let srv = Srv::start(plumb_bin(), &["-s", "--rcv-timeout", "1000"], port, &dir);
     // A forward test whose client opens its stream and then sends nothing.
     let params = r#"{"tcp":true,"omit":0,"time":30,"num":0,"blockcount":0,"parallel":1,"len":1024,"pacing_timer":1000,"client_version":"3.12"}"#;

@@ -24,7 +24,7 @@ fn bin(w: Who) -> &'static str {
 
 /// Runs one test: returns (client JSON, server JSON).
 fn pair(client: Who, server: Who, args: &[&str]) -> (Value, Value) {
-    let port = port(24_000);
+    let port = port();
     let srv = Server::start(bin(server), &["-s", "-1", "-J"], port);
     let mut cargs = vec!["-c", "127.0.0.1", "-J"];
     cargs.extend_from_slice(args);

@@ -14,12 +14,12 @@ use serde_json::Value;
 
 /// plumb client against a `plumb -s -1 -J`; returns (client JSON, server JSON).
 fn pp(args: &[&str]) -> (Value, Value) {
-    plumb_pair(31_000, args)
+    plumb_pair(args)
 }
 
 /// A plumb client's text output against a `plumb -s -1`.
 fn plumb_text(args: &[&str]) -> String {
-    let port = port(31_300);
+    let port = port();
     let _srv = Server::start(plumb_bin(), &["-s", "-1"], port);
     let p = port.to_string();
     let mut a = vec!["-c", "127.0.0.1", "-p", &p];
@@ -291,7 +291,7 @@ fn latency_probe_beside_a_throughput_test() {
 #[test]
 fn stock_iperf3_server_refuses_rr_cleanly() {
     for kind in ["--rr", "--crr", "--latency"] {
-        let port = port(31_500);
+        let port = port();
         let _srv = Server::start(iperf3_bin(), &["-s", "-1"], port);
         let p = port.to_string();
         let t0 = Instant::now();
@@ -390,7 +390,7 @@ const RR_PARAMS: &str = r#"{"tcp":true,"omit":0,"time":1,"parallel":1,"len":1,"p
 
 #[test]
 fn hostile_rr_messages_leave_the_server_serving() {
-    let port = port(31_700);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "--handshake-timeout", "2000"], port);
     rr_ok(port);
     let base = idle_threads(srv.pid());
@@ -462,7 +462,7 @@ fn hostile_rr_messages_leave_the_server_serving() {
 
 #[test]
 fn server_limits_cover_request_response_tests() {
-    let port = port(31_900);
+    let port = port();
     let srv = Server::start(
         plumb_bin(),
         &[

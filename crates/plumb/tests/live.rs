@@ -679,7 +679,7 @@ fn ipv6_loopback_connection_from_both_ends() {
         plumb_testkit::skip_tool!("needs python3");
         return;
     }
-    let port = common::port(47100);
+    let port = common::port();
     let (r, s) = loopback_pair(true, port, "");
     let (_r, _s) = (Kill(r), Kill(s));
     wait_connected(port);
@@ -768,7 +768,7 @@ fn top_full_screen_in_a_pty_quits_and_restores() {
         plumb_testkit::skip!("needs script (util-linux) and python3");
         return;
     }
-    let port = common::port(47300);
+    let port = common::port();
     let (r, s) = loopback_pair(false, port, "");
     let (_r, _s) = (Kill(r), Kill(s));
     wait_connected(port);
@@ -807,7 +807,7 @@ fn pid_and_conn_filters_pick_one_end() {
         plumb_testkit::skip_tool!("needs python3");
         return;
     }
-    let port = common::port(47500);
+    let port = common::port();
     let (r, s) = loopback_pair(false, port, "");
     let recv_pid = r.id();
     let (_r, _s) = (Kill(r), Kill(s));
@@ -903,7 +903,7 @@ fn unprivileged_run_lists_what_it_cannot_see() {
         plumb_testkit::skip!("needs root (to drop it), setpriv and python3");
         return;
     }
-    let port = common::port(47700);
+    let port = common::port();
     let (r, s) = loopback_pair(false, port, "");
     let (_r, _s) = (Kill(r), Kill(s));
     wait_connected(port);

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// plumb client against a `plumb -s -1 -J`; returns (client JSON, server JSON).
 fn pp(args: &[&str]) -> (Value, Value) {
-    plumb_pair(26_000, args)
+    plumb_pair(args)
 }
 
 fn exact_tcp(c: &Value) -> f64 {
@@ -244,7 +244,7 @@ fn server_output_comes_back_as_json_from_a_json_server() {
 /// Runs `plumb -c 127.0.0.1 -p PORT client…` against a fresh `plumb -s -1
 /// server…`: (client output, server output).
 fn against(server: &[&str], client: &[&str]) -> (Output, Output) {
-    let port = port(26_000);
+    let port = port();
     let mut sargs = vec!["-s", "-1"];
     sargs.extend_from_slice(server);
     let srv = Server::start(plumb_bin(), &sargs, port);
@@ -308,7 +308,7 @@ fn stream_thread_policies(pid: u32) -> Vec<u32> {
 #[test]
 fn tcp_data_threads_are_batch_and_udp_ones_are_not() {
     for (args, want) in [(&["-P", "2"][..], 3), (&["-u", "-b", "10M"][..], 0)] {
-        let port = port(26_000);
+        let port = port();
         let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
         let p = port.to_string();
         let mut cargs = vec!["-c", "127.0.0.1", "-p", &p, "-t", "3"];
@@ -359,7 +359,7 @@ fn affinity_pins_each_end_to_its_cpu() {
         plumb_testkit::skip_tool!("-A 0,1 needs CPUs 0 and 1 (allowed here: {allowed:?})");
         return;
     }
-    let port = port(26_100);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-A", "0"], port);
     let p = port.to_string();
     let mut client = Command::new(plumb_bin())
@@ -548,7 +548,7 @@ fn udp_reverse_and_bidir() {
 
 #[test]
 fn cport_bind_and_families() {
-    let cport = port(27_500);
+    let cport = port();
     let cp = cport.to_string();
     let (c, _) = pp(&["-t", "1", "--cport", &cp, "-B", "127.0.0.1", "-4"]);
     assert_eq!(c["start"]["connected"][0]["local_port"], cport);
@@ -562,7 +562,7 @@ fn ipv6_loopback() {
         plumb_testkit::skip!("no IPv6 loopback here");
         return;
     }
-    let port = port(26_500);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-1", "-J", "-6"], port);
     let p = port.to_string();
     let out = run(
@@ -581,7 +581,7 @@ fn ipv6_loopback() {
 fn logfile_and_forceflush() {
     let dir = TempDir::new("log");
     let log = dir.join("client.log");
-    let port = port(26_700);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
     let p = port.to_string();
     let l = log.to_string_lossy().to_string();
@@ -612,7 +612,7 @@ fn logfile_and_forceflush() {
 
 #[test]
 fn text_output_reads_like_iperf3() {
-    let port = port(26_800);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
     let p = port.to_string();
     let out = run(
@@ -640,7 +640,7 @@ fn text_output_reads_like_iperf3() {
 
 #[test]
 fn one_off_server_exits_after_one_test() {
-    let port = port(26_900);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
     let p = port.to_string();
     let out = run(
@@ -658,7 +658,7 @@ fn one_off_server_exits_after_one_test() {
 
 #[test]
 fn busy_server_refuses_a_second_client() {
-    let port = port(27_000);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s"], port);
     let p = port.to_string();
     let first = std::thread::spawn({
@@ -698,7 +698,7 @@ fn busy_server_refuses_a_second_client() {
 /// timeout is shorter than the hold.
 #[test]
 fn busy_comes_even_with_a_short_handshake_timeout() {
-    let port = port(27_070);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "--handshake-timeout", "100"], port);
     let p = port.to_string();
     let first = std::thread::spawn({
@@ -729,7 +729,7 @@ fn busy_comes_even_with_a_short_handshake_timeout() {
 /// back. plumb's gate must not answer those "busy".
 #[test]
 fn back_to_back_clients_are_not_told_busy() {
-    let port = port(27_050);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s"], port);
     let p = port.to_string();
     // Busy threads widen the window between a client's exit and the
@@ -774,7 +774,7 @@ fn back_to_back_clients_are_not_told_busy() {
 
 #[test]
 fn refused_is_one_line_and_exit_1() {
-    let port = port(27_100).to_string();
+    let port = port().to_string();
     let out = run(
         plumb_bin(),
         &[
@@ -845,7 +845,7 @@ fn stream_events(args: &[&str]) -> (Vec<(String, Value, Instant)>, Instant, Opti
 
 #[test]
 fn json_stream_writes_each_event_as_it_happens() {
-    let port = port(26_000);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
     let p = port.to_string();
     let (events, exited, code) = stream_events(&[
@@ -888,7 +888,7 @@ fn json_stream_writes_each_event_as_it_happens() {
 
 #[test]
 fn json_stream_reports_an_error_and_still_ends() {
-    let p = port(27_100).to_string();
+    let p = port().to_string();
     let (events, _, code) =
         stream_events(&["-c", "127.0.0.1", "-p", &p, "-t", "1", "--json-stream"]);
     assert_eq!(code, Some(1));
@@ -1173,7 +1173,7 @@ fn signal(pid: u32, sig: &str) {
 
 #[test]
 fn interrupted_client_keeps_its_partial_results() {
-    let port = port(27_200);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s"], port);
     let p = port.to_string();
     let child = std::process::Command::new(plumb_bin())
@@ -1209,7 +1209,7 @@ fn interrupted_client_keeps_its_partial_results() {
 
 #[test]
 fn server_dying_mid_test_is_one_line_and_exit_1() {
-    let port = port(27_300);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s"], port);
     let p = port.to_string();
     let pid = srv.pid();
@@ -1232,7 +1232,7 @@ fn server_dying_mid_test_is_one_line_and_exit_1() {
 
 #[test]
 fn terminated_server_exits_cleanly() {
-    let port = port(27_400);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s"], port);
     signal(srv.pid(), "-TERM");
     let out = srv.finish(Duration::from_secs(5));

@@ -356,7 +356,7 @@ fn run_and_merged_results_measure_on_loopback() {
     if !have_python() {
         return;
     }
-    let port = port(34_000);
+    let port = port();
     let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT2S", "link-rtt": "PT0.001S", "parallel": 2});
     let (client, server) = run_both(&spec, port);
     check_result(&client);
@@ -445,7 +445,7 @@ fn cpu_affinity_becomes_dash_a_at_each_end() {
         );
         return;
     }
-    let port = port(34_200);
+    let port = port();
     let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT1S", "link-rtt": "PT0.001S",
         "client-cpu-affinity": 0, "server-cpu-affinity": 1});
     let t = Duration::from_secs(10);
@@ -489,7 +489,7 @@ fn run_with_no_server_fails_in_the_result() {
     if !have_python() {
         return;
     }
-    let port = port(34_000);
+    let port = port();
     // single-ended: participant 0 alone, against a port where nothing listens.
     let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT1S", "single-ended": true, "single-ended-port": port});
     let t0 = Instant::now();
@@ -516,7 +516,7 @@ fn loopback_runs_both_ends_in_participant_0() {
     if !have_python() {
         return;
     }
-    let port = port(34_000);
+    let port = port();
     let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT1S", "loopback": true, "udp": true, "bandwidth": 10000000});
     let r = ok_json(
         "run",

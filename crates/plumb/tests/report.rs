@@ -398,7 +398,7 @@ fn bad_documents_exit_2_and_leave_no_file() {
 fn client_report_flag_writes_the_page() {
     let _one = serial();
     let dir = Scratch::new("client");
-    let port = port(5840);
+    let port = port();
     let server = Server::start(plumb_bin(), &["-s", "-1"], port);
     let out = dir.path("client.html");
     let o = run(
@@ -681,7 +681,7 @@ fn why_report_flag_writes_the_model_and_the_live_pages() {
     browse(&out, 0, 0, &[&first, "What to change"], None, &[]);
 
     // Live: a paced transfer on loopback, explained while it runs.
-    let port = port(5860);
+    let port = port();
     let server = Server::start(plumb_bin(), &["-s", "-1"], port);
     let mut client = Command::new(plumb_bin())
         .args([

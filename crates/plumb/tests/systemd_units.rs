@@ -134,12 +134,12 @@ fn starts_and_listens(args: &[String], port: u16) {
 
 #[test]
 fn the_units_command_lines_run() {
-    let p = port(36_000);
+    let p = port();
     starts_and_listens(
         &exec_args("plumb-server.service", "-p 5201", &format!("-p {p}")),
         p,
     );
-    let p = port(36_000);
+    let p = port();
     starts_and_listens(
         &exec_args(
             "plumb-exporter.service",

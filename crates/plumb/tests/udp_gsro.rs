@@ -160,8 +160,8 @@ fn an_iperf3_gsro_client_sees_the_same_loss_from_plumb_as_from_iperf3() {
     };
     let _one = exclusive();
     let args = ["--gsro", "-l", "64", "-b", "1G", "-t", "2", "-w", "4M"];
-    let theirs_srv = Server::start(iperf3, &["-s"], port(29_000));
-    let ours_srv = Server::start(plumb_bin(), &["-s"], port(29_000));
+    let theirs_srv = Server::start(iperf3, &["-s"], port());
+    let ours_srv = Server::start(plumb_bin(), &["-s"], port());
     let loss = |port: u16| {
         let v = iperf3_client(iperf3, port, &args);
         let packets = num(&v, "end.sum.packets");
@@ -179,7 +179,7 @@ fn an_iperf3_gsro_client_sees_the_same_loss_from_plumb_as_from_iperf3() {
 
     // The plumb server says what it did: GRO on, as the client asked, with
     // jitter per coalesced read and no read cut short.
-    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port(29_000));
+    let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port());
     iperf3_client(iperf3, srv.port, &args);
     let server_doc = json(&srv.finish(LIMIT), "plumb server");
     let u = at(&server_doc, "end.plumb.udp");
@@ -210,7 +210,7 @@ fn plumb_gsro_against_an_iperf3_server_negotiates_gso_and_gro() {
         Err(why) => return skip(why),
     };
     let _one = exclusive();
-    let srv = Server::start(iperf3, &["-s", "-1", "-J"], port(29_000));
+    let srv = Server::start(iperf3, &["-s", "-1", "-J"], port());
     let ours = plumb_client(
         srv.port,
         &["--gsro", "-l", "64", "-b", "1G", "-t", "2", "-w", "4M"],
@@ -233,7 +233,7 @@ fn plumb_gsro_against_an_iperf3_server_negotiates_gso_and_gro() {
         "iperf3 server counted {counted} datagrams, plumb's client reports {packets}"
     );
 
-    let srv = Server::start(iperf3, &["-s"], port(29_000));
+    let srv = Server::start(iperf3, &["-s"], port());
     let args = [
         "--gsro", "-R", "-l", "64", "-b", "1G", "-t", "2", "-w", "4M",
     ];
@@ -272,7 +272,7 @@ fn plumb_gsro_against_an_iperf3_server_negotiates_gso_and_gro() {
 #[test]
 fn plumb_to_plumb_discloses_gso_gro_jitter_and_buffers() {
     let _one = exclusive();
-    let srv = Server::start(plumb_bin(), &["-s"], port(29_000));
+    let srv = Server::start(plumb_bin(), &["-s"], port());
     for flags in [&[][..], &["--no-gsro"][..]] {
         let mut args = vec!["-l", "64", "-b", "100M", "-t", "1"];
         args.extend_from_slice(flags);

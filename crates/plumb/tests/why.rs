@@ -77,7 +77,7 @@ fn a_saved_iperf3_document_is_explained() {
 
 #[test]
 fn a_saved_json_stream_is_explained_like_its_document() {
-    let port = port(28_000);
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-1"], port);
     let p = port.to_string();
     let out = run(
@@ -125,7 +125,7 @@ fn a_saved_json_stream_is_explained_like_its_document() {
 
 #[test]
 fn against_a_stock_iperf3_server_the_gaps_are_named() {
-    let port = port(28_000);
+    let port = port();
     let srv = Server::start(iperf3_bin(), &["-s", "-1"], port);
     let p = port.to_string();
     // Reverse: the sender is the stock server, so its TCP counters are out of reach.

@@ -58,11 +58,46 @@ fn read_iperf3_version() -> (u32, u32) {
     (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }
 
-/// A port no other test in this process uses; each test binary gets its own range.
-pub fn port(base: u16) -> u16 {
+/// Each test binary's own loopback ports: `PORTS_PER_BINARY` from its
+/// base, so no two binaries' ranges meet, whether cargo runs them one after
+/// another or a developer runs several at once. The bases sit below Linux's
+/// ephemeral range (32768 up), so no outgoing connection holds one.
+const PORT_BASES: [(&str, u16); 14] = [
+    ("calc", 16_000),
+    ("exporter", 17_000),
+    ("hostile", 18_000),
+    ("interop", 19_000),
+    ("lab", 20_000),
+    ("lab_lifecycle", 21_000),
+    ("latency", 22_000),
+    ("live", 23_000),
+    ("measure", 24_000),
+    ("pscheduler", 25_000),
+    ("report", 26_000),
+    ("systemd_units", 27_000),
+    ("udp_gsro", 28_000),
+    ("why", 29_000),
+];
+const PORTS_PER_BINARY: u16 = 1000;
+
+/// A port no other test uses: the next of this test binary's range.
+///
+/// # Panics
+/// If the binary is not in [`PORT_BASES`] or has used its whole range.
+pub fn port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
-    let pid_off = (std::process::id() % 50) as u16 * 20;
-    base + pid_off + NEXT.fetch_add(1, Ordering::Relaxed)
+    let binary = env!("CARGO_CRATE_NAME");
+    let base = PORT_BASES
+        .iter()
+        .find(|(name, _)| *name == binary)
+        .map(|(_, base)| *base)
+        .unwrap_or_else(|| panic!("test binary {binary} has no port range in PORT_BASES"));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    assert!(
+        n < PORTS_PER_BINARY,
+        "test binary {binary} used all its ports"
+    );
+    base + n
 }
 
 /// A server process that is killed when dropped.
@@ -319,10 +354,10 @@ pub fn leftovers() -> Vec<String> {
 }
 
 /// A plumb client (`-J` plus `args`) against a fresh `plumb -s -1 -J` on a
-/// port from `port_base`'s range; both must succeed with clean documents.
+/// port of this binary's range; both must succeed with clean documents.
 /// Returns (client JSON, server JSON).
-pub fn plumb_pair(port_base: u16, args: &[&str]) -> (Value, Value) {
-    let port = port(port_base);
+pub fn plumb_pair(args: &[&str]) -> (Value, Value) {
+    let port = port();
     let srv = Server::start(plumb_bin(), &["-s", "-1", "-J"], port);
     let p = port.to_string();
     let mut a = vec!["-c", "127.0.0.1", "-p", &p, "-J"];
