@@ -4,7 +4,7 @@
 //! Owns only formulas; the measurements they are compared with come from
 //! `net` (probes) and are judged in `diagnose`.
 
-use crate::units::{Rate, Rtt};
+use crate::units::{Bytes, Rate, Rtt};
 
 /// A bottleneck queue's size as the lab's `--queue` takes it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -15,6 +15,42 @@ pub enum QueueSize {
     Delay(f64),
     /// This multiple of the path's bandwidth-delay product.
     Bdp(f64),
+}
+
+impl QueueSize {
+    /// Parses a queue as `plumb lab --queue` and `plumb calc --queue` take
+    /// it: a BDP multiple (`1.5BDP`), a size (`2MB`, `64K`) or a delay
+    /// (`20ms`, `0.1s`); every error names all three forms.
+    pub fn parse(s: &str) -> Result<QueueSize, String> {
+        let bad = |why: &str| {
+            format!(
+                "invalid queue '{s}': {why} (accepted: a BDP multiple 1.5BDP, a size 2MB or 64K, a delay 20ms or 0.1s)"
+            )
+        };
+        let t = s.trim();
+        let lower = t.to_ascii_lowercase();
+        if let Some(n) = lower.strip_suffix("bdp") {
+            let f: f64 = n
+                .trim()
+                .parse()
+                .map_err(|_| bad(&format!("'{}' is not a number", n.trim())))?;
+            if !(f > 0.0 && f <= 1000.0) {
+                return Err(bad("a BDP multiple must be above 0 and at most 1000"));
+            }
+            return Ok(QueueSize::Bdp(f));
+        }
+        // A size's unit never ends in a bare "s" (`2MB`, `64K`, `1MiB`),
+        // a delay's always does (`20ms`, `250us`, `0.1s`).
+        if lower.ends_with("ms")
+            || lower.ends_with("us")
+            || (lower.ends_with('s') && !lower.ends_with("bs"))
+        {
+            let d = Rtt::parse(t).map_err(|e| bad(&e.reason))?;
+            return Ok(QueueSize::Delay(d.secs()));
+        }
+        let b = Bytes::parse(t).map_err(|e| bad(&e.reason))?;
+        Ok(QueueSize::Bytes(b.get()))
+    }
 }
 
 /// The delay, in seconds, that a full queue of `size` adds at a link of
@@ -65,6 +101,18 @@ pub fn rpm(rtt_ms: &[f64]) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn queue_sizes_parse_in_three_forms() {
+        assert_eq!(QueueSize::parse("1.5BDP"), Ok(QueueSize::Bdp(1.5)));
+        assert_eq!(QueueSize::parse("2MB"), Ok(QueueSize::Bytes(2_000_000)));
+        assert_eq!(QueueSize::parse("20ms"), Ok(QueueSize::Delay(0.02)));
+        assert_eq!(QueueSize::parse("0.1s"), Ok(QueueSize::Delay(0.1)));
+        for bad in ["0BDP", "lots", "xBDP", "2000BDP", "-1ms"] {
+            let e = QueueSize::parse(bad).expect_err(bad);
+            assert!(e.contains("1.5BDP") && e.contains("2MB") && e.contains("20ms"), "{e}");
+        }
+    }
+
     use super::*;
 
     fn gbit() -> Rate {

@@ -59,20 +59,11 @@ pub struct CalcArgs {
     #[arg(long, allow_hyphen_values = true, value_parser = crate::args::bytes)]
     pub size: Option<Bytes>,
     /// Bottleneck queue, for the delay it adds when full: 2MB, 100ms, 1.5BDP (as plumb lab --queue)
-    #[arg(long, allow_hyphen_values = true, requires = "rate", value_parser = crate::args::valid(crate::lab::parse_queue))]
+    #[arg(long, allow_hyphen_values = true, requires = "rate", value_parser = crate::args::valid(QueueSize::parse))]
     pub queue: Option<String>,
     /// One JSON object instead of text
     #[arg(long)]
     pub json: bool,
-}
-
-/// `--queue` in the model's terms.
-fn queue_size(s: &str) -> Result<QueueSize, String> {
-    Ok(match crate::lab::parse_queue(s)? {
-        plumb_lab::emu::QueueLimit::Bytes(b) => QueueSize::Bytes(b),
-        plumb_lab::emu::QueueLimit::Delay(d) => QueueSize::Delay(d.as_secs_f64()),
-        plumb_lab::emu::QueueLimit::Bdp(m) => QueueSize::Bdp(m),
-    })
 }
 
 /// The queue's delay when full and the loaded round trip, seconds.
@@ -135,7 +126,7 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
     let p = Prediction::of(&input);
     let queue = match (&a.queue, a.rate) {
         (Some(q), Some(rate)) => {
-            let size = match queue_size(q) {
+            let size = match QueueSize::parse(q) {
                 Ok(s) => s,
                 Err(msg) => return Ok(usage_error(msg)),
             };

@@ -19,6 +19,7 @@ use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_lab::emu::{GilbertElliott, LossModel, QueueLimit, Reorder};
 use plumb_lab::{Direction, Lab, LabConfig, LabError, Side};
+use plumb_model::latency::QueueSize;
 use plumb_model::units::sig;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use serde_json::{json, Value};
@@ -45,7 +46,7 @@ pub struct LabArgs {
     #[arg(long, requires = "loss", value_parser = crate::args::number)]
     pub loss_burst: Option<f64>,
     /// Drop-tail queue: 1.5BDP, 2MB, 20ms [default: 1BDP]
-    #[arg(long, value_parser = crate::args::valid(parse_queue))]
+    #[arg(long, value_parser = crate::args::valid(QueueSize::parse))]
     pub queue: Option<String>,
     /// Extra delay per packet, up to this much, without reordering
     #[arg(long, value_parser = crate::args::rtt)]
@@ -98,35 +99,13 @@ pub struct LabArgs {
     pub client: Vec<String>,
 }
 
-/// Parses `--queue`: a BDP multiple (`1.5BDP`), a size (`2MB`) or a delay
-/// (`20ms`); every error names all three forms.
-pub(crate) fn parse_queue(s: &str) -> Result<QueueLimit, String> {
-    let bad = |why: &str| {
-        format!(
-            "invalid queue '{s}': {why} (accepted: a BDP multiple 1.5BDP, a size 2MB or 64K, a delay 20ms or 0.1s)"
-        )
-    };
-    let t = s.trim();
-    let lower = t.to_ascii_lowercase();
-    if let Some(n) = lower.strip_suffix("bdp") {
-        let f: f64 = n
-            .trim()
-            .parse()
-            .map_err(|_| bad(&format!("'{}' is not a number", n.trim())))?;
-        if !(f > 0.0 && f <= 1000.0) {
-            return Err(bad("a BDP multiple must be above 0 and at most 1000"));
-        }
-        return Ok(QueueLimit::Bdp(f));
-    }
-    if lower.ends_with("ms")
-        || lower.ends_with("us")
-        || (lower.ends_with('s') && !lower.ends_with("bs"))
-    {
-        let d = Rtt::parse(t).map_err(|e| bad(&e.reason))?;
-        return Ok(QueueLimit::Delay(Duration::from_secs_f64(d.secs())));
-    }
-    let b = Bytes::parse(t).map_err(|e| bad(&e.reason))?;
-    Ok(QueueLimit::Bytes(b.get()))
+/// `--queue` as the emulator takes it.
+fn queue_limit(s: &str) -> Result<QueueLimit, String> {
+    Ok(match QueueSize::parse(s)? {
+        QueueSize::Bytes(b) => QueueLimit::Bytes(b),
+        QueueSize::Delay(d) => QueueLimit::Delay(Duration::from_secs_f64(d)),
+        QueueSize::Bdp(m) => QueueLimit::Bdp(m),
+    })
 }
 
 /// The emulator configuration the flags describe.
@@ -145,7 +124,7 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
     }
     let mut cfg = LabConfig::new(rate, Duration::from_secs_f64(a.rtt.secs()));
     if let Some(q) = &a.queue {
-        cfg = cfg.with_queue(parse_queue(q)?);
+        cfg = cfg.with_queue(queue_limit(q)?);
     }
     if let Some(l) = a.loss {
         let model = match a.loss_burst {
@@ -775,11 +754,9 @@ fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
 fn queue_model(a: &LabArgs, doc: &Value) -> Option<(serde_json::Map<String, Value>, String)> {
     let latency = &doc["end"]["plumb"]["latency"];
     latency.get("loaded")?;
-    let size = match a.queue.as_deref().map(parse_queue) {
-        None => plumb_model::latency::QueueSize::Bdp(1.0),
-        Some(Ok(QueueLimit::Bytes(b))) => plumb_model::latency::QueueSize::Bytes(b),
-        Some(Ok(QueueLimit::Delay(d))) => plumb_model::latency::QueueSize::Delay(d.as_secs_f64()),
-        Some(Ok(QueueLimit::Bdp(m))) => plumb_model::latency::QueueSize::Bdp(m),
+    let size = match a.queue.as_deref().map(QueueSize::parse) {
+        None => QueueSize::Bdp(1.0),
+        Some(Ok(size)) => size,
         Some(Err(_)) => return None,
     };
     let delay = plumb_model::latency::queue_delay_secs(size, a.rate, Some(a.rtt))?;
