@@ -27,6 +27,8 @@
 //! - [`measure`] — the lab measuring itself: [`Lab::probe`] (RTT and rate) and
 //!   [`Lab::tcp_transfer`] (one bulk TCP flow, goodput and `TCP_INFO`).
 //! - [`hist`] — the histogram behind the release-time error statistics.
+//! - [`programs`] — a plumb server and client (or any program) run across a
+//!   lab, with a deferred Ctrl-C passed on to them.
 //!
 //! # Not here
 //!
@@ -47,6 +49,7 @@ pub mod hist;
 pub mod lab;
 pub mod measure;
 pub mod packet;
+pub mod programs;
 pub mod rng;
 pub mod sys;
 pub mod wire;

@@ -109,7 +109,10 @@ mod tests {
         assert_eq!(QueueSize::parse("0.1s"), Ok(QueueSize::Delay(0.1)));
         for bad in ["0BDP", "lots", "xBDP", "2000BDP", "-1ms"] {
             let e = QueueSize::parse(bad).expect_err(bad);
-            assert!(e.contains("1.5BDP") && e.contains("2MB") && e.contains("20ms"), "{e}");
+            assert!(
+                e.contains("1.5BDP") && e.contains("2MB") && e.contains("20ms"),
+                "{e}"
+            );
         }
     }
 

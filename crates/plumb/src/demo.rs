@@ -17,7 +17,8 @@ use plumb_model::units::sig;
 use plumb_model::{Bytes, Framing, PathInput, Prediction, Rate, Rtt};
 use serde_json::Value;
 
-use crate::lab::{lab_line, run_client, start_server, Reaper};
+use crate::lab::lab_line;
+use plumb_lab::programs::{run_client, start_server, Reaper};
 
 /// Flags of `plumb demo`.
 #[derive(Debug, Args)]
@@ -118,6 +119,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         &["--rwin".into(), "17520".into(), "-t".into(), t.clone()],
         false,
     )?;
+    let doc1 = doc1.and_then(|t| serde_json::from_str::<Value>(&t).ok());
     let m1 = measured(&doc1);
     let p1 = small.predicted.map_or(0.0, |(r, _)| r.bps());
     println!(
@@ -137,6 +139,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
 
     println!("\n2) The same link with window scaling and autotuning (plumb -c … -t {t}):");
     let (_, doc2) = run_client(&lab, &exe, port, &["-t".into(), t.clone()], false)?;
+    let doc2 = doc2.and_then(|t| serde_json::from_str::<Value>(&t).ok());
     let m2 = measured(&doc2);
     let p2 = big.predicted.map_or(0.0, |(r, _)| r.bps());
     println!(

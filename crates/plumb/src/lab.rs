@@ -9,15 +9,15 @@
 //! is still printed; and every process started ended with the lab (the lab
 //! holds each side's processes in a cgroup).
 
-use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
-use std::process::{Child, ExitCode, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::process::{ExitCode, Stdio};
+use std::time::Duration;
 
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_lab::emu::{GilbertElliott, LossModel, QueueLimit, Reorder};
+use plumb_lab::programs::{run_client, start_server, wait_listening, wait_passing_signals, Reaper};
 use plumb_lab::{Direction, Lab, LabConfig, LabError, Side};
 use plumb_model::latency::QueueSize;
 use plumb_model::units::sig;
@@ -166,18 +166,6 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
         }
     }
     Ok(cfg)
-}
-
-/// Kills a child when dropped: nothing the lab starts outlives it.
-pub(crate) struct Reaper(pub(crate) Option<Child>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 fn lab_error(e: &LabError) -> ExitCode {
@@ -369,7 +357,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     // client is quiet and its document comes back to be extended.
     let (status, doc) = run_client(&lab, &exe_s, port, &client_args, json && !stream)?;
     drop(server);
-    let Some(mut doc) = doc else {
+    let Some(mut doc) = doc.and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
         eprintln!("plumb: the client produced no result");
         return Ok(ExitCode::from(1));
     };
@@ -445,112 +433,6 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// Starts a plumb server in the far namespace and waits until it listens.
-pub(crate) fn start_server(lab: &Lab, exe: &str, port: u16) -> anyhow::Result<Reaper> {
-    let mut c = lab.command(Side::Far, exe);
-    c.args(["-s", "-p", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let r = Reaper(Some(c.spawn()?));
-    wait_listening(lab, port)?;
-    Ok(r)
-}
-
-/// How long a program in the lab has, after the signal was passed on, to end
-/// by itself before it is killed.
-const GRACE: Duration = Duration::from_secs(10);
-
-/// Waits for `child`; a SIGINT/SIGTERM the lab defers ([`Lab::defer_signals`])
-/// is passed on to it, and after [`GRACE`] it is killed.
-fn wait_passing_signals(child: Child) -> anyhow::Result<ExitStatus> {
-    let mut reaper = Reaper(Some(child));
-    let mut passed: Option<Instant> = None;
-    loop {
-        let Some(child) = reaper.0.as_mut() else {
-            anyhow::bail!("lost the child process");
-        };
-        if let Some(status) = child.try_wait()? {
-            reaper.0 = None;
-            return Ok(status);
-        }
-        match (Lab::pending_signal(), passed) {
-            (Some(sig), None) => {
-                // Already gone is fine: try_wait sees it next time.
-                let _ = plumb_lab::sys::send_signal(child.id(), sig);
-                passed = Some(Instant::now());
-            }
-            (Some(_), Some(t)) if t.elapsed() > GRACE => {
-                let _ = child.kill();
-            }
-            _ => {}
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Runs the plumb client in the near namespace against the far server; its
-/// text report goes to stdout unless `quiet`, its -J document comes back
-/// (also the partial one of an interrupted run).
-pub(crate) fn run_client(
-    lab: &Lab,
-    exe: &str,
-    port: u16,
-    args: &[String],
-    quiet: bool,
-) -> anyhow::Result<(std::process::ExitStatus, Option<Value>)> {
-    // The document comes back through a file with no name, which the
-    // client opens through our descriptor: nothing is left in /tmp however
-    // either process ends.
-    let mut file = plumb_lab::sys::unnamed_file(&std::env::temp_dir())
-        .map_err(|e| anyhow::anyhow!("cannot create a temporary file: {e}"))?;
-    let json_path = format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd());
-    let mut c = lab.command(Side::Near, exe);
-    c.args(["-c", &lab.far_addr().to_string(), "-p", &port.to_string()])
-        .args(args);
-    c.arg("--json-file").arg(&json_path);
-    if quiet {
-        c.stdout(Stdio::null());
-    }
-    let status = wait_passing_signals(c.spawn()?)?;
-    let mut text = String::new();
-    file.rewind()?;
-    file.read_to_string(&mut text)?;
-    Ok((status, serde_json::from_str(&text).ok()))
-}
-
-/// Waits (bounded) until the far server listens.
-fn wait_listening(lab: &Lab, port: u16) -> anyhow::Result<()> {
-    let want = format!(":{port:04X}");
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(10) {
-        // /proc/net/* shows the namespace of the reading thread.
-        let want = want.clone();
-        let seen = lab
-            .spawn_in(Side::Far, move || {
-                Ok(["/proc/thread-self/net/tcp6", "/proc/thread-self/net/tcp"]
-                    .iter()
-                    .any(|f| {
-                        std::fs::read_to_string(f).is_ok_and(|t| {
-                            t.lines().skip(1).any(|l| {
-                                let c: Vec<&str> = l.split_whitespace().collect();
-                                c.len() > 3 && c[1].ends_with(&want) && c[3] == "0A"
-                            })
-                        })
-                    }))
-            })
-            .ok()
-            .and_then(|h| h.join().ok())
-            .and_then(Result::ok)
-            .unwrap_or(false);
-        if seen {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    anyhow::bail!("the plumb server in the far namespace did not start listening")
 }
 
 pub(crate) fn lab_line(a: &LabArgs, probe: Option<&plumb_lab::measure::Probe>) -> String {
