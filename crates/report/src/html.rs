@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::chart::{esc, Chart, Quantity, Series, Style};
+use crate::format::{figures, figures_trimmed, rate, thousands, time_us};
 
 /// One document to report on.
 #[derive(Debug, Clone)]
@@ -128,7 +129,7 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
                 let _ = write!(producer, ", {f}");
             }
             if let Some(t) = num(&live["seconds"]) {
-                let _ = write!(producer, ", sampled for {} s", short(t));
+                let _ = write!(producer, ", sampled for {} s", figures_trimmed(t));
             }
             return Ok(RunData {
                 producer,
@@ -244,21 +245,6 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
         })
     };
     Ok(d)
-}
-
-/// A rate for people: three significant figures, unit by size.
-pub fn rate(bps: f64) -> String {
-    let (div, unit) = crate::chart::unit_for(Quantity::Rate, bps.abs());
-    format!("{} {unit}", sig3(bps / div))
-}
-
-fn sig3(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return "0".into();
-    }
-    let digits = 3 - 1 - x.abs().log10().floor() as i32;
-    let d = digits.clamp(0, 6) as usize;
-    format!("{x:.d$}")
 }
 
 fn predicted_line(d: &RunData, start: f64, end: f64, style: Style) -> Option<Series> {
@@ -517,38 +503,6 @@ pub fn distribution(name: &str, o: &serde_json::Map<String, Value>) -> Option<Di
     (!d.percentiles.is_empty() || !d.cdf.is_empty()).then_some(d)
 }
 
-/// A time in µs for people: µs or ms by size, three significant figures.
-pub fn micros(us: f64) -> String {
-    let (div, unit) = crate::chart::unit_for(Quantity::Micros, us.abs());
-    format!("{} {unit}", short(us / div))
-}
-
-/// Three significant figures without trailing zeros: `10`, `1.2`, `77.4`.
-pub(crate) fn short(x: f64) -> String {
-    let n = sig3(x);
-    if n.contains('.') {
-        n.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        n
-    }
-}
-
-/// A whole number with thousands separators: `799,854`.
-pub(crate) fn whole(x: f64) -> String {
-    let digits = format!("{:.0}", x.abs());
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if x < 0.0 && digits != "0" {
-        out.insert(0, '-');
-    }
-    out
-}
-
 /// Reads `end.plumb.latency` (and `intervals[].plumb.latency`), if the test
 /// measured latency. The histogram is `buckets` or `histogram`: an array of
 /// `[upper_us, count]` pairs or of objects with an upper bound (`le_us`,
@@ -573,29 +527,29 @@ pub fn latency(doc: &Value) -> Option<Latency> {
         }
     };
     let lv = &doc["end"]["plumb"]["latency"];
-    let whole = |v: &Value| num(v).map(whole);
+    let count = |v: &Value| num(v).map(thousands);
     if l.contains_key("connections_per_second") {
-        fig("connections/s", whole(&lv["connections_per_second"]));
-        fig("connections", whole(&lv["connections"]));
+        fig("connections/s", count(&lv["connections_per_second"]));
+        fig("connections", count(&lv["connections"]));
     } else {
-        fig("transactions/s", whole(&lv["transactions_per_second"]));
-        fig("transactions", whole(&lv["transactions"]));
+        fig("transactions/s", count(&lv["transactions_per_second"]));
+        fig("transactions", count(&lv["transactions"]));
     }
-    fig("lost", whole(&lv["lost"]));
-    let ms = |v: &Value| num(v).map(|x| micros(x * 1e3));
+    fig("lost", count(&lv["lost"]));
+    let ms = |v: &Value| num(v).map(|x| time_us(x * 1e3));
     fig("load added, median", ms(&lv["increase_p50_ms"]));
     fig(
         "load added, p99 over the idle median",
         ms(&lv["increase_p99_ms"]),
     );
-    fig("RPM idle", whole(&lv["idle"]["rpm"]));
-    fig("RPM loaded", whole(&lv["loaded"]["rpm"]));
-    fig("probes resent", whole(&lv["probe_retransmits"]));
+    fig("RPM idle", count(&lv["idle"]["rpm"]));
+    fig("RPM loaded", count(&lv["loaded"]["rpm"]));
+    fig("probes resent", count(&lv["probe_retransmits"]));
     let cost = &lv["probe_cost"];
     fig(
         "the probes' own load",
         num(&cost["wire_bits_per_second"]).map(|b| match num(&cost["share_of_load"]) {
-            Some(s) => format!("{} ({} % of the load)", rate(b), short(s * 100.0)),
+            Some(s) => format!("{} ({} % of the load)", rate(b), figures_trimmed(s * 100.0)),
             None => rate(b),
         }),
     );
@@ -690,7 +644,7 @@ pub fn latency_chart(l: &Latency) -> Option<Chart> {
         let slowest = l.sets.iter().filter_map(|d| d.max_us).fold(0.0, f64::max);
         title += &format!(
             "; the axis ends where every line has reached 99 % (the slowest sample took {})",
-            micros(if slowest > 0.0 { slowest } else { far })
+            time_us(if slowest > 0.0 { slowest } else { far })
         );
         (0.0, cut)
     });
@@ -849,7 +803,7 @@ fn live_panel(i: &Input, _: &RunData) -> Option<String> {
         conns.len(),
         if conns.len() == 1 { "" } else { "s" },
         esc(live["filter"].as_str().unwrap_or("the filter")),
-        num(&live["seconds"]).map_or("–".into(), short)
+        num(&live["seconds"]).map_or("–".into(), figures_trimmed)
     );
     if conns.is_empty() {
         s.push_str("<p class=\"note\">No connection matched.</p></section>");
@@ -995,7 +949,7 @@ fn verdict_html(dg: &Value, class: &str, head: &str, measured: bool) -> String {
                 if e["unit"] == "B" {
                     format!("{} B", v as u64)
                 } else {
-                    format!("{} {}", sig3(v), e["unit"].as_str().unwrap_or(""))
+                    format!("{} {}", figures(v), e["unit"].as_str().unwrap_or(""))
                 }
             });
             let _ = write!(
@@ -1024,7 +978,7 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
         ),
         None if raw["idle"].is_object() => {
             let every = |k: &str| {
-                num(&raw["probe_interval_ms"][k]).map_or("–".into(), |m| micros(m * 1e3))
+                num(&raw["probe_interval_ms"][k]).map_or("–".into(), |m| time_us(m * 1e3))
             };
             format!(
                 "under load (--latency): 1-byte probes every {} before the load, every {} during it",
@@ -1063,7 +1017,7 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
         let _ = write!(s, "<th>{}</th>", esc(&d.name));
     }
     s.push_str("</tr>");
-    let cell = |v: Option<f64>| v.map_or("–".to_string(), micros);
+    let cell = |v: Option<f64>| v.map_or("–".to_string(), time_us);
     let row = |s: &mut String, name: &str, f: &dyn Fn(&Distribution) -> Option<String>| {
         if l.sets.iter().all(|d| f(d).is_none()) {
             return;
@@ -1086,7 +1040,7 @@ fn latency_panel(i: &Input, _: &RunData) -> Option<String> {
     }
     row(&mut s, "max", &|d| d.max_us.map(|v| cell(Some(v))));
     row(&mut s, "mean", &|d| d.mean_us.map(|v| cell(Some(v))));
-    row(&mut s, "samples", &|d| d.count.map(whole));
+    row(&mut s, "samples", &|d| d.count.map(thousands));
     s.push_str("</table>");
     if let Some(c) = latency_chart(&l) {
         s.push_str(&c.to_html());
@@ -1322,11 +1276,11 @@ fn config_panel(i: &Input, _: &RunData) -> Option<String> {
     let cpu = &doc["end"]["cpu_utilization_percent"];
     add(
         &format!("CPU, {}", hosts.near_short),
-        num(&cpu["host_total"]).map(|c| format!("{} %", sig3(c))),
+        num(&cpu["host_total"]).map(|c| format!("{} %", figures(c))),
     );
     add(
         &format!("CPU, {}", hosts.far_short),
-        num(&cpu["remote_total"]).map(|c| format!("{} %", sig3(c))),
+        num(&cpu["remote_total"]).map(|c| format!("{} %", figures(c))),
     );
     let mut s =
         String::from("<section class=\"config\"><h3>Test configuration</h3><table class=\"kv\">");
@@ -1396,17 +1350,17 @@ fn config_panel(i: &Input, _: &RunData) -> Option<String> {
         add("link rate", num(&c["rate_bps"]).map(rate));
         add(
             "round trip",
-            num(&c["rtt_ms"]).map(|r| format!("{} ms", sig3(r))),
+            num(&c["rtt_ms"]).map(|r| format!("{} ms", figures(r))),
         );
         add(
             "loss",
-            num(&c["loss"]).map(|l| format!("{} %", sig3(l * 100.0))),
+            num(&c["loss"]).map(|l| format!("{} %", figures(l * 100.0))),
         );
         add("queue", text(&c["queue"]));
         add("seed", text(&c["seed"]));
         add(
             "measured round trip (min)",
-            num(&m["rtt_min_ms"]).map(|r| format!("{} ms", sig3(r))),
+            num(&m["rtt_min_ms"]).map(|r| format!("{} ms", figures(r))),
         );
         add("measured link rate", num(&m["rate_bps"]).map(rate));
         add("segments delivered", text(&e["segments_delivered"]));
@@ -1419,7 +1373,7 @@ fn config_panel(i: &Input, _: &RunData) -> Option<String> {
             "release error p50 / p99",
             num(&e["release_error_p50_us"])
                 .zip(num(&e["release_error_p99_us"]))
-                .map(|(a, b)| format!("{} / {} µs", sig3(a), sig3(b))),
+                .map(|(a, b)| format!("{} / {} µs", figures(a), figures(b))),
         );
         s.push_str("<h3>Lab link (emulated)</h3><table class=\"kv\">");
         kv_rows(&mut s, &rows);

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::chart::{esc, Chart, Quantity, Series, Style};
-use crate::html::{num, rate, short, whole, Input, RunData};
+use crate::format::{figures_trimmed, rate, thousands};
+use crate::html::{num, Input, RunData};
 
 /// At most this many connections are drawn: the busiest by data moved.
 pub const MAX_DRAWN: usize = 8;
@@ -355,8 +356,8 @@ impl TopData {
     pub fn producer(&self) -> String {
         format!(
             "plumb top --json: {} readings of {} connection{}, intervals {} to {}",
-            whole(self.rows as f64),
-            whole(self.seen as f64),
+            thousands(self.rows as f64),
+            thousands(self.seen as f64),
             if self.seen == 1 { "" } else { "s" },
             self.first,
             self.last
@@ -656,7 +657,7 @@ fn table(t: &TopData) -> String {
             esc(&who),
             rate(c.mean_bps()),
             rate(peak),
-            whole(retrans),
+            thousands(retrans),
             esc(&seen),
             esc(&by.join(", "))
         );
@@ -686,7 +687,7 @@ pub fn panel(i: &Input, _: &RunData) -> Option<String> {
             "{} more busy connection{} (together {} % of the data moved; only the {MAX_DRAWN} busiest are drawn)",
             t.left_busy,
             if t.left_busy == 1 { "" } else { "s" },
-            short(t.left_busy_share * 100.0)
+            figures_trimmed(t.left_busy_share * 100.0)
         ));
     }
     if t.left_idle > 0 {

@@ -8,6 +8,7 @@
 //! each fixture was recorded is in `tests/fixtures/README.md`.
 
 use plumb_report::chart::{Quantity, Scale, Style};
+use plumb_report::format;
 use plumb_report::html::{self, Input, RunData};
 use serde_json::{json, Value};
 
@@ -426,7 +427,7 @@ fn check_cdf_chart(l: &html::Latency) -> plumb_report::chart::Chart {
     let slowest = l.sets.iter().filter_map(|d| d.max_us).fold(0.0, f64::max);
     if c.x_range.is_some() {
         assert!((xs.max - reach).abs() < 1e-9, "{xs:?} vs {reach}");
-        assert!(c.title.contains(&html::micros(slowest)), "{}", c.title);
+        assert!(c.title.contains(&format::time_us(slowest)), "{}", c.title);
     } else {
         // Not clipped: then no round trip lay more than 5 % past where the
         // lines reach 99 %.
@@ -473,14 +474,14 @@ fn latency_under_load_idle_against_loaded_from_a_recorded_document() {
             .unwrap_or_else(|| panic!("no figure {k}: {:?}", l.figures))
     };
     let inc = raw["increase_p50_ms"].as_f64().expect("increase");
-    assert_eq!(fig("load added, median"), html::micros(inc * 1e3));
+    assert_eq!(fig("load added, median"), format::time_us(inc * 1e3));
     let rpm = raw["loaded"]["rpm"].as_f64().expect("rpm");
     assert_eq!(fig("RPM loaded").replace(',', ""), format!("{rpm:.0}"));
     // What the probes cost beside the load they measured.
     let cost = &raw["probe_cost"];
     let wire = cost["wire_bits_per_second"].as_f64().expect("probe_cost");
     let load = fig("the probes' own load");
-    assert!(load.starts_with(&html::rate(wire)), "{load}");
+    assert!(load.starts_with(&format::rate(wire)), "{load}");
     let share = cost["share_of_load"].as_f64().expect("share") * 100.0;
     assert!(share < 1.0 && load.contains("% of the load"), "{load}");
     // --latency records no latency per interval: no chart of it.
@@ -670,14 +671,14 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         // In the table: measured against predicted, and the fix with its rate.
         for c in &live {
             let dg = &c["diagnosis"];
-            let measured = html::rate(html::conn_rate(c));
+            let measured = format::rate(html::conn_rate(c));
             assert!(table.contains(&measured), "{name}: {measured}");
             if let Some(pr) = dg["predicted_bps"].as_f64() {
-                assert!(table.contains(&html::rate(pr)), "{name}");
+                assert!(table.contains(&format::rate(pr)), "{name}");
             }
             if let Some(e) = dg["fixes"][0]["expected_bps"].as_f64() {
                 assert!(
-                    table.contains(&format!("→ about {}", html::rate(e))),
+                    table.contains(&format!("→ about {}", format::rate(e))),
                     "{name}"
                 );
             }
