@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use crate::chart::{esc, Chart, Quantity, Series, Style};
 use crate::format::{figures_trimmed, rate, thousands};
-use crate::html::{num, Input, RunData};
+use crate::html::num;
 
 /// At most this many connections are drawn: the busiest by data moved.
 pub const MAX_DRAWN: usize = 8;
@@ -668,8 +668,7 @@ fn table(t: &TopData) -> String {
 
 /// The panel of a top log: what it holds and left out, the table, the
 /// charts over time and the limit per interval.
-pub fn panel(i: &Input, _: &RunData) -> Option<String> {
-    let t = TopData::from_doc(&i.doc)?;
+pub fn panel(t: &TopData) -> String {
     let mut s = String::from("<section class=\"top\"><h3>Connections over time</h3>");
     let n = t.conns.len();
     let _ = write!(
@@ -706,10 +705,10 @@ pub fn panel(i: &Input, _: &RunData) -> Option<String> {
     }
     if t.conns.is_empty() {
         s.push_str("<p class=\"note\">No connection moved data in any interval read: nothing to draw.</p></section>");
-        return Some(s);
+        return s;
     }
-    s.push_str(&table(&t));
-    for c in [throughput_chart(&t), rtt_chart(&t), window_chart(&t)]
+    s.push_str(&table(t));
+    for c in [throughput_chart(t), rtt_chart(t), window_chart(t)]
         .into_iter()
         .flatten()
     {
@@ -721,9 +720,9 @@ pub fn panel(i: &Input, _: &RunData) -> Option<String> {
              a receiving end's TCP has little of its own to time, and its window is the sender's to use.</p>",
         );
     }
-    s.extend(limit_strip(&t));
+    s.extend(limit_strip(t));
     s.push_str("</section>");
-    Some(s)
+    s
 }
 
 #[cfg(test)]

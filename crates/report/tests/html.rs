@@ -614,8 +614,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         let live = html::live_connections(&doc).expect("live");
         assert_eq!(live.len(), conns.len());
         assert!(
-            live.windows(2)
-                .all(|w| html::conn_rate(w[0]) >= html::conn_rate(w[1])),
+            live.windows(2).all(|w| w[0].rate() >= w[1].rate()),
             "{name}: busiest first"
         );
         let p = page(doc.clone());
@@ -629,10 +628,9 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
             .and_then(|t| t.split("</table>").next())
             .expect("the connections table");
         assert_eq!(table.matches("<tr>").count(), conns.len() + 1, "{name}");
-        let busy: Vec<&Value> = live
+        let busy: Vec<&html::LiveConn> = live
             .iter()
-            .copied()
-            .filter(|c| c["diagnosis"].is_object() && c["this_host"] != "idle")
+            .filter(|c| c.diagnosis.is_some() && !c.is_idle())
             .collect();
         assert!(!busy.is_empty());
         assert_eq!(
@@ -649,18 +647,19 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         for c in &busy {
             // Its identity, then its verdict, in the busiest-first order.
             let head = p[at..]
-                .find(&format!("{}</b>", html::conn_name(c).replace('>', "&gt;")))
+                .find(&format!("{}</b>", c.name().replace('>', "&gt;")))
                 .map(|k| k + at)
-                .unwrap_or_else(|| panic!("{name}: no block for {}", html::conn_name(c)));
-            let summary = esc(c["diagnosis"]["summary"].as_str().expect("summary"));
+                .unwrap_or_else(|| panic!("{name}: no block for {}", c.name()));
+            let summary = c.diagnosis.as_ref().and_then(|d| d.summary.as_deref());
+            let summary = esc(summary.expect("summary"));
             let s = p[head..].find(&summary).expect("its summary") + head;
             let who = format!(
                 "{} (pid {})",
-                c["command"].as_str().expect("command"),
-                c["pid"].as_u64().expect("pid")
+                c.command.as_deref().expect("command"),
+                c.pid.expect("pid")
             );
             assert!(p[head..s].contains(&who), "{name}: {who}");
-            let end = if c["this_host"] == "sender" {
+            let end = if c.this_host.as_deref() == Some("sender") {
                 "this host sends"
             } else {
                 "this host receives"
@@ -670,13 +669,13 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         }
         // In the table: measured against predicted, and the fix with its rate.
         for c in &live {
-            let dg = &c["diagnosis"];
-            let measured = format::rate(html::conn_rate(c));
+            let dg = c.diagnosis.clone().unwrap_or_default();
+            let measured = format::rate(c.rate());
             assert!(table.contains(&measured), "{name}: {measured}");
-            if let Some(pr) = dg["predicted_bps"].as_f64() {
+            if let Some(pr) = dg.predicted_bps {
                 assert!(table.contains(&format::rate(pr)), "{name}");
             }
-            if let Some(e) = dg["fixes"][0]["expected_bps"].as_f64() {
+            if let Some(e) = dg.fixes.first().and_then(|f| f.expected_bps) {
                 assert!(
                     table.contains(&format!("→ about {}", format::rate(e))),
                     "{name}"
@@ -692,7 +691,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
             html::live_connections(d)
                 .expect("live")
                 .iter()
-                .map(|c| html::conn_rate(c))
+                .map(html::LiveConn::rate)
                 .collect()
         };
         assert_eq!(rates(&shuffled), rates(&doc), "{name}");
@@ -702,15 +701,15 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
     let rwnd = html::live_connections(&doc)
         .expect("live")
         .into_iter()
-        .find(|c| c["diagnosis"]["limit"] == "receive_window")
+        .find(|c| c.diagnosis.as_ref().and_then(|d| d.limit.as_deref()) == Some("receive_window"))
         .expect("the --rwin 17520 transfer");
-    assert_eq!(html::conn_limit(rwnd), "receive window");
-    assert!(rwnd["diagnosis"]["predicted_bps"].as_f64().is_some());
+    assert_eq!(rwnd.limit(), "receive window");
+    assert!(rwnd.diagnosis.and_then(|d| d.predicted_bps).is_some());
     // Two transfers and their control connections, the paced one first.
     let order: Vec<f64> = html::live_connections(&doc)
         .expect("live")
         .iter()
-        .map(|c| html::conn_rate(c))
+        .map(html::LiveConn::rate)
         .collect();
     assert_eq!(order.len(), 4);
     assert!(
@@ -730,10 +729,10 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         c["note"] = json!(note);
         c.as_object_mut().map(|o| o.remove("rate_bps"));
     }
-    let gone = html::conn_name(&closed["connections"][0]);
+    let gone = html::LiveConn::of(&closed["connections"][0]).name();
     let live = html::live_connections(&closed).expect("live");
-    assert_eq!(live.last().map(|c| html::conn_name(c)), Some(gone.clone()));
-    assert_eq!(html::conn_limit(live[live.len() - 1]), note);
+    assert_eq!(live.last().map(html::LiveConn::name), Some(gone.clone()));
+    assert_eq!(live[live.len() - 1].limit(), note);
     let p = page(closed);
     assert!(p.contains(note));
     assert_eq!(p.matches("class=\"verdict conn\"").count(), boxes - 1);
@@ -768,8 +767,12 @@ fn page_order_and_comparison() {
     assert!(at("data-chart=\"compare\"") < at("<article"));
     assert!(at("class=\"verdict\"") < at("data-chart=\"throughput\""));
     assert!(at("data-chart=\"throughput\"") < at("Test configuration"));
-    let runs: Vec<RunData> = inputs.iter().map(|i| data(&i.doc)).collect();
-    let c = html::compare_chart(&inputs, &runs);
+    let docs: Vec<html::Document> = inputs
+        .iter()
+        .map(|i| html::Document::of(i).expect("a report"))
+        .collect();
+    let runs: Vec<&RunData> = docs.iter().map(|d| &d.run).collect();
+    let c = html::compare_chart(&docs.iter().collect::<Vec<_>>());
     let end = runs.iter().map(|r| r.end_s).fold(0.0, f64::max);
     assert_eq!(c.x_range, Some((0.0, end)));
     // Each run's sum, plus the prediction of the run that has one.
