@@ -470,7 +470,7 @@ fn latency_under_load_idle_against_loaded_from_a_recorded_document() {
         l.figures
             .iter()
             .find(|f| f.0 == k)
-            .map(|f| f.1.clone())
+            .map(|f| f.1.to_string())
             .unwrap_or_else(|| panic!("no figure {k}: {:?}", l.figures))
     };
     let inc = raw["increase_p50_ms"].as_f64().expect("increase");
@@ -569,7 +569,7 @@ fn request_response_round_trips_and_their_intervals_from_recorded_documents() {
         .find(|f| f.0 == "transactions/s")
         .expect("rate");
     let tps = raw["transactions_per_second"].as_f64().expect("tps");
-    assert_eq!(fig.1.replace(',', ""), format!("{tps:.0}"));
+    assert_eq!(fig.1.to_string().replace(',', ""), format!("{tps:.0}"));
     let p = page(doc.clone());
     assert!(p.contains("request/response (TCP RR, 1 B out, 1 B back)"));
     assert!(p.contains("data-chart=\"latency\"") && p.contains("data-chart=\"latency-intervals\""));

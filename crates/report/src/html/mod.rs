@@ -24,7 +24,7 @@ pub use charts::{
 };
 pub use extract::config::{Config, Hosts, Lab};
 pub use extract::diagnosis::{Diagnosis, Evidence, Fix};
-pub use extract::latency::{distribution, latency, Distribution, Latency, LatencyKind};
+pub use extract::latency::{distribution, latency, Distribution, Figure, Latency, LatencyKind};
 pub use extract::live::{is_live, live_connections, Live, LiveConn};
 pub(crate) use extract::num;
 pub use extract::series::{run_data, RunData, StreamData};

@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use super::series::{close_steps, step};
 use super::{num, text};
-use crate::format::{figures_trimmed, rate, thousands, time_us};
 
 /// One latency distribution as plumb records it: percentile keys
 /// (`p50_us`, `p99_9_ms`…), `min`/`mean`/`max`, and histogram buckets.
@@ -38,13 +37,29 @@ pub struct Distribution {
 pub struct Latency {
     /// The distributions, in the order the page shows them.
     pub sets: Vec<Distribution>,
-    /// Headline figures: (label, value as text).
-    pub figures: Vec<(String, String)>,
+    /// Headline figures: (label, value).
+    pub figures: Vec<(String, Figure)>,
     /// Percentiles per interval (`intervals[].plumb.latency`): (name, step
     /// series in µs over the test's time).
     pub intervals: Vec<(String, Vec<(f64, f64)>)>,
     /// What kind of test timed them.
     pub kind: LatencyKind,
+}
+
+/// A headline figure's value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Figure {
+    /// A count or a rate of things (transactions/s, RPM).
+    Count(f64),
+    /// A time, µs.
+    Time(f64),
+    /// A load, bit/s, and its share of the test's load (0–1).
+    Load {
+        /// The load, bit/s.
+        bps: f64,
+        /// Its share of the whole load.
+        share: Option<f64>,
+    },
 }
 
 /// What kind of test recorded the latency, and how it was set up.
@@ -187,13 +202,13 @@ pub fn latency(doc: &Value) -> Option<Latency> {
             out.sets.extend(distribution(name, o));
         }
     }
-    let mut fig = |k: &str, v: Option<String>| {
+    let mut fig = |k: &str, v: Option<Figure>| {
         if let Some(v) = v {
             out.figures.push((k.into(), v));
         }
     };
     let lv = &doc["end"]["plumb"]["latency"];
-    let count = |v: &Value| num(v).map(thousands);
+    let count = |v: &Value| num(v).map(Figure::Count);
     if l.contains_key("connections_per_second") {
         fig("connections/s", count(&lv["connections_per_second"]));
         fig("connections", count(&lv["connections"]));
@@ -202,7 +217,7 @@ pub fn latency(doc: &Value) -> Option<Latency> {
         fig("transactions", count(&lv["transactions"]));
     }
     fig("lost", count(&lv["lost"]));
-    let ms = |v: &Value| num(v).map(|x| time_us(x * 1e3));
+    let ms = |v: &Value| num(v).map(|x| Figure::Time(x * 1e3));
     fig("load added, median", ms(&lv["increase_p50_ms"]));
     fig(
         "load added, p99 over the idle median",
@@ -214,9 +229,9 @@ pub fn latency(doc: &Value) -> Option<Latency> {
     let cost = &lv["probe_cost"];
     fig(
         "the probes' own load",
-        num(&cost["wire_bits_per_second"]).map(|b| match num(&cost["share_of_load"]) {
-            Some(s) => format!("{} ({} % of the load)", rate(b), figures_trimmed(s * 100.0)),
-            None => rate(b),
+        num(&cost["wire_bits_per_second"]).map(|bps| Figure::Load {
+            bps,
+            share: num(&cost["share_of_load"]),
         }),
     );
 
@@ -293,8 +308,8 @@ mod tests {
         assert_eq!(
             l.figures,
             vec![
-                ("transactions/s".to_string(), "12,345".to_string()),
-                ("transactions".to_string(), "61,000".to_string()),
+                ("transactions/s".to_string(), Figure::Count(12345.4)),
+                ("transactions".to_string(), Figure::Count(61000.0)),
             ]
         );
         assert_eq!(
@@ -332,8 +347,10 @@ mod tests {
         );
         assert!(l
             .figures
-            .contains(&("load added, median".into(), "8 ms".into())));
-        assert!(l.figures.contains(&("RPM idle".into(), "1,200".into())));
+            .contains(&("load added, median".into(), Figure::Time(8000.0))));
+        assert!(l
+            .figures
+            .contains(&("RPM idle".into(), Figure::Count(1200.0))));
         assert!(l.intervals.is_empty());
         assert_eq!(latency(&json!({"end": {}})), None);
         assert_eq!(latency(&json!({"end": {"plumb": {"latency": [1]}}})), None);

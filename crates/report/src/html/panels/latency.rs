@@ -5,10 +5,31 @@
 use std::fmt::Write as _;
 
 use crate::chart::esc;
-use crate::format::{thousands, time_us};
+use crate::format::{figures_trimmed, rate, thousands, time_us};
 use crate::html::charts::{latency_chart, latency_interval_chart};
-use crate::html::extract::latency::{Distribution, LatencyKind};
+use crate::html::extract::latency::{Distribution, Figure, LatencyKind};
 use crate::html::extract::Document;
+
+impl std::fmt::Display for Figure {
+    /// A count with thousands separators (`12,345`), a time by size
+    /// (`8 ms`), a load with its share (`12 kbit/s (0.5 % of the load)`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Figure::Count(n) => f.write_str(&thousands(n)),
+            Figure::Time(us) => f.write_str(&time_us(us)),
+            Figure::Load { bps, share: None } => f.write_str(&rate(bps)),
+            Figure::Load {
+                bps,
+                share: Some(s),
+            } => write!(
+                f,
+                "{} ({} % of the load)",
+                rate(bps),
+                figures_trimmed(s * 100.0)
+            ),
+        }
+    }
+}
 
 /// Latency: what was timed, the headline figures, percentiles side by
 /// side, the CDF and the percentiles per interval.
@@ -50,7 +71,7 @@ pub fn latency_panel(d: &Document) -> Option<String> {
                 s,
                 "<td><span class=\"k\">{}</span><b>{}</b></td>",
                 esc(k),
-                esc(v)
+                esc(&v.to_string())
             );
         }
         s.push_str("</tr></table>");
@@ -101,4 +122,18 @@ pub fn latency_panel(d: &Document) -> Option<String> {
     }
     s.push_str("</section>");
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_as_the_page_shows_them() {
+        assert_eq!(Figure::Count(12_345.4).to_string(), "12,345");
+        assert_eq!(Figure::Time(8000.0).to_string(), "8 ms");
+        let load = |share| Figure::Load { bps: 12e3, share }.to_string();
+        assert_eq!(load(None), "12.0 kbit/s");
+        assert_eq!(load(Some(0.005)), "12.0 kbit/s (0.5 % of the load)");
+    }
 }
