@@ -1,5 +1,6 @@
 //! How every sink writes sizes, rates, times and counts for people: iperf3's
-//! column layout ([`bytes`], [`bitrate`]) for the text sink, the shorter
+//! column layout ([`bytes`], [`bitrate`], [`interval_secs`], [`lost_of`])
+//! for the text sink, the shorter
 //! forms the HTML report and `plumb top` use ([`rate`], [`time_us`],
 //! [`size_compact`], [`figures`], [`thousands`]), and the names of the
 //! systems a diagnosis writes fixes for, shared by the text (`plumb why`)
@@ -35,6 +36,36 @@ pub fn bitrate(bps: f64) -> String {
         i += 1;
     }
     format!("{} {}", three(v), units[i])
+}
+
+/// An interval's start and end as iperf3's column: `  0.00-1.00   sec`.
+pub fn interval_secs(start: f64, end: f64) -> String {
+    format!("{start:6.2}-{end:<6.2} sec")
+}
+
+/// Datagrams lost of those sent, as iperf3's UDP column: `3/1000 (0.3%)`.
+pub fn lost_of(lost: i64, packets: i64) -> String {
+    let pct = if packets > 0 {
+        100.0 * lost as f64 / packets as f64
+    } else {
+        0.0
+    };
+    format!("{lost}/{packets} ({}%)", loss_pct(pct))
+}
+
+/// A loss percentage: two decimals without trailing zeros, or in
+/// scientific notation below 0.01 so that a rare loss does not read 0.
+fn loss_pct(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p >= 0.01 {
+        format!("{p:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    } else {
+        format!("{p:.2e}")
+    }
 }
 
 /// Three significant figures in a four-character field, as iperf3 does.
@@ -135,6 +166,10 @@ mod tests {
         assert_eq!(bitrate(12.3e9), "12.3 Gbits/sec");
         assert_eq!(bitrate(100e6), " 100 Mbits/sec");
         assert_eq!(bitrate(9.344e6), "9.34 Mbits/sec");
+        assert_eq!(interval_secs(0.0, 1.0), "  0.00-1.00   sec");
+        assert_eq!(lost_of(3, 1000), "3/1000 (0.3%)");
+        assert_eq!(lost_of(1, 1_000_000), "1/1000000 (1.00e-4%)");
+        assert_eq!(lost_of(0, 0), "0/0 (0%)");
     }
 
     #[test]
