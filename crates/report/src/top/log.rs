@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::data::{Sample, TopConn, TopData, MAX_DRAWN};
-use crate::html::num;
+use crate::html::extract::num;
 
 /// The key of a top log's document.
 const KEY: &str = "plumb_top";

@@ -16,7 +16,8 @@ fn table(t: &TopData) -> String {
          <th>mean rate</th><th>peak</th><th>retransmits</th><th>limits seen</th><th>limit by interval</th></tr>",
     );
     for (k, c) in t.conns.iter().enumerate() {
-        let process = crate::html::process_name(c.command.as_deref(), c.pid, "unknown");
+        let process =
+            crate::html::panels::live::process_name(c.command.as_deref(), c.pid, "unknown");
         let mut seen: Vec<(String, usize)> = Vec::new();
         for smp in c.samples.iter().filter(|s| s.direction != "idle") {
             let l = TopConn::limit_at(smp);

@@ -3,9 +3,9 @@
 //! This is the one place the report reads `serde_json::Value`: everything
 //! below [`crate::html`]'s charts, panels and page takes a [`Document`] (or
 //! a part of one) and never looks at JSON. A key that is missing or holds
-//! the wrong type reads as absent (`None`, an empty series), as the page
-//! showed it before it was typed; only what makes a document no report at
-//! all is a [`BadDocument`].
+//! the wrong type reads as absent (`None`, an empty series): the page
+//! leaves out what the document does not say. Only what makes a document
+//! no report at all is a [`BadDocument`].
 
 pub mod config;
 pub mod diagnosis;
