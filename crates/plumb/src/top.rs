@@ -22,6 +22,7 @@ use plumb_live::sys::Dumper;
 use plumb_live::sys::Owner;
 use plumb_live::{Conn, Role, Track};
 use plumb_model::Rate;
+use plumb_report::format::size_compact;
 
 use crate::cli::usage_error;
 use crate::live::{link_for_peer, CpuMark, LiveFilterArgs, Owners};
@@ -332,10 +333,10 @@ fn table<'a>(
             r.role.name(),
             human(r.rate),
             tcp.map_or("-".into(), |t| format!("{:.2}", f64::from(t.rtt) / 1e3)),
-            tcp.map_or("-".into(), |t| compact(
-                u64::from(t.snd_cwnd) * u64::from(t.snd_mss)
+            tcp.map_or("-".into(), |t| size_compact(
+                f64::from(t.snd_cwnd) * f64::from(t.snd_mss)
             )),
-            window(c, r.role).map_or("-".into(), |w| compact(u64::from(w))),
+            window(c, r.role).map_or("-".into(), |w| size_compact(f64::from(w))),
             r.retrans,
             r.limit.map_or("-", |l| l.name()),
         );
@@ -343,15 +344,6 @@ fn table<'a>(
         v.push(line);
     }
     v
-}
-
-/// `17520`, `916.8K`, `19.3M`: bytes in a table column.
-fn compact(b: u64) -> String {
-    match b {
-        0..=99_999 => b.to_string(),
-        100_000..=99_999_999 => format!("{:.1}K", b as f64 / 1e3),
-        _ => format!("{:.1}M", b as f64 / 1e6),
-    }
 }
 
 /// A connection as last read, and its latest row. Boxed in the map: a
@@ -725,6 +717,7 @@ mod tests {
         let cols = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
         // PROCESS PEER DIR RATE RTT CWND WINDOW RETR LIMIT (an idle rate is "0")
         assert_eq!(cols(&lines[2])[4..7], ["-", "-", "-"], "{}", lines[2]);
-        assert_eq!(cols(&lines[3])[4..6], ["15.00", "14480"], "{}", lines[3]);
+        // Windows in one form for every row (`14.5K`, `2.32M`).
+        assert_eq!(cols(&lines[3])[4..6], ["15.00", "14.5K"], "{}", lines[3]);
     }
 }

@@ -1,6 +1,12 @@
-//! iperf3's number formatting: adaptive units with three significant figures;
-//! and the names of the systems a diagnosis writes fixes for, shared by the
-//! text (`plumb why`) and the HTML report.
+//! How every sink writes sizes, rates, times and counts for people: iperf3's
+//! column layout ([`bytes`], [`bitrate`], [`interval_secs`], [`lost_of`])
+//! for the text sink, the shorter
+//! forms the HTML report and `plumb top` use ([`rate`], [`time_us`],
+//! [`size_compact`], [`figures`], [`thousands`]), and the names of the
+//! systems a diagnosis writes fixes for, shared by the text (`plumb why`)
+//! and the HTML report. No other module formats a number with a unit.
+
+use crate::chart::{unit_for, Quantity};
 
 /// Bytes with binary prefixes as iperf3 prints them: `1.43 GBytes`, ` 895 KBytes`.
 pub fn bytes(n: f64) -> String {
@@ -32,6 +38,36 @@ pub fn bitrate(bps: f64) -> String {
     format!("{} {}", three(v), units[i])
 }
 
+/// An interval's start and end as iperf3's column: `  0.00-1.00   sec`.
+pub fn interval_secs(start: f64, end: f64) -> String {
+    format!("{start:6.2}-{end:<6.2} sec")
+}
+
+/// Datagrams lost of those sent, as iperf3's UDP column: `3/1000 (0.3%)`.
+pub fn lost_of(lost: i64, packets: i64) -> String {
+    let pct = if packets > 0 {
+        100.0 * lost as f64 / packets as f64
+    } else {
+        0.0
+    };
+    format!("{lost}/{packets} ({}%)", loss_pct(pct))
+}
+
+/// A loss percentage: two decimals without trailing zeros, or in
+/// scientific notation below 0.01 so that a rare loss does not read 0.
+fn loss_pct(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p >= 0.01 {
+        format!("{p:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    } else {
+        format!("{p:.2e}")
+    }
+}
+
 /// Three significant figures in a four-character field, as iperf3 does.
 fn three(v: f64) -> String {
     if v < 9.995 {
@@ -41,6 +77,66 @@ fn three(v: f64) -> String {
     } else {
         format!("{v:4.0}")
     }
+}
+
+/// A rate for a page or a table: three significant figures, the unit by
+/// size (`942 Mbit/s`, `1.20 Gbit/s`); [`bitrate`] is iperf3's column.
+pub fn rate(bps: f64) -> String {
+    let (div, unit) = unit_for(Quantity::Rate, bps.abs());
+    format!("{} {unit}", figures(bps / div))
+}
+
+/// A time given in µs: µs, ms or s by size, three significant figures
+/// without trailing zeros (`850 µs`, `1.2 ms`).
+pub fn time_us(us: f64) -> String {
+    let (div, unit) = unit_for(Quantity::Micros, us.abs());
+    format!("{} {unit}", figures_trimmed(us / div))
+}
+
+/// A size in bytes for a table column, one word wide: bytes below 1000,
+/// else three significant figures with a decimal prefix (`980`, `17.4K`,
+/// `2.32M`, `1.05G`), the same for every row so that a column compares.
+pub fn size_compact(b: f64) -> String {
+    let (div, unit) = unit_for(Quantity::Bytes, b.abs());
+    let prefix = unit.trim_end_matches('B').to_uppercase();
+    format!("{}{prefix}", figures(b / div))
+}
+
+/// Three significant figures, zeros kept (`0.500`, `10.0`, `942`, `1234`);
+/// `0` for zero or a number that is not finite.
+pub fn figures(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return "0".into();
+    }
+    let digits = 3 - 1 - x.abs().log10().floor() as i32;
+    let d = digits.clamp(0, 6) as usize;
+    format!("{x:.d$}")
+}
+
+/// Three significant figures without trailing zeros: `10`, `1.2`, `77.4`.
+pub fn figures_trimmed(x: f64) -> String {
+    let n = figures(x);
+    if n.contains('.') {
+        n.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        n
+    }
+}
+
+/// A whole number with thousands separators: `799,854`.
+pub fn thousands(x: f64) -> String {
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if x < 0.0 && digits != "0" {
+        out.insert(0, '-');
+    }
+    out
 }
 
 /// The name a person reads for the `os` of a diagnosis's fix (`"linux"`,
@@ -70,6 +166,39 @@ mod tests {
         assert_eq!(bitrate(12.3e9), "12.3 Gbits/sec");
         assert_eq!(bitrate(100e6), " 100 Mbits/sec");
         assert_eq!(bitrate(9.344e6), "9.34 Mbits/sec");
+        assert_eq!(interval_secs(0.0, 1.0), "  0.00-1.00   sec");
+        assert_eq!(lost_of(3, 1000), "3/1000 (0.3%)");
+        assert_eq!(lost_of(1, 1_000_000), "1/1000000 (1.00e-4%)");
+        assert_eq!(lost_of(0, 0), "0/0 (0%)");
+    }
+
+    #[test]
+    fn for_pages_and_tables() {
+        assert_eq!(rate(942.4e6), "942 Mbit/s");
+        assert_eq!(rate(1.2e9), "1.20 Gbit/s");
+        assert_eq!(rate(0.0), "0 bit/s");
+        assert_eq!(time_us(850.0), "850 µs");
+        assert_eq!(time_us(1200.0), "1.2 ms");
+        assert_eq!(figures(0.5), "0.500");
+        assert_eq!(figures(10.0), "10.0");
+        assert_eq!(figures(f64::NAN), "0");
+        assert_eq!(figures_trimmed(77.4), "77.4");
+        assert_eq!(figures_trimmed(10.0), "10");
+        assert_eq!(thousands(799_854.0), "799,854");
+        assert_eq!(thousands(-1234.0), "-1,234");
+        assert_eq!(thousands(-0.2), "0");
+    }
+
+    /// One rule for every row: a 17 kB window beside a 2 MB one reads
+    /// `17.4K` beside `2.32M`, not `17376` beside `2322.6K`.
+    #[test]
+    fn sizes_in_a_column_share_one_rule() {
+        assert_eq!(size_compact(980.0), "980");
+        assert_eq!(size_compact(17_376.0), "17.4K");
+        assert_eq!(size_compact(14_480.0), "14.5K");
+        assert_eq!(size_compact(2_322_600.0), "2.32M");
+        assert_eq!(size_compact(1.05e9), "1.05G");
+        assert_eq!(size_compact(0.0), "0");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::format::{bitrate, bytes};
+use crate::format::{bitrate, bytes, interval_secs, lost_of};
 use crate::record::*;
 use crate::Sink;
 
@@ -138,32 +138,6 @@ fn udp_line(u: &serde_json::Value) -> Option<String> {
         }
     }
     Some(l)
-}
-
-fn interval(start: f64, end: f64) -> String {
-    format!("{start:6.2}-{end:<6.2} sec")
-}
-
-fn lost(lost: i64, packets: i64) -> String {
-    let pct = if packets > 0 {
-        100.0 * lost as f64 / packets as f64
-    } else {
-        0.0
-    };
-    format!("{lost}/{packets} ({}%)", trim_pct(pct))
-}
-
-fn trim_pct(p: f64) -> String {
-    if p == 0.0 {
-        "0".into()
-    } else if p >= 0.01 {
-        format!("{p:.2}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    } else {
-        format!("{p:.2e}")
-    }
 }
 
 impl<W: Write> Sink for TextSink<W> {
@@ -328,7 +302,7 @@ impl<W: Write> TextSink<W> {
         let mut l = format!(
             "{} {}  {}  {}",
             self.id(socket, sender),
-            interval(start, end),
+            interval_secs(start, end),
             bytes(n as f64),
             bitrate(bps)
         );
@@ -372,7 +346,7 @@ impl<W: Write> TextSink<W> {
                         n += 1;
                     }
                 }
-                l += &format!("  {:.3} ms  {}  ", j / f64::from(n.max(1)), lost(lo, p));
+                l += &format!("  {:.3} ms  {}  ", j / f64::from(n.max(1)), lost_of(lo, p));
             }
             _ => l += "                  ",
         }
@@ -403,7 +377,7 @@ impl<W: Write> TextSink<W> {
         let mut l = format!(
             "{} {}  {}  {}",
             self.id(socket, sender),
-            interval(0.0, secs),
+            interval_secs(0.0, secs),
             bytes(n as f64),
             bitrate(bps)
         );
@@ -417,12 +391,12 @@ impl<W: Write> TextSink<W> {
                 k += 1;
             }
             if sending {
-                l += &format!("  {:.3} ms  {}  sender", 0.0, lost(0, sent));
+                l += &format!("  {:.3} ms  {}  sender", 0.0, lost_of(0, sent));
             } else {
                 l += &format!(
                     "  {:.3} ms  {}  receiver",
                     j / f64::from(k.max(1)),
-                    lost(lo, p)
+                    lost_of(lo, p)
                 );
             }
         } else if sending {

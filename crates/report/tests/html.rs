@@ -8,6 +8,7 @@
 //! each fixture was recorded is in `tests/fixtures/README.md`.
 
 use plumb_report::chart::{Quantity, Scale, Style};
+use plumb_report::format;
 use plumb_report::html::{self, Input, RunData};
 use serde_json::{json, Value};
 
@@ -426,7 +427,7 @@ fn check_cdf_chart(l: &html::Latency) -> plumb_report::chart::Chart {
     let slowest = l.sets.iter().filter_map(|d| d.max_us).fold(0.0, f64::max);
     if c.x_range.is_some() {
         assert!((xs.max - reach).abs() < 1e-9, "{xs:?} vs {reach}");
-        assert!(c.title.contains(&html::micros(slowest)), "{}", c.title);
+        assert!(c.title.contains(&format::time_us(slowest)), "{}", c.title);
     } else {
         // Not clipped: then no round trip lay more than 5 % past where the
         // lines reach 99 %.
@@ -469,18 +470,18 @@ fn latency_under_load_idle_against_loaded_from_a_recorded_document() {
         l.figures
             .iter()
             .find(|f| f.0 == k)
-            .map(|f| f.1.clone())
+            .map(|f| f.1.to_string())
             .unwrap_or_else(|| panic!("no figure {k}: {:?}", l.figures))
     };
     let inc = raw["increase_p50_ms"].as_f64().expect("increase");
-    assert_eq!(fig("load added, median"), html::micros(inc * 1e3));
+    assert_eq!(fig("load added, median"), format::time_us(inc * 1e3));
     let rpm = raw["loaded"]["rpm"].as_f64().expect("rpm");
     assert_eq!(fig("RPM loaded").replace(',', ""), format!("{rpm:.0}"));
     // What the probes cost beside the load they measured.
     let cost = &raw["probe_cost"];
     let wire = cost["wire_bits_per_second"].as_f64().expect("probe_cost");
     let load = fig("the probes' own load");
-    assert!(load.starts_with(&html::rate(wire)), "{load}");
+    assert!(load.starts_with(&format::rate(wire)), "{load}");
     let share = cost["share_of_load"].as_f64().expect("share") * 100.0;
     assert!(share < 1.0 && load.contains("% of the load"), "{load}");
     // --latency records no latency per interval: no chart of it.
@@ -568,7 +569,7 @@ fn request_response_round_trips_and_their_intervals_from_recorded_documents() {
         .find(|f| f.0 == "transactions/s")
         .expect("rate");
     let tps = raw["transactions_per_second"].as_f64().expect("tps");
-    assert_eq!(fig.1.replace(',', ""), format!("{tps:.0}"));
+    assert_eq!(fig.1.to_string().replace(',', ""), format!("{tps:.0}"));
     let p = page(doc.clone());
     assert!(p.contains("request/response (TCP RR, 1 B out, 1 B back)"));
     assert!(p.contains("data-chart=\"latency\"") && p.contains("data-chart=\"latency-intervals\""));
@@ -613,8 +614,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         let live = html::live_connections(&doc).expect("live");
         assert_eq!(live.len(), conns.len());
         assert!(
-            live.windows(2)
-                .all(|w| html::conn_rate(w[0]) >= html::conn_rate(w[1])),
+            live.windows(2).all(|w| w[0].rate() >= w[1].rate()),
             "{name}: busiest first"
         );
         let p = page(doc.clone());
@@ -628,10 +628,9 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
             .and_then(|t| t.split("</table>").next())
             .expect("the connections table");
         assert_eq!(table.matches("<tr>").count(), conns.len() + 1, "{name}");
-        let busy: Vec<&Value> = live
+        let busy: Vec<&html::LiveConn> = live
             .iter()
-            .copied()
-            .filter(|c| c["diagnosis"].is_object() && c["this_host"] != "idle")
+            .filter(|c| c.diagnosis.is_some() && !c.is_idle())
             .collect();
         assert!(!busy.is_empty());
         assert_eq!(
@@ -648,18 +647,19 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         for c in &busy {
             // Its identity, then its verdict, in the busiest-first order.
             let head = p[at..]
-                .find(&format!("{}</b>", html::conn_name(c).replace('>', "&gt;")))
+                .find(&format!("{}</b>", c.name().replace('>', "&gt;")))
                 .map(|k| k + at)
-                .unwrap_or_else(|| panic!("{name}: no block for {}", html::conn_name(c)));
-            let summary = esc(c["diagnosis"]["summary"].as_str().expect("summary"));
+                .unwrap_or_else(|| panic!("{name}: no block for {}", c.name()));
+            let summary = c.diagnosis.as_ref().and_then(|d| d.summary.as_deref());
+            let summary = esc(summary.expect("summary"));
             let s = p[head..].find(&summary).expect("its summary") + head;
             let who = format!(
                 "{} (pid {})",
-                c["command"].as_str().expect("command"),
-                c["pid"].as_u64().expect("pid")
+                c.command.as_deref().expect("command"),
+                c.pid.expect("pid")
             );
             assert!(p[head..s].contains(&who), "{name}: {who}");
-            let end = if c["this_host"] == "sender" {
+            let end = if c.this_host.as_deref() == Some("sender") {
                 "this host sends"
             } else {
                 "this host receives"
@@ -669,15 +669,15 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         }
         // In the table: measured against predicted, and the fix with its rate.
         for c in &live {
-            let dg = &c["diagnosis"];
-            let measured = html::rate(html::conn_rate(c));
+            let dg = c.diagnosis.clone().unwrap_or_default();
+            let measured = format::rate(c.rate());
             assert!(table.contains(&measured), "{name}: {measured}");
-            if let Some(pr) = dg["predicted_bps"].as_f64() {
-                assert!(table.contains(&html::rate(pr)), "{name}");
+            if let Some(pr) = dg.predicted_bps {
+                assert!(table.contains(&format::rate(pr)), "{name}");
             }
-            if let Some(e) = dg["fixes"][0]["expected_bps"].as_f64() {
+            if let Some(e) = dg.fixes.first().and_then(|f| f.expected_bps) {
                 assert!(
-                    table.contains(&format!("→ about {}", html::rate(e))),
+                    table.contains(&format!("→ about {}", format::rate(e))),
                     "{name}"
                 );
             }
@@ -691,7 +691,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
             html::live_connections(d)
                 .expect("live")
                 .iter()
-                .map(|c| html::conn_rate(c))
+                .map(html::LiveConn::rate)
                 .collect()
         };
         assert_eq!(rates(&shuffled), rates(&doc), "{name}");
@@ -701,15 +701,15 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
     let rwnd = html::live_connections(&doc)
         .expect("live")
         .into_iter()
-        .find(|c| c["diagnosis"]["limit"] == "receive_window")
+        .find(|c| c.diagnosis.as_ref().and_then(|d| d.limit.as_deref()) == Some("receive_window"))
         .expect("the --rwin 17520 transfer");
-    assert_eq!(html::conn_limit(rwnd), "receive window");
-    assert!(rwnd["diagnosis"]["predicted_bps"].as_f64().is_some());
+    assert_eq!(rwnd.limit(), "receive window");
+    assert!(rwnd.diagnosis.and_then(|d| d.predicted_bps).is_some());
     // Two transfers and their control connections, the paced one first.
     let order: Vec<f64> = html::live_connections(&doc)
         .expect("live")
         .iter()
-        .map(|c| html::conn_rate(c))
+        .map(html::LiveConn::rate)
         .collect();
     assert_eq!(order.len(), 4);
     assert!(
@@ -729,10 +729,10 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         c["note"] = json!(note);
         c.as_object_mut().map(|o| o.remove("rate_bps"));
     }
-    let gone = html::conn_name(&closed["connections"][0]);
+    let gone = html::LiveConn::of(&closed["connections"][0]).name();
     let live = html::live_connections(&closed).expect("live");
-    assert_eq!(live.last().map(|c| html::conn_name(c)), Some(gone.clone()));
-    assert_eq!(html::conn_limit(live[live.len() - 1]), note);
+    assert_eq!(live.last().map(html::LiveConn::name), Some(gone.clone()));
+    assert_eq!(live[live.len() - 1].limit(), note);
     let p = page(closed);
     assert!(p.contains(note));
     assert_eq!(p.matches("class=\"verdict conn\"").count(), boxes - 1);
@@ -767,8 +767,12 @@ fn page_order_and_comparison() {
     assert!(at("data-chart=\"compare\"") < at("<article"));
     assert!(at("class=\"verdict\"") < at("data-chart=\"throughput\""));
     assert!(at("data-chart=\"throughput\"") < at("Test configuration"));
-    let runs: Vec<RunData> = inputs.iter().map(|i| data(&i.doc)).collect();
-    let c = html::compare_chart(&inputs, &runs);
+    let docs: Vec<html::Document> = inputs
+        .iter()
+        .map(|i| html::Document::of(i).expect("a report"))
+        .collect();
+    let runs: Vec<&RunData> = docs.iter().map(|d| &d.run).collect();
+    let c = html::compare_chart(&docs.iter().collect::<Vec<_>>());
     let end = runs.iter().map(|r| r.end_s).fold(0.0, f64::max);
     assert_eq!(c.x_range, Some((0.0, end)));
     // Each run's sum, plus the prediction of the run that has one.

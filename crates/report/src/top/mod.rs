@@ -1,0 +1,23 @@
+//! `plumb top --json` logs on the page: the connections over time.
+//!
+//! A top log is NDJSON, one object per connection per interval (`interval`,
+//! `local`, `remote`, `pid`, `command`, `direction`, `rate_bps`, `rtt_ms`,
+//! `cwnd_bytes`, `window_bytes`, `retransmits`, `limit`, `congestion`, as
+//! `plumb top`'s `write_json` writes them). [`log`] tells such a log from a
+//! `--json-stream` log, checks every line, and keeps the [`MAX_DRAWN`]
+//! busiest connections by data moved with all their readings — the rest
+//! are counted, not kept, so a log of a host with thousands of sockets
+//! costs memory per connection, not per line. The result is a document
+//! (`{"plumb_top": …}`) read back as [`TopData`] ([`data`]), which
+//! [`panel`] draws: a table, throughput, RTT and windows over time
+//! ([`charts`]), and the limit named per interval.
+
+pub mod charts;
+pub mod data;
+pub mod log;
+mod panel;
+
+pub use charts::{limit_strip, rtt_chart, steps, throughput_chart, window_chart};
+pub use data::{Sample, TopConn, TopData, MAX_DRAWN};
+pub use log::{document_from_top, is_top_doc, is_top_log};
+pub use panel::panel;
