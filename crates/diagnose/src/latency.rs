@@ -9,7 +9,7 @@
 use plumb_model::units::sig;
 use serde::Serialize;
 
-use crate::rules::Fix;
+use crate::finding::Fix;
 
 /// The probes' figures, ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

@@ -15,10 +15,16 @@
 #![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
+mod diagnosis;
 pub mod evidence;
+mod figures;
+mod finding;
 pub mod fixes;
+mod human;
 pub mod latency;
+mod payload;
 pub mod rules;
+mod tolerance;
 
 pub use evidence::{Evidence, LinkSource};
 pub use rules::{

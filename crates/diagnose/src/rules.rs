@@ -14,24 +14,22 @@
 
 use plumb_model::tcp;
 use plumb_model::units::{sig, thousands};
-use plumb_model::{Bytes, LossRate, Rate, Rtt};
-use serde::Serialize;
+use plumb_model::{Bytes, LossRate, Rtt};
 
-use crate::evidence::{Evidence, LinkSource};
+use crate::evidence::{Cpu, Evidence, LinkSource};
+use crate::finding::line;
 use crate::fixes;
+use crate::human::{bytes, mbps, ms, pct};
+use crate::latency;
 
-/// How far `measured / predicted` may stray either way (as a factor
-/// 1 + TOLERANCE) for a ceiling computed from what TCP reports — window /
-/// RTT, the link's goodput, the goodput at a small MSS, an application's
-/// rate cap, a congestion window — to explain the measurement. Lab runs
-/// that hold one of these by construction (1 Gb/s and 200 Mb/s links,
-/// 5–20 ms, 4 s tests on this project's 2-core machine, recorded in
-/// `tests/fixtures/lab-*.json`) measured 0.88–1.00 of the prediction: 0.88
-/// for `-b 50M`, 0.985–0.999 for 17,520 B windows, 0.992 for full links,
-/// 0.996 at MSS 536. A quarter leaves room for slow start
-/// and for an RTT that queues inflate during a test, and is still narrow
-/// enough that a cause predicting 1.6 times the rate cannot explain it.
-pub const TOLERANCE: f64 = 0.25;
+pub use crate::diagnosis::Diagnosis;
+pub use crate::figures::Figures;
+pub use crate::finding::{Confidence, EvidenceLine, Finding, Fix, Limit, Status};
+pub use crate::human::{human_count, human_rate};
+pub use crate::payload::{efficiency, sndbuf_payload, udp_efficiency, UDP_PAYLOAD};
+pub use crate::tolerance::{
+    explains, BINDING_SHARE, CONTRADICTED_SHARE, MISSING_FACTOR, TOLERANCE,
+};
 
 /// The tolerance of the send-buffer model, wider because the payload share
 /// of a buffer ([`sndbuf_payload`]) is itself an estimate: in the lab the
@@ -47,23 +45,6 @@ pub const SNDBUF_TOLERANCE: f64 = 0.35;
 /// recorded Reno and CUBIC runs at 0.8–0.9 % retransmitted measured 1.02 and
 /// 1.07 of it.
 pub const MATHIS_TOLERANCE: f64 = 0.5;
-
-/// The share of the test a TCP limit counter (`rwnd_limited`,
-/// `sndbuf_limited`, time not busy) must cover to show its limit binding.
-/// Linux counts a window or buffer limit only while a send was held back
-/// with the congestion window open, so a limit that holds the whole test
-/// shows well under 100 %: the recorded lab runs with a 17,520 B window show
-/// 32–39 % `rwnd_limited`, a 64 KiB send buffer under bbr 31 %
-/// `sndbuf_limited`.
-pub const BINDING_SHARE: f64 = 0.3;
-
-/// The share a counter must cover to name its limit when the limit's own
-/// prediction contradicts the measurement (the largest window would allow
-/// far more than was measured). A third of the test is then not enough:
-/// under bbr with 1 % loss an autotuned 4 MiB send buffer counted 31 %
-/// `sndbuf_limited` while allowing 2.4 times the measured rate
-/// (`tests/fixtures/lab-bbr-loss.json`).
-pub const CONTRADICTED_SHARE: f64 = 0.5;
 
 /// The share of the test a data thread must spend running or waiting to run
 /// for the CPU to bind: a thread that is runnable most of the time never
@@ -99,7 +80,7 @@ pub const CGROUP_THROTTLED_SHARE: f64 = 0.5;
 /// quota held this end: it ran out in at least [`CGROUP_THROTTLED_SHARE`]
 /// of its periods, and this end's own process used at least half of it (a
 /// quota that other processes in the group spent is theirs to explain).
-pub fn quota_binds(c: &crate::evidence::Cpu) -> Option<(f64, f64)> {
+pub fn quota_binds(c: &Cpu) -> Option<(f64, f64)> {
     c.quota_pct
         .zip(c.throttled_pct)
         .filter(|(q, t)| *t >= CGROUP_THROTTLED_SHARE * 100.0 && c.process_pct >= 0.5 * q)
@@ -122,252 +103,6 @@ pub fn quota_of(f: &Finding, ev: &Evidence) -> Option<(f64, f64)> {
 /// process that is not busy most of the time has no CPU limit to show.
 pub const CPU_BINDING_SHARE: f64 = 0.8;
 
-/// Each piece of evidence a finding would have used but the test did not
-/// record multiplies its confidence by this.
-pub const MISSING_FACTOR: f64 = 0.8;
-
-/// What limits a transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Limit {
-    /// The receiver's advertised window.
-    ReceiveWindow,
-    /// The sender's socket buffer.
-    SendBuffer,
-    /// The congestion window, held down without loss.
-    Congestion,
-    /// Packet loss, as Mathis predicts for loss-based congestion control.
-    Loss,
-    /// The link itself: nothing to fix.
-    Link,
-    /// A CPU at either end.
-    Cpu,
-    /// The sending application (a rate cap, or it did not write fast enough).
-    Application,
-    /// Segments far smaller than the path allows.
-    PathMtu,
-}
-
-impl Limit {
-    /// The JSON name (`receive_window`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Limit::ReceiveWindow => "receive_window",
-            Limit::SendBuffer => "send_buffer",
-            Limit::Congestion => "congestion",
-            Limit::Loss => "loss",
-            Limit::Link => "link",
-            Limit::Cpu => "cpu",
-            Limit::Application => "application",
-            Limit::PathMtu => "path_mtu",
-        }
-    }
-}
-
-/// How sure a finding is, in words: a band of the numeric confidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Confidence {
-    /// Below 0.45.
-    Low,
-    /// 0.45 to 0.75.
-    Medium,
-    /// 0.75 and above.
-    High,
-}
-
-impl Confidence {
-    /// The band a numeric confidence falls in.
-    pub fn of(c: f64) -> Confidence {
-        if c >= 0.75 {
-            Confidence::High
-        } else if c >= 0.45 {
-            Confidence::Medium
-        } else {
-            Confidence::Low
-        }
-    }
-
-    /// `high`, `medium`, `low`.
-    pub fn word(self) -> &'static str {
-        match self {
-            Confidence::Low => "low",
-            Confidence::Medium => "medium",
-            Confidence::High => "high",
-        }
-    }
-}
-
-/// Where a finding stands against the measured rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Status {
-    /// The answer.
-    #[serde(rename = "primary")]
-    Primary,
-    /// Explains the rate or binds by its counters too, with less confidence.
-    #[serde(rename = "binding")]
-    Binding,
-    /// Its evidence is there, but it neither explains the rate nor binds.
-    #[serde(rename = "seen, not binding")]
-    NotBinding,
-}
-
-impl Status {
-    /// As the JSON and the text say it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Status::Primary => "primary",
-            Status::Binding => "binding",
-            Status::NotBinding => "seen, not binding",
-        }
-    }
-}
-
-/// One number behind a finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EvidenceLine {
-    /// What was measured.
-    pub what: String,
-    /// The value.
-    pub value: f64,
-    /// Its unit.
-    pub unit: String,
-}
-
-/// One cause the evidence shows, weighed against the measured rate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    /// Which limit.
-    pub limit: Limit,
-    /// The cause in a few words (`the receive window`).
-    pub what: String,
-    /// What the evidence says about it, one clause.
-    pub sentence: String,
-    /// The rate its model predicts from the evidence, bit/s; `None` for a
-    /// cause with no rate model (CPU, a sender that sat idle, BBR's loss).
-    pub predicted_bps: Option<f64>,
-    /// How far the measurement may stray from the prediction (a factor of
-    /// 1 + tolerance either way) for the prediction to explain it.
-    pub tolerance: Option<f64>,
-    /// The prediction explains the measured rate within the tolerance.
-    pub explains: bool,
-    /// The share of the test TCP's counters (or, for CPU, the data thread)
-    /// show this limit binding, when known.
-    pub binding_share: Option<f64>,
-    /// The counters show it binding (see [`BINDING_SHARE`]).
-    pub counters_bind: bool,
-    /// Primary, binding, or seen but not binding.
-    pub status: Status,
-    /// 0–1, from how close prediction and measurement are, how much of the
-    /// test the counters cover, and what evidence is missing.
-    pub confidence: f64,
-    /// The band [`Self::confidence`] falls in.
-    pub level: Confidence,
-    /// Evidence this finding would have used that the test did not record.
-    pub missing: Vec<String>,
-    /// The numbers.
-    pub evidence: Vec<EvidenceLine>,
-}
-
-impl Finding {
-    /// Can be the answer: it explains the rate or its counters bind.
-    pub fn candidate(&self) -> bool {
-        self.explains || self.counters_bind
-    }
-}
-
-/// A change to make, and what the model expects from it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Fix {
-    /// `linux`, `windows`, `windows-legacy`, `macos`, `freebsd`, `application`, `path`.
-    pub os: String,
-    /// What to run or change, one item per line.
-    pub commands: Vec<String>,
-    /// What the model expects afterwards, bit/s.
-    pub expected_bps: Option<f64>,
-    /// Why, in a few words.
-    pub note: String,
-}
-
-/// The link and target figures of one answer, computed once so that the
-/// summary, the windows and streams needed and every "expect about" agree.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Figures {
-    /// The link's line rate, bit/s.
-    pub link_bps: Option<f64>,
-    /// What the link carries as TCP payload in full-size segments, bit/s.
-    pub goodput_bps: Option<f64>,
-    /// `goodput_bps` is the test's best interval, a lower bound on the link:
-    /// no window, streams or expectation is derived from it.
-    pub goodput_is_lower_bound: bool,
-    /// Payload bytes of a full-size segment behind `goodput_bps`.
-    pub segment_payload: u64,
-    /// The RTT reasoned with, seconds.
-    pub rtt_s: Option<f64>,
-    /// Bytes in flight that carry `goodput_bps` over `rtt_s`: the window
-    /// one stream needs to fill the link.
-    pub window_needed_bytes: Option<u64>,
-    /// The buffer ceiling to set: twice the window needed (ESnet's margin),
-    /// at least 4 MiB.
-    pub buffer_bytes: Option<u64>,
-    /// What one stream gets today under the primary limit (and any other
-    /// binding one), bit/s.
-    pub per_stream_bps: Option<f64>,
-    /// Streams of `per_stream_bps` that carry `goodput_bps`.
-    pub streams_needed: Option<u64>,
-    /// What to expect once the primary limit is gone: the goodput, or the
-    /// next binding limit's prediction when lower, bit/s.
-    pub expect_bps: Option<f64>,
-}
-
-/// The answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Diagnosis {
-    /// The primary limit; `None` when nothing explains the rate
-    /// ("unexplained").
-    pub limit: Option<Limit>,
-    /// Other limits the evidence shows (their status is in `findings`).
-    pub secondary: Vec<Limit>,
-    /// Receiver-measured goodput, bit/s.
-    pub measured_bps: f64,
-    /// The primary limit's prediction, when it explains the measurement.
-    pub predicted_bps: Option<f64>,
-    /// Its tolerance.
-    pub tolerance: Option<f64>,
-    /// The primary finding's confidence, 0–1.
-    pub confidence: Option<f64>,
-    /// The link's TCP goodput, bit/s, when the link rate is known.
-    pub link_bps: Option<f64>,
-    /// How the link rate is known.
-    pub link_source: Option<String>,
-    /// The lead sentence.
-    pub summary: String,
-    /// Every finding, primary first, then by confidence.
-    pub findings: Vec<Finding>,
-    /// The numbers behind the primary finding and the path.
-    pub evidence: Vec<EvidenceLine>,
-    /// The answer's link and target figures.
-    pub figures: Figures,
-    /// What to change.
-    pub fixes: Vec<Fix>,
-    /// What could not be known.
-    pub unknown: Vec<String>,
-    /// Latency under load, when the test measured it.
-    pub latency: Option<crate::latency::LatencyVerdict>,
-}
-
-impl Diagnosis {
-    /// The limit's JSON name, `unexplained` when there is none.
-    pub fn limit_name(&self) -> &'static str {
-        self.limit.map_or("unexplained", Limit::name)
-    }
-
-    /// The primary finding.
-    pub fn primary(&self) -> Option<&Finding> {
-        self.limit.and(self.findings.first())
-    }
-}
-
 /// The third field of `net.ipv4.tcp_rmem` ("min default max"), the most
 /// receive-buffer autotuning grows to.
 fn rmem_max(sysctls: &std::collections::BTreeMap<String, String>) -> Option<u64> {
@@ -379,80 +114,9 @@ fn mem_max(sysctls: &std::collections::BTreeMap<String, String>, key: &str) -> O
     sysctls.get(key)?.split_whitespace().nth(2)?.parse().ok()
 }
 
-fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
-    EvidenceLine {
-        what: what.into(),
-        value,
-        unit: unit.into(),
-    }
-}
-
-fn mbps(bps: f64) -> String {
-    Rate::from_bps(bps).map_or_else(|| "0 bit/s".into(), Rate::human)
-}
-
-fn ms(s: f64) -> String {
-    Rtt::from_secs(s).map_or_else(|| "? ms".into(), Rtt::human)
-}
-
-fn bytes(b: u64) -> String {
-    Bytes(b).human()
-}
-
-fn pct(share: f64) -> String {
-    sig(share * 100.0, 2)
-}
-
-/// Payload bytes a send buffer of `granted` bytes (SO_SNDBUF as read back)
-/// keeps in flight. Linux charges each buffer's own overhead (its truesize)
-/// against SO_SNDBUF; with full-size GSO buffers about four fifths of the
-/// granted size is payload. Measured on Linux 6.18 in the lab (1 Gb/s,
-/// 15 ms, 3 s tests): rate × RTT / granted was 0.72–0.83 under bbr and
-/// 0.75–0.99 under cubic, for 131,072 B and 524,288 B granted.
-pub fn sndbuf_payload(granted: u64) -> f64 {
-    granted as f64 * 0.8
-}
-
-/// TCP payload share of the wire for `payload` bytes per segment (IPv4, with
-/// or without the 12 B of timestamps), as `plumb-model` frames it.
-pub fn efficiency(payload: u64, timestamps: bool) -> f64 {
-    let f = plumb_model::Framing {
-        mtu: payload + 40 + if timestamps { 12 } else { 0 },
-        ipv6: false,
-        timestamps,
-        vlan: false,
-    };
-    f.efficiency()
-}
-
-/// Payload bytes of a UDP datagram when the document does not say: the
-/// most an IPv4 datagram carries in a 1500-byte MTU.
-pub const UDP_PAYLOAD: u64 = 1472;
-
-/// The share of an Ethernet link a UDP datagram of `payload` bytes uses as
-/// payload: IPv4 (20 B) and UDP (8 B) headers, 38 B of Ethernet framing, one
-/// frame per datagram up to the 1500-byte MTU (larger ones go as IP
-/// fragments, each with its own 20 B IP header and framing).
-pub fn udp_efficiency(payload: u64) -> f64 {
-    let ip = payload + 8;
-    let frames = ip.div_ceil(1480).max(1);
-    let wire = ip + frames * (20 + 38);
-    payload as f64 / wire as f64
-}
-
 /// A UDP receiver that lost at least this share of the datagrams sent is
 /// shown with the loss; below it, loss is noise for a rate question.
 pub const UDP_LOSS_SEEN: f64 = 0.01;
-
-/// Whether `predicted` explains `measured`: their ratio lies within a
-/// factor of 1 + `tolerance` either way.
-pub fn explains(measured: f64, predicted: f64, tolerance: f64) -> bool {
-    if !(predicted > 0.0 && measured > 0.0) {
-        return false;
-    }
-    let r = measured / predicted;
-    r.is_finite() && r <= 1.0 + tolerance && r >= 1.0 / (1.0 + tolerance)
-}
 
 /// A rule's raw observation, before it is weighed.
 struct Seen {
@@ -554,37 +218,6 @@ impl Seen {
     }
 }
 
-/// The figures that do not depend on which limit wins.
-fn base_figures(ev: &Evidence, ts: bool) -> Figures {
-    let full = if ts { 1448 } else { 1460 };
-    let payload = ev.mss().unwrap_or(full).max(full);
-    let rtt_s = ev.rtt_s();
-    let goodput = ev.link.as_ref().map(|l| match (&l.source, ev.udp) {
-        // The best interval is already goodput (and only a lower bound).
-        (LinkSource::BestInterval, _) => l.bps,
-        (_, Some(u)) => l.bps * udp_efficiency(u.payload.unwrap_or(UDP_PAYLOAD)),
-        _ => l.bps * efficiency(payload, ts),
-    });
-    let lower_bound = ev
-        .link
-        .as_ref()
-        .is_some_and(|l| matches!(l.source, LinkSource::BestInterval));
-    let window_needed = goodput
-        .filter(|_| !lower_bound)
-        .zip(rtt_s)
-        .and_then(|(g, r)| Some(tcp::window_needed(Rate::from_bps(g)?, Rtt::from_secs(r)?).get()));
-    Figures {
-        link_bps: ev.link.as_ref().map(|l| l.bps),
-        goodput_bps: goodput,
-        goodput_is_lower_bound: lower_bound,
-        segment_payload: payload,
-        rtt_s,
-        window_needed_bytes: window_needed,
-        buffer_bytes: window_needed.map(|w| (2 * w).max(4 << 20)),
-        ..Figures::default()
-    }
-}
-
 /// Weighs the evidence. The one entry point: every evidence source (a `-J`
 /// document, the model alone, a live connection) builds an [`Evidence`].
 pub fn diagnose(ev: &Evidence) -> Diagnosis {
@@ -596,7 +229,7 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         .get("net.ipv4.tcp_timestamps")
         .is_none_or(|v| v.trim() != "0");
     let full = if ts { 1448 } else { 1460 };
-    let mut figures = base_figures(ev, ts);
+    let mut figures = Figures::base(ev, ts);
     let link_goodput = figures.goodput_bps;
     let measured = ev.measured_bps;
     let mut unknown = ev.unknown.clone();
@@ -1180,37 +813,8 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         findings[0].status = Status::Primary;
     }
 
-    // The figures that depend on the answer: what one stream gets under the
-    // binding limits, and what to expect once the primary is gone.
-    if let Some(p) = findings.first().filter(|_| primary.is_some()) {
-        let binding_rates: Vec<f64> = findings
-            .iter()
-            .filter(|f| f.explains)
-            .filter_map(|f| f.predicted_bps)
-            .collect();
-        let today = binding_rates
-            .iter()
-            .copied()
-            .fold(if p.explains { f64::INFINITY } else { measured }, f64::min);
-        let today = if today.is_finite() { today } else { measured };
-        figures.per_stream_bps = Some(today / n).filter(|x| *x > 0.0);
-        let next = findings[1..]
-            .iter()
-            .filter(|f| f.explains && f.limit != Limit::Link)
-            .filter_map(|f| f.predicted_bps)
-            .fold(f64::INFINITY, f64::min);
-        let known_link = link_goodput.filter(|_| !figures.goodput_is_lower_bound);
-        figures.expect_bps = match (known_link, next.is_finite()) {
-            _ if figures.goodput_is_lower_bound => None,
-            (Some(g), true) => Some(g.min(next)),
-            (Some(g), false) => Some(g),
-            (None, true) => Some(next),
-            (None, false) => None,
-        };
-        figures.streams_needed = known_link
-            .zip(figures.per_stream_bps)
-            .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
-            .filter(|k| *k as f64 > n);
+    if primary.is_some() {
+        figures.settle(&findings, measured, n);
     }
 
     let summary = match findings.first().filter(|_| primary.is_some()) {
@@ -1279,7 +883,7 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         unknown,
         latency: ev
             .latency
-            .map(|l| crate::latency::verdict(&l, ev.link.as_ref().map(|k| k.bps))),
+            .map(|l| latency::verdict(&l, ev.link.as_ref().map(|k| k.bps))),
     }
 }
 
@@ -1339,15 +943,6 @@ fn unexplained(ev: &Evidence, figures: &Figures, findings: &[Finding]) -> String
     s + "."
 }
 
-/// `9.344 Mbit/s` etc., for callers that print findings.
-pub fn human_rate(bps: f64) -> String {
-    mbps(bps)
-}
-
-/// `1,875,000` etc.
-pub fn human_count(n: u64) -> String {
-    thousands(n)
-}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2300,15 +1895,5 @@ mod tests {
             fix.commands
         );
         no_tcp_claims(&d);
-    }
-
-    #[test]
-    fn udp_payload_share_of_the_wire() {
-        // One frame: 1472 B of payload in 1472 + 8 + 20 + 38 on the wire.
-        assert!((udp_efficiency(1472) - 1472.0 / 1538.0).abs() < 1e-12);
-        // 64 B datagrams: 64 / 130.
-        assert!((udp_efficiency(64) - 64.0 / 130.0).abs() < 1e-12);
-        // 8 KiB goes as six fragments, each with its IP header and framing.
-        assert!((udp_efficiency(8192) - 8192.0 / (8200.0 + 6.0 * 58.0)).abs() < 1e-12);
     }
 }

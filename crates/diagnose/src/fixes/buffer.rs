@@ -9,7 +9,8 @@ use plumb_model::{tcp, Bytes};
 
 use super::fix;
 use crate::evidence::Evidence;
-use crate::rules::{Figures, Fix};
+use crate::figures::Figures;
+use crate::finding::Fix;
 
 /// The fixes for the receive window (`recv`) or the send buffer.
 pub(super) fn fixes(recv: bool, ev: &Evidence, figures: &Figures) -> Vec<Fix> {

@@ -5,7 +5,8 @@ use plumb_model::units::sig;
 
 use super::fix;
 use crate::evidence::Evidence;
-use crate::rules::{quota_binds, Fix};
+use crate::finding::Fix;
+use crate::rules::quota_binds;
 
 /// A quota that ran out first (the limit is then the container's, not the
 /// cycles each byte costs), then the cycles.

@@ -4,7 +4,8 @@
 
 use super::{fix, rate_arg};
 use crate::evidence::Evidence;
-use crate::rules::{Figures, Finding, Fix, Limit};
+use crate::figures::Figures;
+use crate::finding::{Finding, Fix, Limit};
 
 /// The fixes for TCP loss. The loss finding's Mathis bound, when it has
 /// one, says what parallel streams would reach.

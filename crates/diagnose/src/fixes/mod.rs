@@ -12,7 +12,8 @@ mod cpu;
 mod loss;
 
 use crate::evidence::Evidence;
-use crate::rules::{Figures, Finding, Fix, Limit};
+use crate::figures::Figures;
+use crate::finding::{Finding, Fix, Limit};
 
 fn fix(os: &str, note: &str, expected: Option<f64>, commands: &[String]) -> Fix {
     Fix {
