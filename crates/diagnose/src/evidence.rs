@@ -405,6 +405,14 @@ impl Evidence {
         Ok(ev)
     }
 
+    /// Reads a `-J` document from its text, as [`Evidence::from_json`]
+    /// does from the parsed document: the tests' fixtures.
+    #[cfg(test)]
+    pub(crate) fn from_text(text: &str, link: Option<LinkRate>) -> Result<Evidence, String> {
+        let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        Evidence::from_json(&doc, link)
+    }
+
     /// The RTT to reason with: the mean smoothed RTT, else the minimum, seconds.
     pub fn rtt_s(&self) -> Option<f64> {
         let pick = |f: fn(&StreamTcp) -> Option<u64>| {
@@ -471,6 +479,7 @@ mod tests {
     use serde_json::json;
 
     use super::LatencyEvidence;
+    use crate::testing::*;
 
     #[test]
     fn latency_probes_are_read_and_missing_ones_give_nothing() {
@@ -488,5 +497,23 @@ mod tests {
             })
         );
         assert_eq!(LatencyEvidence::from_json(&json!({"end": {}})), None);
+    }
+
+    #[test]
+    fn reads_a_stock_iperf3_document() {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/iperf3-3.12-forward.json"))
+                .expect("fixture");
+        let e = Evidence::from_json(&doc, None).expect("evidence");
+        assert!(e.tcp && !e.reverse && !e.peer_is_plumb);
+        assert_eq!(e.streams.len(), 1);
+        assert_eq!(e.streams[0].max_snd_wnd, Some(6_930_432));
+        assert!(e.unknown.iter().any(|u| u.contains("not plumb")));
+        assert!(e.unknown.iter().any(|u| u.contains("--link")));
+        let d = diagnose(&e);
+        consistent(&d);
+        // Loopback at 40 Gbit/s: iperf3 3.12 used a whole core sending.
+        assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
+        assert!(d.summary.contains("CPU on the sender"), "{}", d.summary);
     }
 }

@@ -111,3 +111,34 @@ impl Figures {
             .filter(|k| *k as f64 > n);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use plumb_model::units::thousands;
+
+    use crate::human::mbps;
+    use crate::testing::*;
+
+    /// The figures of one answer agree with each other: the window needed
+    /// carries the goodput in one round trip, the streams needed carry it
+    /// at today's rate and one fewer would not, and the linux fix quotes
+    /// the same window.
+    #[test]
+    fn one_set_of_figures() {
+        let d = diagnose(&ev(9.2e6, stream(17_520, 15_000, 5.0)));
+        let f = &d.figures;
+        let g = f.goodput_bps.expect("goodput");
+        assert_eq!(d.link_bps, Some(g));
+        let w = f.window_needed_bytes.expect("window needed") as f64;
+        assert!((w * 8.0 / 0.015 - g).abs() <= 8.0 / 0.015, "{w}");
+        let (n, p) = (
+            f.streams_needed.expect("n") as f64,
+            f.per_stream_bps.expect("p"),
+        );
+        assert!(n * p >= g && (n - 1.0) * p < g, "{n} x {p} against {g}");
+        assert_eq!(f.expect_bps, Some(g));
+        let linux = d.fixes.iter().find(|x| x.os == "linux").expect("linux");
+        assert!(linux.note.contains(&thousands(w as u64)), "{}", linux.note);
+        assert!(d.summary.contains(&mbps(g)), "{}", d.summary);
+    }
+}

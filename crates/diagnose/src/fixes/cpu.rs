@@ -6,7 +6,7 @@ use plumb_model::units::sig;
 use super::fix;
 use crate::evidence::Evidence;
 use crate::finding::Fix;
-use crate::rules::quota_binds;
+use crate::rules::cpu::quota_binds;
 
 /// A quota that ran out first (the limit is then the container's, not the
 /// cycles each byte costs), then the cycles.
