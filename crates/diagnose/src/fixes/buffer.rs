@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use plumb_model::units::thousands;
 use plumb_model::{tcp, Bytes};
 
-use super::fix;
+use super::command::fix;
 use crate::evidence::Evidence;
 use crate::figures::Figures;
 use crate::finding::Fix;

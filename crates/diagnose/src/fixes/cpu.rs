@@ -3,7 +3,7 @@
 
 use plumb_model::units::sig;
 
-use super::fix;
+use super::command::fix;
 use crate::evidence::Evidence;
 use crate::finding::Fix;
 use crate::rules::cpu::quota_binds;

@@ -2,7 +2,7 @@
 //! control that does not treat random loss as congestion, parallel
 //! streams) and lost UDP datagrams (the receiving socket's, or the path's).
 
-use super::{fix, rate_arg};
+use super::command::{fix, rate_arg};
 use crate::evidence::Evidence;
 use crate::figures::Figures;
 use crate::finding::{Finding, Fix, Limit};

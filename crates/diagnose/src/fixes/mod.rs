@@ -1,28 +1,21 @@
 //! The fixes for each limit, per operating system, with what the model
 //! expects them to yield: this module picks them by limit and holds the
 //! small ones; a window or buffer limit's are in `buffer`, loss's in
-//! `loss`, a CPU's in `cpu`.
+//! `loss`, a CPU's in `cpu`, and `command` builds them.
 //!
 //! Buffer advice follows ESnet's host-tuning guidance: size buffers at twice
 //! the bandwidth-delay product so that the window, not the buffer
 //! bookkeeping, is what fills the pipe.
 
 mod buffer;
+mod command;
 mod cpu;
 mod loss;
 
 use crate::evidence::Evidence;
 use crate::figures::Figures;
 use crate::finding::{Finding, Fix, Limit};
-
-fn fix(os: &str, note: &str, expected: Option<f64>, commands: &[String]) -> Fix {
-    Fix {
-        os: os.into(),
-        commands: commands.to_vec(),
-        expected_bps: expected,
-        note: note.into(),
-    }
-}
+use command::{fix, rate_arg};
 
 /// What to change for `limit`. Every figure comes from `figures`, the one
 /// set the whole answer uses: the window needed, the buffer to allow, the
@@ -122,19 +115,4 @@ fn congestion(expect: Option<f64>) -> Vec<Fix> {
             ],
         ),
     ]
-}
-
-/// `-b` for `bps`, rounded down to three significant figures so the
-/// command offers no more than was meant.
-fn rate_arg(bps: f64) -> String {
-    let (div, unit) = if bps >= 1e9 {
-        (1e9, "G")
-    } else if bps >= 1e6 {
-        (1e6, "M")
-    } else {
-        (1e3, "K")
-    };
-    let v = bps / div;
-    let scale = 10f64.powi(2 - v.max(1.0).log10().floor() as i32);
-    format!("{}{unit}", (v * scale).floor() / scale)
 }
