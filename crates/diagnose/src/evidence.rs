@@ -5,10 +5,17 @@
 //! socket buffers, CPU and TCP sysctls under `end.plumb`; a stock iperf3
 //! document carries only the sender's RTT, windows and retransmits. What
 //! cannot be known is listed in [`Evidence::unknown`], never guessed.
+//!
+//! The one module that reads JSON: everything after it works on the typed
+//! [`Evidence`], whatever built it (a `-J` document, the model alone, a live
+//! connection). It also reads the latency probes into
+//! [`LatencyEvidence`] for [`crate::latency`].
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use crate::latency::LatencyEvidence;
 
 /// Where the link rate came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +125,7 @@ impl UdpEvidence {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
     /// Idle and loaded latency probes (`--latency`), when measured.
-    pub latency: Option<crate::latency::LatencyEvidence>,
+    pub latency: Option<LatencyEvidence>,
     /// TCP; a UDP test is weighed by its [`UdpEvidence`] instead.
     pub tcp: bool,
     /// A UDP test's datagram counts (`None` for TCP).
@@ -201,6 +208,147 @@ fn udp_evidence(ts: &Value, end: &Value, rcv: &Value) -> UdpEvidence {
     }
 }
 
+/// The best reporting interval that was not omitted, bit/s (0 without any).
+fn best_interval(doc: &Value) -> f64 {
+    doc["intervals"]
+        .as_array()
+        .map(|iv| {
+            iv.iter()
+                .filter(|i| i["sum"]["omitted"] != true)
+                .filter_map(|i| f(&i["sum"]["bits_per_second"]))
+                .fold(0.0, f64::max)
+        })
+        .unwrap_or(0.0)
+}
+
+/// One end's CPU: `process_pct` is iperf3's figure for its process, `side`
+/// its `end.plumb` object (empty for a stock iperf3 end), `dur` the test's
+/// seconds. `None` when the process figure is missing.
+fn end_cpu(process_pct: Option<f64>, side: &Value, dur: f64) -> Option<Cpu> {
+    let c = &side["cpu_system_wide"];
+    let system_busy = f(&c["idle"]).map(|i| 100.0 - i);
+    let softirq = f(&c["softirq"]);
+    let (thread_cpu, thread_wait) = busiest_thread(side, dur);
+    let (quota, throttled) = cgroup_quota(side);
+    process_pct.map(|p| Cpu {
+        process_pct: p,
+        thread_cpu_pct: thread_cpu,
+        thread_wait_pct: thread_wait,
+        system_busy_pct: system_busy,
+        softirq_pct: softirq,
+        quota_pct: quota,
+        throttled_pct: throttled,
+    })
+}
+
+/// The data thread that wanted the most CPU on a side: the share of the
+/// test it ran and the share it waited for a CPU, percent.
+fn busiest_thread(side: &Value, dur: f64) -> (Option<f64>, Option<f64>) {
+    let best = side["streams"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|st| Some((u(&st["thread_cpu_us"])?, u(&st["thread_wait_us"])?)))
+        .max_by_key(|(c, w)| c + w);
+    match best {
+        Some((c, w)) if dur > 0.0 => (Some(c as f64 / 1e4 / dur), Some(w as f64 / 1e4 / dur)),
+        _ => (None, None),
+    }
+}
+
+/// The cgroup quota a plumb end ran under, percent of one core, and the
+/// share of its periods in which the quota ran out, percent.
+fn cgroup_quota(side: &Value) -> (Option<f64>, Option<f64>) {
+    let g = &side["cgroup_cpu"];
+    // A peer's figure outside any real quota (0.01 % to 10,000
+    // cores) is dropped rather than printed.
+    let q = f(&g["quota_pct"]).filter(|q| (0.01..=1e6).contains(q));
+    let t = match (u(&g["periods"]), u(&g["throttled_periods"])) {
+        (Some(p), Some(t)) if p > 0 => Some(t.min(p) as f64 / p as f64 * 100.0),
+        _ => None,
+    };
+    (q, q.and(t))
+}
+
+/// The diagnosed direction's streams: in bidir the client's sending ones.
+/// `snd` is the sending end's `end.plumb` object.
+fn sending_streams(end: &Value, snd: &Value, bidir: bool) -> Vec<StreamTcp> {
+    let streams = end["streams"].as_array().cloned().unwrap_or_default();
+    let plumb_streams = snd["streams"].as_array().cloned().unwrap_or_default();
+    streams
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !bidir || s["sender"]["sender"] == true)
+        .map(|(i, s)| stream_tcp(&s["sender"], plumb_streams.get(i)))
+        .collect()
+}
+
+/// One sending stream from iperf3's `sender` summary and, when the sending
+/// end is plumb, its own record of the stream.
+fn stream_tcp(sender: &Value, plumb: Option<&Value>) -> StreamTcp {
+    let info = plumb.map(|p| &p["tcp_info"]).unwrap_or(&Value::Null);
+    let mut st = StreamTcp {
+        mss: u(&info["snd_mss"]),
+        min_rtt_us: u(&info["min_rtt_us"]).or_else(|| u(&sender["min_rtt"])),
+        srtt_us: u(&sender["mean_rtt"])
+            .filter(|r| *r > 0)
+            .or_else(|| u(&info["rtt_us"])),
+        max_cwnd: u(&sender["max_snd_cwnd"]).or_else(|| u(&info["snd_cwnd_bytes"])),
+        max_snd_wnd: u(&sender["max_snd_wnd"]).or_else(|| u(&info["snd_wnd"])),
+        retransmits: u(&sender["retransmits"]).or_else(|| u(&info["total_retrans"])),
+        bytes_retrans: u(&info["bytes_retrans"]),
+        bytes_sent: u(&sender["bytes"]).unwrap_or(0),
+        busy_us: u(&info["busy_time_us"]),
+        rwnd_limited_us: u(&info["rwnd_limited_us"]),
+        sndbuf_limited_us: u(&info["sndbuf_limited_us"]),
+        sndbuf_actual: plumb.and_then(|p| u(&p["sndbuf_actual"])),
+        sndbuf_set: plumb.is_some_and(|p| p["sndbuf_set"] == true),
+    };
+    // A stock iperf3 sender reports -1 (as a huge unsigned) when it cannot count.
+    if st.retransmits.is_some_and(|r| r > u64::from(u32::MAX)) {
+        st.retransmits = None;
+    }
+    st
+}
+
+/// What the document could not tell, from what [`Evidence::from_json`]
+/// found in it.
+fn unknowns(ev: &Evidence) -> Vec<String> {
+    let mut unknown = Vec::new();
+    if ev.tcp && ev.streams.iter().all(|s| s.busy_us.is_none()) {
+        unknown.push(if ev.peer_is_plumb || ev.sender_is_local {
+            "the sender's TCP limit counters (busy, rwnd_limited, sndbuf_limited): kernel too old"
+                .into()
+        } else {
+            "the sender's TCP limit counters: the sending server is not plumb".into()
+        });
+    }
+    if !ev.peer_is_plumb {
+        unknown.push(
+            "the remote host's TCP settings, buffers and system CPU: the peer is not plumb".into(),
+        );
+    }
+    if ev.link.is_none() {
+        unknown.push("the link rate: give --link (e.g. --link 1g)".into());
+    }
+    unknown
+}
+
+impl LatencyEvidence {
+    /// Reads `end.plumb.latency` of a `-J` document; `None` without loaded probes.
+    pub fn from_json(doc: &Value) -> Option<LatencyEvidence> {
+        let l = &doc["end"]["plumb"]["latency"];
+        let g = |side: &str, k: &str| l[side][k].as_f64();
+        Some(LatencyEvidence {
+            idle_p50_ms: g("idle", "p50_ms")?,
+            loaded_p50_ms: g("loaded", "p50_ms")?,
+            loaded_p99_ms: g("loaded", "p99_ms")?,
+            loaded_rpm: g("loaded", "rpm"),
+            predicted_queue_ms: doc["model"]["queue_delay_ms"].as_f64(),
+        })
+    }
+}
+
 impl Evidence {
     /// Reads a client's `-J` document. `link` is the link rate when known.
     pub fn from_json(doc: &Value, link: Option<LinkRate>) -> Result<Evidence, String> {
@@ -225,20 +373,12 @@ impl Evidence {
             ..Evidence::default()
         };
         ev.sender_is_local = !ev.reverse;
-        ev.latency = crate::latency::LatencyEvidence::from_json(doc);
+        ev.latency = LatencyEvidence::from_json(doc);
 
         let per_stream = u(&ts["target_bitrate"]).filter(|b| *b > 0);
         let n = u(&ts["num_streams"]).unwrap_or(1).max(1);
         ev.target_bps = per_stream.map(|b| b as f64 * n as f64);
-        ev.best_interval_bps = doc["intervals"]
-            .as_array()
-            .map(|iv| {
-                iv.iter()
-                    .filter(|i| i["sum"]["omitted"] != true)
-                    .filter_map(|i| f(&i["sum"]["bits_per_second"]))
-                    .fold(0.0, f64::max)
-            })
-            .unwrap_or(0.0);
+        ev.best_interval_bps = best_interval(doc);
         let plumb = &end["plumb"];
         ev.peer_is_plumb = plumb["remote"].is_object();
         let (snd, rcv) = if ev.sender_is_local {
@@ -253,126 +393,24 @@ impl Evidence {
             ev.udp = Some(udp_evidence(ts, end, rcv));
         }
         let cpu = &end["cpu_utilization_percent"];
-        let wide = |side: &Value| {
-            let c = &side["cpu_system_wide"];
-            let idle = f(&c["idle"]);
-            (idle.map(|i| 100.0 - i), f(&c["softirq"]))
-        };
-        let (sw_busy, sw_soft) = wide(snd);
-        let (rw_busy, rw_soft) = wide(rcv);
         let (snd_pct, rcv_pct) = if ev.sender_is_local {
             (f(&cpu["host_total"]), f(&cpu["remote_total"]))
         } else {
             (f(&cpu["remote_total"]), f(&cpu["host_total"]))
         };
-        let dur = ev.duration_s;
-        // The data thread that wanted the most CPU on a side.
-        let threads = |side: &Value| -> (Option<f64>, Option<f64>) {
-            let best = side["streams"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|st| Some((u(&st["thread_cpu_us"])?, u(&st["thread_wait_us"])?)))
-                .max_by_key(|(c, w)| c + w);
-            match best {
-                Some((c, w)) if dur > 0.0 => {
-                    (Some(c as f64 / 1e4 / dur), Some(w as f64 / 1e4 / dur))
-                }
-                _ => (None, None),
-            }
-        };
-        let (stc, stw) = threads(snd);
-        let (rtc, rtw) = threads(rcv);
-        // The cgroup quota a plumb end ran under, and the share of its
-        // periods in which the quota ran out.
-        let quota = |side: &Value| -> (Option<f64>, Option<f64>) {
-            let g = &side["cgroup_cpu"];
-            // A peer's figure outside any real quota (0.01 % to 10,000
-            // cores) is dropped rather than printed.
-            let q = f(&g["quota_pct"]).filter(|q| (0.01..=1e6).contains(q));
-            let t = match (u(&g["periods"]), u(&g["throttled_periods"])) {
-                (Some(p), Some(t)) if p > 0 => Some(t.min(p) as f64 / p as f64 * 100.0),
-                _ => None,
-            };
-            (q, q.and(t))
-        };
-        let (sq, st) = quota(snd);
-        let (rq, rt) = quota(rcv);
-        ev.cpu_sender = snd_pct.map(|p| Cpu {
-            process_pct: p,
-            thread_cpu_pct: stc,
-            thread_wait_pct: stw,
-            system_busy_pct: sw_busy,
-            softirq_pct: sw_soft,
-            quota_pct: sq,
-            throttled_pct: st,
-        });
-        ev.cpu_receiver = rcv_pct.map(|p| Cpu {
-            process_pct: p,
-            thread_cpu_pct: rtc,
-            thread_wait_pct: rtw,
-            system_busy_pct: rw_busy,
-            softirq_pct: rw_soft,
-            quota_pct: rq,
-            throttled_pct: rt,
-        });
-
-        // The diagnosed direction's streams: in bidir the client's sending ones.
-        let streams = end["streams"].as_array().cloned().unwrap_or_default();
-        let plumb_streams = snd["streams"].as_array().cloned().unwrap_or_default();
-        for (i, s) in streams.iter().enumerate() {
-            let sender = &s["sender"];
-            if ev.bidir && sender["sender"] != true {
-                continue;
-            }
-            let info = plumb_streams
-                .get(i)
-                .map(|p| &p["tcp_info"])
-                .unwrap_or(&Value::Null);
-            let sndbuf = plumb_streams.get(i).and_then(|p| u(&p["sndbuf_actual"]));
-            let mut st = StreamTcp {
-                mss: u(&info["snd_mss"]),
-                min_rtt_us: u(&info["min_rtt_us"]).or_else(|| u(&sender["min_rtt"])),
-                srtt_us: u(&sender["mean_rtt"])
-                    .filter(|r| *r > 0)
-                    .or_else(|| u(&info["rtt_us"])),
-                max_cwnd: u(&sender["max_snd_cwnd"]).or_else(|| u(&info["snd_cwnd_bytes"])),
-                max_snd_wnd: u(&sender["max_snd_wnd"]).or_else(|| u(&info["snd_wnd"])),
-                retransmits: u(&sender["retransmits"]).or_else(|| u(&info["total_retrans"])),
-                bytes_retrans: u(&info["bytes_retrans"]),
-                bytes_sent: u(&sender["bytes"]).unwrap_or(0),
-                busy_us: u(&info["busy_time_us"]),
-                rwnd_limited_us: u(&info["rwnd_limited_us"]),
-                sndbuf_limited_us: u(&info["sndbuf_limited_us"]),
-                sndbuf_actual: sndbuf,
-                sndbuf_set: plumb_streams
-                    .get(i)
-                    .is_some_and(|p| p["sndbuf_set"] == true),
-            };
-            // A stock iperf3 sender reports -1 (as a huge unsigned) when it cannot count.
-            if st.retransmits.is_some_and(|r| r > u64::from(u32::MAX)) {
-                st.retransmits = None;
-            }
-            ev.streams.push(st);
-        }
-        if ev.tcp && ev.streams.iter().all(|s| s.busy_us.is_none()) {
-            ev.unknown.push(if ev.peer_is_plumb || ev.sender_is_local {
-                "the sender's TCP limit counters (busy, rwnd_limited, sndbuf_limited): kernel too old".into()
-            } else {
-                "the sender's TCP limit counters: the sending server is not plumb".into()
-            });
-        }
-        if !ev.peer_is_plumb {
-            ev.unknown.push(
-                "the remote host's TCP settings, buffers and system CPU: the peer is not plumb"
-                    .into(),
-            );
-        }
-        if ev.link.is_none() {
-            ev.unknown
-                .push("the link rate: give --link (e.g. --link 1g)".into());
-        }
+        ev.cpu_sender = end_cpu(snd_pct, snd, ev.duration_s);
+        ev.cpu_receiver = end_cpu(rcv_pct, rcv, ev.duration_s);
+        ev.streams = sending_streams(end, snd, ev.bidir);
+        ev.unknown = unknowns(&ev);
         Ok(ev)
+    }
+
+    /// Reads a `-J` document from its text, as [`Evidence::from_json`]
+    /// does from the parsed document: the tests' fixtures.
+    #[cfg(test)]
+    pub(crate) fn from_text(text: &str, link: Option<LinkRate>) -> Result<Evidence, String> {
+        let doc: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        Evidence::from_json(&doc, link)
     }
 
     /// The RTT to reason with: the mean smoothed RTT, else the minimum, seconds.
@@ -433,5 +471,49 @@ impl Evidence {
     pub fn window(&self) -> Option<u64> {
         let w: Vec<u64> = self.streams.iter().filter_map(|s| s.max_snd_wnd).collect();
         (!w.is_empty()).then(|| w.iter().sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::LatencyEvidence;
+    use crate::testing::*;
+
+    #[test]
+    fn latency_probes_are_read_and_missing_ones_give_nothing() {
+        let doc = json!({"end": {"plumb": {"latency": {
+            "idle": {"p50_ms": 15.0}, "loaded": {"p50_ms": 97.0, "p99_ms": 115.0, "rpm": 600.0}
+        }}}, "model": {"queue_delay_ms": 100.0}});
+        assert_eq!(
+            LatencyEvidence::from_json(&doc),
+            Some(LatencyEvidence {
+                idle_p50_ms: 15.0,
+                loaded_p50_ms: 97.0,
+                loaded_p99_ms: 115.0,
+                loaded_rpm: Some(600.0),
+                predicted_queue_ms: Some(100.0),
+            })
+        );
+        assert_eq!(LatencyEvidence::from_json(&json!({"end": {}})), None);
+    }
+
+    #[test]
+    fn reads_a_stock_iperf3_document() {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/iperf3-3.12-forward.json"))
+                .expect("fixture");
+        let e = Evidence::from_json(&doc, None).expect("evidence");
+        assert!(e.tcp && !e.reverse && !e.peer_is_plumb);
+        assert_eq!(e.streams.len(), 1);
+        assert_eq!(e.streams[0].max_snd_wnd, Some(6_930_432));
+        assert!(e.unknown.iter().any(|u| u.contains("not plumb")));
+        assert!(e.unknown.iter().any(|u| u.contains("--link")));
+        let d = diagnose(&e);
+        consistent(&d);
+        // Loopback at 40 Gbit/s: iperf3 3.12 used a whole core sending.
+        assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
+        assert!(d.summary.contains("CPU on the sender"), "{}", d.summary);
     }
 }

@@ -1,24 +1,61 @@
 //! What limits a transfer, from the evidence a test recorded.
 //!
-//! This crate owns the diagnosis: [`evidence`] turns a test's `-J` document
-//! (plumb's, or a stock iperf3's with thinner evidence) into typed
-//! [`Evidence`] once (any other source — the model alone, a live
-//! connection — builds the same struct); [`rules`] weigh that evidence
-//! against the `plumb-model` formulas and name the primary [`Limit`] only
-//! when its prediction explains the measured rate within a stated tolerance
-//! or TCP's counters show it binding, else "unexplained"; every finding
-//! carries its prediction (or none, for a cause with no rate model), its
-//! status and a confidence computed from the evidence; [`fixes`] say what
-//! to change on each OS and what the model expects the change to yield,
-//! from one set of link and target [`Figures`]; [`latency`] judges latency
-//! under load (bufferbloat) when the test measured it. No I/O, no clock.
+//! This crate owns the diagnosis. [`diagnose`] is the one entry point: it
+//! takes typed [`Evidence`] and returns a [`Diagnosis`] naming the primary
+//! [`Limit`] only when its prediction explains the measured rate within a
+//! stated tolerance or TCP's counters show it binding, else "unexplained".
+//! Every finding carries its prediction (or none, for a cause with no rate
+//! model), its status and a confidence computed from the evidence. No I/O,
+//! no clock.
+//!
+//! The modules, from the plain types up; none uses a module that uses it:
+//!
+//! - `finding`: the types an answer is made of: [`Limit`], [`Finding`],
+//!   [`EvidenceLine`], [`Confidence`], [`Status`], [`Fix`]. Uses no other.
+//! - `tolerance`: the bars every rule is weighed against (how far a
+//!   prediction may stray, how much of the test a counter must cover).
+//! - `payload`, `human`: the payload share of the wire or a buffer; numbers
+//!   in words.
+//! - [`latency`]: the latency-under-load verdict (bufferbloat) and its
+//!   fixes, when the test measured it.
+//! - [`evidence`]: the only module that reads JSON: a test's `-J` document
+//!   (plumb's, or a stock iperf3's with thinner evidence) into [`Evidence`]
+//!   and its latency probes; any other source (the model alone, a live
+//!   connection) builds the same struct.
+//! - `figures`: the link and target [`Figures`] of one answer, computed once
+//!   so that the summary, the fixes and every "expect about" agree.
+//! - `diagnosis`: the answer, [`Diagnosis`].
+//! - `seen`: what a rule reports before it is weighed.
+//! - [`rules`]: one file per rule (receive window, send buffer, application,
+//!   UDP loss, CPU, path MTU, loss, link, congestion), each weighing its own
+//!   evidence against the `plumb-model` formulas, with what they all read in
+//!   `rules::context`.
+//! - `summary`: the lead sentence ("Limited by …", "Unexplained: …").
+//! - [`fixes`]: what to change on each OS for a limit, and what the model
+//!   expects the change to yield, from the answer's [`Figures`].
+//! - `weigh`: weighs each observation into a finding, picks the primary and
+//!   builds the [`Diagnosis`] around it, with its summary and fixes.
+//! - [`diagnose`] (in [`rules`]) sits on top: it asks each rule in turn and
+//!   hands what they saw to `weigh`.
+//! - `testing` (tests only): evidence and fixtures the tests share.
 #![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
+mod diagnosis;
 pub mod evidence;
+mod figures;
+mod finding;
 pub mod fixes;
+mod human;
 pub mod latency;
+mod payload;
 pub mod rules;
+mod seen;
+mod summary;
+#[cfg(test)]
+mod testing;
+mod tolerance;
+mod weigh;
 
 pub use evidence::{Evidence, LinkSource};
 pub use rules::{

@@ -1,0 +1,144 @@
+//! The link and target figures of one answer: computed once, from the
+//! evidence and then from the primary finding, so that the summary, the
+//! windows and streams needed and every "expect about" agree.
+
+use plumb_model::tcp;
+use plumb_model::{Rate, Rtt};
+use serde::Serialize;
+
+use crate::evidence::{Evidence, LinkSource};
+use crate::finding::{Finding, Limit};
+use crate::payload::{efficiency, udp_efficiency, UDP_PAYLOAD};
+
+/// The link and target figures of one answer, computed once so that the
+/// summary, the windows and streams needed and every "expect about" agree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Figures {
+    /// The link's line rate, bit/s.
+    pub link_bps: Option<f64>,
+    /// What the link carries as TCP payload in full-size segments, bit/s.
+    pub goodput_bps: Option<f64>,
+    /// `goodput_bps` is the test's best interval, a lower bound on the link:
+    /// no window, streams or expectation is derived from it.
+    pub goodput_is_lower_bound: bool,
+    /// Payload bytes of a full-size segment behind `goodput_bps`.
+    pub segment_payload: u64,
+    /// The RTT reasoned with, seconds.
+    pub rtt_s: Option<f64>,
+    /// Bytes in flight that carry `goodput_bps` over `rtt_s`: the window
+    /// one stream needs to fill the link.
+    pub window_needed_bytes: Option<u64>,
+    /// The buffer ceiling to set: twice the window needed (ESnet's margin),
+    /// at least 4 MiB.
+    pub buffer_bytes: Option<u64>,
+    /// What one stream gets today under the primary limit (and any other
+    /// binding one), bit/s.
+    pub per_stream_bps: Option<f64>,
+    /// Streams of `per_stream_bps` that carry `goodput_bps`.
+    pub streams_needed: Option<u64>,
+    /// What to expect once the primary limit is gone: the goodput, or the
+    /// next binding limit's prediction when lower, bit/s.
+    pub expect_bps: Option<f64>,
+}
+
+impl Figures {
+    /// The figures that do not depend on which limit wins.
+    pub(crate) fn base(ev: &Evidence, ts: bool) -> Figures {
+        let full = if ts { 1448 } else { 1460 };
+        let payload = ev.mss().unwrap_or(full).max(full);
+        let rtt_s = ev.rtt_s();
+        let goodput = ev.link.as_ref().map(|l| match (&l.source, ev.udp) {
+            // The best interval is already goodput (and only a lower bound).
+            (LinkSource::BestInterval, _) => l.bps,
+            (_, Some(u)) => l.bps * udp_efficiency(u.payload.unwrap_or(UDP_PAYLOAD)),
+            _ => l.bps * efficiency(payload, ts),
+        });
+        let lower_bound = ev
+            .link
+            .as_ref()
+            .is_some_and(|l| matches!(l.source, LinkSource::BestInterval));
+        let window_needed = goodput
+            .filter(|_| !lower_bound)
+            .zip(rtt_s)
+            .and_then(|(g, r)| {
+                Some(tcp::window_needed(Rate::from_bps(g)?, Rtt::from_secs(r)?).get())
+            });
+        Figures {
+            link_bps: ev.link.as_ref().map(|l| l.bps),
+            goodput_bps: goodput,
+            goodput_is_lower_bound: lower_bound,
+            segment_payload: payload,
+            rtt_s,
+            window_needed_bytes: window_needed,
+            buffer_bytes: window_needed.map(|w| (2 * w).max(4 << 20)),
+            ..Figures::default()
+        }
+    }
+
+    /// The figures that depend on the answer: what one stream gets under
+    /// the binding limits, and what to expect once the primary is gone.
+    /// `findings` are ranked, the primary first; `n` is the number of
+    /// streams.
+    pub(crate) fn settle(&mut self, findings: &[Finding], measured: f64, n: f64) {
+        let Some(p) = findings.first() else { return };
+        let binding_rates: Vec<f64> = findings
+            .iter()
+            .filter(|f| f.explains)
+            .filter_map(|f| f.predicted_bps)
+            .collect();
+        let today = binding_rates
+            .iter()
+            .copied()
+            .fold(if p.explains { f64::INFINITY } else { measured }, f64::min);
+        let today = if today.is_finite() { today } else { measured };
+        self.per_stream_bps = Some(today / n).filter(|x| *x > 0.0);
+        let next = findings[1..]
+            .iter()
+            .filter(|f| f.explains && f.limit != Limit::Link)
+            .filter_map(|f| f.predicted_bps)
+            .fold(f64::INFINITY, f64::min);
+        let known_link = self.goodput_bps.filter(|_| !self.goodput_is_lower_bound);
+        self.expect_bps = match (known_link, next.is_finite()) {
+            _ if self.goodput_is_lower_bound => None,
+            (Some(g), true) => Some(g.min(next)),
+            (Some(g), false) => Some(g),
+            (None, true) => Some(next),
+            (None, false) => None,
+        };
+        self.streams_needed = known_link
+            .zip(self.per_stream_bps)
+            .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
+            .filter(|k| *k as f64 > n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plumb_model::units::thousands;
+
+    use crate::human::mbps;
+    use crate::testing::*;
+
+    /// The figures of one answer agree with each other: the window needed
+    /// carries the goodput in one round trip, the streams needed carry it
+    /// at today's rate and one fewer would not, and the linux fix quotes
+    /// the same window.
+    #[test]
+    fn one_set_of_figures() {
+        let d = diagnose(&ev(9.2e6, stream(17_520, 15_000, 5.0)));
+        let f = &d.figures;
+        let g = f.goodput_bps.expect("goodput");
+        assert_eq!(d.link_bps, Some(g));
+        let w = f.window_needed_bytes.expect("window needed") as f64;
+        assert!((w * 8.0 / 0.015 - g).abs() <= 8.0 / 0.015, "{w}");
+        let (n, p) = (
+            f.streams_needed.expect("n") as f64,
+            f.per_stream_bps.expect("p"),
+        );
+        assert!(n * p >= g && (n - 1.0) * p < g, "{n} x {p} against {g}");
+        assert_eq!(f.expect_bps, Some(g));
+        let linux = d.fixes.iter().find(|x| x.os == "linux").expect("linux");
+        assert!(linux.note.contains(&thousands(w as u64)), "{}", linux.note);
+        assert!(d.summary.contains(&mbps(g)), "{}", d.summary);
+    }
+}

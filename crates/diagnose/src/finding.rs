@@ -1,0 +1,181 @@
+//! The finding types: what limits a transfer ([`Limit`]), one cause the
+//! evidence shows weighed against the measured rate ([`Finding`]), the
+//! numbers behind it ([`EvidenceLine`]), how sure it is ([`Confidence`]),
+//! where it stands ([`Status`]) and a change to make ([`Fix`]).
+//!
+//! Plain data every other module of the crate reads: it uses none of them.
+
+use serde::Serialize;
+
+/// What limits a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The receiver's advertised window.
+    ReceiveWindow,
+    /// The sender's socket buffer.
+    SendBuffer,
+    /// The congestion window, held down without loss.
+    Congestion,
+    /// Packet loss, as Mathis predicts for loss-based congestion control.
+    Loss,
+    /// The link itself: nothing to fix.
+    Link,
+    /// A CPU at either end.
+    Cpu,
+    /// The sending application (a rate cap, or it did not write fast enough).
+    Application,
+    /// Segments far smaller than the path allows.
+    PathMtu,
+}
+
+impl Limit {
+    /// The JSON name (`receive_window`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::ReceiveWindow => "receive_window",
+            Limit::SendBuffer => "send_buffer",
+            Limit::Congestion => "congestion",
+            Limit::Loss => "loss",
+            Limit::Link => "link",
+            Limit::Cpu => "cpu",
+            Limit::Application => "application",
+            Limit::PathMtu => "path_mtu",
+        }
+    }
+}
+
+/// How sure a finding is, in words: a band of the numeric confidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Below 0.45.
+    Low,
+    /// 0.45 to 0.75.
+    Medium,
+    /// 0.75 and above.
+    High,
+}
+
+impl Confidence {
+    /// The band a numeric confidence falls in.
+    pub fn of(c: f64) -> Confidence {
+        if c >= 0.75 {
+            Confidence::High
+        } else if c >= 0.45 {
+            Confidence::Medium
+        } else {
+            Confidence::Low
+        }
+    }
+
+    /// `high`, `medium`, `low`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// Where a finding stands against the measured rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Status {
+    /// The answer.
+    #[serde(rename = "primary")]
+    Primary,
+    /// Explains the rate or binds by its counters too, with less confidence.
+    #[serde(rename = "binding")]
+    Binding,
+    /// Its evidence is there, but it neither explains the rate nor binds.
+    #[serde(rename = "seen, not binding")]
+    NotBinding,
+}
+
+impl Status {
+    /// As the JSON and the text say it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Primary => "primary",
+            Status::Binding => "binding",
+            Status::NotBinding => "seen, not binding",
+        }
+    }
+}
+
+/// One number behind a finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvidenceLine {
+    /// What was measured.
+    pub what: String,
+    /// The value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+}
+
+/// An [`EvidenceLine`] from borrowed words.
+pub(crate) fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
+    EvidenceLine {
+        what: what.into(),
+        value,
+        unit: unit.into(),
+    }
+}
+
+/// One cause the evidence shows, weighed against the measured rate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// Which limit.
+    pub limit: Limit,
+    /// The cause in a few words (`the receive window`).
+    pub what: String,
+    /// What the evidence says about it, one clause.
+    pub sentence: String,
+    /// The rate its model predicts from the evidence, bit/s; `None` for a
+    /// cause with no rate model (CPU, a sender that sat idle, BBR's loss).
+    pub predicted_bps: Option<f64>,
+    /// How far the measurement may stray from the prediction (a factor of
+    /// 1 + tolerance either way) for the prediction to explain it.
+    pub tolerance: Option<f64>,
+    /// The prediction explains the measured rate within the tolerance.
+    pub explains: bool,
+    /// The share of the test TCP's counters (or, for CPU, the data thread)
+    /// show this limit binding, when known.
+    pub binding_share: Option<f64>,
+    /// The counters show it binding (see
+    /// [`BINDING_SHARE`](crate::tolerance::BINDING_SHARE)).
+    pub counters_bind: bool,
+    /// Primary, binding, or seen but not binding.
+    pub status: Status,
+    /// 0–1, from how close prediction and measurement are, how much of the
+    /// test the counters cover, and what evidence is missing.
+    pub confidence: f64,
+    /// The band [`Self::confidence`] falls in.
+    pub level: Confidence,
+    /// Evidence this finding would have used that the test did not record.
+    pub missing: Vec<String>,
+    /// The numbers.
+    pub evidence: Vec<EvidenceLine>,
+}
+
+impl Finding {
+    /// Can be the answer: it explains the rate or its counters bind.
+    pub fn candidate(&self) -> bool {
+        self.explains || self.counters_bind
+    }
+}
+
+/// A change to make, and what the model expects from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fix {
+    /// `linux`, `windows`, `windows-legacy`, `macos`, `freebsd`, `application`, `path`.
+    pub os: String,
+    /// What to run or change, one item per line.
+    pub commands: Vec<String>,
+    /// What the model expects afterwards, bit/s.
+    pub expected_bps: Option<f64>,
+    /// Why, in a few words.
+    pub note: String,
+}

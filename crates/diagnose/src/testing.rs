@@ -1,0 +1,117 @@
+//! Test helpers shared by the rules' tests: evidence built by hand, the
+//! recorded fixtures, and the property every answer keeps. A test module
+//! takes them, and the types they use, with `use crate::testing::*`.
+
+pub(crate) use crate::diagnosis::Diagnosis;
+pub(crate) use crate::evidence::{Cpu, Evidence, LinkRate, LinkSource, StreamTcp};
+pub(crate) use crate::finding::{Confidence, Limit, Status};
+pub(crate) use crate::rules::diagnose;
+pub(crate) use crate::tolerance::explains;
+
+pub(crate) fn gig() -> Option<LinkRate> {
+    Some(LinkRate {
+        bps: 1e9,
+        source: LinkSource::Given,
+    })
+}
+
+pub(crate) fn stream(wnd: u64, rtt_us: u64, secs: f64) -> StreamTcp {
+    StreamTcp {
+        mss: Some(1448),
+        min_rtt_us: Some(rtt_us),
+        srtt_us: Some(rtt_us),
+        max_cwnd: Some(4 << 20),
+        max_snd_wnd: Some(wnd),
+        retransmits: Some(0),
+        bytes_retrans: Some(0),
+        bytes_sent: 0,
+        busy_us: Some((secs * 1e6) as u64),
+        rwnd_limited_us: Some(0),
+        sndbuf_limited_us: Some(0),
+        sndbuf_actual: Some(4 << 20),
+        sndbuf_set: false,
+    }
+}
+
+pub(crate) fn ev(measured: f64, s: StreamTcp) -> Evidence {
+    Evidence {
+        tcp: true,
+        duration_s: 5.0,
+        measured_bps: measured,
+        best_interval_bps: measured,
+        link: gig(),
+        streams: vec![s],
+        congestion: Some("cubic".into()),
+        ..Evidence::default()
+    }
+}
+
+/// A lab run recorded with `plumb lab --rate 1gbit … -J` (see the
+/// fixture's `lab` and `start` keys for its configuration).
+pub(crate) fn recorded(name: &str, link_bps: f64) -> Evidence {
+    let path = format!(
+        "{}/tests/fixtures/lab-{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    Evidence::from_text(
+        &text,
+        Some(LinkRate {
+            bps: link_bps,
+            source: LinkSource::Given,
+        }),
+    )
+    .expect("evidence")
+}
+
+/// The status of the finding for `l`, if the answer has one.
+pub(crate) fn status(d: &Diagnosis, l: Limit) -> Option<Status> {
+    d.findings.iter().find(|f| f.limit == l).map(|f| f.status)
+}
+
+/// The property every answer keeps: a primary explains the rate or
+/// binds by its counters; a predicted rate in the answer is within its
+/// tolerance of the measurement; no primary means "unexplained".
+pub(crate) fn consistent(d: &Diagnosis) {
+    match d.primary() {
+        Some(f) => {
+            assert_eq!(f.status, Status::Primary);
+            assert!(f.explains || f.counters_bind, "{f:?}");
+        }
+        None => {
+            assert_eq!(d.limit_name(), "unexplained");
+            assert!(d.summary.starts_with("Unexplained: "), "{}", d.summary);
+            assert!(d.fixes.is_empty());
+        }
+    }
+    if let Some(p) = d.predicted_bps {
+        let t = d.tolerance.expect("a prediction comes with its tolerance");
+        assert!(explains(d.measured_bps, p, t), "{} vs {p}", d.measured_bps);
+    }
+    for f in &d.findings {
+        assert!((0.0..=1.0).contains(&f.confidence), "{f:?}");
+        assert_eq!(f.level, Confidence::of(f.confidence));
+    }
+}
+
+/// Any recorded document in `tests/fixtures`, with the link rate given.
+pub(crate) fn fixture(file: &str, link_bps: Option<f64>) -> Evidence {
+    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let link = link_bps.map(|bps| LinkRate {
+        bps,
+        source: LinkSource::Given,
+    });
+    Evidence::from_text(&text, link).expect("evidence")
+}
+
+/// No UDP answer claims TCP evidence, missing or present.
+pub(crate) fn no_tcp_claims(d: &Diagnosis) {
+    for u in &d.unknown {
+        assert!(!u.contains("limit counters"), "{u}");
+    }
+    assert!(d.unknown.iter().any(|u| u.starts_with("TCP's window")));
+    for f in &d.findings {
+        assert!(!f.sentence.contains("window"), "{}", f.sentence);
+    }
+}
