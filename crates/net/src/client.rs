@@ -17,9 +17,9 @@ use plumb_report::{Protocol, Role, Sink, StartRecord};
 use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
 use crate::datapath::Drain;
 use crate::errors::{server_error_text, TestError};
-use crate::session::{Plan, Session, Stream, StreamSocket};
+use crate::session::{Plan, Session, Stream};
 use crate::signals;
-use crate::sockets::{self, DataOptions};
+use crate::sockets::{self, DataOptions, StreamSocket};
 use crate::{host, sockopt};
 
 /// How long the client waits for the server at each step of the handshake
@@ -430,7 +430,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         {
             wake = wake.min(t);
         }
-        if !readable(&ctl, wake.saturating_duration_since(now)) {
+        if !sockets::readable(&ctl, wake.saturating_duration_since(now)) {
             continue;
         }
         match ctl.read(&mut buf) {
@@ -448,17 +448,6 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                 return Err(TestError::Control(e));
             }
         }
-    }
-}
-
-/// Waits up to `wait` for the control socket; `poll` has millisecond
-/// resolution where a socket timeout would round to the scheduler tick.
-pub(crate) fn readable(s: &TcpStream, wait: Duration) -> bool {
-    let ms = i32::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
-    match crate::sys::poll_one(s.as_fd(), libc::POLLIN, ms) {
-        Ok(r) => r != 0,
-        // EINTR and friends: let the caller's loop look at its clocks and flags again.
-        Err(_) => false,
     }
 }
 

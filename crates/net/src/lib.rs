@@ -20,6 +20,7 @@ pub mod cgroup;
 pub mod client;
 pub mod config;
 pub mod datapath;
+pub mod datathread;
 pub mod errors;
 pub mod host;
 pub mod pacing;

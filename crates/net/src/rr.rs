@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -21,13 +21,12 @@ use plumb_proto::rr as wire;
 pub use plumb_proto::rr::{RrMode, RrParams, MAX_BURST, MAX_TCP_MESSAGE, MIN_UDP_MESSAGE};
 use serde_json::{json, Map, Value};
 
-use crate::datapath::{Counters, Shared, POLL_SLICE};
-use crate::session::StreamSocket;
-use crate::sockets;
+use crate::datathread::{
+    latency_histogram as histogram, transient, Counters, StopAndBudget, MAX_NS, POLL_SLICE,
+};
+use crate::sockets::{self, StreamSocket};
 use crate::sockopt;
 
-/// Largest latency a histogram holds: an hour, in ns.
-const MAX_NS: u64 = 3_600_000_000_000;
 /// How long a client waits for a plumb server's greeting.
 pub const GREETING_TIMEOUT: Duration = Duration::from_secs(3);
 /// A UDP transaction unanswered this long is counted lost.
@@ -45,85 +44,6 @@ pub const IDLE_EVERY: Duration = Duration::from_millis(10);
 /// Interval of probes under load: 10 a second of 1 byte each way, about
 /// 21 kbit/s with headers and ACKs, under 1 % of any load above 2.1 Mbit/s.
 pub const LOADED_EVERY: Duration = Duration::from_millis(100);
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_NS, 3).expect("bounds 1 ns..1 h at 3 digits are valid")
-}
-
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos())
-        .unwrap_or(MAX_NS)
-        .clamp(1, MAX_NS)
-}
-
-/// An interval's and the whole test's histogram of one quantity.
-#[derive(Debug)]
-struct Pair {
-    interval: Histogram<u64>,
-    total: Histogram<u64>,
-}
-
-#[derive(Debug, Default)]
-struct Slot(Mutex<Option<Pair>>);
-
-impl Slot {
-    fn record(&self, d: Duration) {
-        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let pair = g.get_or_insert_with(|| Pair {
-            interval: histogram(),
-            total: histogram(),
-        });
-        let v = ns(d);
-        // Values are clamped into the bounds, so recording cannot fail.
-        let _ = pair.interval.record(v);
-        let _ = pair.total.record(v);
-    }
-
-    fn take_interval(&self, into: &mut Histogram<u64>) {
-        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = g.as_mut() {
-            let _ = into.add(&p.interval);
-            p.interval.reset();
-        }
-    }
-
-    fn add_total(&self, into: &mut Histogram<u64>) {
-        let g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = g.as_ref() {
-            let _ = into.add(&p.total);
-        }
-    }
-}
-
-/// What one request/response stream has done; part of [`Counters`].
-#[derive(Debug, Default)]
-pub struct RrCounters {
-    /// Transactions completed (client) or answered (server).
-    pub transactions: AtomicU64,
-    interval_transactions: AtomicU64,
-    /// UDP transactions never answered.
-    pub lost: AtomicU64,
-    interval_lost: AtomicU64,
-    /// Round trip of each transaction (CRR: connect to last response byte).
-    rtt: Slot,
-    /// CRR: the TCP handshake.
-    connect: Slot,
-    /// CRR: request sent to response read.
-    reqresp: Slot,
-}
-
-impl RrCounters {
-    fn done(&self, c: &Counters, bytes: u64) {
-        self.transactions.fetch_add(1, Relaxed);
-        self.interval_transactions.fetch_add(1, Relaxed);
-        c.bytes.fetch_add(bytes, Relaxed);
-    }
-
-    fn lose(&self) {
-        self.lost.fetch_add(1, Relaxed);
-        self.interval_lost.fetch_add(1, Relaxed);
-    }
-}
 
 /// What the session needs beyond the plan to run request/response streams.
 #[derive(Debug, Clone, Default)]
@@ -185,7 +105,7 @@ pub fn run_stream(
     client: bool,
     p: RrParams,
     ctx: &RrContext,
-    shared: &Shared,
+    shared: &StopAndBudget,
     c: &Counters,
 ) {
     match (sock, client, p.mode) {
@@ -197,13 +117,6 @@ pub fn run_stream(
         (StreamSocket::Udp(u), false, _) => serve_udp(u, p, ctx, shared, c),
     }
     c.end();
-}
-
-fn transient(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
 }
 
 fn tune(s: &TcpStream, busy_poll: Option<u32>) {
@@ -314,7 +227,7 @@ fn write_full(s: &TcpStream, buf: &[u8], give_up: &dyn Fn() -> bool) -> io::Resu
 }
 
 /// Claims one request's worth of a `-n`/`-k` budget; false when spent.
-fn claim(shared: &Shared, request: usize) -> bool {
+fn claim(shared: &StopAndBudget, request: usize) -> bool {
     let got = shared.claim(request);
     if got < request {
         shared.unclaim(got);
@@ -323,7 +236,7 @@ fn claim(shared: &Shared, request: usize) -> bool {
     true
 }
 
-fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &StopAndBudget, c: &Counters) {
     tune(s, ctx.busy_poll);
     let _ = s.set_read_timeout(Some(POLL_SLICE));
     let _ = s.set_write_timeout(Some(POLL_SLICE));
@@ -374,7 +287,7 @@ fn client_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
     let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
-fn serve_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+fn serve_tcp(s: &TcpStream, p: RrParams, ctx: &RrContext, shared: &StopAndBudget, c: &Counters) {
     tune(s, p.busy_poll_us);
     let mut pace = Pace::new(ctx.pace_bps);
     let _ = s.set_read_timeout(Some(POLL_SLICE));
@@ -407,7 +320,7 @@ fn ports_exhausted(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EADDRNOTAVAIL)
 }
 
-fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+fn client_crr(p: RrParams, ctx: &RrContext, shared: &StopAndBudget, c: &Counters) {
     let Some(addr) = ctx.crr_addr else {
         c.fail("no CRR port from the server");
         return;
@@ -487,7 +400,7 @@ fn client_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     }
 }
 
-fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+fn serve_crr(p: RrParams, ctx: &RrContext, shared: &StopAndBudget, c: &Counters) {
     let Some(listener) = ctx.listener.as_ref() else {
         c.fail("no CRR listener");
         return;
@@ -516,7 +429,7 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
         {
             strangers += 1;
             if strangers == 1 {
-                crate::server::log(&from, "refused a CRR connection from another host");
+                crate::server::state::log(&from, "refused a CRR connection from another host");
             }
             continue;
         }
@@ -539,7 +452,7 @@ fn serve_crr(p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
     }
 }
 
-fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &StopAndBudget, c: &Counters) {
     let mut pace = Pace::new(ctx.pace_bps);
     if let Some(us) = ctx.busy_poll {
         let _ = sockopt::set_busy_poll(u.as_fd(), us);
@@ -616,7 +529,7 @@ fn client_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &
     }
 }
 
-fn serve_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &Shared, c: &Counters) {
+fn serve_udp(u: &UdpSocket, p: RrParams, ctx: &RrContext, shared: &StopAndBudget, c: &Counters) {
     let mut pace = Pace::new(ctx.pace_bps);
     if let Some(us) = p.busy_poll_us {
         let _ = sockopt::set_busy_poll(u.as_fd(), us);
@@ -870,7 +783,7 @@ impl Probe {
 
 /// Server: answers the probe connection on its own thread until the client
 /// closes it or `shared` says the test is over.
-pub fn serve_probe(s: TcpStream, shared: Arc<Shared>) -> io::Result<()> {
+pub fn serve_probe(s: TcpStream, shared: Arc<StopAndBudget>) -> io::Result<()> {
     s.set_nonblocking(false)?;
     greet_tcp(&s, 0)?;
     std::thread::Builder::new()
