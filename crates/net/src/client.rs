@@ -12,11 +12,13 @@ use plumb_proto::client::{ClientControl, ClientEvent};
 use plumb_proto::params::{PlumbParams, Protocol as WireProtocol, TestParams};
 use plumb_proto::results::Results;
 use plumb_proto::{stream_id, udp, Cookie};
-use plumb_report::{Protocol, Role, Sink, StartRecord};
+use plumb_report::latency::Latency;
+use plumb_report::{EndRecord, Protocol, Role, Sink, StartRecord, StreamEnd};
 
 use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
 use crate::datapath::Drain;
 use crate::errors::{server_error_text, TestError};
+use crate::rr::probe::Probe;
 use crate::session::{Plan, Session, Stream};
 use crate::signals;
 use crate::sockets::{self, DataOptions, StreamSocket};
@@ -216,7 +218,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     let mut session = Session::new(plan.clone(), cfg.spec.interval);
     session.rr.bind = cfg.bind;
     session.rr.busy_poll = cfg.spec.busy_poll;
-    let mut probe: Option<crate::rr::Probe> = None;
+    let mut probe: Option<Probe> = None;
     let mut deadline: Option<Instant> = None;
     let mut ended = false;
     let mut step_deadline = Instant::now() + STEP_TIMEOUT;
@@ -243,9 +245,8 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                     if cfg.spec.latency {
                         // Idle latency first, before any data stream exists.
                         let timeout = cfg.connect_timeout.or(Some(Duration::from_secs(10)));
-                        let p =
-                            crate::rr::Probe::open(server, cfg.bind, cookie.as_bytes(), timeout)
-                                .map_err(|e| TestError::Ended(format!("latency probe: {e}")))?;
+                        let p = Probe::open(server, cfg.bind, cookie.as_bytes(), timeout)
+                            .map_err(|e| TestError::Ended(format!("latency probe: {e}")))?;
                         probe = Some(p);
                     }
                     connect_streams(cfg, server, &cookie, &plan, &opts, &mut session)?;
@@ -322,8 +323,8 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                         ));
                     }
                     let mut end = session.end_record(&peer, local_cc());
-                    let loaded = probe.as_mut().map(crate::rr::Probe::finish);
-                    crate::rr::attach_end(
+                    let loaded = probe.as_mut().map(Probe::finish);
+                    attach_latency(
                         &mut end,
                         &session,
                         probe.as_ref().zip(loaded.as_deref()),
@@ -448,6 +449,46 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                 return Err(TestError::Control(e));
             }
         }
+    }
+}
+
+/// Puts the request/response or `--latency` result under
+/// `end.plumb.latency` and prints its text lines.
+fn attach_latency(
+    end: &mut EndRecord,
+    session: &Session,
+    probes: Option<(&Probe, &[f64])>,
+    sink: &mut dyn Sink,
+) {
+    let latency = if let Some(p) = session.plan.rr {
+        let secs = end
+            .streams
+            .iter()
+            .map(|s| s.sent.seconds.max(s.received.seconds))
+            .fold(0.0, f64::max);
+        Latency::Rr(crate::rr::stats::end(
+            session.streams.iter().map(|s| &*s.counters),
+            p,
+            session.plan.protocol == Protocol::Udp,
+            secs,
+        ))
+    } else if let Some((probe, loaded)) = probes {
+        // The load: what its receivers got, summed over the streams.
+        let load_bps = end
+            .streams
+            .iter()
+            .map(|s| StreamEnd::rate(s.received))
+            .sum();
+        Latency::Probe(probe.result(loaded, load_bps))
+    } else {
+        return;
+    };
+    for l in latency.lines() {
+        sink.note(&l);
+    }
+    let plumb = end.plumb.get_or_insert_with(|| serde_json::json!({}));
+    if let Some(m) = plumb.as_object_mut() {
+        m.insert("latency".into(), latency.to_json());
     }
 }
 

@@ -694,12 +694,12 @@ impl Session {
             });
         }
         let plumb = self.plan.rr.map(|p| {
-            crate::rr::interval_json(
+            plumb_report::latency::interval_json(&crate::rr::stats::interval(
                 self.streams.iter().map(|s| &*s.counters),
                 p,
                 self.plan.protocol == Protocol::Udp,
                 end - start,
-            )
+            ))
         });
         Some(IntervalRecord { streams, plumb })
     }
