@@ -404,3 +404,149 @@ pub fn probe_lines(p: &ProbeLatency) -> Vec<String> {
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pct(base: f64) -> Percentiles {
+        Percentiles {
+            min: base,
+            p50: base + 1.0,
+            p90: base + 2.0,
+            p99: base + 3.0,
+            p99_9: base + 4.0,
+            max: base + 5.0,
+            mean: base + 0.5,
+            buckets: vec![Bucket {
+                le: base + 5.0,
+                count: 3,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_crr_end_keeps_its_keys_order_and_kinds() {
+        let r = Latency::Rr(RrEnd {
+            kind: RrKind::Crr,
+            request_bytes: 1,
+            response_bytes: 2,
+            burst: 1,
+            seconds: 2.0,
+            count: RrCount {
+                transactions: 4,
+                per_second: 2.0,
+                connections: true,
+                lost: None,
+            },
+            round_trip: Some(pct(10.0)),
+            crr: Some(CrrPhases {
+                connect: Some(pct(1.0)),
+                request_response: None,
+            }),
+        });
+        let v = r.to_json();
+        let keys: Vec<&str> = v
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "test",
+                "request_bytes",
+                "response_bytes",
+                "burst",
+                "seconds",
+                "transactions",
+                "transactions_per_second",
+                "connections",
+                "connections_per_second",
+                "min_us",
+                "p50_us",
+                "p90_us",
+                "p99_us",
+                "p99_9_us",
+                "max_us",
+                "mean_us",
+                "buckets",
+                "connect",
+                "request_response"
+            ]
+        );
+        assert!(v["transactions"].is_u64() && v["transactions_per_second"].is_f64());
+        assert_eq!(v["buckets"], json!([{"le_us": 15.0, "count": 3}]));
+        assert_eq!(v["request_response"], json!({}));
+        assert_eq!(
+            r.lines(),
+            [
+                "CRR: 4 connections, 2.0 connections/s",
+                "round trip         min 10.0  p50 11.0  p90 12.0  p99 13.0  p99.9 14.0  max 15.0  mean 10.5 us",
+                "  connect          min 1.0  p50 2.0  p90 3.0  p99 4.0  p99.9 5.0  max 6.0  mean 1.5 us",
+                "  request/response min 0.0  p50 0.0  p90 0.0  p99 0.0  p99.9 0.0  max 0.0  mean 0.0 us",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_interval_has_no_buckets_and_a_udp_one_counts_losses() {
+        let v = interval_json(&RrInterval {
+            round_trip: Some(pct(1.0)),
+            count: RrCount {
+                transactions: 3,
+                per_second: 3.0,
+                connections: false,
+                lost: Some(1),
+            },
+            crr_p50_us: None,
+        });
+        let l = &v["latency"];
+        assert!(l.get("buckets").is_none());
+        assert_eq!(l["lost"], json!(1));
+        assert_eq!(l["min_us"], json!(1.0));
+    }
+
+    #[test]
+    fn probes_without_answers_print_nan_and_null() {
+        let empty = ProbeSide {
+            probes: 0,
+            rpm: None,
+            round_trip: None,
+        };
+        let p = Latency::Probe(ProbeLatency {
+            idle: empty.clone(),
+            loaded: empty,
+            increase_p50_ms: None,
+            increase_p99_ms: None,
+            retransmits: Some(2),
+            cost: Some(ProbeCost {
+                secs: 2.0,
+                wire_bps: 20_000.0,
+                thread_cpu_s: Some(0.001),
+            }),
+            load_bps: 1e9,
+            idle_every_ms: 10.0,
+            loaded_every_ms: 100.0,
+        });
+        let v = p.to_json();
+        assert_eq!(v["idle"], json!({"probes": 0, "rpm": null}));
+        assert_eq!(v["increase_p50_ms"], Value::Null);
+        assert_eq!(v["probe_cost"]["share_of_load"], json!(2e-5));
+        assert_eq!(
+            v["probe_cost"]["thread_cpu_share_of_one_core"],
+            json!(0.0005)
+        );
+        let lines = p.lines();
+        assert_eq!(
+            lines[1],
+            "idle    0 probes: min NaN  p50 NaN  p90 NaN  p99 NaN  max NaN ms, NaN RPM"
+        );
+        assert!(lines[3].starts_with("the load added NaN ms at the median, NaN ms at p99; the probe connection resent 2 segment(s)"));
+        assert_eq!(
+            lines[4],
+            "the probes cost 20.0 kbit/s on the wire both ways (0.0020 % of the load) and 0.050 % of a core"
+        );
+    }
+}
