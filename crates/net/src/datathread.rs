@@ -8,8 +8,8 @@
 //! latency histograms in [`RrCounters`]), the clock origin every thread
 //! stamps against ([`epoch`]), the longest a blocking call waits before a
 //! thread looks at its stop flag again ([`POLL_SLICE`]), which socket errors
-//! only mean "try again" ([`transient`]) and how a data thread is started
-//! ([`spawn_stream`]). It depends on none of the modules that use it.
+//! only mean "try again" (`transient`) and how a data thread is started
+//! (`spawn_stream`). It depends on none of the modules that use it.
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -54,7 +54,7 @@ pub struct Counters {
     pub udp_gso_segs: AtomicU64,
     /// UDP receiver: 0 = not a UDP receiver, 1 = GRO off, 2 = GRO on.
     pub udp_gro: std::sync::atomic::AtomicU8,
-    /// UDP receiver: a [`JitterResolution`] code (0 = not a UDP receiver).
+    /// UDP receiver: a [`crate::datapath::JitterResolution`] code (0 = not a UDP receiver).
     pub udp_jitter_res: std::sync::atomic::AtomicU8,
     /// Receiver: when the last byte arrived after the stop, as nanoseconds
     /// since [`epoch`] (0 = nothing arrived after the stop).

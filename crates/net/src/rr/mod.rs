@@ -4,8 +4,8 @@
 //! parameters carry `plumb.rr`.
 //!
 //! - [`loops`]: each stream's transaction loops, client and server, and
-//!   what they need beyond the plan ([`RrContext`]); [`io`] (whole
-//!   messages, `--busy-poll`'s spinning read) and [`pace`] (`-b`) under them.
+//!   what they need beyond the plan ([`RrContext`]); `io` (whole
+//!   messages, `--busy-poll`'s spinning read) and `pace` (`-b`) under them.
 //! - [`greeting`]: the greeting a plumb server writes on their connections
 //!   (see [`plumb_proto::rr`]), which a client checks.
 //! - [`probe`]: the `--latency` probe connection and what it cost.
