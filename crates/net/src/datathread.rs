@@ -223,10 +223,12 @@ pub(crate) fn transient(e: &io::Error) -> bool {
 /// Largest latency a histogram holds: an hour, in ns.
 pub(crate) const MAX_NS: u64 = 3_600_000_000_000;
 
+/// An empty latency histogram: 1 ns to [`MAX_NS`], three significant digits.
 pub(crate) fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NS, 3).expect("bounds 1 ns..1 h at 3 digits are valid")
 }
 
+/// `d` in ns, clamped into a latency histogram's bounds.
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos())
         .unwrap_or(MAX_NS)
@@ -240,10 +242,13 @@ struct HistogramPair {
     total: Histogram<u64>,
 }
 
+/// One latency quantity of a stream (round trip, handshake, …): recorded
+/// by its thread, taken per interval and summed at the end by the reporter.
 #[derive(Debug, Default)]
 pub(crate) struct LatencySlot(Mutex<Option<HistogramPair>>);
 
 impl LatencySlot {
+    /// Records one latency into the interval's and the total histogram.
     pub(crate) fn record(&self, d: Duration) {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let pair = g.get_or_insert_with(|| HistogramPair {
@@ -256,6 +261,7 @@ impl LatencySlot {
         let _ = pair.total.record(v);
     }
 
+    /// Adds this interval's histogram to `into` and starts the next one empty.
     pub(crate) fn take_interval(&self, into: &mut Histogram<u64>) {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = g.as_mut() {
@@ -264,6 +270,7 @@ impl LatencySlot {
         }
     }
 
+    /// Adds the whole test's histogram to `into`.
     pub(crate) fn add_total(&self, into: &mut Histogram<u64>) {
         let g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = g.as_ref() {
@@ -324,4 +331,59 @@ pub(crate) fn spawn_stream(
                 .store(w1.saturating_sub(w0) / 1000, Relaxed);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_is_claimed_to_zero_and_given_back() {
+        let b = StopAndBudget::new(Some(10));
+        assert_eq!(b.claim(4), 4);
+        assert_eq!(b.claim(8), 6);
+        assert!(!b.budget_spent.load(Relaxed));
+        assert_eq!(b.claim(1), 0);
+        assert!(b.budget_spent.load(Relaxed));
+        b.unclaim(3);
+        assert_eq!(b.claim(5), 3);
+        // Unbounded: every claim is granted whole.
+        assert_eq!(
+            StopAndBudget::new(None).claim(usize::MAX / 2),
+            usize::MAX / 2
+        );
+    }
+
+    #[test]
+    fn a_latency_slot_hands_over_intervals_and_keeps_the_total() {
+        let s = LatencySlot::default();
+        let mut h = latency_histogram();
+        s.take_interval(&mut h);
+        assert!(h.is_empty());
+        s.record(Duration::ZERO);
+        s.record(Duration::from_secs(2 * 3600));
+        s.take_interval(&mut h);
+        // Clamped into the bounds: 1 ns and an hour.
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.min(), 1);
+        assert!(h.equivalent(h.max(), MAX_NS));
+        let mut next = latency_histogram();
+        s.take_interval(&mut next);
+        assert!(next.is_empty());
+        let mut total = latency_histogram();
+        s.add_total(&mut total);
+        assert_eq!(total.len(), 2);
+    }
+
+    #[test]
+    fn only_waiting_errors_are_transient() {
+        for k in [
+            io::ErrorKind::WouldBlock,
+            io::ErrorKind::TimedOut,
+            io::ErrorKind::Interrupted,
+        ] {
+            assert!(transient(&io::Error::from(k)));
+        }
+        assert!(!transient(&io::Error::from(io::ErrorKind::ConnectionReset)));
+    }
 }
