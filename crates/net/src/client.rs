@@ -12,14 +12,17 @@ use plumb_proto::client::{ClientControl, ClientEvent};
 use plumb_proto::params::{PlumbParams, Protocol as WireProtocol, TestParams};
 use plumb_proto::results::Results;
 use plumb_proto::{stream_id, udp, Cookie};
-use plumb_report::{Protocol, Role, Sink, StartRecord};
+use plumb_report::latency::Latency;
+use plumb_report::{EndRecord, Protocol, Role, Sink, StartRecord, StreamEnd};
 
 use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
 use crate::datapath::Drain;
+use crate::datathread::transient;
 use crate::errors::{server_error_text, TestError};
-use crate::session::{Plan, Session, Stream, StreamSocket};
+use crate::rr::probe::Probe;
+use crate::session::{Plan, Session, Stream};
 use crate::signals;
-use crate::sockets::{self, DataOptions};
+use crate::sockets::{self, DataOptions, StreamSocket};
 use crate::{host, sockopt};
 
 /// How long the client waits for the server at each step of the handshake
@@ -170,295 +173,419 @@ pub fn run(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
 
 fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     signals::install();
+    let (ctl, server) = connect_control(cfg, sink)?;
+    ClientRun::new(cfg, ctl, server, sink)?.drive(sink)
+}
+
+/// Connects the control connection to the first of `cfg.host`'s addresses
+/// that answers.
+fn connect_control(
+    cfg: &ClientConfig,
+    sink: &mut dyn Sink,
+) -> Result<(TcpStream, SocketAddr), TestError> {
     let addrs = sockets::resolve(&cfg.host, cfg.port, cfg.family).map_err(TestError::Connect)?;
     sink.note(&format!(
         "Connecting to host {}, port {}",
         cfg.host, cfg.port
     ));
     let mut last = None;
-    let mut control = None;
     for a in &addrs {
         match sockets::connect_tcp(*a, cfg.bind, None, cfg.connect_timeout, |_| Ok(())) {
-            Ok(s) => {
-                control = Some((s, *a));
-                break;
-            }
+            Ok(s) => return Ok((s, *a)),
             Err(e) => last = Some(e),
         }
     }
-    let Some((mut ctl, server)) = control else {
-        return Err(TestError::Connect(
-            last.unwrap_or_else(|| io::Error::other("no address")),
-        ));
-    };
-    ctl.set_nodelay(true).map_err(TestError::Control)?;
-    let control_mss = sockopt::max_segment(ctl.as_fd()).ok();
-    let mut params = params(cfg, control_mss);
-    if let Some(a) = &cfg.auth {
-        params.authtoken = Some(auth_token(a)?);
+    Err(TestError::Connect(
+        last.unwrap_or_else(|| io::Error::other("no address")),
+    ))
+}
+
+/// One test on the client: the control connection, its protocol machine,
+/// the session and the clocks the driver loop keeps.
+struct ClientRun<'c> {
+    cfg: &'c ClientConfig,
+    ctl: TcpStream,
+    server: SocketAddr,
+    control_mss: Option<u32>,
+    params: TestParams,
+    cookie: Cookie,
+    machine: ClientControl,
+    plan: Plan,
+    opts: DataOptions,
+    session: Session,
+    probe: Option<Probe>,
+    deadline: Option<Instant>,
+    ended: bool,
+    step_deadline: Instant,
+    server_results: Option<Results>,
+    out: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl<'c> ClientRun<'c> {
+    fn new(
+        cfg: &'c ClientConfig,
+        ctl: TcpStream,
+        server: SocketAddr,
+        sink: &mut dyn Sink,
+    ) -> Result<ClientRun<'c>, TestError> {
+        ctl.set_nodelay(true).map_err(TestError::Control)?;
+        let control_mss = sockopt::max_segment(ctl.as_fd()).ok();
+        let mut params = params(cfg, control_mss);
+        if let Some(a) = &cfg.auth {
+            params.authtoken = Some(auth_token(a)?);
+        }
+        if cfg.spec.reverse {
+            sink.note(&format!(
+                "Reverse mode, remote host {} is sending",
+                cfg.host
+            ));
+        }
+        let cookie = random_cookie();
+        let machine = ClientControl::new(cookie, params.clone());
+        let mut plan = Plan::of(&params);
+        plan.time = cfg.spec.time;
+        plan.omit = cfg.spec.omit;
+        if cfg.spec.total_bitrate {
+            // Our own senders share the whole rate through one pacer.
+            plan.total_rate = Some(requested_rate(&cfg.spec)).filter(|&b| b > 0);
+        }
+        let opts = DataOptions::of(&params);
+        let mut session = Session::new(plan.clone(), cfg.spec.interval);
+        session.rr.bind = cfg.bind;
+        session.rr.busy_poll = cfg.spec.busy_poll;
+        Ok(ClientRun {
+            cfg,
+            ctl,
+            server,
+            control_mss,
+            params,
+            cookie,
+            machine,
+            plan,
+            opts,
+            session,
+            probe: None,
+            deadline: None,
+            ended: false,
+            step_deadline: Instant::now() + STEP_TIMEOUT,
+            server_results: None,
+            out: Vec::with_capacity(1024),
+            buf: vec![0u8; 16 * 1024],
+        })
     }
-    if cfg.spec.reverse {
-        sink.note(&format!(
-            "Reverse mode, remote host {} is sending",
-            cfg.host
-        ));
-    }
-    let cookie = random_cookie();
-    let mut machine = ClientControl::new(cookie, params.clone());
-    let mut plan = Plan::of(&params);
-    plan.time = cfg.spec.time;
-    plan.omit = cfg.spec.omit;
-    if cfg.spec.total_bitrate {
-        // Our own senders share the whole rate through one pacer.
-        plan.total_rate = Some(requested_rate(&cfg.spec)).filter(|&b| b > 0);
-    }
-    let opts = DataOptions::of(&params);
-    let mut session = Session::new(plan.clone(), cfg.spec.interval);
-    session.rr.bind = cfg.bind;
-    session.rr.busy_poll = cfg.spec.busy_poll;
-    let mut probe: Option<crate::rr::Probe> = None;
-    let mut deadline: Option<Instant> = None;
-    let mut ended = false;
-    let mut step_deadline = Instant::now() + STEP_TIMEOUT;
-    let mut server_results: Option<Results> = None;
-    let mut out = Vec::with_capacity(1024);
-    let mut buf = vec![0u8; 16 * 1024];
-    let local_cc = || {
-        params.congestion.clone().or_else(|| {
+
+    /// The congestion control this end's TCP uses.
+    fn local_cc(&self) -> Option<String> {
+        self.params.congestion.clone().or_else(|| {
             host::tcp_sysctls()
                 .get("net.ipv4.tcp_congestion_control")
                 .cloned()
         })
-    };
-    loop {
-        out.clear();
-        while machine.poll_transmit(&mut out) {}
-        if !out.is_empty() {
-            ctl.write_all(&out).map_err(TestError::Control)?;
+    }
+
+    /// Writes what the machine has to send; whether there was any.
+    fn transmit(&mut self) -> Result<bool, TestError> {
+        self.out.clear();
+        while self.machine.poll_transmit(&mut self.out) {}
+        if self.out.is_empty() {
+            return Ok(false);
         }
-        while let Some(ev) = machine.poll_event() {
-            step_deadline = Instant::now() + STEP_TIMEOUT;
-            match ev {
-                ClientEvent::CreateStreams => {
-                    if cfg.spec.latency {
-                        // Idle latency first, before any data stream exists.
-                        let timeout = cfg.connect_timeout.or(Some(Duration::from_secs(10)));
-                        let p =
-                            crate::rr::Probe::open(server, cfg.bind, cookie.as_bytes(), timeout)
-                                .map_err(|e| TestError::Ended(format!("latency probe: {e}")))?;
-                        probe = Some(p);
-                    }
-                    connect_streams(cfg, server, &cookie, &plan, &opts, &mut session)?;
-                }
-                ClientEvent::TestStart if plan.rr.is_some() => {
-                    // A plumb server greets each stream; a stock iperf3 server is silent.
-                    for s in &session.streams {
-                        match crate::rr::expect_greeting(&s.socket) {
-                            Ok(port) if port != 0 => {
-                                session.rr.crr_addr = Some(SocketAddr::new(server.ip(), port));
-                            }
-                            Ok(_) => {}
-                            Err(e) => {
-                                let _ = machine.terminate();
-                                out.clear();
-                                while machine.poll_transmit(&mut out) {}
-                                let _ = ctl.write_all(&out);
-                                return Err(TestError::Ended(e.to_string()));
-                            }
-                        }
-                    }
-                    sink.start(&start_record(
-                        cfg,
-                        &cookie,
-                        &params,
-                        &session,
-                        &ctl,
-                        control_mss,
-                    ));
-                }
-                ClientEvent::TestStart => {
-                    sink.start(&start_record(
-                        cfg,
-                        &cookie,
-                        &params,
-                        &session,
-                        &ctl,
-                        control_mss,
-                    ));
-                }
-                ClientEvent::TestRunning => {
-                    let now = Instant::now();
-                    session.start(
-                        now,
-                        Drain::UntilEof {
-                            limit: Duration::from_secs(5),
-                        },
-                    );
-                    if plan.time > 0.0 {
-                        deadline = Some(now + Duration::from_secs_f64(plan.time + plan.omit));
-                    }
-                    if let Some(p) = probe.as_mut() {
-                        p.start_loaded();
-                    }
-                }
-                ClientEvent::ResultsRequested => {
-                    // Receivers drain to the server's FIN so the counts are exact.
-                    session.finish(Instant::now(), sink);
-                    machine
-                        .send_results(&session.local_results(local_cc()))
-                        .map_err(|e| TestError::Protocol(e.to_string()))?;
-                }
-                ClientEvent::ServerResults(r) => server_results = Some(*r),
-                ClientEvent::DisplayResults => {
-                    let peer = server_results.take().unwrap_or_default();
-                    if let Some(n) = peer
-                        .plumb
-                        .as_ref()
-                        .and_then(|p| p.concurrent_tests)
-                        .filter(|n| *n > 0)
-                    {
-                        sink.note(&format!(
-                            "note: the server ran {n} other test(s) at the same time as this one"
-                        ));
-                    }
-                    let mut end = session.end_record(&peer, local_cc());
-                    let loaded = probe.as_mut().map(crate::rr::Probe::finish);
-                    crate::rr::attach_end(
-                        &mut end,
-                        &session,
-                        probe.as_ref().zip(loaded.as_deref()),
-                        sink,
-                    );
-                    sink.end(&end);
-                }
-                ClientEvent::Done => {
-                    out.clear();
-                    while machine.poll_transmit(&mut out) {}
-                    let _ = ctl.write_all(&out);
-                    let _ = ctl.shutdown(std::net::Shutdown::Both);
+        self.ctl.write_all(&self.out).map_err(TestError::Control)?;
+        Ok(true)
+    }
+
+    /// Writes what the machine has to send on the way out, whatever happens
+    /// to the write.
+    fn transmit_last(&mut self) {
+        self.out.clear();
+        while self.machine.poll_transmit(&mut self.out) {}
+        let _ = self.ctl.write_all(&self.out);
+    }
+
+    /// The driver loop: until the test is done or fails.
+    fn drive(&mut self, sink: &mut dyn Sink) -> Result<(), TestError> {
+        loop {
+            self.transmit()?;
+            while let Some(ev) = self.machine.poll_event() {
+                self.step_deadline = Instant::now() + STEP_TIMEOUT;
+                if self.on_event(ev, sink)? {
                     return Ok(());
                 }
-                ClientEvent::AccessDenied => return Err(TestError::Busy),
-                ClientEvent::ServerError { code, errno } => {
-                    return Err(TestError::Server(server_error_text(code, errno)));
-                }
-                ClientEvent::ServerTerminated => {
-                    session.finish(Instant::now(), sink);
-                    return Err(TestError::Server("the server has terminated".into()));
-                }
-                ClientEvent::PeerClosed { .. } => {
-                    session.finish(Instant::now(), sink);
-                    if cfg.auth.is_some() && session.streams.is_empty() {
-                        // iperf3 3.21+ answers a failed authentication with a bare close.
-                        return Err(TestError::Server(
-                            "the server closed the connection after the parameters \
-                             (authentication failed?)"
-                                .into(),
-                        ));
-                    }
-                    return Err(TestError::ControlClosed);
-                }
-                ClientEvent::ProtocolError(e) => {
-                    session.finish(Instant::now(), sink);
-                    return Err(TestError::Protocol(e.to_string()));
-                }
-                other => {
-                    session.finish(Instant::now(), sink);
-                    return Err(TestError::Protocol(format!("unexpected event {other:?}")));
-                }
             }
-        }
-        out.clear();
-        while machine.poll_transmit(&mut out) {}
-        if !out.is_empty() {
-            ctl.write_all(&out).map_err(TestError::Control)?;
-            continue;
-        }
-        let now = Instant::now();
-        if signals::interrupted() {
-            let _ = machine.terminate();
-            out.clear();
-            while machine.poll_transmit(&mut out) {}
-            let _ = ctl.write_all(&out);
-            session.finish(now, sink);
-            return Err(TestError::Interrupted);
-        }
-        if session.running() {
-            let time_up = deadline.is_some_and(|d| now >= d);
-            let we_send = session.streams.iter().any(|s| s.sender);
-            let budget_done = plan.budget.is_some() && we_send && session.senders_done();
-            let all_senders_failed = session.streams.iter().any(|s| s.sender)
-                && session.senders_done()
-                && plan.budget.is_none();
-            if !ended
-                && (time_up
-                    || budget_done
-                    || all_senders_failed
-                    || (plan.budget.is_some() && receivers_got_budget(&session, &plan)))
-            {
-                ended = true;
-                session.stop_senders(now);
-                // Let sender threads leave their loops before the server tears down.
-                wait_senders(&session, Duration::from_secs(2));
-                machine
-                    .test_end()
-                    .map_err(|e| TestError::Protocol(e.to_string()))?;
-                step_deadline = now + STEP_TIMEOUT;
-                if let Some(e) = session.stream_error() {
-                    sink.note(&format!("warning: {e}"));
-                }
+            if self.transmit()? {
                 continue;
             }
-            // After the end check: at the deadline the last interval is the one finish() emits.
-            session.tick(now, sink);
+            let now = Instant::now();
+            if signals::interrupted() {
+                let _ = self.machine.terminate();
+                self.transmit_last();
+                self.session.finish(now, sink);
+                return Err(TestError::Interrupted);
+            }
+            if self.session.running() {
+                if self.end_if_due(now, sink)? {
+                    continue;
+                }
+                // After the end check: at the deadline the last interval is the one finish() emits.
+                self.session.tick(now, sink);
+            }
+            if now > self.step_deadline && (!self.session.running() || self.ended) {
+                self.session.finish(now, sink);
+                return Err(TestError::Timeout);
+            }
+            self.wait_and_read(now, sink)?;
         }
-        if now > step_deadline && (!session.running() || ended) {
-            session.finish(now, sink);
-            return Err(TestError::Timeout);
+    }
+
+    /// Acts on one event of the machine; `true` when the test is done.
+    fn on_event(&mut self, ev: ClientEvent, sink: &mut dyn Sink) -> Result<bool, TestError> {
+        match ev {
+            ClientEvent::CreateStreams => {
+                if self.cfg.spec.latency {
+                    // Idle latency first, before any data stream exists.
+                    let timeout = self.cfg.connect_timeout.or(Some(Duration::from_secs(10)));
+                    let p =
+                        Probe::open(self.server, self.cfg.bind, self.cookie.as_bytes(), timeout)
+                            .map_err(|e| TestError::Ended(format!("latency probe: {e}")))?;
+                    self.probe = Some(p);
+                }
+                connect_streams(
+                    self.cfg,
+                    self.server,
+                    &self.cookie,
+                    &self.plan,
+                    &self.opts,
+                    &mut self.session,
+                )?;
+            }
+            ClientEvent::TestStart => {
+                if self.plan.rr.is_some() {
+                    self.expect_greetings()?;
+                }
+                sink.start(&start_record(
+                    self.cfg,
+                    &self.cookie,
+                    &self.params,
+                    &self.session,
+                    &self.ctl,
+                    self.control_mss,
+                ));
+            }
+            ClientEvent::TestRunning => {
+                let now = Instant::now();
+                self.session.start(
+                    now,
+                    Drain::UntilEof {
+                        limit: Duration::from_secs(5),
+                    },
+                );
+                if self.plan.time > 0.0 {
+                    self.deadline =
+                        Some(now + Duration::from_secs_f64(self.plan.time + self.plan.omit));
+                }
+                if let Some(p) = self.probe.as_mut() {
+                    p.start_loaded();
+                }
+            }
+            ClientEvent::ResultsRequested => {
+                // Receivers drain to the server's FIN so the counts are exact.
+                self.session.finish(Instant::now(), sink);
+                let results = self.session.local_results(self.local_cc());
+                self.machine
+                    .send_results(&results)
+                    .map_err(|e| TestError::Protocol(e.to_string()))?;
+            }
+            ClientEvent::ServerResults(r) => self.server_results = Some(*r),
+            ClientEvent::DisplayResults => self.display_results(sink),
+            ClientEvent::Done => {
+                self.transmit_last();
+                let _ = self.ctl.shutdown(std::net::Shutdown::Both);
+                return Ok(true);
+            }
+            other => return Err(self.failed(other, sink)),
         }
+        Ok(false)
+    }
+
+    /// A plumb server greets each request/response stream; a stock iperf3
+    /// server is silent. The greeting carries the CRR port.
+    fn expect_greetings(&mut self) -> Result<(), TestError> {
+        for s in &self.session.streams {
+            match crate::rr::expect_greeting(&s.socket) {
+                Ok(port) if port != 0 => {
+                    self.session.rr.crr_addr = Some(SocketAddr::new(self.server.ip(), port));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = self.machine.terminate();
+                    self.transmit_last();
+                    return Err(TestError::Ended(e.to_string()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Prints the end of the test: both ends' results, and the latency.
+    fn display_results(&mut self, sink: &mut dyn Sink) {
+        let peer = self.server_results.take().unwrap_or_default();
+        if let Some(n) = peer
+            .plumb
+            .as_ref()
+            .and_then(|p| p.concurrent_tests)
+            .filter(|n| *n > 0)
+        {
+            sink.note(&format!(
+                "note: the server ran {n} other test(s) at the same time as this one"
+            ));
+        }
+        let mut end = self.session.end_record(&peer, self.local_cc());
+        let loaded = self.probe.as_mut().map(Probe::finish);
+        attach_latency(
+            &mut end,
+            &self.session,
+            self.probe.as_ref().zip(loaded.as_deref()),
+            sink,
+        );
+        sink.end(&end);
+    }
+
+    /// The error an event that ends the test early stands for.
+    fn failed(&mut self, ev: ClientEvent, sink: &mut dyn Sink) -> TestError {
+        match ev {
+            ClientEvent::AccessDenied => return TestError::Busy,
+            ClientEvent::ServerError { code, errno } => {
+                return TestError::Server(server_error_text(code, errno));
+            }
+            _ => {}
+        }
+        self.session.finish(Instant::now(), sink);
+        match ev {
+            ClientEvent::ServerTerminated => TestError::Server("the server has terminated".into()),
+            ClientEvent::PeerClosed { .. } => {
+                if self.cfg.auth.is_some() && self.session.streams.is_empty() {
+                    // iperf3 3.21+ answers a failed authentication with a bare close.
+                    return TestError::Server(
+                        "the server closed the connection after the parameters \
+                         (authentication failed?)"
+                            .into(),
+                    );
+                }
+                TestError::ControlClosed
+            }
+            ClientEvent::ProtocolError(e) => TestError::Protocol(e.to_string()),
+            other => TestError::Protocol(format!("unexpected event {other:?}")),
+        }
+    }
+
+    /// Ends the test when its time is up, its budget spent or every sender
+    /// failed; `true` when it did just now.
+    fn end_if_due(&mut self, now: Instant, sink: &mut dyn Sink) -> Result<bool, TestError> {
+        let session = &self.session;
+        let plan = &self.plan;
+        let time_up = self.deadline.is_some_and(|d| now >= d);
+        let we_send = session.streams.iter().any(|s| s.sender);
+        let budget_done = plan.budget.is_some() && we_send && session.senders_done();
+        let all_senders_failed = session.streams.iter().any(|s| s.sender)
+            && session.senders_done()
+            && plan.budget.is_none();
+        if self.ended
+            || !(time_up
+                || budget_done
+                || all_senders_failed
+                || (plan.budget.is_some() && receivers_got_budget(session, plan)))
+        {
+            return Ok(false);
+        }
+        self.ended = true;
+        self.session.stop_senders(now);
+        // Let sender threads leave their loops before the server tears down.
+        wait_senders(&self.session, Duration::from_secs(2));
+        self.machine
+            .test_end()
+            .map_err(|e| TestError::Protocol(e.to_string()))?;
+        self.step_deadline = now + STEP_TIMEOUT;
+        if let Some(e) = self.session.stream_error() {
+            sink.note(&format!("warning: {e}"));
+        }
+        Ok(true)
+    }
+
+    /// Waits for the control connection until the next thing due, and
+    /// feeds the machine what arrived.
+    fn wait_and_read(&mut self, now: Instant, sink: &mut dyn Sink) -> Result<(), TestError> {
         // A -n/-k test ends when the senders say so: look often, so the
         // test (and the server's clock) stops within milliseconds of it.
-        let idle = if plan.budget.is_some() && session.running() && !ended {
+        let idle = if self.plan.budget.is_some() && self.session.running() && !self.ended {
             Duration::from_millis(2)
         } else {
             Duration::from_millis(250)
         };
         let mut wake = now + idle;
-        for t in [session.poll_at(), deadline, Some(step_deadline)]
-            .into_iter()
-            .flatten()
+        for t in [
+            self.session.poll_at(),
+            self.deadline,
+            Some(self.step_deadline),
+        ]
+        .into_iter()
+        .flatten()
         {
             wake = wake.min(t);
         }
-        if !readable(&ctl, wake.saturating_duration_since(now)) {
-            continue;
+        if !sockets::readable(&self.ctl, wake.saturating_duration_since(now)) {
+            return Ok(());
         }
-        match ctl.read(&mut buf) {
-            Ok(0) => machine.handle_eof(now_since_start()),
-            Ok(n) => machine.handle_input(&buf[..n], now_since_start()),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+        match self.ctl.read(&mut self.buf) {
+            Ok(0) => self.machine.handle_eof(now_since_start()),
+            Ok(n) => self.machine.handle_input(&self.buf[..n], now_since_start()),
+            Err(e) if transient(&e) => {}
             Err(e) => {
-                session.finish(Instant::now(), sink);
+                self.session.finish(Instant::now(), sink);
                 return Err(TestError::Control(e));
             }
         }
+        Ok(())
     }
 }
 
-/// Waits up to `wait` for the control socket; `poll` has millisecond
-/// resolution where a socket timeout would round to the scheduler tick.
-pub(crate) fn readable(s: &TcpStream, wait: Duration) -> bool {
-    let ms = i32::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
-    match crate::sys::poll_one(s.as_fd(), libc::POLLIN, ms) {
-        Ok(r) => r != 0,
-        // EINTR and friends: let the caller's loop look at its clocks and flags again.
-        Err(_) => false,
+/// Puts the request/response or `--latency` result under
+/// `end.plumb.latency` and prints its text lines.
+fn attach_latency(
+    end: &mut EndRecord,
+    session: &Session,
+    probes: Option<(&Probe, &[f64])>,
+    sink: &mut dyn Sink,
+) {
+    let latency = if let Some(p) = session.plan.rr {
+        let secs = end
+            .streams
+            .iter()
+            .map(|s| s.sent.seconds.max(s.received.seconds))
+            .fold(0.0, f64::max);
+        Latency::Rr(crate::rr::stats::end(
+            session.streams.iter().map(|s| &*s.counters),
+            p,
+            session.plan.protocol == Protocol::Udp,
+            secs,
+        ))
+    } else if let Some((probe, loaded)) = probes {
+        // The load: what its receivers got, summed over the streams.
+        let load_bps = end
+            .streams
+            .iter()
+            .map(|s| StreamEnd::rate(s.received))
+            .sum();
+        Latency::Probe(probe.result(loaded, load_bps))
+    } else {
+        return;
+    };
+    for l in latency.lines() {
+        sink.note(&l);
+    }
+    let plumb = end.plumb.get_or_insert_with(|| serde_json::json!({}));
+    if let Some(m) = plumb.as_object_mut() {
+        m.insert("latency".into(), latency.to_json());
     }
 }
 

@@ -9,7 +9,7 @@
 //! reporter samples once per interval. TCP loops read the clock once per 64
 //! reads (the receiver's low-water tuner) and while draining; UDP loops once
 //! per batch (the send stamp, the arrival time). Threads notice the end of a
-//! test through [`Shared::stop`], checked once per block or batch; blocking
+//! test through [`StopAndBudget::stop`], checked once per block or batch; blocking
 //! calls carry a 100 ms socket timeout so that a stalled peer cannot pin a
 //! thread past the end.
 //!
@@ -22,207 +22,19 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::{
-    AtomicBool, AtomicI64, AtomicU64,
-    Ordering::{Acquire, Relaxed, Release},
-};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plumb_proto::udp::{SeqWidth, UdpHeader, UdpReceiver, UdpStats};
 
 use crate::buf::{DiscardBuf, PageBuf};
+use crate::datathread::{epoch, transient, Counters, StopAndBudget, POLL_SLICE};
 use crate::pacing::{Pacer, Schedule, UDP_QUANTUM};
 use crate::stream::{read_some, recv_trunc, write_some};
 use crate::sys::clock_monotonic;
-use crate::tcpinfo::{tcp_info, TcpInfo};
 use crate::udp::{UdpBatch, UdpBatchError};
 use crate::zerocopy::{MemfdSource, TeeSource};
-
-/// How long a blocking socket call may wait before the loop looks at
-/// [`Shared::stop`] again.
-pub const POLL_SLICE: Duration = Duration::from_millis(100);
-
-/// What one stream has done so far; written by its thread, read by the reporter.
-#[derive(Debug, Default)]
-pub struct Counters {
-    /// Bytes sent (sender) or received (receiver).
-    pub bytes: AtomicU64,
-    /// UDP: datagrams sent (sender) or highest sequence number seen (receiver).
-    pub packets: AtomicU64,
-    /// UDP receiver: datagrams lost, as iperf3 counts them.
-    pub lost: AtomicI64,
-    /// UDP receiver: datagrams out of order.
-    pub out_of_order: AtomicI64,
-    /// UDP receiver: exact duplicates.
-    pub duplicates: AtomicU64,
-    /// UDP receiver: RFC 3550 jitter in seconds, as `f64` bits.
-    pub jitter_bits: AtomicU64,
-    /// UDP receiver: reads the kernel cut short (`MSG_TRUNC`).
-    pub truncated_reads: AtomicU64,
-    /// UDP receiver: packets the kernel dropped at the socket, its buffer
-    /// full, while the test ran (`u64::MAX` = unknown).
-    pub socket_drops: AtomicU64,
-    /// UDP sender: datagrams per send message (1 = no GSO; 0 = not a UDP sender).
-    pub udp_gso_segs: AtomicU64,
-    /// UDP receiver: 0 = not a UDP receiver, 1 = GRO off, 2 = GRO on.
-    pub udp_gro: std::sync::atomic::AtomicU8,
-    /// UDP receiver: a [`JitterResolution`] code (0 = not a UDP receiver).
-    pub udp_jitter_res: std::sync::atomic::AtomicU8,
-    /// Receiver: when the last byte arrived after the stop, as nanoseconds
-    /// since [`epoch`] (0 = nothing arrived after the stop).
-    pub last_rx_ns: AtomicU64,
-    /// CPU time the thread used, µs (set when it ends).
-    pub thread_cpu_us: AtomicU64,
-    /// Time the thread waited for a CPU while runnable, µs (set when it ends).
-    pub thread_wait_us: AtomicU64,
-    /// When the thread finished, as nanoseconds since [`epoch`] (0 = running):
-    /// a sender that spent a byte budget stopped then, not when the driver
-    /// noticed.
-    pub ended_ns: AtomicU64,
-    /// The thread has finished (EOF, stop, budget spent or error).
-    pub done: AtomicBool,
-    /// Why the thread ended early, if it did.
-    pub error: Mutex<Option<String>>,
-    /// TCP_INFO samples the sending thread takes when asked.
-    pub info: InfoMailbox,
-    /// Request/response transactions and their latency.
-    pub rr: crate::rr::RrCounters,
-}
-
-/// A `TCP_INFO` sample taken by a TCP sender's own thread on request.
-///
-/// `getsockopt(TCP_INFO)` takes the socket lock, which a busy sender holds
-/// for nearly all of every `write`: from the reporting thread the call
-/// waited up to 35 ms per interval on loopback, woken and put back to sleep
-/// hundreds of times, each wake-up an IPI and a reschedule on the sender's
-/// CPU. The sender takes the sample between two writes instead, at the cost
-/// of one relaxed load per block.
-#[derive(Debug, Default)]
-pub struct InfoMailbox {
-    wanted: AtomicBool,
-    answered: AtomicU64,
-    sample: Mutex<Option<TcpInfo>>,
-}
-
-impl InfoMailbox {
-    /// Asks for a sample; returns the ticket to [`InfoMailbox::collect`] it with.
-    pub fn request(&self) -> u64 {
-        let ticket = self.answered.load(Acquire);
-        self.wanted.store(true, Release);
-        ticket
-    }
-
-    /// The sample answering `ticket`, waiting for it until `deadline`; `None`
-    /// when the thread did not answer in time (it is blocked in a call,
-    /// which releases the socket lock, so the caller can then take the
-    /// sample itself without waiting).
-    pub fn collect(&self, ticket: u64, deadline: Instant) -> Option<TcpInfo> {
-        loop {
-            if self.answered.load(Acquire) != ticket {
-                return *self.sample.lock().unwrap_or_else(|p| p.into_inner());
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(INFO_POLL);
-        }
-    }
-
-    /// Called by the sending thread between blocks.
-    #[inline]
-    fn answer_if_asked(&self, fd: BorrowedFd<'_>) {
-        if self.wanted.load(Relaxed) {
-            self.wanted.store(false, Relaxed);
-            let info = tcp_info(fd).ok();
-            *self.sample.lock().unwrap_or_else(|p| p.into_inner()) = info;
-            self.answered.fetch_add(1, Release);
-        }
-    }
-}
-
-/// How often a reporter looks for a requested [`InfoMailbox`] sample.
-const INFO_POLL: Duration = Duration::from_micros(50);
-
-impl Counters {
-    /// Jitter in seconds.
-    pub fn jitter(&self) -> f64 {
-        f64::from_bits(self.jitter_bits.load(Relaxed))
-    }
-    /// When the thread finished, if it has.
-    pub fn ended_at(&self) -> Option<Instant> {
-        let ns = self.ended_ns.load(Acquire);
-        (ns > 0).then(|| epoch() + Duration::from_nanos(ns))
-    }
-    /// Marks the thread finished (one clock read, at the end only).
-    pub(crate) fn end(&self) {
-        let ns = epoch().elapsed().as_nanos().max(1);
-        self.ended_ns
-            .store(u64::try_from(ns).unwrap_or(u64::MAX), Release);
-        self.done.store(true, Release);
-    }
-    pub(crate) fn fail(&self, e: impl std::fmt::Display) {
-        if let Ok(mut slot) = self.error.lock() {
-            slot.get_or_insert_with(|| e.to_string());
-        }
-    }
-}
-
-/// The process-wide instant that [`Counters::last_rx_ns`] counts from.
-pub fn epoch() -> Instant {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-/// State every stream of one test shares.
-#[derive(Debug)]
-pub struct Shared {
-    /// Set when the test is over for the senders (time up, TEST_END, error).
-    pub stop: AtomicBool,
-    /// Set when receivers should stop waiting for more data (after a drain).
-    pub stop_receivers: AtomicBool,
-    /// Bytes left to send across all streams (`-n`/`-k`); `None` = unbounded.
-    pub budget: Option<AtomicI64>,
-    /// Set when the byte budget has been fully sent (tells the client to end).
-    pub budget_spent: AtomicBool,
-}
-
-impl Shared {
-    /// Shared state for a test with an optional byte budget.
-    pub fn new(budget: Option<u64>) -> Shared {
-        Shared {
-            stop: AtomicBool::new(false),
-            stop_receivers: AtomicBool::new(false),
-            budget: budget.map(|b| AtomicI64::new(i64::try_from(b).unwrap_or(i64::MAX))),
-            budget_spent: AtomicBool::new(false),
-        }
-    }
-
-    /// Claims up to `want` bytes of the budget; 0 means it is spent.
-    pub(crate) fn claim(&self, want: usize) -> usize {
-        let Some(b) = &self.budget else { return want };
-        let want = want as i64;
-        let mut left = b.load(Relaxed);
-        loop {
-            if left <= 0 {
-                self.budget_spent.store(true, Relaxed);
-                return 0;
-            }
-            let take = want.min(left);
-            match b.compare_exchange_weak(left, left - take, Relaxed, Relaxed) {
-                Ok(_) => return take as usize,
-                Err(now) => left = now,
-            }
-        }
-    }
-
-    /// Returns bytes claimed but not written.
-    pub(crate) fn unclaim(&self, n: usize) {
-        if let Some(b) = &self.budget {
-            b.fetch_add(n as i64, Relaxed);
-        }
-    }
-}
 
 /// The bytes a sender repeats: random by default, `0123456789…` with
 /// `--repeating-payload` (as iperf3).
@@ -265,13 +77,6 @@ fn fill_payload(out: &mut [u8], repeating: bool) {
         x ^= x << 17;
         chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
     }
-}
-
-fn transient(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
 }
 
 /// How a TCP sender puts bytes on the wire.
@@ -320,7 +125,7 @@ pub fn tcp_schedule(rate_bps: u64, block: usize) -> Option<Schedule> {
 pub fn tcp_send(
     sock: &std::net::TcpStream,
     mut src: TcpSource,
-    shared: &Shared,
+    shared: &StopAndBudget,
     c: &Counters,
     mut pacer: Option<Pacer>,
 ) {
@@ -427,7 +232,7 @@ pub fn tcp_recv(
     sock: &std::net::TcpStream,
     how: TcpRecv,
     sink: Option<&DiscardBuf>,
-    shared: &Shared,
+    shared: &StopAndBudget,
     c: &Counters,
     drain: Drain,
 ) {
@@ -850,7 +655,7 @@ pub fn udp_send(
     seq64: bool,
     repeating: bool,
     gso: bool,
-    shared: &Shared,
+    shared: &StopAndBudget,
     c: &Counters,
     mut pacer: Option<Pacer>,
 ) {
@@ -1124,7 +929,7 @@ pub fn udp_recv(
     len: usize,
     seq64: bool,
     gro: bool,
-    shared: &Shared,
+    shared: &StopAndBudget,
     c: &Counters,
 ) {
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
@@ -1522,7 +1327,7 @@ mod tests {
         let (tx, rx) = udp_pair();
         // A big receive buffer so an unpaced burst is not dropped.
         let _ = socket2::SockRef::from(&rx).set_recv_buffer_size(8 << 20);
-        let shared = std::sync::Arc::new(Shared::new(Some(BUDGET)));
+        let shared = std::sync::Arc::new(StopAndBudget::new(Some(BUDGET)));
         let sent = std::sync::Arc::new(Counters::default());
         let got = std::sync::Arc::new(Counters::default());
         let receiver = {
@@ -1592,7 +1397,7 @@ mod tests {
             let n = N + k * 4099;
             let block = Arc::clone(&block);
             let w = std::thread::spawn(move || {
-                let shared = Shared::new(Some(n as u64));
+                let shared = StopAndBudget::new(Some(n as u64));
                 let c = Counters::default();
                 tcp_send(
                     &TcpStream::from(client),
@@ -1605,7 +1410,7 @@ mod tests {
             });
             let sink = Arc::clone(&sink);
             rx.push(std::thread::spawn(move || {
-                let shared = Shared::new(None);
+                let shared = StopAndBudget::new(None);
                 let c = Counters::default();
                 let how = TcpRecv {
                     len: 128 * 1024,
@@ -1643,7 +1448,7 @@ mod tests {
             const N: usize = 50_000_017;
             let (client, server) = tcp_pair();
             let w = spawn_tcp_writer(client, N);
-            let shared = Shared::new(None);
+            let shared = StopAndBudget::new(None);
             let c = Counters::default();
             let server = TcpStream::from(server);
             let how = TcpRecv {
@@ -1685,7 +1490,7 @@ mod tests {
                     }
                 }
             });
-            let shared = Shared::new(Some(N));
+            let shared = StopAndBudget::new(Some(N));
             let c = Counters::default();
             tcp_send(&TcpStream::from(client), src, &shared, &c, None);
             assert_eq!(c.bytes.load(Relaxed), N);
@@ -1708,7 +1513,7 @@ mod tests {
                 }
             }
         });
-        let shared = Shared::new(None);
+        let shared = StopAndBudget::new(None);
         let c = Counters::default();
         let client = TcpStream::from(client);
         let src = TcpSource::Copy(Arc::new(PageBuf::from_slice(&payload(64 * 1024, false))));
@@ -1727,7 +1532,7 @@ mod tests {
         assert!(c.bytes.load(Relaxed) > 0);
         reader.join().expect("reader");
 
-        let idle = InfoMailbox::default();
+        let idle = crate::datathread::InfoMailbox::default();
         let ticket = idle.request();
         let t0 = Instant::now();
         assert!(idle

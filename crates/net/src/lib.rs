@@ -1,18 +1,40 @@
-//! Linux socket and host primitives for plumb.
+//! Linux socket and host primitives for plumb, and the one I/O layer that
+//! runs its tests.
 //!
-//! All `unsafe` lives in [`sys`]; the other modules wrap it in typed, safe
-//! APIs: [`sockopt`] (socket options), [`tcpinfo`] (`TCP_INFO`), [`stream`]
-//! (per-block TCP read/write/discard), [`zerocopy`] (`MSG_ZEROCOPY`,
-//! `sendfile`, `splice`), [`udp`] (`sendmmsg`/`recvmmsg` with GSO/GRO) and
-//! [`host`] (CPU usage, sysctls, `uname`, affinity, link speed, routes).
+//! # Layout
+//! Files depend downward only: no file uses another that uses it back
+//! (`scripts/import-cycles`).
 //!
-//! [`buf`] gives the data path its page-aligned buffers.
+//! **Primitives.** All `unsafe` lives in [`sys`]; the other modules wrap it
+//! in typed, safe APIs: [`sockopt`] (socket options), [`tcpinfo`]
+//! (`TCP_INFO`), [`stream`] (per-block TCP read/write/discard), [`zerocopy`]
+//! (`MSG_ZEROCOPY`, `sendfile`, `splice`), [`udp`] (`sendmmsg`/`recvmmsg`
+//! with GSO/GRO), [`host`] (CPU usage, sysctls, `uname`, affinity, link
+//! speed, routes) and [`cgroup`] (the CPU quota). [`buf`] gives the data
+//! path its page-aligned buffers; [`sockets`] creates, connects and
+//! configures sockets (and names a stream's socket, [`sockets::StreamSocket`]).
 //!
-//! On top of them sits the one I/O layer that drives the sans-IO protocol of
-//! `plumb-proto`: [`client`] and [`server`] own the control connection,
-//! [`session`] a running test's streams, intervals and results, [`datapath`]
-//! the per-stream threads, [`pacing`] the `-b` send schedule (on virtual time,
-//! so it is tested without a clock), [`sockets`] socket creation and options.
+//! **Data threads.** [`datathread`] holds what every data thread shares,
+//! whatever it runs: the stop flags and byte budget, the per-stream
+//! counters (request/response latency histograms included), the clock
+//! origin, the poll slice, which errors are transient, and how a stream's
+//! thread is started. It depends on none of the modules below, which all
+//! use it:
+//! - [`pacing`]: the `-b` send schedule, on virtual time so that it is
+//!   tested without a clock;
+//! - [`datapath`]: the TCP and UDP throughput loops;
+//! - [`rr`]: the request/response loops, the server's greeting, the
+//!   `--latency` probe and the latency statistics, each a file of its own.
+//!
+//! **Drivers.** [`session`] runs a test's streams, intervals and results on
+//! either end; [`client`] and [`server`] own the control connection and drive
+//! the sans-IO protocol of `plumb-proto` ([`server`]'s gate, admission,
+//! shared state and per-test thread are files under it). [`config`],
+//! [`errors`] and [`signals`] serve them.
+//!
+//! Results leave this crate as the records of `plumb-report`, which prints
+//! them; request/response and `--latency` results as the typed records of
+//! `plumb_report::latency`.
 #![warn(clippy::too_many_lines)]
 
 pub mod buf;
@@ -20,6 +42,7 @@ pub mod cgroup;
 pub mod client;
 pub mod config;
 pub mod datapath;
+pub mod datathread;
 pub mod errors;
 pub mod host;
 pub mod pacing;

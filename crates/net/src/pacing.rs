@@ -170,7 +170,7 @@ pub enum Pacer {
 /// The clock pacers read: one process-wide origin, so that shared schedules
 /// see the same time from every thread.
 fn now() -> Duration {
-    crate::datapath::epoch().elapsed()
+    crate::datathread::epoch().elapsed()
 }
 
 impl Pacer {
@@ -208,7 +208,7 @@ impl Pacer {
                 Pace::Send(n) => return Some(n),
                 Pace::WaitUntil(t) => {
                     let gap = t.saturating_sub(now());
-                    std::thread::sleep(gap.min(crate::datapath::POLL_SLICE));
+                    std::thread::sleep(gap.min(crate::datathread::POLL_SLICE));
                 }
             }
         }

@@ -26,6 +26,7 @@
 //! had just arrived. After a `-1` server's test, "busy" comes at once.
 
 mod admission;
+pub(crate) mod state;
 mod test;
 
 use std::collections::VecDeque;
@@ -34,7 +35,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 
@@ -45,10 +46,11 @@ use plumb_proto::State;
 use plumb_report::Sink;
 
 pub use admission::{check_limits, cookie_key, requested_rate, Refusal, Registry, Route, Slots};
+use state::{log, Rebind, ServerState};
 
-use crate::config::{canonical, ServerConfig};
+use crate::config::ServerConfig;
 use crate::errors::TestError;
-use crate::sockets::{self, DataOptions};
+use crate::sockets;
 use crate::{signals, sys};
 
 /// How often the gate looks at signals and finished tests when idle.
@@ -61,43 +63,6 @@ const WAIT_FOR_SLOT: Duration = Duration::from_secs(2);
 const BUSY_GRACE: Duration = Duration::from_millis(250);
 /// How often the gate looks for the freed slot meanwhile.
 const WAIT_TICK: Duration = Duration::from_millis(2);
-
-/// A data connection handed from the gate to its test.
-pub(crate) type Incoming = mpsc::Sender<(TcpStream, SocketAddr)>;
-
-/// Asks the gate to remake the listener (with a test's TCP options, or none).
-pub(crate) struct Rebind {
-    opts: Option<DataOptions>,
-    done: mpsc::Sender<io::Result<()>>,
-}
-
-/// What the gate and the test threads share.
-pub(crate) struct Shared<'a> {
-    pub cfg: &'a ServerConfig,
-    pub make_sink: &'a (dyn Fn() -> Box<dyn Sink> + Sync),
-    pub registry: Registry<Incoming>,
-    pub slots: Arc<Slots>,
-    /// One test at a time binds the unconnected UDP socket that takes hellos.
-    pub udp_setup: Mutex<()>,
-    pub port: u16,
-    rebind_tx: Mutex<mpsc::Sender<Rebind>>,
-    wake_tx: UnixDatagram,
-}
-
-impl Shared<'_> {
-    /// Remakes the listener through the gate and waits for it (bounded).
-    pub(crate) fn rebind(&self, opts: Option<DataOptions>) -> io::Result<()> {
-        let (tx, rx) = mpsc::channel();
-        self.rebind_tx
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(Rebind { opts, done: tx })
-            .map_err(|_| io::Error::other("the server is shutting down"))?;
-        let _ = self.wake_tx.send(&[1]);
-        rx.recv_timeout(Duration::from_secs(5))
-            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "listener rebind timed out"))?
-    }
-}
 
 /// How a test thread ended.
 pub(crate) struct Outcome {
@@ -138,7 +103,7 @@ pub fn run(
     let (wake_tx, wake_rx) = UnixDatagram::pair().map_err(TestError::Connect)?;
     wake_rx.set_nonblocking(true).map_err(TestError::Connect)?;
     let (rebind_tx, rebind_rx) = mpsc::channel();
-    let shared = Shared {
+    let shared = ServerState {
         cfg,
         make_sink,
         registry: Registry::default(),
@@ -163,7 +128,7 @@ pub fn run(
 }
 
 struct Gate<'s, 'a> {
-    shared: &'s Shared<'a>,
+    shared: &'s ServerState<'a>,
     listener: TcpListener,
     wake_rx: UnixDatagram,
     rebind_rx: mpsc::Receiver<Rebind>,
@@ -732,13 +697,4 @@ fn retry(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
     )
-}
-
-/// One line on stderr naming the peer and what happened.
-pub(crate) fn log(peer: &SocketAddr, what: &str) {
-    eprintln!(
-        "plumb server: {} port {}: {what}",
-        canonical(peer.ip()),
-        peer.port()
-    );
 }

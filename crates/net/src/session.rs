@@ -5,8 +5,7 @@
 //! The client and server drivers own the control connection and decide *when*
 //! things happen; a [`Session`] does them.
 
-use std::net::{TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -24,9 +23,11 @@ use plumb_report::{
 
 use crate::buf::{DiscardBuf, PageBuf};
 use crate::cgroup::CgroupCpuReading;
-use crate::datapath::{self, Counters, Drain, Shared, TcpSource};
+use crate::datapath::{self, Drain, TcpSource};
+use crate::datathread::{self, Counters, StopAndBudget};
 use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
+use crate::sockets::StreamSocket;
 use crate::sockopt;
 use crate::tcpinfo::{tcp_info, TcpInfo};
 
@@ -173,24 +174,6 @@ impl Plan {
     }
 }
 
-/// A data stream's socket.
-#[derive(Debug, Clone)]
-pub enum StreamSocket {
-    /// A TCP connection.
-    Tcp(Arc<TcpStream>),
-    /// A connected UDP socket.
-    Udp(Arc<UdpSocket>),
-}
-
-impl StreamSocket {
-    fn raw_fd(&self) -> i32 {
-        match self {
-            StreamSocket::Tcp(s) => s.as_raw_fd(),
-            StreamSocket::Udp(s) => s.as_raw_fd(),
-        }
-    }
-}
-
 #[derive(Debug, Default, Clone, Copy)]
 struct Snapshot {
     bytes: u64,
@@ -274,7 +257,7 @@ impl Stream {
     }
 
     /// Whether a running thread sends on this TCP stream (and so holds its
-    /// socket lock most of the time: see [`crate::datapath::InfoMailbox`]).
+    /// socket lock most of the time: see [`crate::datathread::InfoMailbox`]).
     fn busy_tcp_sender(&self) -> bool {
         self.sender
             && matches!(self.socket, StreamSocket::Tcp(_))
@@ -299,7 +282,7 @@ pub struct Session {
     /// Streams in creation order.
     pub streams: Vec<Stream>,
     /// Flags and budget shared with the threads.
-    pub shared: Arc<Shared>,
+    pub shared: Arc<StopAndBudget>,
     interval: Option<Duration>,
     started: Option<Instant>,
     /// Start of the counted period (after omit).
@@ -321,7 +304,7 @@ pub struct Session {
 impl Session {
     /// A session that reports every `interval` seconds (0 = never).
     pub fn new(plan: Plan, interval: f64) -> Session {
-        let shared = Arc::new(Shared::new(plan.budget));
+        let shared = Arc::new(StopAndBudget::new(plan.budget));
         Session {
             interval: (interval > 0.0).then(|| Duration::from_secs_f64(interval)),
             plan,
@@ -464,77 +447,67 @@ impl Session {
             let plan = plan.clone();
             let mut rr_ctx = self.rr.clone();
             rr_ctx.pace_bps = (plan.rate > 0).then_some(plan.rate);
-            let handle = std::thread::Builder::new()
-                .name(format!("plumb-stream-{}", s.id))
-                .spawn(move || {
-                    // TCP throughput only: a late UDP receiver loses datagrams, where
-                    // a late TCP receiver only lets its queue grow; and a
-                    // request/response thread's every wake-up is the latency it
-                    // measures, so it must preempt whatever runs on its CPU. A
-                    // paced sender (-b) too: it sleeps between grants, and a batch
-                    // thread's wake-up waits for the running thread's slice (128
-                    // KiB blocks at -b 1G moved 266 Mbit/s on an idle machine).
-                    if matches!(sock, StreamSocket::Tcp(_)) && plan.rr.is_none() && pacer.is_none()
-                    {
-                        let _ = host::batch_current_thread();
+            // TCP throughput only: a late UDP receiver loses datagrams, where
+            // a late TCP receiver only lets its queue grow; and a
+            // request/response thread's every wake-up is the latency it
+            // measures, so it must preempt whatever runs on its CPU. A
+            // paced sender (-b) too: it sleeps between grants, and a batch
+            // thread's wake-up waits for the running thread's slice (128
+            // KiB blocks at -b 1G moved 266 Mbit/s on an idle machine).
+            let batch = tcp && plan.rr.is_none() && pacer.is_none();
+            let handle = datathread::spawn_stream(
+                format!("plumb-stream-{}", s.id),
+                batch,
+                Arc::clone(&c),
+                move || match (sock, sender) {
+                    (sock, client) if plan.rr.is_some() => {
+                        let p = plan.rr.unwrap_or_default();
+                        crate::rr::run_stream(&sock, client, p, &rr_ctx, &shared, &c);
                     }
-                    // The thread's own CPU and run-queue wait, once before and once
-                    // after its loop: evidence of a starved end, at no cost per block.
-                    let sched0 = host::thread_schedstat();
-                    match (sock, sender) {
-                        (sock, client) if plan.rr.is_some() => {
-                            let p = plan.rr.unwrap_or_default();
-                            crate::rr::run_stream(&sock, client, p, &rr_ctx, &shared, &c);
-                        }
-                        (StreamSocket::Tcp(t), true) => {
-                            let buf = block.unwrap_or_else(|| {
-                                Arc::new(datapath::payload_block(plan.len, plan.repeating))
-                            });
-                            let src = if plan.zerocopy {
-                                match TcpSource::zero_copy(&buf) {
-                                    // The pipe or memfd holds its own copy.
-                                    Ok(z) => {
-                                        drop(buf);
-                                        z
-                                    }
-                                    Err(_) => TcpSource::Copy(buf),
+                    (StreamSocket::Tcp(t), true) => {
+                        let buf = block.unwrap_or_else(|| {
+                            Arc::new(datapath::payload_block(plan.len, plan.repeating))
+                        });
+                        let src = if plan.zerocopy {
+                            match TcpSource::zero_copy(&buf) {
+                                // The pipe or memfd holds its own copy.
+                                Ok(z) => {
+                                    drop(buf);
+                                    z
                                 }
-                            } else {
-                                TcpSource::Copy(buf)
-                            };
-                            datapath::tcp_send(&t, src, &shared, &c, pacer);
-                        }
-                        (StreamSocket::Tcp(t), false) => {
-                            let how = datapath::TcpRecv {
-                                len: plan.len.max(64 * 1024),
-                                skip_copy: plan.skip_rx_copy,
-                                clamp: plan.rwin,
-                                lowat: plan.recv_lowat(cpus),
-                            };
-                            datapath::tcp_recv(&t, how, sink.as_deref(), &shared, &c, drain);
-                        }
-                        (StreamSocket::Udp(u), true) => {
-                            datapath::udp_send(
-                                &u,
-                                plan.len,
-                                plan.seq64,
-                                plan.repeating,
-                                plan.gso,
-                                &shared,
-                                &c,
-                                pacer,
-                            );
-                        }
-                        (StreamSocket::Udp(u), false) => {
-                            datapath::udp_recv(&u, plan.len, plan.seq64, plan.gro, &shared, &c)
-                        }
+                                Err(_) => TcpSource::Copy(buf),
+                            }
+                        } else {
+                            TcpSource::Copy(buf)
+                        };
+                        datapath::tcp_send(&t, src, &shared, &c, pacer);
                     }
-                    if let (Some((c0, w0)), Some((c1, w1))) = (sched0, host::thread_schedstat()) {
-                        c.thread_cpu_us.store(c1.saturating_sub(c0) / 1000, Relaxed);
-                        c.thread_wait_us
-                            .store(w1.saturating_sub(w0) / 1000, Relaxed);
+                    (StreamSocket::Tcp(t), false) => {
+                        let how = datapath::TcpRecv {
+                            len: plan.len.max(64 * 1024),
+                            skip_copy: plan.skip_rx_copy,
+                            clamp: plan.rwin,
+                            lowat: plan.recv_lowat(cpus),
+                        };
+                        datapath::tcp_recv(&t, how, sink.as_deref(), &shared, &c, drain);
                     }
-                });
+                    (StreamSocket::Udp(u), true) => {
+                        datapath::udp_send(
+                            &u,
+                            plan.len,
+                            plan.seq64,
+                            plan.repeating,
+                            plan.gso,
+                            &shared,
+                            &c,
+                            pacer,
+                        );
+                    }
+                    (StreamSocket::Udp(u), false) => {
+                        datapath::udp_recv(&u, plan.len, plan.seq64, plan.gro, &shared, &c)
+                    }
+                },
+            );
             match handle {
                 Ok(h) => s.thread = Some(h),
                 Err(e) => {
@@ -721,12 +694,12 @@ impl Session {
             });
         }
         let plumb = self.plan.rr.map(|p| {
-            crate::rr::interval_json(
+            plumb_report::latency::interval_json(&crate::rr::stats::interval(
                 self.streams.iter().map(|s| &*s.counters),
                 p,
                 self.plan.protocol == Protocol::Udp,
                 end - start,
-            )
+            ))
         });
         Some(IntervalRecord { streams, plumb })
     }
@@ -805,7 +778,7 @@ impl Session {
             }
             let stop = self.stopped_at.unwrap_or(end);
             let secs = self.elapsed(stop);
-            let epoch = crate::datapath::epoch();
+            let epoch = datathread::epoch();
             let from = self.counted_from.or(self.started).unwrap_or(end);
             for s in &mut self.streams {
                 // A receiver ran until the last byte it drained after the stop.

@@ -8,7 +8,8 @@ use std::io;
 use std::net::{
     IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket,
 };
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 use plumb_proto::params::TestParams;
@@ -342,6 +343,36 @@ pub fn rebind_listener(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     Err(last.unwrap_or_else(|| io::Error::other("cannot listen again")))
+}
+
+/// Waits up to `wait` for the control socket; `poll` has millisecond
+/// resolution where a socket timeout would round to the scheduler tick.
+pub(crate) fn readable(s: &TcpStream, wait: Duration) -> bool {
+    let ms = i32::try_from(wait.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
+    match crate::sys::poll_one(s.as_fd(), libc::POLLIN, ms) {
+        Ok(r) => r != 0,
+        // EINTR and friends: let the caller's loop look at its clocks and flags again.
+        Err(_) => false,
+    }
+}
+
+/// A data stream's socket.
+#[derive(Debug, Clone)]
+pub enum StreamSocket {
+    /// A TCP connection.
+    Tcp(Arc<TcpStream>),
+    /// A connected UDP socket.
+    Udp(Arc<UdpSocket>),
+}
+
+impl StreamSocket {
+    /// The socket's descriptor, as iperf3 reports it.
+    pub fn raw_fd(&self) -> i32 {
+        match self {
+            StreamSocket::Tcp(s) => s.as_raw_fd(),
+            StreamSocket::Udp(s) => s.as_raw_fd(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod chart;
 pub mod format;
 pub mod html;
 pub mod json;
+pub mod latency;
 pub mod record;
 pub mod text;
 pub mod top;

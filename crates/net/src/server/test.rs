@@ -19,14 +19,14 @@ use plumb_report::text::TextSink;
 use plumb_report::{EndRecord, IntervalRecord, Role, Sink, StartRecord};
 
 use super::admission::{code, cookie_key, Slot};
-use super::{log, Shared};
+use super::state::{log, ServerState};
 use crate::config::canonical;
 use crate::datapath::Drain;
 use crate::errors::TestError;
 use crate::host;
-use crate::session::{Plan, Session, Stream, StreamSocket};
+use crate::session::{Plan, Session, Stream};
 use crate::signals;
-use crate::sockets::{self, DataOptions};
+use crate::sockets::{self, DataOptions, StreamSocket};
 
 /// How long all data streams of a test may take to connect.
 const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,7 +55,7 @@ pub(crate) struct Admitted {
 }
 
 /// Runs the test; the outcome line goes to stderr.
-pub(crate) fn run(shared: &Shared<'_>, a: Admitted) -> Result<String, TestError> {
+pub(crate) fn run(shared: &ServerState<'_>, a: Admitted) -> Result<String, TestError> {
     let peer = a.peer;
     let test_no = a.test_no;
     let mut sink = (shared.make_sink)();
@@ -131,7 +131,7 @@ impl Sink for Tee<'_> {
 }
 
 struct Test<'s, 'a, 'k> {
-    shared: &'s Shared<'a>,
+    shared: &'s ServerState<'a>,
     ctl: TcpStream,
     peer: SocketAddr,
     machine: Box<ServerControl>,
@@ -162,7 +162,7 @@ impl Drop for Test<'_, '_, '_> {
 }
 
 impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
-    fn new(shared: &'s Shared<'a>, a: Admitted, sink: &'k mut dyn Sink) -> Self {
+    fn new(shared: &'s ServerState<'a>, a: Admitted, sink: &'k mut dyn Sink) -> Self {
         Test {
             shared,
             ctl: a.ctl,
@@ -416,7 +416,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
     /// While streams connect the client has nothing to say; a close or
     /// CLIENT_TERMINATE on the control connection ends the wait at once.
     fn control_gone(&mut self) -> bool {
-        if !crate::client::readable(&self.ctl, Duration::ZERO) {
+        if !sockets::readable(&self.ctl, Duration::ZERO) {
             return false;
         }
         let mut buf = [0u8; 512];
@@ -707,7 +707,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             if let Some(t) = self.session.as_ref().and_then(Session::poll_at) {
                 wake = wake.min(t);
             }
-            if !crate::client::readable(&self.ctl, wake.saturating_duration_since(now)) {
+            if !sockets::readable(&self.ctl, wake.saturating_duration_since(now)) {
                 continue;
             }
             match self.ctl.read(&mut buf) {
