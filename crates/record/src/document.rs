@@ -4,14 +4,15 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{End, Interval, Start};
+use crate::{End, Interval, Lab, Model, Start};
 
 /// One test's `-J` document (or a document plumb derives from one).
 ///
 /// `start`, `intervals` and `end` are there in every iperf3 document and in
-/// plumb's; the documents of `plumb live` have none of them. The objects
-/// plumb adds beside them — `diagnosis`, `model`, `lab`, and `live`'s
-/// `connections` and `live` — are carried in [`Document::extra`] as read.
+/// plumb's; the documents of `plumb live` have none of them. `plumb lab`
+/// adds `lab` and `model`. The other objects plumb adds beside them —
+/// `diagnosis`, and `live`'s `connections` and `live` — are carried in
+/// [`Document::extra`] as read: their schema is the diagnosis's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Document {
     /// What was set up before data flowed.
@@ -39,6 +40,12 @@ pub struct Document {
     /// The first error, when the test failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// `plumb lab`: the emulated link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<Lab>,
+    /// `plumb lab`: the model's prediction for the link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Model>,
     /// Keys this version does not know, carried as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -4,7 +4,8 @@
 //! names — plus what plumb adds: `end.plumb` (each end's CPU, cgroup quota,
 //! CPU placement, sysctls, socket facts and TCP_INFO, the UDP path's
 //! settings, latency), `intervals[].plumb`, and top-level objects beside
-//! iperf3's. This crate owns these types; the JSON printer builds a
+//! iperf3's (`lab` and `model` typed; `diagnosis` and `plumb live`'s objects
+//! carried as read). This crate owns these types; the JSON printer builds a
 //! [`Document`] and serializes it, and readers deserialize one.
 //!
 //! Two rules make a document read and written back equal to the original,
@@ -23,7 +24,9 @@
 mod document;
 mod end;
 mod interval;
+mod lab;
 mod latency;
+mod model;
 pub mod nullable;
 mod number;
 mod plumb;
@@ -32,10 +35,12 @@ mod start;
 pub use document::Document;
 pub use end::{CpuUtilization, End, EndStream, EndSum, TcpEndSide, TcpSum, UdpEndStream, UdpSum};
 pub use interval::{Interval, IntervalPlumb, IntervalStream, IntervalSum, LimitedTime};
+pub use lab::{Lab, LabConfigured, LabEmulator, LabMeasured};
 pub use latency::{
     BucketMs, BucketUs, IntervalLatency, Latency, PercentilesUs, ProbeCost, ProbeInterval, Probes,
     Transactions,
 };
+pub use model::Model;
 pub use number::Real;
 pub use plumb::{
     CgroupCpu, CpuTimes, EndPlumb, PlumbSide, PlumbStream, PlumbUdp, TcpInfo, UdpSummary,

@@ -194,8 +194,8 @@ fn a_failed_test_and_a_live_document_round_trip() {
     }
 }
 
-/// Every key the fixtures hold under `start`, `intervals` and `end` has a
-/// typed field: nothing there is left to the `extra` maps, which are for
+/// Every key the fixtures hold under `start`, `intervals`, `end`, `lab`
+/// and `model` has a typed field: nothing there is left to the `extra` maps, which are for
 /// keys of versions to come.
 #[test]
 fn every_fixture_key_below_the_top_is_typed() {
@@ -204,7 +204,10 @@ fn every_fixture_key_below_the_top_is_typed() {
         let text = std::fs::read_to_string(&f).expect("readable fixture");
         let doc = Document::parse(&text).expect("reads");
         // An `extra` map prints as `extra: {}` when empty.
-        let debug = format!("{:?} {:?} {:?}", doc.start, doc.intervals, doc.end);
+        let debug = format!(
+            "{:?} {:?} {:?} {:?} {:?}",
+            doc.start, doc.intervals, doc.end, doc.lab, doc.model
+        );
         for (i, _) in debug.match_indices("extra: {\"") {
             let key: String = debug[i + 9..].chars().take_while(|&c| c != ':').collect();
             untyped.push(format!("{}: {key}", f.display()));

@@ -36,12 +36,11 @@ impl<W: Write> JsonSink<W> {
         }
     }
 
-    /// The typed document as it stands: `start` and `end` are empty objects
-    /// until their records arrive, as iperf3 writes them.
+    /// The typed document as it stands, `start` and `end` empty until their
+    /// records arrive.
     pub fn record(&self) -> Document {
         let mut d = self.doc.clone();
-        d.start.get_or_insert_with(doc::Start::default);
-        d.end.get_or_insert_with(doc::End::default);
+        fill_empty_parts(&mut d);
         d
     }
 
@@ -87,10 +86,20 @@ impl<W: Write> Sink for JsonSink<W> {
         }
     }
     fn finish(&mut self) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(&self.record()).map_err(std::io::Error::other)?;
+        // In place, not on a copy: a long test's intervals are the bulk of
+        // the memory an end holds at its peak.
+        fill_empty_parts(&mut self.doc);
+        let text = serde_json::to_string_pretty(&self.doc).map_err(std::io::Error::other)?;
         writeln!(self.out, "{text}")?;
         self.out.flush()
     }
+}
+
+/// iperf3 writes `"start": {}` and `"end": {}` for the parts a failed test
+/// never reached.
+fn fill_empty_parts(d: &mut Document) {
+    d.start.get_or_insert_with(doc::Start::default);
+    d.end.get_or_insert_with(doc::End::default);
 }
 
 /// `--json-stream` (iperf3 3.17+): one JSON object per line as each record
