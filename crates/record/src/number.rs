@@ -18,6 +18,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// A `null` where a number belongs reads as a NaN float, which writes as
 /// `null` again: `serde_json` writes a non-finite float as `null`, so a
 /// document carrying a NaN figure round-trips.
+///
+/// Two `Real`s are equal when they would be written the same: `0` is not
+/// `0.0`, as in `serde_json::Value`. Compare [`Real::get`] for the value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Real(Repr);
 
