@@ -2,9 +2,17 @@
 //! parser written for iperf3 reads plumb's output unchanged, and the same
 //! records as `--json-stream` events, one line each. plumb's extra evidence
 //! goes under one extra key, `end.plumb`, which such parsers ignore.
+//!
+//! The printers build the typed [`plumb_record::Document`] from the records
+//! they are given and serialize it: the document's schema is that crate's.
+//! plumb's extension objects arrive as `Value`s and are typed here; one the
+//! schema cannot read back as it came is written as given.
 
 use std::io::Write;
 
+use plumb_record::{self as doc, Document, Real};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::record::*;
@@ -13,13 +21,7 @@ use crate::Sink;
 /// Collects a test's record and writes one JSON document on [`Sink::finish`].
 pub struct JsonSink<W: Write> {
     out: W,
-    start: Option<Value>,
-    title: Option<String>,
-    extra_data: Option<String>,
-    intervals: Vec<Value>,
-    end: Option<Value>,
-    server_output: Option<(&'static str, Value)>,
-    error: Option<String>,
+    doc: Document,
 }
 
 impl<W: Write> JsonSink<W> {
@@ -27,38 +29,24 @@ impl<W: Write> JsonSink<W> {
     pub fn new(out: W) -> Self {
         JsonSink {
             out,
-            start: None,
-            title: None,
-            extra_data: None,
-            intervals: Vec::new(),
-            end: None,
-            server_output: None,
-            error: None,
+            doc: Document {
+                intervals: Some(Vec::new()),
+                ..Document::default()
+            },
         }
+    }
+
+    /// The typed document as it stands, `start` and `end` empty until their
+    /// records arrive.
+    pub fn record(&self) -> Document {
+        let mut d = self.doc.clone();
+        fill_empty_parts(&mut d);
+        d
     }
 
     /// The document as it stands (also used for `server_output_json`).
     pub fn document(&self) -> Value {
-        let mut top = Map::new();
-        top.insert(
-            "start".into(),
-            self.start.clone().unwrap_or_else(|| json!({})),
-        );
-        top.insert("intervals".into(), Value::Array(self.intervals.clone()));
-        top.insert("end".into(), self.end.clone().unwrap_or_else(|| json!({})));
-        if let Some(t) = &self.title {
-            top.insert("title".into(), json!(t));
-        }
-        if let Some(x) = &self.extra_data {
-            top.insert("extra_data".into(), json!(x));
-        }
-        if let Some((k, v)) = &self.server_output {
-            top.insert((*k).into(), v.clone());
-        }
-        if let Some(e) = &self.error {
-            top.insert("error".into(), json!(e));
-        }
-        Value::Object(top)
+        self.record().to_value()
     }
 
     /// Gives back the writer.
@@ -69,34 +57,49 @@ impl<W: Write> JsonSink<W> {
 
 impl<W: Write> Sink for JsonSink<W> {
     fn start(&mut self, s: &StartRecord) {
-        self.title.clone_from(&s.title);
-        self.extra_data.clone_from(&s.extra_data);
-        self.start = Some(start_json(s));
+        self.doc.title.clone_from(&s.title);
+        self.doc.extra_data.clone_from(&s.extra_data);
+        self.doc.start = Some(start_record(s));
     }
     fn interval(&mut self, i: &IntervalRecord) {
-        self.intervals.push(interval_json(i));
+        self.doc
+            .intervals
+            .get_or_insert_with(Vec::new)
+            .push(interval_record(i));
     }
     fn end(&mut self, e: &EndRecord) {
+        // The server's report is one key: text, or its JSON document.
         if let Some(t) = &e.server_output_text {
-            self.server_output = Some(("server_output_text", json!(t)));
+            self.doc.server_output_text = Some(t.clone());
+            self.doc.server_output_json = None;
         }
         if let Some(j) = &e.server_output_json {
-            self.server_output = Some(("server_output_json", j.clone()));
+            self.doc.server_output_json = Some(j.clone());
+            self.doc.server_output_text = None;
         }
-        self.end = Some(end_json(e));
+        self.doc.end = Some(end_record(e));
     }
     fn error(&mut self, msg: &str) {
         // iperf3 keeps the first error; later ones are consequences.
-        if self.error.is_none() {
-            self.error = Some(msg.to_string());
+        if self.doc.error.is_none() {
+            self.doc.error = Some(msg.to_string());
         }
     }
     fn finish(&mut self) -> std::io::Result<()> {
-        let doc = self.document();
-        let text = serde_json::to_string_pretty(&doc).map_err(std::io::Error::other)?;
+        // In place, not on a copy: a long test's intervals are the bulk of
+        // the memory an end holds at its peak.
+        fill_empty_parts(&mut self.doc);
+        let text = serde_json::to_string_pretty(&self.doc).map_err(std::io::Error::other)?;
         writeln!(self.out, "{text}")?;
         self.out.flush()
     }
+}
+
+/// iperf3 writes `"start": {}` and `"end": {}` for the parts a failed test
+/// never reached.
+fn fill_empty_parts(d: &mut Document) {
+    d.start.get_or_insert_with(doc::Start::default);
+    d.end.get_or_insert_with(doc::End::default);
 }
 
 /// `--json-stream` (iperf3 3.17+): one JSON object per line as each record
@@ -137,10 +140,10 @@ impl<W: Write> JsonStreamSink<W> {
 
 impl<W: Write> Sink for JsonStreamSink<W> {
     fn start(&mut self, s: &StartRecord) {
-        self.event("start", start_json(s));
+        self.event("start", value(&start_record(s)));
     }
     fn interval(&mut self, i: &IntervalRecord) {
-        self.event("interval", interval_json(i));
+        self.event("interval", value(&interval_record(i)));
     }
     fn end(&mut self, e: &EndRecord) {
         if let Some(t) = &e.server_output_text {
@@ -149,7 +152,7 @@ impl<W: Write> Sink for JsonStreamSink<W> {
         if let Some(j) = &e.server_output_json {
             self.event("server_output_json", j.clone());
         }
-        self.event("end", end_json(e));
+        self.event("end", value(&end_record(e)));
         self.ended = true;
     }
     fn error(&mut self, msg: &str) {
@@ -226,55 +229,83 @@ pub fn http_date(secs: u64) -> String {
     )
 }
 
-fn start_json(s: &StartRecord) -> Value {
-    let mut m = Map::new();
-    m.insert(
-        "connected".into(),
-        Value::Array(
+/// A part of the document as a stream event's `data`.
+fn value<T: Serialize>(part: &T) -> Value {
+    // These types serialize to a `Value` without fail: string keys only,
+    // and a non-finite number becomes `null`.
+    serde_json::to_value(part).unwrap_or(Value::Null)
+}
+
+/// A count iperf3 writes as a signed integer.
+fn signed(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn start_record(s: &StartRecord) -> doc::Start {
+    let t = &s.test;
+    let tcp = t.protocol == Protocol::Tcp;
+    let host_port = |(host, port): &(String, u16)| doc::HostPort {
+        host: host.clone(),
+        port: *port,
+        extra: Map::new(),
+    };
+    doc::Start {
+        connected: Some(
             s.connected
                 .iter()
-                .map(|c| {
-                    json!({"socket": c.socket, "local_host": c.local_host, "local_port": c.local_port,
-                           "remote_host": c.remote_host, "remote_port": c.remote_port})
+                .map(|c| doc::Connected {
+                    socket: c.socket,
+                    local_host: c.local_host.clone(),
+                    local_port: c.local_port,
+                    remote_host: c.remote_host.clone(),
+                    remote_port: c.remote_port,
+                    extra: Map::new(),
                 })
                 .collect(),
         ),
-    );
-    m.insert("version".into(), json!(s.version));
-    m.insert("system_info".into(), json!(s.system_info));
-    m.insert(
-        "timestamp".into(),
-        json!({"time": http_date(s.timesecs), "timesecs": s.timesecs,
-               "timemillisecs": s.timesecs * 1000 + u64::from(s.timemillis)}),
-    );
-    if let Some((h, p)) = &s.connecting_to {
-        m.insert("connecting_to".into(), json!({"host": h, "port": p}));
+        version: Some(s.version.clone()),
+        system_info: Some(s.system_info.clone()),
+        timestamp: Some(doc::Timestamp {
+            time: http_date(s.timesecs),
+            timesecs: s.timesecs,
+            timemillisecs: Some(s.timesecs * 1000 + u64::from(s.timemillis)),
+            extra: Map::new(),
+        }),
+        connecting_to: s.connecting_to.as_ref().map(host_port),
+        accepted_connection: s.accepted_connection.as_ref().map(host_port),
+        cookie: Some(s.cookie.clone()),
+        // iperf3 writes the MSS set with -M, else the default one, and
+        // neither for UDP.
+        tcp_mss: s.tcp_mss.filter(|_| tcp).map(u64::from),
+        tcp_mss_default: s
+            .tcp_mss_default
+            .filter(|_| tcp && s.tcp_mss.is_none())
+            .map(u64::from),
+        target_bitrate: Some(t.target_bitrate),
+        fq_rate: Some(0),
+        sock_bufsize: Some(s.sock_bufsize),
+        sndbuf_actual: Some(s.sndbuf_actual),
+        rcvbuf_actual: Some(s.rcvbuf_actual),
+        test_start: Some(doc::TestStart {
+            protocol: t.protocol.name().into(),
+            num_streams: u64::from(t.num_streams),
+            blksize: t.blksize,
+            omit: Real::float(t.omit),
+            duration: Real::float(t.duration),
+            bytes: t.bytes,
+            blocks: t.blocks,
+            reverse: u64::from(t.reverse),
+            tos: u64::from(t.tos),
+            target_bitrate: Some(t.target_bitrate),
+            bidir: Some(u64::from(t.bidir)),
+            fqrate: Some(0),
+            interval: Some(Real::float(t.interval)),
+            gso: None,
+            gro: None,
+            extra: Map::new(),
+        }),
+        extra: Map::new(),
     }
-    if let Some((h, p)) = &s.accepted_connection {
-        m.insert("accepted_connection".into(), json!({"host": h, "port": p}));
-    }
-    m.insert("cookie".into(), json!(s.cookie));
-    if s.test.protocol == Protocol::Tcp {
-        if let Some(mss) = s.tcp_mss {
-            m.insert("tcp_mss".into(), json!(mss));
-        } else if let Some(mss) = s.tcp_mss_default {
-            m.insert("tcp_mss_default".into(), json!(mss));
-        }
-    }
-    m.insert("target_bitrate".into(), json!(s.test.target_bitrate));
-    m.insert("fq_rate".into(), json!(0));
-    m.insert("sock_bufsize".into(), json!(s.sock_bufsize));
-    m.insert("sndbuf_actual".into(), json!(s.sndbuf_actual));
-    m.insert("rcvbuf_actual".into(), json!(s.rcvbuf_actual));
-    let t = &s.test;
-    m.insert(
-        "test_start".into(),
-        json!({"protocol": t.protocol.name(), "num_streams": t.num_streams, "blksize": t.blksize,
-               "omit": t.omit, "duration": t.duration, "bytes": t.bytes, "blocks": t.blocks,
-               "reverse": u8::from(t.reverse), "tos": t.tos, "target_bitrate": t.target_bitrate,
-               "bidir": u8::from(t.bidir), "fqrate": 0, "interval": t.interval}),
-    );
-    Value::Object(m)
 }
 
 fn rate(bytes: u64, seconds: f64) -> f64 {
@@ -285,53 +316,61 @@ fn rate(bytes: u64, seconds: f64) -> f64 {
     }
 }
 
-fn stream_interval_json(s: &StreamInterval) -> Value {
+fn stream_interval_record(s: &StreamInterval) -> doc::IntervalStream {
     let secs = s.end - s.start;
-    let mut m = Map::new();
-    m.insert("socket".into(), json!(s.socket));
-    m.insert("start".into(), json!(s.start));
-    m.insert("end".into(), json!(s.end));
-    m.insert("seconds".into(), json!(secs));
-    m.insert("bytes".into(), json!(s.bytes));
-    m.insert("bits_per_second".into(), json!(rate(s.bytes, secs)));
+    let mut o = doc::IntervalStream {
+        socket: s.socket,
+        start: Real::float(s.start),
+        end: Real::float(s.end),
+        seconds: Real::float(secs),
+        bytes: s.bytes,
+        bits_per_second: Real::float(rate(s.bytes, secs)),
+        retransmits: None,
+        snd_cwnd: None,
+        snd_wnd: None,
+        rtt: None,
+        rttvar: None,
+        pmtu: None,
+        reorder: None,
+        plumb: None,
+        jitter_ms: None,
+        lost_packets: None,
+        packets: None,
+        lost_percent: None,
+        omitted: s.omitted,
+        sender: Some(s.sender),
+        extra: Map::new(),
+    };
     match s.detail {
         IntervalDetail::Tcp(Some(t)) => {
-            m.insert("retransmits".into(), json!(t.retransmits));
-            m.insert("snd_cwnd".into(), json!(t.snd_cwnd));
-            m.insert("snd_wnd".into(), json!(t.snd_wnd));
-            m.insert("rtt".into(), json!(t.rtt));
-            m.insert("rttvar".into(), json!(t.rttvar));
-            m.insert("pmtu".into(), json!(t.pmtu));
-            if let Some(l) = t.limited {
-                // Not in iperf3's schema: under plumb's own key, as in `end`.
-                m.insert(
-                    "plumb".into(),
-                    json!({
-                        "busy_us": l.busy_us,
-                        "rwnd_limited_us": l.rwnd_limited_us,
-                        "sndbuf_limited_us": l.sndbuf_limited_us,
-                    }),
-                );
-            }
+            o.retransmits = Some(signed(t.retransmits));
+            o.snd_cwnd = Some(t.snd_cwnd);
+            o.snd_wnd = Some(t.snd_wnd);
+            o.rtt = Some(t.rtt);
+            o.rttvar = Some(t.rttvar);
+            o.pmtu = Some(t.pmtu);
+            // Not in iperf3's schema: under plumb's own key, as in `end`.
+            o.plumb = t.limited.map(|l| doc::LimitedTime {
+                busy_us: l.busy_us,
+                rwnd_limited_us: l.rwnd_limited_us,
+                sndbuf_limited_us: l.sndbuf_limited_us,
+                extra: Map::new(),
+            });
         }
         IntervalDetail::Tcp(None) => {}
-        IntervalDetail::UdpSender { packets } => {
-            m.insert("packets".into(), json!(packets));
-        }
+        IntervalDetail::UdpSender { packets } => o.packets = Some(signed(packets)),
         IntervalDetail::UdpReceiver {
             jitter_ms,
             lost,
             packets,
         } => {
-            m.insert("jitter_ms".into(), json!(jitter_ms));
-            m.insert("lost_packets".into(), json!(lost));
-            m.insert("packets".into(), json!(packets));
-            m.insert("lost_percent".into(), json!(percent(lost, packets)));
+            o.jitter_ms = Some(Real::float(jitter_ms));
+            o.lost_packets = Some(lost);
+            o.packets = Some(packets);
+            o.lost_percent = Some(Real::float(percent(lost, packets)));
         }
     }
-    m.insert("omitted".into(), json!(s.omitted));
-    m.insert("sender".into(), json!(s.sender));
-    Value::Object(m)
+    o
 }
 
 fn percent(lost: i64, packets: i64) -> f64 {
@@ -342,7 +381,7 @@ fn percent(lost: i64, packets: i64) -> f64 {
     }
 }
 
-fn interval_sum_json(streams: &[&StreamInterval]) -> Value {
+fn interval_sum_record(streams: &[&StreamInterval]) -> doc::IntervalSum {
     let start = streams
         .iter()
         .map(|s| s.start)
@@ -351,12 +390,21 @@ fn interval_sum_json(streams: &[&StreamInterval]) -> Value {
     let start = if start.is_finite() { start } else { 0.0 };
     let secs = end - start;
     let bytes: u64 = streams.iter().map(|s| s.bytes).sum();
-    let mut m = Map::new();
-    m.insert("start".into(), json!(start));
-    m.insert("end".into(), json!(end));
-    m.insert("seconds".into(), json!(secs));
-    m.insert("bytes".into(), json!(bytes));
-    m.insert("bits_per_second".into(), json!(rate(bytes, secs)));
+    let mut o = doc::IntervalSum {
+        start: Real::float(start),
+        end: Real::float(end),
+        seconds: Real::float(secs),
+        bytes,
+        bits_per_second: Real::float(rate(bytes, secs)),
+        retransmits: None,
+        jitter_ms: None,
+        lost_packets: None,
+        packets: None,
+        lost_percent: None,
+        omitted: streams.iter().any(|s| s.omitted),
+        sender: Some(streams.first().is_some_and(|s| s.sender)),
+        extra: Map::new(),
+    };
     let tcp_send: Vec<TcpSample> = streams
         .iter()
         .filter_map(|s| match s.detail {
@@ -365,10 +413,7 @@ fn interval_sum_json(streams: &[&StreamInterval]) -> Value {
         })
         .collect();
     if !tcp_send.is_empty() {
-        m.insert(
-            "retransmits".into(),
-            json!(tcp_send.iter().map(|t| t.retransmits).sum::<u64>()),
-        );
+        o.retransmits = Some(signed(tcp_send.iter().map(|t| t.retransmits).sum()));
     }
     let udp_send: u64 = streams
         .iter()
@@ -392,22 +437,17 @@ fn interval_sum_json(streams: &[&StreamInterval]) -> Value {
         let jitter = udp_recv.iter().map(|u| u.0).sum::<f64>() / udp_recv.len() as f64;
         let lost: i64 = udp_recv.iter().map(|u| u.1).sum();
         let packets: i64 = udp_recv.iter().map(|u| u.2).sum();
-        m.insert("jitter_ms".into(), json!(jitter));
-        m.insert("lost_packets".into(), json!(lost));
-        m.insert("packets".into(), json!(packets));
-        m.insert("lost_percent".into(), json!(percent(lost, packets)));
+        o.jitter_ms = Some(Real::float(jitter));
+        o.lost_packets = Some(lost);
+        o.packets = Some(packets);
+        o.lost_percent = Some(Real::float(percent(lost, packets)));
     } else if streams
         .iter()
         .any(|s| matches!(s.detail, IntervalDetail::UdpSender { .. }))
     {
-        m.insert("packets".into(), json!(udp_send));
+        o.packets = Some(signed(udp_send));
     }
-    m.insert("omitted".into(), json!(streams.iter().any(|s| s.omitted)));
-    m.insert(
-        "sender".into(),
-        json!(streams.first().is_some_and(|s| s.sender)),
-    );
-    Value::Object(m)
+    o
 }
 
 /// Splits streams into the forward group and, in `--bidir`, the reverse group
@@ -420,73 +460,73 @@ fn groups<T>(items: &[T], bidir: bool, sender: impl Fn(&T) -> bool) -> (Vec<&T>,
     }
 }
 
-fn interval_json(i: &IntervalRecord) -> Value {
+/// Types plumb's extension object, which the engine hands over as a `Value`.
+/// One that does not read as `T`, or would not be written back as it came,
+/// is written as given, under `key` of `extra`: the document says what the
+/// engine measured even where this schema lags behind it.
+fn typed_extension<T: Serialize + DeserializeOwned>(
+    v: Option<&Value>,
+    key: &str,
+    extra: &mut Map<String, Value>,
+) -> Option<T> {
+    let v = v?;
+    let typed = serde_json::from_value::<T>(v.clone())
+        .ok()
+        .filter(|t| serde_json::to_value(t).is_ok_and(|back| back == *v));
+    if typed.is_none() {
+        extra.insert(key.into(), v.clone());
+    }
+    typed
+}
+
+fn interval_record(i: &IntervalRecord) -> doc::Interval {
     let bidir = i.streams.iter().any(|s| s.sender) && i.streams.iter().any(|s| !s.sender);
     let (fwd, rev) = groups(&i.streams, bidir, |s| s.sender);
-    let mut m = Map::new();
-    m.insert(
-        "streams".into(),
-        Value::Array(i.streams.iter().map(stream_interval_json).collect()),
+    let mut extra = Map::new();
+    let plumb = typed_extension(i.plumb.as_ref(), "plumb", &mut extra);
+    doc::Interval {
+        streams: i.streams.iter().map(stream_interval_record).collect(),
+        sum: interval_sum_record(&fwd),
+        sum_bidir_reverse: bidir.then(|| interval_sum_record(&rev)),
+        plumb,
+        extra,
+    }
+}
+
+fn side_record(socket: i32, t: Totals, sender: bool) -> doc::TcpEndSide {
+    doc::TcpEndSide {
+        socket,
+        start: Real::int(0),
+        end: Real::float(t.seconds),
+        seconds: Real::float(t.seconds),
+        bytes: t.bytes,
+        bits_per_second: Real::float(StreamEnd::rate(t)),
+        retransmits: None,
+        max_snd_cwnd: None,
+        max_snd_wnd: None,
+        max_rtt: None,
+        min_rtt: None,
+        mean_rtt: None,
+        reorder: None,
+        sender: Some(sender),
+        extra: Map::new(),
+    }
+}
+
+fn sum_record(streams: &[&StreamEnd], received: bool, udp: bool) -> doc::EndSum {
+    let side = |s: &&StreamEnd| if received { s.received } else { s.sent };
+    let seconds = streams.iter().map(|s| side(s).seconds).fold(0.0, f64::max);
+    let bytes: u64 = streams.iter().map(|s| side(s).bytes).sum();
+    let (start, end, secs, bps) = (
+        Real::int(0),
+        Real::float(seconds),
+        Real::float(seconds),
+        Real::float(rate(bytes, seconds)),
     );
-    m.insert("sum".into(), interval_sum_json(&fwd));
-    if bidir {
-        m.insert("sum_bidir_reverse".into(), interval_sum_json(&rev));
-    }
-    if let Some(p) = &i.plumb {
-        m.insert("plumb".into(), p.clone());
-    }
-    Value::Object(m)
-}
-
-fn side_json(
-    socket: i32,
-    t: Totals,
-    sender: bool,
-    extra: impl FnOnce(&mut Map<String, Value>),
-) -> Value {
-    let mut m = Map::new();
-    m.insert("socket".into(), json!(socket));
-    m.insert("start".into(), json!(0));
-    m.insert("end".into(), json!(t.seconds));
-    m.insert("seconds".into(), json!(t.seconds));
-    m.insert("bytes".into(), json!(t.bytes));
-    m.insert("bits_per_second".into(), json!(StreamEnd::rate(t)));
-    extra(&mut m);
-    m.insert("sender".into(), json!(sender));
-    Value::Object(m)
-}
-
-fn sum_json(streams: &[&StreamEnd], received: bool, udp: bool) -> Value {
-    let seconds = streams
-        .iter()
-        .map(|s| {
-            if received {
-                s.received.seconds
-            } else {
-                s.sent.seconds
-            }
-        })
-        .fold(0.0, f64::max);
-    let bytes: u64 = streams
-        .iter()
-        .map(|s| {
-            if received {
-                s.received.bytes
-            } else {
-                s.sent.bytes
-            }
-        })
-        .sum();
-    let mut m = Map::new();
-    m.insert("start".into(), json!(0));
-    m.insert("end".into(), json!(seconds));
-    m.insert("seconds".into(), json!(seconds));
-    m.insert("bytes".into(), json!(bytes));
-    m.insert("bits_per_second".into(), json!(rate(bytes, seconds)));
     if udp {
         let u: Vec<UdpEnd> = streams.iter().filter_map(|s| s.udp).collect();
         let sent: i64 = u.iter().map(|x| x.sent_packets).sum();
-        if received {
+        let (jitter_ms, lost_packets, packets, lost_percent) = if received {
             let lost: i64 = u.iter().map(|x| x.lost).sum();
             let packets: i64 = u.iter().map(|x| x.packets).sum();
             let jitter = if u.is_empty() {
@@ -494,107 +534,124 @@ fn sum_json(streams: &[&StreamEnd], received: bool, udp: bool) -> Value {
             } else {
                 u.iter().map(|x| x.jitter_ms).sum::<f64>() / u.len() as f64
             };
-            m.insert("jitter_ms".into(), json!(jitter));
-            m.insert("lost_packets".into(), json!(lost));
-            m.insert("packets".into(), json!(packets));
-            m.insert("lost_percent".into(), json!(percent(lost, packets)));
+            let pct = Real::float(percent(lost, packets));
+            (Real::float(jitter), lost, packets, pct)
         } else {
-            m.insert("jitter_ms".into(), json!(0));
-            m.insert("lost_packets".into(), json!(0));
-            m.insert("packets".into(), json!(sent));
-            m.insert("lost_percent".into(), json!(0));
-        }
-        // iperf3: UDP sum_sent is always the sending side, sum_received the receiving.
-        m.insert("sender".into(), json!(!received));
+            (Real::int(0), 0, sent, Real::int(0))
+        };
+        doc::EndSum::Udp(doc::UdpSum {
+            start,
+            end,
+            seconds: secs,
+            bytes,
+            bits_per_second: bps,
+            jitter_ms,
+            lost_packets,
+            packets,
+            lost_percent,
+            // iperf3: UDP sum_sent is always the sending side, sum_received the receiving.
+            sender: Some(!received),
+            extra: Map::new(),
+        })
     } else {
-        if !received {
-            let known: Vec<i64> = streams.iter().filter_map(|s| s.retransmits).collect();
-            if !known.is_empty() {
-                m.insert("retransmits".into(), json!(known.iter().sum::<i64>()));
-            }
-        }
-        m.insert(
-            "sender".into(),
-            json!(streams.first().is_some_and(|s| s.sender)),
-        );
+        let known: Vec<i64> = streams.iter().filter_map(|s| s.retransmits).collect();
+        doc::EndSum::Tcp(doc::TcpSum {
+            start,
+            end,
+            seconds: secs,
+            bytes,
+            bits_per_second: bps,
+            retransmits: (!received && !known.is_empty()).then(|| known.iter().sum()),
+            sender: Some(streams.first().is_some_and(|s| s.sender)),
+            extra: Map::new(),
+        })
     }
-    Value::Object(m)
 }
 
-fn udp_stream_json(s: &StreamEnd) -> Value {
+fn udp_stream_record(s: &StreamEnd) -> doc::UdpEndStream {
     let u = s.udp.unwrap_or_default();
     // iperf3 reports the sender's bytes and duration with the receiver's loss figures.
-    side_json(s.socket, s.sent, s.sender, |m| {
-        m.insert("jitter_ms".into(), json!(u.jitter_ms));
-        m.insert("lost_packets".into(), json!(u.lost));
-        m.insert("packets".into(), json!(u.packets));
-        m.insert("lost_percent".into(), json!(percent(u.lost, u.packets)));
-        m.insert("out_of_order".into(), json!(u.out_of_order));
-    })
+    let t = s.sent;
+    doc::UdpEndStream {
+        socket: s.socket,
+        start: Real::int(0),
+        end: Real::float(t.seconds),
+        seconds: Real::float(t.seconds),
+        bytes: t.bytes,
+        bits_per_second: Real::float(StreamEnd::rate(t)),
+        jitter_ms: Real::float(u.jitter_ms),
+        lost_packets: u.lost,
+        packets: u.packets,
+        lost_percent: Real::float(percent(u.lost, u.packets)),
+        out_of_order: Some(u.out_of_order),
+        sender: Some(s.sender),
+        extra: Map::new(),
+    }
 }
 
-fn end_json(e: &EndRecord) -> Value {
+fn tcp_stream_record(s: &StreamEnd) -> doc::EndStream {
+    let mut sender = side_record(s.socket, s.sent, s.sender);
+    sender.retransmits = s.retransmits;
+    if let Some(t) = s.tcp {
+        sender.max_snd_cwnd = Some(t.max_snd_cwnd);
+        sender.max_snd_wnd = Some(t.max_snd_wnd);
+        sender.max_rtt = Some(t.max_rtt);
+        sender.min_rtt = Some(t.min_rtt);
+        sender.mean_rtt = Some(t.mean_rtt);
+    }
+    doc::EndStream {
+        sender: Some(sender),
+        receiver: Some(side_record(s.socket, s.received, s.sender)),
+        ..doc::EndStream::default()
+    }
+}
+
+fn end_record(e: &EndRecord) -> doc::End {
     let udp = e.protocol == Protocol::Udp;
-    let mut m = Map::new();
-    let streams: Vec<Value> = e
+    let streams = e
         .streams
         .iter()
         .map(|s| {
             if udp {
-                json!({ "udp": udp_stream_json(s) })
+                doc::EndStream {
+                    udp: Some(udp_stream_record(s)),
+                    ..doc::EndStream::default()
+                }
             } else {
-                let sender = side_json(s.socket, s.sent, s.sender, |m| {
-                    if let Some(r) = s.retransmits {
-                        m.insert("retransmits".into(), json!(r));
-                    }
-                    if let Some(t) = s.tcp {
-                        m.insert("max_snd_cwnd".into(), json!(t.max_snd_cwnd));
-                        m.insert("max_snd_wnd".into(), json!(t.max_snd_wnd));
-                        m.insert("max_rtt".into(), json!(t.max_rtt));
-                        m.insert("min_rtt".into(), json!(t.min_rtt));
-                        m.insert("mean_rtt".into(), json!(t.mean_rtt));
-                    }
-                });
-                let receiver = side_json(s.socket, s.received, s.sender, |_| {});
-                json!({ "sender": sender, "receiver": receiver })
+                tcp_stream_record(s)
             }
         })
         .collect();
-    m.insert("streams".into(), Value::Array(streams));
     let (fwd, rev) = groups(&e.streams, e.bidir, |s| s.sender);
-    if udp {
-        m.insert("sum".into(), sum_json(&fwd, true, true));
-    }
-    m.insert("sum_sent".into(), sum_json(&fwd, false, udp));
-    m.insert("sum_received".into(), sum_json(&fwd, true, udp));
-    if e.bidir {
-        if udp {
-            m.insert("sum_bidir_reverse".into(), sum_json(&rev, true, true));
-        }
-        m.insert("sum_sent_bidir_reverse".into(), sum_json(&rev, false, udp));
-        m.insert(
-            "sum_received_bidir_reverse".into(),
-            sum_json(&rev, true, udp),
-        );
-    }
+    let rev = e.bidir.then_some(rev);
     let c = e.cpu;
-    m.insert(
-        "cpu_utilization_percent".into(),
-        json!({"host_total": c.host_total, "host_user": c.host_user, "host_system": c.host_system,
-               "remote_total": c.remote_total, "remote_user": c.remote_user, "remote_system": c.remote_system}),
-    );
-    if !udp {
-        if let Some(cc) = &e.sender_tcp_congestion {
-            m.insert("sender_tcp_congestion".into(), json!(cc));
-        }
-        if let Some(cc) = &e.receiver_tcp_congestion {
-            m.insert("receiver_tcp_congestion".into(), json!(cc));
-        }
+    let mut extra = Map::new();
+    let plumb = typed_extension(e.plumb.as_ref(), "plumb", &mut extra);
+    doc::End {
+        streams: Some(streams),
+        sum: udp.then(|| sum_record(&fwd, true, true)),
+        sum_sent: Some(sum_record(&fwd, false, udp)),
+        sum_received: Some(sum_record(&fwd, true, udp)),
+        sum_bidir_reverse: rev
+            .as_ref()
+            .filter(|_| udp)
+            .map(|r| sum_record(r, true, true)),
+        sum_sent_bidir_reverse: rev.as_ref().map(|r| sum_record(r, false, udp)),
+        sum_received_bidir_reverse: rev.as_ref().map(|r| sum_record(r, true, udp)),
+        cpu_utilization_percent: Some(doc::CpuUtilization {
+            host_total: Real::float(c.host_total),
+            host_user: Real::float(c.host_user),
+            host_system: Real::float(c.host_system),
+            remote_total: Real::float(c.remote_total),
+            remote_user: Real::float(c.remote_user),
+            remote_system: Real::float(c.remote_system),
+            extra: Map::new(),
+        }),
+        sender_tcp_congestion: e.sender_tcp_congestion.clone().filter(|_| !udp),
+        receiver_tcp_congestion: e.receiver_tcp_congestion.clone().filter(|_| !udp),
+        plumb,
+        extra,
     }
-    if let Some(p) = &e.plumb {
-        m.insert("plumb".into(), p.clone());
-    }
-    Value::Object(m)
 }
 
 #[cfg(test)]
@@ -768,17 +825,56 @@ mod tests {
                 ..TcpSample::default()
             })),
         };
-        let v = interval_json(&IntervalRecord {
+        let v = value(&interval_record(&IntervalRecord {
             streams: vec![st(5, 100, true), st(7, 50, true)],
             plumb: None,
-        });
+        }));
         assert_eq!(v["sum"]["bytes"], 150);
         assert_eq!(v["sum"]["retransmits"], 4);
         assert_eq!(v["sum"]["bits_per_second"], 1200.0);
-        let v = interval_json(&IntervalRecord {
+        let v = value(&interval_record(&IntervalRecord {
             streams: vec![st(5, 100, true), st(7, 50, false)],
             plumb: None,
-        });
+        }));
         assert_eq!(v["sum_bidir_reverse"]["bytes"], 50);
+    }
+
+    /// `end.plumb` and `intervals[].plumb` as the engine builds them are
+    /// typed, not carried as given, and written back as they came.
+    #[test]
+    fn plumb_extensions_are_typed() {
+        for text in [
+            include_str!("../tests/fixtures/plumb-crr.json"),
+            include_str!("../tests/fixtures/plumb-latency.json"),
+            include_str!("../tests/fixtures/plumb-p2.json"),
+            include_str!("../tests/fixtures/plumb-rr.json"),
+        ] {
+            let fixture: Value = serde_json::from_str(text).expect("JSON");
+            let mut rec = end(vec![tcp_end(true, 1000, 1000)], false, Protocol::Tcp);
+            rec.plumb = Some(fixture["end"]["plumb"].clone());
+            let e = end_record(&rec);
+            assert!(e.plumb.is_some() && e.extra.is_empty(), "{:?}", e.extra);
+            assert_eq!(value(&e)["plumb"], fixture["end"]["plumb"]);
+            for iv in fixture["intervals"].as_array().expect("intervals") {
+                let rec = IntervalRecord {
+                    streams: Vec::new(),
+                    plumb: iv.get("plumb").cloned(),
+                };
+                let i = interval_record(&rec);
+                assert!(i.extra.is_empty(), "{:?}", i.extra);
+                assert_eq!(value(&i).get("plumb"), iv.get("plumb"));
+            }
+        }
+    }
+
+    /// An extension this schema cannot read is written as given.
+    #[test]
+    fn an_unreadable_extension_is_written_as_given() {
+        let odd = json!({"local": {"streams": [{"id": "five"}]}, "remote": null});
+        let mut rec = end(vec![tcp_end(true, 1000, 1000)], false, Protocol::Tcp);
+        rec.plumb = Some(odd.clone());
+        let e = end_record(&rec);
+        assert!(e.plumb.is_none());
+        assert_eq!(value(&e)["plumb"], odd);
     }
 }

@@ -1,0 +1,268 @@
+//! plumb's `latency` objects: `end.plumb.latency` of a request/response
+//! test (`--rr`, `--crr`) or of a throughput test with `--latency` probes,
+//! and `intervals[].plumb.latency` of a request/response test.
+//!
+//! Percentiles are named with their unit (`p50_us`, `p50_ms`), and an empty
+//! histogram writes none of them, so each is optional.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{nullable, Real};
+
+/// `end.plumb.latency`: a request/response test's totals, or the idle and
+/// loaded probes of `--latency`; the keys of the one at hand are present.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// `"tcp_rr"`, `"udp_rr"` or `"crr"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+    /// Request size, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_bytes: Option<u64>,
+    /// Response size, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_bytes: Option<u64>,
+    /// Requests in flight per stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
+    /// Seconds the test ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<Real>,
+    /// Transactions, their rate, and (CRR, UDP) connections and losses.
+    #[serde(flatten)]
+    pub rate: Transactions,
+    /// Round-trip percentiles, µs.
+    #[serde(flatten)]
+    pub round_trip: PercentilesUs,
+    /// CRR: connection set-up percentiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<PercentilesUs>,
+    /// CRR: request-to-response percentiles on the new connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_response: Option<PercentilesUs>,
+    /// `--latency`: round trips with no load, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<Probes>,
+    /// `--latency`: round trips under the test's load, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded: Option<Probes>,
+    /// `--latency`: loaded p50 minus idle p50, ms (`null` without both).
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub increase_p50_ms: Option<Option<Real>>,
+    /// `--latency`: loaded p99 minus idle p50, ms.
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub increase_p99_ms: Option<Option<Real>>,
+    /// `--latency`: retransmits on the probe connection.
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub probe_retransmits: Option<Option<u64>>,
+    /// `--latency`: what the probes cost.
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub probe_cost: Option<Option<ProbeCost>>,
+    /// `--latency`: probe spacing, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_interval_ms: Option<ProbeInterval>,
+    /// `--latency`: how `rpm` is computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm_method: Option<String>,
+    /// Keys this version does not know, carried as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `intervals[].plumb.latency`: one interval of a request/response test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalLatency {
+    /// Round-trip percentiles, µs (without buckets).
+    #[serde(flatten)]
+    pub round_trip: PercentilesUs,
+    /// Transactions and their rate over the interval.
+    #[serde(flatten)]
+    pub rate: Transactions,
+    /// CRR: median connection set-up, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_p50_us: Option<Real>,
+    /// CRR: median request-to-response, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_response_p50_us: Option<Real>,
+    /// Keys this version does not know, carried as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Transaction counts, part of a latency object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transactions {
+    /// Transactions completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+    /// Their rate, per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions_per_second: Option<Real>,
+    /// CRR: connections (one per transaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
+    /// CRR: their rate, per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_per_second: Option<Real>,
+    /// UDP: requests or responses lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
+}
+
+/// Percentiles of a histogram in µs, part of a latency object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PercentilesUs {
+    /// Smallest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_us: Option<Real>,
+    /// Median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<Real>,
+    /// 90th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_us: Option<Real>,
+    /// 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<Real>,
+    /// 99.9th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_9_us: Option<Real>,
+    /// Largest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_us: Option<Real>,
+    /// Mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us: Option<Real>,
+    /// Non-empty buckets, a quarter of an octave wide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<Vec<BucketUs>>,
+}
+
+/// One histogram bucket in µs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BucketUs {
+    /// Upper bound.
+    pub le_us: Real,
+    /// Samples in the bucket.
+    pub count: u64,
+    /// Keys this version does not know, carried as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `--latency`'s idle or loaded probes: percentiles in ms and the
+/// responsiveness figure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Probes {
+    /// Smallest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_ms: Option<Real>,
+    /// Median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ms: Option<Real>,
+    /// 90th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_ms: Option<Real>,
+    /// 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<Real>,
+    /// 99.9th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_9_ms: Option<Real>,
+    /// Largest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ms: Option<Real>,
+    /// Mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ms: Option<Real>,
+    /// Non-empty buckets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<Vec<BucketMs>>,
+    /// Probes taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<u64>,
+    /// Round trips per minute (`null` without probes).
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rpm: Option<Option<Real>>,
+    /// Keys this version does not know, carried as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One histogram bucket in ms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BucketMs {
+    /// Upper bound.
+    pub le_ms: Real,
+    /// Samples in the bucket.
+    pub count: u64,
+    /// Keys this version does not know, carried as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What `--latency`'s probes cost the test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeCost {
+    /// Seconds the probes ran.
+    pub seconds: Real,
+    /// Their rate on the wire.
+    pub wire_bits_per_second: Real,
+    /// That rate as a share of the load's (`null` without a load).
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub share_of_load: Option<Option<Real>>,
+    /// CPU time of the probing thread, s (`null` where unread).
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub thread_cpu_s: Option<Option<Real>>,
+    /// That time as a share of one core over `seconds`.
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub thread_cpu_share_of_one_core: Option<Option<Real>>,
+    /// Keys this version does not know, carried as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `--latency`'s probe spacing, ms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeInterval {
+    /// Between idle probes.
+    pub idle: Real,
+    /// Between loaded probes.
+    pub loaded: Real,
+    /// Keys this version does not know, carried as read.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}

@@ -1,0 +1,48 @@
+//! The one schema of plumb's `-J` test document.
+//!
+//! iperf3's `-J` JSON — `start`, `intervals`, `end` with iperf3's own key
+//! names — plus what plumb adds: `end.plumb` (each end's CPU, cgroup quota,
+//! CPU placement, sysctls, socket facts and TCP_INFO, the UDP path's
+//! settings, latency), `intervals[].plumb`, and top-level objects beside
+//! iperf3's (`lab` and `model` typed; `diagnosis` and `plumb live`'s objects
+//! carried as read). This crate owns these types; the JSON printer builds a
+//! [`Document`] and serializes it, and readers deserialize one.
+//!
+//! Two rules make a document read and written back equal to the original,
+//! compared as `serde_json::Value`s:
+//!
+//! - every object carries the keys this version does not know in a
+//!   flattened `extra` map (other iperf3 versions add keys), and optional
+//!   keys are `Option`s that are left out when absent;
+//! - a figure iperf3 defines as a double is a [`Real`], which remembers
+//!   whether it was written as an integer (`0`) or a float (`0.0`); figures
+//!   iperf3 always writes as integers are plain integers.
+//!
+//! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
+//! absent, `null`, or a value.
+
+mod document;
+mod end;
+mod interval;
+mod lab;
+mod latency;
+mod model;
+pub mod nullable;
+mod number;
+mod plumb;
+mod start;
+
+pub use document::Document;
+pub use end::{CpuUtilization, End, EndStream, EndSum, TcpEndSide, TcpSum, UdpEndStream, UdpSum};
+pub use interval::{Interval, IntervalPlumb, IntervalStream, IntervalSum, LimitedTime};
+pub use lab::{Lab, LabConfigured, LabEmulator, LabMeasured};
+pub use latency::{
+    BucketMs, BucketUs, IntervalLatency, Latency, PercentilesUs, ProbeCost, ProbeInterval, Probes,
+    Transactions,
+};
+pub use model::Model;
+pub use number::Real;
+pub use plumb::{
+    CgroupCpu, CpuTimes, EndPlumb, PlumbSide, PlumbStream, PlumbUdp, TcpInfo, UdpSummary,
+};
+pub use start::{Connected, HostPort, Start, TestStart, Timestamp};
