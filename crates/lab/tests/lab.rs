@@ -221,14 +221,23 @@ fn reno_under_random_loss_is_near_mathis() {
                 ..TransferOptions::default()
             })
             .expect("transfer");
-        let mss = f64::from(r.sender.snd_mss.max(1));
-        let mathis = mss * 8.0 / rtt.as_secs_f64() * (1.5f64).sqrt() / p.sqrt();
-        let ratio = r.goodput_bps / mathis;
         let s = lab.stats();
         let lost = s.near_to_far.link.dropped_loss.segments as f64;
         let offered = s.near_to_far.link.offered.segments as f64;
+        // The premise first: the link dropped about the share asked. The
+        // model is then held to the share it really dropped (seeded, but
+        // how many segments a run offers moves with timing: 1.0-1.15 %).
+        assert!(
+            (lost / offered - p).abs() < 0.004,
+            "loss rate {}",
+            lost / offered
+        );
+        let measured_p = lost / offered;
+        let mss = f64::from(r.sender.snd_mss.max(1));
+        let mathis = mss * 8.0 / rtt.as_secs_f64() * (1.5f64).sqrt() / measured_p.sqrt();
+        let ratio = r.goodput_bps / mathis;
         eprintln!(
-            "reno, {:.0} % loss, {:?}: goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s (MSS {mss}) — \
+            "reno, {:.0} % loss, {:?}: goodput {:.2} Mbit/s vs Mathis at the measured loss {:.2} Mbit/s (MSS {mss}) — \
              {:.2}× Mathis, errs {}; link lost {:.3} % of {} segments; retrans {}; min_rtt {:?}",
             p * 100.0,
             rtt,
@@ -246,15 +255,10 @@ fn reno_under_random_loss_is_near_mathis() {
             r.sender.min_rtt
         );
         print_stats(lab);
-        // Seeded loss: five runs here gave 0.91x; the README claims 15 %.
+        // docs/lab.md holds the emulator to Mathis within 15 %.
         assert!(
             (ratio - 1.0).abs() <= 0.15,
-            "{ratio:.2}× Mathis, not within 15 %"
-        );
-        assert!(
-            (lost / offered - p).abs() < 0.004,
-            "loss rate {}",
-            lost / offered
+            "{ratio:.2}× Mathis at the measured loss, not within 15 %"
         );
         assert_no_device_drops(lab);
     });

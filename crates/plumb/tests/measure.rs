@@ -537,13 +537,35 @@ fn total_bitrate_shares_one_rate_between_streams() {
     assert!(sent > 0.0 && sent <= 230.0, "{sent} datagrams in 1 s");
 }
 
+/// UDP data flows the way `-R` and `--bidir` say, and each receiver counts
+/// what it got against what its sender sent. How much arrives depends on
+/// the machine's load (a starved receiver's socket buffer overflows), so
+/// the check is that data arrived and the counts agree, not a rate.
 #[test]
 fn udp_reverse_and_bidir() {
     let (c, _) = pp(&["-t", "1", "-u", "-b", "20M", "-R"]);
-    assert!(num(&c, "end.sum_received.bits_per_second") > 15e6);
+    udp_counted(&c, "sum_sent", "sum_received");
     let (c, _) = pp(&["-t", "1", "-u", "-b", "20M", "--bidir"]);
-    assert!(num(&c, "end.sum_received.bits_per_second") > 15e6);
-    assert!(num(&c, "end.sum_received_bidir_reverse.bits_per_second") > 15e6);
+    udp_counted(&c, "sum_sent", "sum_received");
+    udp_counted(&c, "sum_sent_bidir_reverse", "sum_received_bidir_reverse");
+}
+
+/// One UDP direction of a document: datagrams arrived, and the receiver's
+/// count and losses add up to no more than the sender sent.
+fn udp_counted(c: &Value, sent: &str, received: &str) {
+    let (s, r) = (&c["end"][sent], &c["end"][received]);
+    let count = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+    let (sent_n, got_n, lost_n) = (
+        count(s, "packets"),
+        count(r, "packets"),
+        count(r, "lost_packets"),
+    );
+    assert!(got_n > 0, "{received}: nothing arrived: {r}");
+    assert!(got_n + lost_n <= sent_n, "{received}: {r} against {s}");
+    assert!(
+        count(r, "bytes") <= count(s, "bytes"),
+        "{received}: {r} against {s}"
+    );
 }
 
 #[test]
