@@ -4,6 +4,12 @@
 //!
 //! Percentiles are named with their unit (`p50_us`, `p50_ms`), and an empty
 //! histogram writes none of them, so each is optional.
+//!
+//! The measuring engine fills these objects from its histograms with the
+//! constructors at the end of this module ([`Summary`] and the
+//! `from_summary`/`counted`/`new` functions), which hold the rules of what
+//! a measured figure writes: floats for times and rates, integers for
+//! counts, `null` for a figure that could not be had.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
