@@ -12,7 +12,7 @@ use plumb_proto::client::{ClientControl, ClientEvent};
 use plumb_proto::params::{PlumbParams, Protocol as WireProtocol, TestParams};
 use plumb_proto::results::Results;
 use plumb_proto::{stream_id, udp, Cookie};
-use plumb_report::latency::Latency;
+use plumb_record::EndPlumb;
 use plumb_report::{EndRecord, Protocol, Role, Sink, StartRecord, StreamEnd};
 
 use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
@@ -563,12 +563,12 @@ fn attach_latency(
             .iter()
             .map(|s| s.sent.seconds.max(s.received.seconds))
             .fold(0.0, f64::max);
-        Latency::Rr(crate::rr::stats::end(
+        crate::rr::stats::end(
             session.streams.iter().map(|s| &*s.counters),
             p,
             session.plan.protocol == Protocol::Udp,
             secs,
-        ))
+        )
     } else if let Some((probe, loaded)) = probes {
         // The load: what its receivers got, summed over the streams.
         let load_bps = end
@@ -576,17 +576,14 @@ fn attach_latency(
             .iter()
             .map(|s| StreamEnd::rate(s.received))
             .sum();
-        Latency::Probe(probe.result(loaded, load_bps))
+        probe.result(loaded, load_bps)
     } else {
         return;
     };
-    for l in latency.lines() {
+    for l in plumb_report::latency::lines(&latency) {
         sink.note(&l);
     }
-    let plumb = end.plumb.get_or_insert_with(|| serde_json::json!({}));
-    if let Some(m) = plumb.as_object_mut() {
-        m.insert("latency".into(), latency.to_json());
-    }
+    end.plumb.get_or_insert_with(EndPlumb::default).latency = Some(latency);
 }
 
 /// In reverse `-n`/`-k` tests the client counts what it received.

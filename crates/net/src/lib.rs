@@ -33,8 +33,9 @@
 //! [`errors`] and [`signals`] serve them.
 //!
 //! Results leave this crate as the records of `plumb-report`, which prints
-//! them; request/response and `--latency` results as the typed records of
-//! `plumb_report::latency`.
+//! them; plumb's evidence under `end.plumb` and `intervals[].plumb`
+//! (request/response and `--latency` results among it) as the document's
+//! own types, those of `plumb-record`.
 #![warn(clippy::too_many_lines)]
 
 pub mod buf;
@@ -43,6 +44,7 @@ pub mod client;
 pub mod config;
 pub mod datapath;
 pub mod datathread;
+pub mod end_plumb;
 pub mod errors;
 pub mod host;
 pub mod pacing;

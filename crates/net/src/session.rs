@@ -693,13 +693,14 @@ impl Session {
                 detail,
             });
         }
-        let plumb = self.plan.rr.map(|p| {
-            plumb_report::latency::interval_json(&crate::rr::stats::interval(
+        let plumb = self.plan.rr.map(|p| plumb_record::IntervalPlumb {
+            latency: Some(crate::rr::stats::interval(
                 self.streams.iter().map(|s| &*s.counters),
                 p,
                 self.plan.protocol == Protocol::Udp,
                 end - start,
-            ))
+            )),
+            ..plumb_record::IntervalPlumb::default()
         });
         Some(IntervalRecord { streams, plumb })
     }
@@ -1025,17 +1026,7 @@ impl Session {
             (peer.congestion_used.clone(), local_cc)
         };
         let local = self.local_results(None);
-        let mut plumb = serde_json::json!({
-            "local": local.plumb,
-            "remote": peer.plumb,
-        });
-        if let (Some(l), serde_json::Value::Object(m)) = (
-            local.plumb.as_ref().and_then(|p| p.udp.as_ref()),
-            &mut plumb,
-        ) {
-            let remote = peer.plumb.as_ref().and_then(|p| p.udp.as_ref());
-            m.insert("udp".into(), udp_summary(l, remote, we_send));
-        }
+        let plumb = crate::end_plumb::end_plumb(local.plumb.as_ref(), peer.plumb.as_ref(), we_send);
         EndRecord {
             protocol: self.plan.protocol,
             bidir: self.plan.bidir,
@@ -1055,35 +1046,6 @@ impl Session {
             server_output_json: peer.server_output_json.clone(),
         }
     }
-}
-
-/// `end.plumb.udp`: what the test used, each fact from the end that plays
-/// the part — GSO from the sending end, GRO, jitter resolution and cut reads
-/// from the receiving end (this end where it plays both, as with
-/// `--bidir`) — and this end's socket buffers. A fact only a stock iperf3
-/// peer knows is `null`.
-pub fn udp_summary(
-    local: &PlumbUdp,
-    remote: Option<&PlumbUdp>,
-    we_send: bool,
-) -> serde_json::Value {
-    let pick = |ours: bool| if ours { Some(local) } else { remote };
-    let we_receive = local.gro.is_some();
-    let sender = pick(we_send || local.gso_segments.is_some());
-    let receiver = pick(we_receive || !we_send);
-    serde_json::json!({
-        "gsro": local.gsro,
-        "gso_segments": sender.and_then(|u| u.gso_segments),
-        "gso_segments_asked": local.gso_segments_asked,
-        "gro": receiver.and_then(|u| u.gro),
-        "jitter_resolution": receiver.and_then(|u| u.jitter_resolution.clone()),
-        "receive_poll_us": receiver.and_then(|u| u.receive_poll_us),
-        "truncated_reads": receiver.and_then(|u| u.truncated_reads),
-        "socket_drops": receiver.and_then(|u| u.socket_drops),
-        "socket_buffer_requested": local.socket_buffer_requested,
-        "sndbuf_granted": local.sndbuf_granted,
-        "rcvbuf_granted": local.rcvbuf_granted,
-    })
 }
 
 /// This interval's busy and limited times from TCP_INFO's cumulative

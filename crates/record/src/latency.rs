@@ -4,6 +4,12 @@
 //!
 //! Percentiles are named with their unit (`p50_us`, `p50_ms`), and an empty
 //! histogram writes none of them, so each is optional.
+//!
+//! The measuring engine fills these objects from its histograms with the
+//! constructors at the end of this module ([`Summary`] and the
+//! `from_summary`/`counted`/`new` functions), which hold the rules of what
+//! a measured figure writes: floats for times and rates, integers for
+//! counts, `null` for a figure that could not be had.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -265,4 +271,140 @@ pub struct ProbeInterval {
     /// Keys this version does not know, carried as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A latency distribution's percentiles in one unit, the figures a
+/// [`PercentilesUs`] or a [`Probes`] is made from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// Smallest.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p99_9: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// The non-empty buckets, ascending: (upper bound, samples).
+    pub buckets: Vec<(f64, u64)>,
+}
+
+impl PercentilesUs {
+    /// The keys of `s` (µs), with its buckets when `buckets`; none at all
+    /// for an empty distribution.
+    pub fn from_summary(s: Option<&Summary>, buckets: bool) -> Self {
+        let Some(s) = s else {
+            return PercentilesUs::default();
+        };
+        let f = |v: f64| Some(Real::float(v));
+        PercentilesUs {
+            min_us: f(s.min),
+            p50_us: f(s.p50),
+            p90_us: f(s.p90),
+            p99_us: f(s.p99),
+            p99_9_us: f(s.p99_9),
+            max_us: f(s.max),
+            mean_us: f(s.mean),
+            buckets: buckets.then(|| {
+                s.buckets
+                    .iter()
+                    .map(|&(le, count)| BucketUs {
+                        le_us: Real::float(le),
+                        count,
+                        extra: Map::new(),
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+impl Probes {
+    /// One side of the probes: `probes` round trips summed up in `s` (ms,
+    /// `None` when none was answered), and their round trips per minute.
+    pub fn from_summary(s: Option<&Summary>, probes: u64, rpm: Option<f64>) -> Self {
+        let mut p = Probes {
+            probes: Some(probes),
+            rpm: Some(rpm.map(Real::float)),
+            ..Probes::default()
+        };
+        if let Some(s) = s {
+            let f = |v: f64| Some(Real::float(v));
+            p.min_ms = f(s.min);
+            p.p50_ms = f(s.p50);
+            p.p90_ms = f(s.p90);
+            p.p99_ms = f(s.p99);
+            p.p99_9_ms = f(s.p99_9);
+            p.max_ms = f(s.max);
+            p.mean_ms = f(s.mean);
+            p.buckets = Some(
+                s.buckets
+                    .iter()
+                    .map(|&(le, count)| BucketMs {
+                        le_ms: Real::float(le),
+                        count,
+                        extra: Map::new(),
+                    })
+                    .collect(),
+            );
+        }
+        p
+    }
+}
+
+impl Transactions {
+    /// `transactions` at `per_second`; a CRR test's (`connections`) are
+    /// also given as its connections, the name a CRR user looks for, and a
+    /// UDP test's count the `lost` ones.
+    pub fn counted(
+        transactions: u64,
+        per_second: f64,
+        connections: bool,
+        lost: Option<u64>,
+    ) -> Self {
+        Transactions {
+            transactions: Some(transactions),
+            transactions_per_second: Some(Real::float(per_second)),
+            connections: connections.then_some(transactions),
+            connections_per_second: connections.then_some(Real::float(per_second)),
+            lost,
+        }
+    }
+}
+
+impl ProbeCost {
+    /// Probes that ran `seconds` at `wire_bps` on the wire, their thread
+    /// using `thread_cpu_s` of CPU, beside a load of `load_bps`: their
+    /// shares of the load and of one core, where those exist.
+    pub fn new(seconds: f64, wire_bps: f64, thread_cpu_s: Option<f64>, load_bps: f64) -> Self {
+        ProbeCost {
+            seconds: Real::float(seconds),
+            wire_bits_per_second: Real::float(wire_bps),
+            share_of_load: Some((load_bps > 0.0).then(|| Real::float(wire_bps / load_bps))),
+            thread_cpu_s: Some(thread_cpu_s.map(Real::float)),
+            thread_cpu_share_of_one_core: Some(
+                thread_cpu_s
+                    .filter(|_| seconds > 0.0)
+                    .map(|t| Real::float(t / seconds)),
+            ),
+            extra: Map::new(),
+        }
+    }
+}
+
+impl ProbeInterval {
+    /// Probes every `idle` ms before the load and every `loaded` ms under it.
+    pub fn new(idle: f64, loaded: f64) -> Self {
+        ProbeInterval {
+            idle: Real::float(idle),
+            loaded: Real::float(loaded),
+            extra: Map::new(),
+        }
+    }
 }

@@ -38,7 +38,7 @@ pub use interval::{Interval, IntervalPlumb, IntervalStream, IntervalSum, Limited
 pub use lab::{Lab, LabConfigured, LabEmulator, LabMeasured};
 pub use latency::{
     BucketMs, BucketUs, IntervalLatency, Latency, PercentilesUs, ProbeCost, ProbeInterval, Probes,
-    Transactions,
+    Summary, Transactions,
 };
 pub use model::Model;
 pub use number::Real;

@@ -37,6 +37,10 @@ pub struct EndPlumb {
     /// Request/response tests and `--latency`: the latency figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
+    /// A server's own document: other tests that ran alongside this one
+    /// (the same count its results send as `remote.concurrent_tests`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_tests: Option<u64>,
     /// Keys this version does not know, carried as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -4,14 +4,12 @@
 //! goes under one extra key, `end.plumb`, which such parsers ignore.
 //!
 //! The printers build the typed [`plumb_record::Document`] from the records
-//! they are given and serialize it: the document's schema is that crate's.
-//! plumb's extension objects arrive as `Value`s and are typed here; one the
-//! schema cannot read back as it came is written as given.
+//! they are given and serialize it: the document's schema is that crate's,
+//! and plumb's extension objects arrive already in its types.
 
 use std::io::Write;
 
 use plumb_record::{self as doc, Document, Real};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -460,36 +458,15 @@ fn groups<T>(items: &[T], bidir: bool, sender: impl Fn(&T) -> bool) -> (Vec<&T>,
     }
 }
 
-/// Types plumb's extension object, which the engine hands over as a `Value`.
-/// One that does not read as `T`, or would not be written back as it came,
-/// is written as given, under `key` of `extra`: the document says what the
-/// engine measured even where this schema lags behind it.
-fn typed_extension<T: Serialize + DeserializeOwned>(
-    v: Option<&Value>,
-    key: &str,
-    extra: &mut Map<String, Value>,
-) -> Option<T> {
-    let v = v?;
-    let typed = serde_json::from_value::<T>(v.clone())
-        .ok()
-        .filter(|t| serde_json::to_value(t).is_ok_and(|back| back == *v));
-    if typed.is_none() {
-        extra.insert(key.into(), v.clone());
-    }
-    typed
-}
-
 fn interval_record(i: &IntervalRecord) -> doc::Interval {
     let bidir = i.streams.iter().any(|s| s.sender) && i.streams.iter().any(|s| !s.sender);
     let (fwd, rev) = groups(&i.streams, bidir, |s| s.sender);
-    let mut extra = Map::new();
-    let plumb = typed_extension(i.plumb.as_ref(), "plumb", &mut extra);
     doc::Interval {
         streams: i.streams.iter().map(stream_interval_record).collect(),
         sum: interval_sum_record(&fwd),
         sum_bidir_reverse: bidir.then(|| interval_sum_record(&rev)),
-        plumb,
-        extra,
+        plumb: i.plumb.clone(),
+        extra: Map::new(),
     }
 }
 
@@ -625,8 +602,6 @@ fn end_record(e: &EndRecord) -> doc::End {
     let (fwd, rev) = groups(&e.streams, e.bidir, |s| s.sender);
     let rev = e.bidir.then_some(rev);
     let c = e.cpu;
-    let mut extra = Map::new();
-    let plumb = typed_extension(e.plumb.as_ref(), "plumb", &mut extra);
     doc::End {
         streams: Some(streams),
         sum: udp.then(|| sum_record(&fwd, true, true)),
@@ -649,8 +624,8 @@ fn end_record(e: &EndRecord) -> doc::End {
         }),
         sender_tcp_congestion: e.sender_tcp_congestion.clone().filter(|_| !udp),
         receiver_tcp_congestion: e.receiver_tcp_congestion.clone().filter(|_| !udp),
-        plumb,
-        extra,
+        plumb: e.plumb.clone(),
+        extra: Map::new(),
     }
 }
 
@@ -691,7 +666,10 @@ mod tests {
             cpu: CpuUtil::default(),
             sender_tcp_congestion: Some("cubic".into()),
             receiver_tcp_congestion: Some("cubic".into()),
-            plumb: Some(json!({"x": 1})),
+            plumb: Some(doc::EndPlumb {
+                concurrent_tests: Some(1),
+                ..doc::EndPlumb::default()
+            }),
             server_output_text: None,
             server_output_json: None,
         }
@@ -710,7 +688,7 @@ mod tests {
         assert_eq!(d["end"]["sum_received"]["bits_per_second"], 6000.0);
         assert_eq!(d["end"]["sum_sent"]["retransmits"], 6);
         assert_eq!(d["end"]["streams"][1]["sender"]["bytes"], 500);
-        assert_eq!(d["end"]["plumb"]["x"], 1);
+        assert_eq!(d["end"]["plumb"]["concurrent_tests"], 1);
         assert!(d["end"].get("sum_sent_bidir_reverse").is_none());
     }
 
@@ -840,9 +818,9 @@ mod tests {
     }
 
     /// `end.plumb` and `intervals[].plumb` as the engine builds them are
-    /// typed, not carried as given, and written back as they came.
+    /// written as they came.
     #[test]
-    fn plumb_extensions_are_typed() {
+    fn plumb_extensions_are_written_as_given() {
         for text in [
             include_str!("../tests/fixtures/plumb-crr.json"),
             include_str!("../tests/fixtures/plumb-latency.json"),
@@ -851,30 +829,22 @@ mod tests {
         ] {
             let fixture: Value = serde_json::from_str(text).expect("JSON");
             let mut rec = end(vec![tcp_end(true, 1000, 1000)], false, Protocol::Tcp);
-            rec.plumb = Some(fixture["end"]["plumb"].clone());
+            rec.plumb =
+                Some(serde_json::from_value(fixture["end"]["plumb"].clone()).expect("end.plumb"));
             let e = end_record(&rec);
-            assert!(e.plumb.is_some() && e.extra.is_empty(), "{:?}", e.extra);
+            assert!(e.extra.is_empty(), "{:?}", e.extra);
             assert_eq!(value(&e)["plumb"], fixture["end"]["plumb"]);
             for iv in fixture["intervals"].as_array().expect("intervals") {
                 let rec = IntervalRecord {
                     streams: Vec::new(),
-                    plumb: iv.get("plumb").cloned(),
+                    plumb: iv
+                        .get("plumb")
+                        .map(|p| serde_json::from_value(p.clone()).expect("intervals[].plumb")),
                 };
                 let i = interval_record(&rec);
                 assert!(i.extra.is_empty(), "{:?}", i.extra);
                 assert_eq!(value(&i).get("plumb"), iv.get("plumb"));
             }
         }
-    }
-
-    /// An extension this schema cannot read is written as given.
-    #[test]
-    fn an_unreadable_extension_is_written_as_given() {
-        let odd = json!({"local": {"streams": [{"id": "five"}]}, "remote": null});
-        let mut rec = end(vec![tcp_end(true, 1000, 1000)], false, Protocol::Tcp);
-        rec.plumb = Some(odd.clone());
-        let e = end_record(&rec);
-        assert!(e.plumb.is_none());
-        assert_eq!(value(&e)["plumb"], odd);
     }
 }

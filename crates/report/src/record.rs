@@ -197,7 +197,7 @@ pub struct IntervalRecord {
     /// Every stream, in local order.
     pub streams: Vec<StreamInterval>,
     /// plumb's extras for the interval (request/response latency), under `"plumb"`.
-    pub plumb: Option<Value>,
+    pub plumb: Option<plumb_record::IntervalPlumb>,
 }
 
 /// One direction's totals of a stream.
@@ -291,10 +291,10 @@ pub struct EndRecord {
     /// Congestion control of the receiving end (TCP).
     pub receiver_tcp_congestion: Option<String>,
     /// plumb's evidence beyond iperf3's schema, under the key `"plumb"`.
-    pub plumb: Option<Value>,
+    pub plumb: Option<plumb_record::EndPlumb>,
     /// The server's report, when `--get-server-output` asked for it: text…
     pub server_output_text: Option<String>,
-    /// …or its JSON document.
+    /// …or its JSON document, as the server (any iperf3) wrote it.
     pub server_output_json: Option<Value>,
 }
 

@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use plumb_record::UdpSummary;
+
 use crate::format::{bitrate, bytes, interval_secs, lost_of};
 use crate::record::*;
 use crate::Sink;
@@ -90,22 +92,22 @@ impl<W: Write> TextSink<W> {
 /// The one line saying how a UDP test moved its datagrams, from
 /// `end.plumb.udp`: GSO, GRO, what jitter resolves, cut reads and socket
 /// buffers. A fact the peer did not report (a stock iperf3) says so.
-fn udp_line(u: &serde_json::Value) -> Option<String> {
-    let gsro = u.get("gsro")?.as_bool()?;
-    let gso = match u.get("gso_segments").and_then(|v| v.as_u64()) {
+fn udp_line(u: &UdpSummary) -> Option<String> {
+    let gsro = u.gsro.flatten()?;
+    let gso = match u.gso_segments.flatten() {
         Some(n) if n > 1 => format!("GSO {n} datagrams/message"),
         Some(_) => "no GSO (1 datagram/message)".to_string(),
-        None => match u.get("gso_segments_asked").and_then(|v| v.as_u64()) {
+        None => match u.gso_segments_asked.flatten() {
             Some(n) => format!("GSO {n} datagrams/message asked of the sender (not reported)"),
             None => "sender's GSO not reported by the peer".to_string(),
         },
     };
-    let gro = match u.get("gro").and_then(|v| v.as_bool()) {
+    let gro = match u.gro.flatten() {
         Some(true) => "GRO on",
         Some(false) => "GRO off",
         None => "receiver's GRO not reported by the peer",
     };
-    let jitter = match u.get("jitter_resolution").and_then(|v| v.as_str()) {
+    let jitter = match u.jitter_resolution.as_ref().and_then(Option::as_deref) {
         Some("datagram") => "jitter per datagram",
         Some("gro_batch") => "jitter per GRO read (not per datagram)",
         Some("read_batch") => "jitter per receive batch (not per datagram)",
@@ -115,21 +117,20 @@ fn udp_line(u: &serde_json::Value) -> Option<String> {
         "UDP {}: {gso}, {gro}; {jitter}",
         if gsro { "--gsro" } else { "--no-gsro" }
     );
-    if let Some(us) = u.get("receive_poll_us").and_then(|v| v.as_u64()) {
+    if let Some(us) = u.receive_poll_us.flatten() {
         l.push_str(&format!("; receiver polls {us} µs before it sleeps"));
     }
-    if let Some(n) = u.get("truncated_reads").and_then(|v| v.as_u64()) {
+    if let Some(n) = u.truncated_reads.flatten() {
         l.push_str(&format!("; {n} truncated reads"));
     }
-    if let Some(n) = u.get("socket_drops").and_then(|v| v.as_u64()) {
+    if let Some(n) = u.socket_drops.flatten() {
         l.push_str(&format!(
             "; {n} dropped at the receiving socket (buffer full)"
         ));
     }
-    if let Some(b) = u.get("socket_buffer_requested").and_then(|v| v.as_u64()) {
+    if let Some(b) = u.socket_buffer_requested.flatten() {
         l.push_str(&format!("; socket buffers {} asked", bytes(b as f64)));
-        let g = |k: &str| u.get(k).and_then(|v| v.as_u64());
-        if let (Some(snd), Some(rcv)) = (g("sndbuf_granted"), g("rcvbuf_granted")) {
+        if let (Some(snd), Some(rcv)) = (u.sndbuf_granted.flatten(), u.rcvbuf_granted.flatten()) {
             l.push_str(&format!(
                 ", {} send / {} receive granted",
                 bytes(snd as f64),
@@ -192,8 +193,8 @@ impl<W: Write> Sink for TextSink<W> {
             let l = self.stream_line(None, start, end, total, g[0].sender, g[0].omitted, &details);
             self.line(&l);
         }
-        if let Some(l) = i.plumb.as_ref().and_then(rr_interval_line) {
-            self.line(&l);
+        if let Some(l) = i.plumb.as_ref().and_then(|p| p.latency.as_ref()) {
+            self.line(&crate::latency::interval_line(l));
         }
         if i.streams.len() > 1 {
             self.line(SEPARATOR);
@@ -238,7 +239,7 @@ impl<W: Write> Sink for TextSink<W> {
         );
         self.line("");
         self.line(&l);
-        if let Some(l) = e.plumb.as_ref().and_then(|p| udp_line(p.get("udp")?)) {
+        if let Some(l) = e.plumb.as_ref().and_then(|p| udp_line(p.udp.as_ref()?)) {
             self.line(&l);
         }
         if let (Some(s), Some(r)) = (&e.sender_tcp_congestion, &e.receiver_tcp_congestion) {
@@ -411,21 +412,6 @@ impl<W: Write> TextSink<W> {
         }
         l
     }
-}
-
-/// The request/response line under an interval: transactions/s and percentiles.
-fn rr_interval_line(p: &serde_json::Value) -> Option<String> {
-    let l = p.get("latency")?;
-    let g = |k: &str| l[k].as_f64().unwrap_or(0.0);
-    Some(format!(
-        "      {:.1} transactions/s  RTT min {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1} us",
-        g("transactions_per_second"),
-        g("min_us"),
-        g("p50_us"),
-        g("p90_us"),
-        g("p99_us"),
-        g("max_us")
-    ))
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@
 //!   (see [`plumb_proto::rr`]), which a client checks.
 //! - [`probe`]: the `--latency` probe connection and what it cost.
 //! - [`stats`]: counts and histograms (`hdrhistogram`, nanoseconds, three
-//!   significant digits) summed into the typed records of
-//!   [`plumb_report::latency`], which prints them.
+//!   significant digits) summed into the document's latency objects
+//!   ([`plumb_record::Latency`]), which `plumb_report::latency` prints.
 //!
 //! The counters the loops write live with the other data-thread state in
 //! [`crate::datathread`].

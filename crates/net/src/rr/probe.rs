@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plumb_proto::rr::RrParams;
-use plumb_report::latency::{ProbeCost, ProbeLatency};
+use plumb_record::{Latency, ProbeInterval, Real};
 
 use super::greeting::{expect_greeting, greet_tcp};
 use super::loops::{serve_tcp, RrContext};
@@ -48,6 +48,20 @@ pub struct Probe {
     /// began (`TCP_INFO`), and when.
     at_load: Option<(Instant, WireCount)>,
 }
+
+/// What the probes took from the test while the load ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeCost {
+    /// Seconds the loaded probes ran.
+    pub secs: f64,
+    /// Bits on the wire, both ways, per second.
+    pub wire_bps: f64,
+    /// CPU the probe thread used, seconds.
+    pub thread_cpu_s: Option<f64>,
+}
+
+/// How `--latency` computes RPM, and where it differs from the draft.
+const RPM_METHOD: &str = "60000 / the 95th-percentile trimmed mean of the round trips (the slowest 5 % dropped), as the IETF IPPM responsiveness draft; differences: one probe kind, 1-byte request/response over plumb's own TCP connection opened before the load (the draft averages TCP, TLS and HTTP/2 handshakes on new connections and HTTP/2 requests on the loaded ones), probes every 100 ms for the whole test rather than after the draft's load ramp and stability check";
 
 /// Bytes of payload and segments each way on a TCP connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -180,21 +194,26 @@ impl Probe {
 impl Probe {
     /// The `--latency` result: the idle probes, the `loaded` ones
     /// [`Probe::finish`] returned, and what they cost beside a load whose
-    /// receivers got `load_bps`.
-    pub fn result(&self, loaded: &[f64], load_bps: f64) -> ProbeLatency {
+    /// receivers got `load_bps`: `end.plumb.latency`.
+    pub fn result(&self, loaded: &[f64], load_bps: f64) -> Latency {
         let idle = stats::probe_side(&self.idle);
         let loaded = stats::probe_side(loaded);
         let (increase_p50_ms, increase_p99_ms) = stats::increases(&idle, &loaded);
-        ProbeLatency {
-            idle,
-            loaded,
-            increase_p50_ms,
-            increase_p99_ms,
-            retransmits: self.retransmits,
-            cost: self.cost,
-            load_bps,
-            idle_every_ms: IDLE_EVERY.as_secs_f64() * 1e3,
-            loaded_every_ms: LOADED_EVERY.as_secs_f64() * 1e3,
+        Latency {
+            idle: Some(idle),
+            loaded: Some(loaded),
+            increase_p50_ms: Some(increase_p50_ms.map(Real::float)),
+            increase_p99_ms: Some(increase_p99_ms.map(Real::float)),
+            probe_retransmits: Some(self.retransmits),
+            probe_cost: Some(self.cost.map(|c| {
+                plumb_record::ProbeCost::new(c.secs, c.wire_bps, c.thread_cpu_s, load_bps)
+            })),
+            probe_interval_ms: Some(ProbeInterval::new(
+                IDLE_EVERY.as_secs_f64() * 1e3,
+                LOADED_EVERY.as_secs_f64() * 1e3,
+            )),
+            rpm_method: Some(RPM_METHOD.into()),
+            ..Latency::default()
         }
     }
 }

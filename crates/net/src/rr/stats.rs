@@ -1,14 +1,12 @@
 //! The statistics of request/response and probe latency: the streams'
 //! counts and histograms ([`crate::datathread::RrCounters`]) summed over an
-//! interval or the whole test, and turned into the typed records of
-//! [`plumb_report::latency`] (percentiles from `hdrhistogram`, nanoseconds
-//! in, µs or ms out).
+//! interval or the whole test, and turned into the document's latency
+//! objects ([`plumb_record::Latency`], [`plumb_record::IntervalLatency`];
+//! percentiles from `hdrhistogram`, nanoseconds in, µs or ms out).
 
 use hdrhistogram::Histogram;
 use plumb_proto::rr::{RrMode, RrParams};
-use plumb_report::latency::{
-    Bucket, CrrMedians, CrrPhases, Percentiles, ProbeSide, RrCount, RrEnd, RrInterval, RrKind,
-};
+use plumb_record::{IntervalLatency, Latency, PercentilesUs, Probes, Real, Summary, Transactions};
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::datathread::{latency_histogram, Counters, MAX_NS};
@@ -21,7 +19,7 @@ const NS_PER_MS: f64 = 1e6;
 /// Percentiles of `h` (ns) divided by `div` into the record's unit, with
 /// buckets a quarter of an octave wide from 1 µs (enough to draw the
 /// shape, at most ~130 of them); `None` when `h` is empty.
-pub(crate) fn percentiles(h: &Histogram<u64>, div: f64) -> Option<Percentiles> {
+pub(crate) fn percentiles(h: &Histogram<u64>, div: f64) -> Option<Summary> {
     if h.is_empty() {
         return None;
     }
@@ -29,12 +27,9 @@ pub(crate) fn percentiles(h: &Histogram<u64>, div: f64) -> Option<Percentiles> {
     let buckets = h
         .iter_log(1000, 2f64.powf(0.25))
         .filter(|b| b.count_since_last_iteration() > 0)
-        .map(|b| Bucket {
-            le: v(b.value_iterated_to()),
-            count: b.count_since_last_iteration(),
-        })
+        .map(|b| (v(b.value_iterated_to()), b.count_since_last_iteration()))
         .collect();
-    Some(Percentiles {
+    Some(Summary {
         min: v(h.min()),
         p50: v(h.value_at_percentile(50.0)),
         p90: v(h.value_at_percentile(90.0)),
@@ -47,13 +42,18 @@ pub(crate) fn percentiles(h: &Histogram<u64>, div: f64) -> Option<Percentiles> {
 }
 
 /// `tx` transactions over `secs`, with the UDP losses of a UDP test.
-fn count(tx: u64, lost: u64, secs: f64, p: RrParams, udp: bool) -> RrCount {
-    RrCount {
-        transactions: tx,
-        per_second: if secs > 0.0 { tx as f64 / secs } else { 0.0 },
-        connections: p.mode == RrMode::Crr,
-        lost: udp.then_some(lost),
-    }
+fn count(tx: u64, lost: u64, secs: f64, p: RrParams, udp: bool) -> Transactions {
+    Transactions::counted(
+        tx,
+        if secs > 0.0 { tx as f64 / secs } else { 0.0 },
+        p.mode == RrMode::Crr,
+        udp.then_some(lost),
+    )
+}
+
+/// The round trips of `h` (ns) in µs, with their buckets when `buckets`.
+fn us(h: &Histogram<u64>, buckets: bool) -> PercentilesUs {
+    PercentilesUs::from_summary(percentiles(h, NS_PER_US).as_ref(), buckets)
 }
 
 /// Which counts [`gather`] sums.
@@ -111,7 +111,7 @@ pub fn interval<'a>(
     p: RrParams,
     udp: bool,
     secs: f64,
-) -> RrInterval {
+) -> IntervalLatency {
     let Gathered {
         tx,
         lost,
@@ -119,13 +119,18 @@ pub fn interval<'a>(
         conn,
         rr,
     } = gather(counters, Span::Interval);
-    RrInterval {
-        round_trip: percentiles(&rtt, NS_PER_US),
-        count: count(tx, lost, secs, p, udp),
-        crr_p50_us: (p.mode == RrMode::Crr && !conn.is_empty()).then(|| CrrMedians {
-            connect: conn.value_at_percentile(50.0) as f64 / NS_PER_US,
-            request_response: rr.value_at_percentile(50.0) as f64 / NS_PER_US,
-        }),
+    // CRR: the medians of the handshake and of request to response, when
+    // connections were made in the interval.
+    let crr = p.mode == RrMode::Crr && !conn.is_empty();
+    let median = |h: &Histogram<u64>| {
+        crr.then(|| Real::float(h.value_at_percentile(50.0) as f64 / NS_PER_US))
+    };
+    IntervalLatency {
+        round_trip: us(&rtt, false),
+        rate: count(tx, lost, secs, p, udp),
+        connect_p50_us: median(&conn),
+        request_response_p50_us: median(&rr),
+        ..IntervalLatency::default()
     }
 }
 
@@ -135,7 +140,7 @@ pub fn end<'a>(
     p: RrParams,
     udp: bool,
     secs: f64,
-) -> RrEnd {
+) -> Latency {
     let Gathered {
         tx,
         lost,
@@ -143,47 +148,48 @@ pub fn end<'a>(
         conn,
         rr,
     } = gather(counters, Span::Total);
-    RrEnd {
-        kind: match (p.mode, udp) {
-            (RrMode::Crr, _) => RrKind::Crr,
-            (RrMode::Rr, true) => RrKind::UdpRr,
-            (RrMode::Rr, false) => RrKind::TcpRr,
-        },
-        request_bytes: p.request,
-        response_bytes: p.response,
-        burst: p.burst,
-        seconds: secs,
-        count: count(tx, lost, secs, p, udp),
-        round_trip: percentiles(&rtt, NS_PER_US),
-        crr: (p.mode == RrMode::Crr).then(|| CrrPhases {
-            connect: percentiles(&conn, NS_PER_US),
-            request_response: percentiles(&rr, NS_PER_US),
-        }),
+    let crr = p.mode == RrMode::Crr;
+    Latency {
+        test: Some(
+            match (p.mode, udp) {
+                (RrMode::Crr, _) => "crr",
+                (RrMode::Rr, true) => "udp_rr",
+                (RrMode::Rr, false) => "tcp_rr",
+            }
+            .into(),
+        ),
+        request_bytes: Some(u64::from(p.request)),
+        response_bytes: Some(u64::from(p.response)),
+        burst: Some(u64::from(p.burst)),
+        seconds: Some(Real::float(secs)),
+        rate: count(tx, lost, secs, p, udp),
+        round_trip: us(&rtt, true),
+        // CRR: the two phases of each transaction.
+        connect: crr.then(|| us(&conn, true)),
+        request_response: crr.then(|| us(&rr, true)),
+        ..Latency::default()
     }
 }
 
 /// One side of the `--latency` probes from their round trips in ms.
-pub fn probe_side(samples_ms: &[f64]) -> ProbeSide {
+pub fn probe_side(samples_ms: &[f64]) -> Probes {
     let mut h = latency_histogram();
     for &x in samples_ms {
         let _ = h.record(((x * NS_PER_MS) as u64).clamp(1, MAX_NS));
     }
-    ProbeSide {
-        probes: samples_ms.len(),
-        rpm: plumb_model::latency::rpm(samples_ms),
-        round_trip: percentiles(&h, NS_PER_MS),
-    }
+    Probes::from_summary(
+        percentiles(&h, NS_PER_MS).as_ref(),
+        samples_ms.len() as u64,
+        plumb_model::latency::rpm(samples_ms),
+    )
 }
 
 /// What the load added to the probes' round trips, ms: the loaded median
 /// and p99 each less the idle median (`None` where a side has no probe).
-pub fn increases(idle: &ProbeSide, loaded: &ProbeSide) -> (Option<f64>, Option<f64>) {
-    let idle_p50 = idle.round_trip.as_ref().map(|p| p.p50);
-    let loaded = loaded.round_trip.as_ref();
-    (
-        loaded.map(|p| p.p50).zip(idle_p50).map(|(l, i)| l - i),
-        loaded.map(|p| p.p99).zip(idle_p50).map(|(l, i)| l - i),
-    )
+pub fn increases(idle: &Probes, loaded: &Probes) -> (Option<f64>, Option<f64>) {
+    let idle_p50 = idle.p50_ms.map(Real::get);
+    let less_idle = |l: Option<Real>| l.map(Real::get).zip(idle_p50).map(|(l, i)| l - i);
+    (less_idle(loaded.p50_ms), less_idle(loaded.p99_ms))
 }
 
 #[cfg(test)]
@@ -230,9 +236,9 @@ mod tests {
         ] {
             assert!(near(got, want), "{got} for {want}: {p:?}");
         }
-        assert_eq!(p.buckets.iter().map(|b| b.count).sum::<u64>(), 100);
-        assert!(p.buckets.windows(2).all(|w| w[0].le < w[1].le));
-        assert!(p.buckets.last().expect("a bucket").le >= 100.0);
+        assert_eq!(p.buckets.iter().map(|b| b.1).sum::<u64>(), 100);
+        assert!(p.buckets.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(p.buckets.last().expect("a bucket").0 >= 100.0);
         let ms = percentiles(&h, NS_PER_MS).expect("values");
         assert!(near(ms.max, 0.1), "{ms:?}");
     }
@@ -241,11 +247,20 @@ mod tests {
     fn counts_name_connections_for_crr_and_losses_for_udp() {
         let c = count(10, 2, 2.0, tcp_rr(), false);
         assert_eq!(
-            (c.transactions, c.per_second, c.connections, c.lost),
-            (10, 5.0, false, None)
+            (
+                c.transactions,
+                c.transactions_per_second,
+                c.connections,
+                c.lost
+            ),
+            (Some(10), Some(Real::float(5.0)), None, None)
         );
         let c = count(10, 2, 0.0, crr(), true);
-        assert_eq!((c.per_second, c.connections, c.lost), (0.0, true, Some(2)));
+        assert_eq!(
+            (c.transactions_per_second, c.connections, c.lost),
+            (Some(Real::float(0.0)), Some(10), Some(2))
+        );
+        assert_eq!(c.connections_per_second, Some(Real::float(0.0)));
     }
 
     #[test]
@@ -260,47 +275,55 @@ mod tests {
         }
         b.rr.lose();
         let i = interval([&a, &b].into_iter(), crr(), true, 1.5);
-        assert_eq!(i.count.transactions, 3);
-        assert_eq!(i.count.per_second, 2.0);
-        assert_eq!(i.count.lost, Some(1));
-        assert!(near(i.round_trip.as_ref().expect("round trips").max, 30.0));
-        let m = i.crr_p50_us.expect("CRR medians");
-        assert!(
-            near(m.connect, 10.0) && near(m.request_response, 10.0),
-            "{m:?}"
-        );
+        assert_eq!(i.rate.transactions, Some(3));
+        assert_eq!(i.rate.transactions_per_second, Some(Real::float(2.0)));
+        assert_eq!(i.rate.lost, Some(1));
+        assert!(near(got(i.round_trip.max_us), 30.0));
+        assert!(i.round_trip.buckets.is_none(), "an interval has no buckets");
+        let (connect, rr) = (got(i.connect_p50_us), got(i.request_response_p50_us));
+        assert!(near(connect, 10.0) && near(rr, 10.0), "{i:?}");
         assert_eq!(a.bytes.load(Relaxed), 200);
         // The next interval starts from zero.
         let i = interval([&a, &b].into_iter(), crr(), true, 1.0);
-        assert_eq!((i.count.transactions, i.count.lost), (0, Some(0)));
-        assert_eq!((i.round_trip, i.crr_p50_us), (None, None));
+        assert_eq!((i.rate.transactions, i.rate.lost), (Some(0), Some(0)));
+        assert_eq!(i.round_trip, PercentilesUs::default());
+        assert_eq!((i.connect_p50_us, i.request_response_p50_us), (None, None));
         // The end sums the whole test.
         let e = end([&a, &b].into_iter(), crr(), false, 3.0);
-        assert_eq!(e.kind, RrKind::Crr);
-        assert_eq!(e.count.transactions, 3);
-        assert_eq!(e.count.lost, None);
-        assert!(near(e.round_trip.as_ref().expect("round trips").min, 10.0));
-        let phases = e.crr.expect("CRR phases");
-        assert!(near(phases.connect.expect("handshakes").max, 15.0));
+        assert_eq!(e.test.as_deref(), Some("crr"));
+        assert_eq!(e.rate.transactions, Some(3));
+        assert_eq!(e.rate.connections, Some(3));
+        assert_eq!(e.rate.lost, None);
+        assert!(near(got(e.round_trip.min_us), 10.0));
+        assert!(e.round_trip.buckets.is_some());
+        let connect = e.connect.expect("CRR phases");
+        assert!(near(got(connect.max_us), 15.0));
+        assert!(e.request_response.is_some());
         let e = end([&a].into_iter(), tcp_rr(), true, 3.0);
-        assert_eq!((e.kind, e.crr), (RrKind::UdpRr, None));
+        assert_eq!(e.test.as_deref(), Some("udp_rr"));
+        assert_eq!((e.connect, e.request_response), (None, None));
+        assert_eq!(e.seconds, Some(Real::float(3.0)));
+    }
+
+    /// A figure that must be there.
+    fn got(v: Option<Real>) -> f64 {
+        v.expect("a figure").get()
     }
 
     #[test]
     fn probe_sides_and_what_the_load_added() {
         let idle = probe_side(&[1.0, 1.0, 1.0]);
         let loaded = probe_side(&[5.0, 5.0, 9.0]);
-        assert_eq!(idle.probes, 3);
-        assert!(near(idle.round_trip.as_ref().expect("probes").p50, 1.0));
-        assert!(idle.rpm.is_some());
+        assert_eq!(idle.probes, Some(3));
+        assert!(near(got(idle.p50_ms), 1.0));
+        assert!(idle.rpm.flatten().is_some());
+        assert!(idle.buckets.is_some());
         let (p50, p99) = increases(&idle, &loaded);
         assert!((p50.expect("p50") - 4.0).abs() < 0.01, "{p50:?}");
         assert!((p99.expect("p99") - 8.0).abs() < 0.01, "{p99:?}");
         let none = probe_side(&[]);
-        assert_eq!(
-            (none.probes, none.rpm, none.round_trip.clone()),
-            (0, None, None)
-        );
+        assert_eq!((none.probes, none.rpm), (Some(0), Some(None)));
+        assert_eq!((none.min_ms, none.buckets.clone()), (None, None));
         assert_eq!(increases(&none, &loaded), (None, None));
         assert_eq!(increases(&idle, &none), (None, None));
     }

@@ -801,8 +801,8 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             if let Some(p) = local.plumb.as_mut() {
                 p.concurrent_tests = Some(others);
             }
-            if let Some(serde_json::Value::Object(m)) = end.plumb.as_mut() {
-                m.insert("concurrent_tests".into(), others.into());
+            if let Some(p) = end.plumb.as_mut() {
+                p.concurrent_tests = Some(others);
             }
             self.tee.note(&format!(
                 "note: {others} other test(s) ran on this server at the same time"
