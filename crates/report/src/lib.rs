@@ -13,6 +13,7 @@
 pub mod chart;
 pub mod format;
 pub mod html;
+pub mod input;
 pub mod json;
 pub mod latency;
 pub mod record;
