@@ -47,3 +47,35 @@ pub fn read_text(text: &str, name: &str) -> Result<Document, String> {
     crate::html::run_data(&doc).map_err(|e| format!("{name}: {e}"))?;
     Ok(doc)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_file_becomes_a_document() {
+        // A --json-stream log: its events reassembled.
+        let stream = concat!(
+            r#"{"event":"start","data":{"version":"plumb 0.1.0"}}"#,
+            "\n",
+            r#"{"event":"error","data":"refused"}"#,
+            "\n"
+        );
+        let doc = read_text(stream, "s.jsonl").expect("a document");
+        assert_eq!(doc.error.as_deref(), Some("refused"));
+        assert_eq!(doc.intervals.map(|i| i.len()), Some(0));
+        // A plumb top --json log: its connections.
+        let top =
+            r#"{"interval":1,"local":"a:1","remote":"b:2","direction":"sender","rate_bps":5}"#;
+        let doc = read_text(top, "t.ndjson").expect("a top log");
+        assert_eq!(top_log::top_data(&doc).map(|t| t.rows), Some(1));
+        // Neither, or a document of the wrong shape: said, naming the file.
+        let e = read_text("{\"event\":", "x.json").expect_err("cut short");
+        assert!(e.starts_with("x.json is not a -J document"), "{e}");
+        let e = read_text(r#"{"start": {"version": 3}}"#, "v.json").expect_err("a number");
+        assert!(
+            e.starts_with("v.json is not a -J document plumb can read"),
+            "{e}"
+        );
+    }
+}
