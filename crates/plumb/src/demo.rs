@@ -162,9 +162,10 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
                 o.insert("lab".into(), lab_json.clone());
                 o.insert(
                     "model".into(),
-                    serde_json::json!({"predicted_bps": p, "limit": limit}),
+                    serde_json::json!({"predicted_bps": p, "limit": limit, "streams": 1}),
                 );
             }
+            let doc = plumb_report::input::Document::from_value(doc)?;
             inputs.push(crate::report::input(name.into(), doc, Some(link)));
         }
         crate::report::write_for(out, inputs)?;

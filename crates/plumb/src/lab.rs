@@ -397,6 +397,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             a.rtt.human(),
             a.client.join(" ")
         );
+        let full = plumb_report::input::Document::from_value(full)?;
         crate::report::write_for(out, vec![crate::report::input(name, full, Some(a.rate))])?;
     }
     if stream {

@@ -423,7 +423,7 @@ pub fn run(
         // The page is drawn from the document -J prints.
         let input = plumb_report::html::Input {
             name: format!("running connections, {desc}"),
-            doc: doc.clone(),
+            doc: plumb_report::input::Document::from_value(doc.clone())?,
         };
         crate::report::write_for(path, vec![input])?;
     }

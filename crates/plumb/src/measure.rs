@@ -794,7 +794,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     let printed = errors.printed;
     sink.finish()?;
     if let (Ok(()), Some(path), Some(json)) = (&outcome, &a.report, &capture) {
-        let input = crate::report::input(host_name(a), json.document(), a.link);
+        let input = crate::report::input(host_name(a), json.record(), a.link);
         crate::report::write_for(path, vec![input])?;
     }
     match outcome {

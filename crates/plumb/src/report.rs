@@ -2,10 +2,11 @@
 //! `plumb -c`, `plumb why`, `plumb lab` and `plumb demo`.
 //!
 //! Glue only: reads `-J` documents and `--json-stream` logs (plumb's or
-//! iperf3's) and `plumb top --json` logs, adds a diagnosis where a test's
-//! document has none and the evidence allows one, hands them to
-//! `plumb_report::html`, and writes the page to a temporary file renamed
-//! into place, so that a failure never leaves half a report behind.
+//! iperf3's) and `plumb top --json` logs with `plumb_report::input`, adds a
+//! diagnosis where a test's document has none and the evidence allows one,
+//! hands them to `plumb_report::html`, and writes the page to a temporary
+//! file renamed into place, so that a failure never leaves half a report
+//! behind.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_model::Rate;
 use plumb_report::html::{render, Input};
+use plumb_report::input::Document;
 use serde_json::Value;
 
 use crate::cli::usage_error;
@@ -41,7 +43,7 @@ pub struct ReportArgs {
 pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut inputs = Vec::with_capacity(a.files.len());
     for path in &a.files {
-        let doc = match load(path) {
+        let doc = match plumb_report::input::read_file(path) {
             Ok(d) => d,
             Err(msg) => return Ok(usage_error(msg)),
         };
@@ -64,45 +66,18 @@ fn display_name(path: &Path) -> String {
     )
 }
 
-/// Reads a `-J` document, a `--json-stream` log reassembled into one, or a
-/// `plumb top --json` log (its first line a row, not an event).
-pub fn load(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if plumb_report::top::is_top_log(&text) {
-        return plumb_report::top::document_from_top(&text).map_err(|e| {
-            format!(
-                "{} is not a whole plumb top --json log: {e}",
-                path.display()
-            )
-        });
-    }
-    let doc = match serde_json::from_str::<Value>(&text) {
-        Ok(v) => v,
-        Err(e) => plumb_report::json::document_from_events(&text).ok_or_else(|| {
-            format!(
-                "{} is not a -J document or a --json-stream log: {e}",
-                path.display()
-            )
-        })?,
-    };
-    // Check it here, so that the one-line error names the file.
-    plumb_report::html::run_data(&doc).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(doc)
-}
-
 /// A document ready for the page: with a `diagnosis` when it has none and
 /// the evidence allows one (the link rate from `link`, else the best
 /// interval as a lower bound, as `plumb why --from` does).
-pub fn input(name: String, mut doc: Value, link: Option<Rate>) -> Input {
+pub fn input(name: String, mut doc: Document, link: Option<Rate>) -> Input {
     // A top log names a limit per connection and interval already.
     let top = plumb_report::top::is_top_doc(&doc);
-    if !top && !doc["diagnosis"].is_object() {
+    if !top && !doc.extra.get("diagnosis").is_some_and(Value::is_object) {
         let mut link = link.map(|r| LinkRate {
             bps: r.bps(),
             source: LinkSource::Given,
         });
-        if let Ok(ev0) = Evidence::from_json(&doc, link.clone()) {
+        if let Ok(ev0) = Evidence::from_json(&doc.to_value(), link.clone()) {
             if link.is_none() && ev0.best_interval_bps > 0.0 {
                 link = Some(LinkRate {
                     bps: ev0.best_interval_bps,
@@ -110,9 +85,8 @@ pub fn input(name: String, mut doc: Value, link: Option<Rate>) -> Input {
                 });
             }
             let d = diagnose(&Evidence { link, ..ev0 });
-            if let Some(o) = doc.as_object_mut() {
-                o.insert("diagnosis".into(), crate::why::diagnosis_json(&d));
-            }
+            doc.extra
+                .insert("diagnosis".into(), crate::why::diagnosis_json(&d));
         }
     }
     Input { name, doc }

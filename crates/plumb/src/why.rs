@@ -102,6 +102,7 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             if let Some(o) = fresh.as_object_mut() {
                 o.remove("diagnosis");
             }
+            let fresh = plumb_report::input::Document::from_value(fresh)?;
             crate::report::write_for(out, vec![crate::report::input(name, fresh, a.measure.link)])?;
         }
         return explain(&doc, link, a.measure.json);
@@ -203,7 +204,7 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
     if let Some(out) = &m.report {
         let input = crate::report::input(
             format!("test against {host}"),
-            doc.clone(),
+            plumb_report::input::Document::from_value(doc.clone())?,
             link.as_ref().map(|l| l.bps).and_then(Rate::from_bps),
         );
         crate::report::write_for(out, vec![input])?;
@@ -475,7 +476,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         }
         let input = plumb_report::html::Input {
             name,
-            doc: doc.clone(),
+            doc: plumb_report::input::Document::from_value(doc.clone())?,
         };
         crate::report::write_for(out, vec![input])?;
     }

@@ -4,15 +4,17 @@
 //! and its end, in the shape iperf3 reports them — and the printers that turn a
 //! record into iperf3's human layout ([`text::TextSink`]) or iperf3's `-J` JSON
 //! ([`json::JsonSink`]), and the HTML report drawn from that JSON ([`html`],
-//! with its charts in [`chart`], and `plumb top --json` logs in [`top`]). The measuring engine pushes records into a [`Sink`]; it
-//! never formats anything itself, and the printers never compute statistics
-//! beyond summing what they are given.
+//! with its charts in [`chart`], and `plumb top --json` logs in [`top`]),
+//! whose files [`input`] reads into types. The measuring engine pushes
+//! records into a [`Sink`]; it never formats anything itself, and the
+//! printers never compute statistics beyond summing what they are given.
 #![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
 pub mod chart;
 pub mod format;
 pub mod html;
+pub mod input;
 pub mod json;
 pub mod latency;
 pub mod record;

@@ -20,8 +20,14 @@ fn load(name: &str) -> Value {
         .unwrap_or_else(|| panic!("{name} is not a document"))
 }
 
+/// The document as the report reads it: the record's types.
+fn rec(doc: &Value) -> plumb_report::input::Document {
+    plumb_report::input::Document::from_value(doc.clone())
+        .unwrap_or_else(|e| panic!("not a document: {e}"))
+}
+
 fn data(doc: &Value) -> RunData {
-    html::run_data(doc).unwrap_or_else(|e| panic!("run_data: {e}"))
+    html::run_data(&rec(doc)).unwrap_or_else(|e| panic!("run_data: {e}"))
 }
 
 fn intervals(doc: &Value) -> &Vec<Value> {
@@ -172,7 +178,7 @@ fn iperf3_3_12_forward_and_reverse() {
     assert_eq!(html::throughput_chart(&d).map(|c| c.series.len()), Some(1));
     let page = html::render(&[Input {
         name: "r".into(),
-        doc,
+        doc: rec(&doc),
     }])
     .expect("render");
     assert!(page.contains("this end only received"));
@@ -181,7 +187,7 @@ fn iperf3_3_12_forward_and_reverse() {
     doc["start"]["test_start"]["protocol"] = json!("UDP");
     let page = html::render(&[Input {
         name: "u".into(),
-        doc,
+        doc: rec(&doc),
     }])
     .expect("render");
     assert!(page.contains("this was a UDP test") && !page.contains("limit counters ("));
@@ -216,7 +222,7 @@ fn check_rates(doc: &Value, d: &RunData) {
 fn page(doc: Value) -> String {
     html::render(&[Input {
         name: "x".into(),
-        doc,
+        doc: rec(&doc),
     }])
     .expect("render")
 }
@@ -328,15 +334,16 @@ fn latency_panel_appears_when_the_keys_exist() {
     let mut doc = load("plumb-p2.json");
     let input = |doc: &Value| Input {
         name: "x".into(),
-        doc: doc.clone(),
+        doc: rec(doc),
     };
     let without = html::render(&[input(&doc)]).expect("render");
     assert!(!without.contains("data-chart=\"latency\""));
     doc["end"]["plumb"]["latency"] = json!({
         "p50_us": 110.0, "p99_us": 480.0, "p99_9_us": 1900.0, "p90_us": 230.0,
-        "histogram": [[100, 40], [200, 45], [500, 14], [2000, 1]]
+        "buckets": [{"le_us": 100, "count": 40}, {"le_us": 200, "count": 45},
+                    {"le_us": 500, "count": 14}, {"le_us": 2000, "count": 1}]
     });
-    let l = html::latency(&doc).expect("latency");
+    let l = html::latency(&rec(&doc)).expect("latency");
     assert_eq!(l.sets.len(), 1);
     let d = &l.sets[0];
     let ps: Vec<f64> = d.percentiles.iter().map(|p| p.0).collect();
@@ -352,10 +359,10 @@ fn latency_panel_appears_when_the_keys_exist() {
     assert_eq!(c.y_scale().ticks.last(), Some(&1.0));
     let with = html::render(&[input(&doc)]).expect("render");
     assert!(with.contains("data-chart=\"latency\"") && with.contains("p99.9"));
-    // Object buckets too.
+    // Buckets in any order.
     doc["end"]["plumb"]["latency"] =
         json!({"buckets": [{"le_us": 50, "count": 1}, {"le_us": 10, "count": 3}]});
-    let l = html::latency(&doc).expect("latency");
+    let l = html::latency(&rec(&doc)).expect("latency");
     assert_eq!(l.sets[0].cdf, vec![(10.0, 0.75), (50.0, 1.0)]);
 }
 
@@ -448,7 +455,7 @@ fn latency_under_load_idle_against_loaded_from_a_recorded_document() {
     // plumb -c 127.0.0.1 --latency -t 3 -b 100M -J, against a plumb server.
     let doc = load("plumb-latency.json");
     let raw = &doc["end"]["plumb"]["latency"];
-    let l = html::latency(&doc).expect("latency");
+    let l = html::latency(&rec(&doc)).expect("latency");
     let names: Vec<&str> = l.sets.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["idle", "loaded"]);
     for d in &l.sets {
@@ -503,7 +510,7 @@ fn latency_under_load_idle_against_loaded_from_a_recorded_document() {
             .expect("side")
             .remove("buckets");
     }
-    let l = html::latency(&bare).expect("latency");
+    let l = html::latency(&rec(&bare)).expect("latency");
     let c = html::latency_chart(&l).expect("a CDF through the percentiles");
     assert!(c.title.contains("through the percentiles"), "{}", c.title);
     for (s, d) in c.series.iter().zip(&l.sets) {
@@ -525,7 +532,7 @@ fn request_response_round_trips_and_their_intervals_from_recorded_documents() {
     // plumb -c 127.0.0.1 --rr -t 2 -J, against a plumb server.
     let doc = load("plumb-rr.json");
     let raw = &doc["end"]["plumb"]["latency"];
-    let l = html::latency(&doc).expect("latency");
+    let l = html::latency(&rec(&doc)).expect("latency");
     assert_eq!(l.sets.len(), 1);
     let d = &l.sets[0];
     assert_eq!(d.name, "round trip");
@@ -577,7 +584,7 @@ fn request_response_round_trips_and_their_intervals_from_recorded_documents() {
     // --crr: the round trip, and its connect and request/response parts.
     let doc = load("plumb-crr.json");
     let raw = &doc["end"]["plumb"]["latency"];
-    let l = html::latency(&doc).expect("latency");
+    let l = html::latency(&rec(&doc)).expect("latency");
     let names: Vec<&str> = l.sets.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["round trip", "connect", "request/response"]);
     check_distribution(&l.sets[0], raw, "us", 1.0);
@@ -611,7 +618,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         assert!(d.streams.is_empty(), "{name}: nothing over time");
         let filter = doc["live"]["filter"].as_str().expect("filter");
         assert!(d.producer.contains(filter), "{name}: {}", d.producer);
-        let live = html::live_connections(&doc).expect("live");
+        let live = html::live_connections(&rec(&doc)).expect("live");
         assert_eq!(live.len(), conns.len());
         assert!(
             live.windows(2).all(|w| w[0].rate() >= w[1].rate()),
@@ -688,7 +695,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
             a.reverse();
         }
         let rates = |d: &Value| -> Vec<f64> {
-            html::live_connections(d)
+            html::live_connections(&rec(d))
                 .expect("live")
                 .iter()
                 .map(html::LiveConn::rate)
@@ -698,7 +705,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
     }
     // The lab's: the clamped transfer is named with its predicted rate and fix.
     let doc = load("plumb-live-lab.json");
-    let rwnd = html::live_connections(&doc)
+    let rwnd = html::live_connections(&rec(&doc))
         .expect("live")
         .into_iter()
         .find(|c| c.diagnosis.as_ref().and_then(|d| d.limit.as_deref()) == Some("receive_window"))
@@ -706,7 +713,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
     assert_eq!(rwnd.limit(), "receive window");
     assert!(rwnd.diagnosis.and_then(|d| d.predicted_bps).is_some());
     // Two transfers and their control connections, the paced one first.
-    let order: Vec<f64> = html::live_connections(&doc)
+    let order: Vec<f64> = html::live_connections(&rec(&doc))
         .expect("live")
         .iter()
         .map(html::LiveConn::rate)
@@ -729,8 +736,10 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
         c["note"] = json!(note);
         c.as_object_mut().map(|o| o.remove("rate_bps"));
     }
-    let gone = html::LiveConn::of(&closed["connections"][0]).name();
-    let live = html::live_connections(&closed).expect("live");
+    let c0 = &closed["connections"][0];
+    let side = |k: &str| c0[k].as_str().unwrap_or("?").to_string();
+    let gone = format!("{} → {}", side("local"), side("remote"));
+    let live = html::live_connections(&rec(&closed)).expect("live");
     assert_eq!(live.last().map(html::LiveConn::name), Some(gone.clone()));
     assert_eq!(live[live.len() - 1].limit(), note);
     let p = page(closed);
@@ -738,7 +747,7 @@ fn live_connections_each_with_identity_and_verdict_busiest_first() {
     assert_eq!(p.matches("class=\"verdict conn\"").count(), boxes - 1);
     assert!(!p.contains(&format!("{}</b>", gone.replace('>', "&gt;"))));
     // A connections entry that is not an object is a bad document.
-    let e = html::run_data(&json!({"live": {}, "connections": [1]})).expect_err("bad");
+    let e = html::run_data(&rec(&json!({"live": {}, "connections": [1]}))).expect_err("bad");
     assert!(e.0.contains("connections"), "{e}");
     // Nothing matched: a page that says so.
     let p = page(
@@ -754,11 +763,11 @@ fn page_order_and_comparison() {
     let inputs = [
         Input {
             name: "before".into(),
-            doc: a.clone(),
+            doc: rec(&a),
         },
         Input {
             name: "after".into(),
-            doc: b,
+            doc: rec(&b),
         },
     ];
     let page = html::render(&inputs).expect("render");
@@ -792,22 +801,22 @@ fn page_order_and_comparison() {
 fn only_tests_are_compared() {
     let top =
         plumb_report::top::document_from_top(&fixture_text("plumb-top.ndjson")).expect("a top log");
-    let input = |name: &str, doc: Value| Input {
+    let input = |name: &str, doc: plumb_report::input::Document| Input {
         name: name.into(),
         doc,
     };
     let page = html::render(&[
         input("top.ndjson", top.clone()),
-        input("p2.json", load("plumb-p2.json")),
+        input("p2.json", rec(&load("plumb-p2.json"))),
     ])
     .expect("render");
     assert!(!page.contains("<h2>Compared</h2>"));
     assert!(page.contains("<h1>plumb report: 2 documents</h1>"));
     let page = html::render(&[
         input("top.ndjson", top),
-        input("p2.json", load("plumb-p2.json")),
-        input("live.json", load("plumb-live-loopback.json")),
-        input("rwin.json", load("plumb-lab-rwin.json")),
+        input("p2.json", rec(&load("plumb-p2.json"))),
+        input("live.json", rec(&load("plumb-live-loopback.json"))),
+        input("rwin.json", rec(&load("plumb-lab-rwin.json"))),
     ])
     .expect("render");
     let compared = &page[page.find("<h2>Compared</h2>").expect("compared")..];
@@ -819,30 +828,33 @@ fn only_tests_are_compared() {
 
 #[test]
 fn documents_that_are_not_reports() {
-    for (doc, why) in [
-        (json!([1]), "not a JSON object"),
-        (json!({"intervals": []}), "no \"start\""),
+    for (text, why) in [
+        ("[1]", "not a JSON object"),
+        (r#"{"intervals": []}"#, "no \"start\""),
         (
-            json!({"start": {}, "error": "unable to connect"}),
+            r#"{"start": {}, "error": "unable to connect"}"#,
             "unable to connect",
         ),
         (
-            json!({"start": {}, "intervals": [{"streams": [{"socket": 1}]}]}),
-            "start/end",
+            r#"{"start": {}, "intervals": [{"streams": [{"socket": 1}]}]}"#,
+            "missing field `start`",
         ),
         (
-            json!({"start": {}, "intervals": [{}]}),
-            "without \"streams\"",
+            r#"{"start": {}, "intervals": [{}]}"#,
+            "missing field `streams`",
         ),
     ] {
-        let e = html::run_data(&doc).expect_err("not a report");
-        assert!(e.0.contains(why), "{e} lacks {why}");
+        let e = plumb_report::input::read_text(text, "x.json").expect_err("not a report");
+        assert!(
+            e.contains(why) && e.starts_with("x.json"),
+            "{e} lacks {why}"
+        );
     }
     // A diagnosis alone (plumb why -J from the model) is a verdict-only page.
     let doc = json!({"diagnosis": {"summary": "Limited by the receive window: x", "predicted_bps": 9.3e6}});
     let page = html::render(&[Input {
         name: "model".into(),
-        doc,
+        doc: rec(&doc),
     }])
     .expect("render");
     assert!(
@@ -853,7 +865,7 @@ fn documents_that_are_not_reports() {
     let doc = json!({"diagnosis": {"summary": "s", "measured_bps": 3.5e7, "predicted_bps": 3.5e7}});
     let page = html::render(&[Input {
         name: "model".into(),
-        doc: doc.clone(),
+        doc: rec(&doc),
     }])
     .expect("render");
     assert!(page.contains(">predicted<") && !page.contains(">measured<"));
@@ -861,7 +873,7 @@ fn documents_that_are_not_reports() {
     test["diagnosis"]["measured_bps"] = doc["diagnosis"]["measured_bps"].clone();
     assert!(html::render(&[Input {
         name: "test".into(),
-        doc: test,
+        doc: rec(&test),
     }])
     .expect("render")
     .contains(">measured<"));
@@ -887,7 +899,7 @@ fn both_hosts_systems_are_named_or_said_to_be_missing() {
         .expect("system_info")
         .to_string();
     let p = page(doc.clone());
-    let hosts = html::Hosts::of(&doc);
+    let hosts = html::Hosts::of(&rec(&doc));
     assert!(hosts.far_known);
     assert!(
         row(&p, "this host (client)").is_some_and(|r| r.contains(&own)),
@@ -944,7 +956,7 @@ fn both_hosts_systems_are_named_or_said_to_be_missing() {
             p.contains("Neither host&#39;s sysctls were recorded"),
             "{name}"
         );
-        assert!(!html::Hosts::of(&doc).far_known);
+        assert!(!html::Hosts::of(&rec(&doc)).far_known);
     }
 }
 
@@ -987,12 +999,12 @@ fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 
 #[test]
 fn top_log_draws_each_busy_connection_over_time() {
-    use plumb_report::top::{self, TopData};
+    use plumb_report::top;
     let text = fixture_text("plumb-top.ndjson");
     assert!(top::is_top_log(&text));
     let rows = top_rows(&text);
     let doc = top::document_from_top(&text).expect("a top log");
-    let t = TopData::from_doc(&doc).expect("top data");
+    let t = top::top_data(&doc).expect("top data");
     let key = |r: &Value| format!("{} → {}", r["local"], r["remote"]).replace('"', "");
     let mut all: Vec<String> = rows.iter().map(key).collect();
     all.sort();
@@ -1169,10 +1181,10 @@ fn synthetic_top_log(conns: usize) -> String {
 
 #[test]
 fn top_log_draws_the_eight_busiest_and_says_what_it_left_out() {
-    use plumb_report::top::{self, TopData, MAX_DRAWN};
+    use plumb_report::top::{self, MAX_DRAWN};
     let text = synthetic_top_log(11);
     let doc = top::document_from_top(&text).expect("a top log");
-    let t = TopData::from_doc(&doc).expect("top data");
+    let t = top::top_data(&doc).expect("top data");
     assert_eq!(MAX_DRAWN, 8);
     assert_eq!(t.conns.len(), 8);
     assert_eq!((t.left_busy, t.left_idle, t.seen), (3, 2, 13));
@@ -1211,7 +1223,7 @@ fn top_log_draws_the_eight_busiest_and_says_what_it_left_out() {
     // A connection missed in an interval (connection 40000, the only one
     // when there is one) gets a gap, not a line across it.
     let text = synthetic_top_log(1);
-    let t = TopData::from_doc(&top::document_from_top(&text).expect("log")).expect("data");
+    let t = top::top_data(&top::document_from_top(&text).expect("log")).expect("data");
     let c = top::throughput_chart(&t).expect("throughput");
     let p = &c.series[0].points;
     assert_eq!(
@@ -1271,6 +1283,6 @@ fn top_logs_are_told_from_streams_and_bad_ones_are_refused() {
         .expect("run data")
         .producer
         .starts_with("plumb top --json"));
-    assert!(top::TopData::from_doc(&load("plumb-p2.json")).is_none());
+    assert!(top::top_data(&rec(&load("plumb-p2.json"))).is_none());
     assert!(html::live_connections(&doc).is_none());
 }

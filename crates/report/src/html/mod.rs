@@ -1,13 +1,14 @@
 //! The HTML report: one self-contained page from one or more `-J` documents.
 //!
-//! It reads the same JSON the `-J` sink writes (plumb's, or a stock
-//! iperf3's, optionally with the `diagnosis`, `model` and `lab` objects
-//! `plumb why`/`plumb lab` add), `plumb why` on running connections, and
-//! `plumb top --json` logs ([`crate::top`]). The work is in four parts:
+//! It draws the documents [`crate::input`] reads: the `-J` documents the
+//! `-J` sink writes (plumb's, or a stock iperf3's, optionally with the
+//! `diagnosis`, `model` and `lab` objects `plumb why`/`plumb lab` add),
+//! `plumb why` on running connections, and `plumb top --json` logs
+//! ([`crate::top`]). The work is in four parts:
 //!
-//! - [`extract`] reads a document into a typed [`Document`]: the series
-//!   over time ([`RunData`]), latency, the verdict, running connections,
-//!   the test's configuration. It is the only part that reads JSON.
+//! - [`extract`] reads a document's types into the [`Document`] the page
+//!   draws: the series over time ([`RunData`]), latency, the verdict,
+//!   running connections, the test's configuration.
 //! - [`charts`] draws the charts of a run from those series.
 //! - [`panels`] holds the sections of a run, top to bottom ([`PANELS`]).
 //! - [`page`] puts them on one page, with the comparison of several tests.
@@ -24,7 +25,9 @@ pub use charts::{
 };
 pub use extract::config::{Config, Hosts, Lab};
 pub use extract::diagnosis::{Diagnosis, Evidence, Fix};
-pub use extract::latency::{distribution, latency, Distribution, Figure, Latency, LatencyKind};
+pub use extract::latency::{
+    distribution_ms, distribution_us, latency, Distribution, Figure, Latency, LatencyKind,
+};
 pub use extract::live::{is_live, live_connections, Live, LiveConn};
 pub use extract::series::{run_data, RunData, StreamData};
 pub use extract::{BadDocument, Document, Input};

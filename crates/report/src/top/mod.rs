@@ -3,12 +3,13 @@
 //! A top log is NDJSON, one object per connection per interval (`interval`,
 //! `local`, `remote`, `pid`, `command`, `direction`, `rate_bps`, `rtt_ms`,
 //! `cwnd_bytes`, `window_bytes`, `retransmits`, `limit`, `congestion`, as
-//! `plumb top`'s `write_json` writes them). [`log`] tells such a log from a
-//! `--json-stream` log, checks every line, and keeps the [`MAX_DRAWN`]
-//! busiest connections by data moved with all their readings — the rest
-//! are counted, not kept, so a log of a host with thousands of sockets
-//! costs memory per connection, not per line. The result is a document
-//! (`{"plumb_top": …}`) read back as [`TopData`] ([`data`]), which
+//! `plumb top`'s `write_json` writes them). [`crate::input::top_log`] tells
+//! such a log from a `--json-stream` log and reads each line into a typed
+//! row; [`log`] keeps the [`MAX_DRAWN`] busiest connections by data moved
+//! with all their readings — the rest are counted, not kept, so a log of a
+//! host with thousands of sockets costs memory per connection, not per
+//! line. The result, [`TopData`] ([`data`]), rides in a document
+//! (`{"plumb_top": …}`) to the page, which
 //! [`panel`] draws: a table, throughput, RTT and windows over time
 //! ([`charts`]), and the limit named per interval.
 
@@ -17,7 +18,8 @@ pub mod data;
 pub mod log;
 mod panel;
 
+pub use crate::input::top_log::{document_from_top, is_top_doc, is_top_log, top_data};
 pub use charts::{limit_strip, rtt_chart, steps, throughput_chart, window_chart};
 pub use data::{Sample, TopConn, TopData, MAX_DRAWN};
-pub use log::{document_from_top, is_top_doc, is_top_log};
+pub use log::read_top;
 pub use panel::panel;

@@ -2,9 +2,7 @@
 //! `plumb why` and `plumb lab --why` write, for a test or for each running
 //! connection: its summary and rates, the fixes per system and the evidence.
 
-use serde_json::Value;
-
-use super::num;
+use crate::input::views::{DiagnosisView, EvidenceView, FixView};
 
 /// A `diagnosis` object.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -52,23 +50,26 @@ pub struct Evidence {
 }
 
 impl Diagnosis {
-    /// Reads `v`, if it is an object.
-    pub fn of(v: &Value) -> Option<Diagnosis> {
-        if !v.is_object() {
-            return None;
+    /// Reads a `diagnosis` object's view.
+    pub fn of(v: &DiagnosisView) -> Diagnosis {
+        Diagnosis {
+            summary: v.summary.get().cloned(),
+            limit: v.limit.get().cloned(),
+            measured_bps: v.measured_bps.get().copied(),
+            predicted_bps: v.predicted_bps.get().copied(),
+            link_bps: v.link_bps.get().copied(),
+            confidence: v.confidence.get().cloned(),
+            fixes: v
+                .fixes
+                .get()
+                .into_iter()
+                .flatten()
+                .map(|f| Fix::of(&f.0))
+                .collect(),
+            evidence: (v.evidence.get().into_iter().flatten())
+                .map(|e| Evidence::of(&e.0))
+                .collect(),
         }
-        let string = |k: &str| v[k].as_str().map(str::to_string);
-        let list = |k: &str| v[k].as_array().map_or(&[][..], Vec::as_slice);
-        Some(Diagnosis {
-            summary: string("summary"),
-            limit: string("limit"),
-            measured_bps: num(&v["measured_bps"]),
-            predicted_bps: num(&v["predicted_bps"]),
-            link_bps: num(&v["link_bps"]),
-            confidence: string("confidence"),
-            fixes: list("fixes").iter().map(Fix::of).collect(),
-            evidence: list("evidence").iter().map(Evidence::of).collect(),
-        })
     }
 
     /// The fix for Linux, else the first.
@@ -81,26 +82,30 @@ impl Diagnosis {
 }
 
 impl Fix {
-    fn of(f: &Value) -> Fix {
-        let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    fn of(f: &FixView) -> Fix {
         Fix {
-            os: s(&f["os"]),
-            note: s(&f["note"]),
-            expected_bps: num(&f["expected_bps"]),
-            commands: f["commands"]
-                .as_array()
-                .map(|c| c.iter().map(s).collect())
+            os: f.os.get().cloned().unwrap_or_default(),
+            note: f.note.get().cloned().unwrap_or_default(),
+            expected_bps: f.expected_bps.get().copied(),
+            commands: f
+                .commands
+                .get()
+                .map(|c| {
+                    c.iter()
+                        .map(|l| l.get().cloned().unwrap_or_default())
+                        .collect()
+                })
                 .unwrap_or_default(),
         }
     }
 }
 
 impl Evidence {
-    fn of(e: &Value) -> Evidence {
+    fn of(e: &EvidenceView) -> Evidence {
         Evidence {
-            what: e["what"].as_str().unwrap_or("").to_string(),
-            value: num(&e["value"]),
-            unit: e["unit"].as_str().map(str::to_string),
+            what: e.what.get().cloned().unwrap_or_default(),
+            value: e.value.get().copied(),
+            unit: e.unit.get().cloned(),
         }
     }
 }
@@ -108,19 +113,28 @@ impl Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::input::views::Extras;
+
+    /// The diagnosis of a document holding `diagnosis`, if it is an object.
+    fn diagnosis(text: &str) -> Option<Diagnosis> {
+        let doc = plumb_record::Document::parse(&format!(r#"{{"diagnosis": {text}}}"#))
+            .expect("a document");
+        Extras::of(&doc).diagnosis.as_ref().map(Diagnosis::of)
+    }
 
     #[test]
     fn a_verdict_with_its_fixes_and_evidence() {
-        let d = Diagnosis::of(&json!({
+        let d = diagnosis(
+            r#"{
             "summary": "Limited by the receive window", "limit": "receive_window",
             "measured_bps": 9.3e6, "predicted_bps": 9.4e6, "confidence": "high",
             "fixes": [
                 {"os": "macos", "note": "raise it", "commands": ["sysctl a=1", 2]},
-                {"os": "linux", "note": "raise rmem", "expected_bps": 9e8},
+                {"os": "linux", "note": "raise rmem", "expected_bps": 9e8}
             ],
-            "evidence": [{"what": "window", "value": 17520, "unit": "B"}],
-        }))
+            "evidence": [{"what": "window", "value": 17520, "unit": "B"}]
+        }"#,
+        )
         .expect("an object");
         assert_eq!(d.summary.as_deref(), Some("Limited by the receive window"));
         assert_eq!((d.measured_bps, d.link_bps), (Some(9.3e6), None));
@@ -138,16 +152,17 @@ mod tests {
 
     #[test]
     fn missing_keys_and_wrong_types() {
-        assert_eq!(Diagnosis::of(&Value::Null), None);
-        assert_eq!(Diagnosis::of(&json!("receive window")), None);
-        let d = Diagnosis::of(&json!({"predicted_bps": "9e6", "fixes": {"os": "linux"},
-                                       "evidence": [{"value": "x"}]}))
+        assert_eq!(diagnosis("null"), None);
+        assert_eq!(diagnosis(r#""receive window""#), None);
+        let d = diagnosis(
+            r#"{"predicted_bps": "9e6", "fixes": {"os": "linux"}, "evidence": [{"value": "x"}]}"#,
+        )
         .expect("an object");
         assert_eq!(d.predicted_bps, None);
         assert!(d.fixes.is_empty() && d.linux_fix().is_none());
         assert_eq!(d.evidence, vec![Evidence::default()]);
         // Without a Linux fix, the first stands for it.
-        let d = Diagnosis::of(&json!({"fixes": [{"os": "macos"}, {}]})).expect("an object");
+        let d = diagnosis(r#"{"fixes": [{"os": "macos"}, {}]}"#).expect("an object");
         assert_eq!(d.linux_fix().map(|f| f.os.as_str()), Some("macos"));
     }
 }

@@ -3,10 +3,10 @@
 //! The document keeps each connection's totals over the sampling, not the
 //! samples.
 
-use serde_json::Value;
+use plumb_record::Document as Record;
 
 use super::diagnosis::Diagnosis;
-use super::{num, text};
+use crate::input::views::{ConnView, Extras, LiveView};
 
 /// What `plumb why` on running connections recorded.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -49,62 +49,62 @@ pub struct LiveConn {
 }
 
 /// Whether `doc` is `plumb why` on running connections (no test's `start`,
-/// a `connections` array): a look at its keys, nothing sorted.
-pub fn is_live(doc: &Value) -> bool {
-    !doc["start"].is_object() && doc["connections"].is_array()
+/// a `connections` array).
+pub fn is_live(doc: &Record) -> bool {
+    Extras::of(doc).live.is_some()
 }
 
 /// The connections of a document of `plumb why` on running connections,
 /// busiest first (those without a diagnosis last); `None` for any other
 /// document.
-pub fn live_connections(doc: &Value) -> Option<Vec<LiveConn>> {
-    if !is_live(doc) {
-        return None;
-    }
-    let mut v: Vec<LiveConn> = doc["connections"]
-        .as_array()?
+pub fn live_connections(doc: &Record) -> Option<Vec<LiveConn>> {
+    Extras::of(doc).live.as_ref().map(sorted)
+}
+
+/// The connections of `live`, busiest first; one closed before it could be
+/// measured comes last.
+fn sorted(live: &LiveView) -> Vec<LiveConn> {
+    let mut v: Vec<LiveConn> = live
+        .connections
         .iter()
-        .map(LiveConn::of)
+        .map(|c| LiveConn::of(&c.0))
         .collect();
-    // Busiest first; one closed before it could be measured comes last.
     v.sort_by(|a, b| {
         b.diagnosis
             .is_some()
             .cmp(&a.diagnosis.is_some())
             .then(b.rate().total_cmp(&a.rate()))
     });
-    Some(v)
+    v
 }
 
 impl Live {
-    /// Reads `doc`, if it is `plumb why` on running connections.
-    pub fn of(doc: &Value) -> Option<Live> {
-        let live = &doc["live"];
-        Some(Live {
-            connections: live_connections(doc)?,
-            filter: live["filter"].as_str().map(str::to_string),
-            seconds: num(&live["seconds"]),
-        })
+    /// Reads `plumb why` on running connections from its view.
+    pub fn of(live: &LiveView) -> Live {
+        Live {
+            connections: sorted(live),
+            filter: live.about.filter.get().cloned(),
+            seconds: live.about.seconds.get().copied(),
+        }
     }
 }
 
 impl LiveConn {
     /// Reads one entry of `connections`.
-    pub fn of(c: &Value) -> LiveConn {
-        let string = |k: &str| c[k].as_str().map(str::to_string);
+    pub fn of(c: &ConnView) -> LiveConn {
         LiveConn {
-            local: string("local"),
-            remote: string("remote"),
-            command: string("command"),
-            pid: c["pid"].as_u64(),
-            this_host: string("this_host"),
-            rate_bps: num(&c["rate_bps"]),
-            diagnosis: Diagnosis::of(&c["diagnosis"]),
-            note: string("note"),
-            congestion: string("congestion"),
-            samples: text(&c["samples"]),
-            sample_count: c["samples"].as_u64(),
-            closed: c["closed"] == true,
+            local: c.local.get().cloned(),
+            remote: c.remote.get().cloned(),
+            command: c.command.get().cloned(),
+            pid: c.pid.get().copied(),
+            this_host: c.this_host.get().cloned(),
+            rate_bps: c.rate_bps.get().copied(),
+            diagnosis: c.diagnosis.get().map(|d| Diagnosis::of(&d.0)),
+            note: c.note.get().cloned(),
+            congestion: c.congestion.get().cloned(),
+            samples: c.samples.text.clone(),
+            sample_count: c.samples.count,
+            closed: c.closed.get() == Some(&true),
         }
     }
 
@@ -146,21 +146,27 @@ impl LiveConn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn doc(conns: Value) -> Value {
-        json!({"live": {"filter": "--port 22", "seconds": 2.5}, "connections": conns})
+    fn doc(conns: &str) -> Record {
+        Record::parse(&format!(
+            r#"{{"live": {{"filter": "--port 22", "seconds": 2.5}}, "connections": {conns}}}"#
+        ))
+        .expect("a document")
+    }
+
+    fn live(doc: &Record) -> Option<Live> {
+        Extras::of(doc).live.as_ref().map(Live::of)
     }
 
     #[test]
     fn busiest_first_and_unmeasured_last() {
-        let d = doc(json!([
+        let d = doc(r#"[
             {"local": "a:1", "remote": "b:2", "note": "closed before a second sample", "closed": true},
             {"local": "a:3", "remote": "b:4", "rate_bps": 10.0, "diagnosis": {"limit": "application"}},
             {"local": "a:5", "pid": 42, "command": "rsync", "this_host": "sender",
-             "diagnosis": {"measured_bps": 30.0, "limit": "receive_window"}, "samples": 20},
-        ]));
-        let l = Live::of(&d).expect("live");
+             "diagnosis": {"measured_bps": 30.0, "limit": "receive_window"}, "samples": 20}
+        ]"#);
+        let l = live(&d).expect("live");
         assert_eq!(
             (l.filter.as_deref(), l.seconds),
             (Some("--port 22"), Some(2.5))
@@ -182,17 +188,19 @@ mod tests {
 
     #[test]
     fn missing_keys_and_wrong_types() {
-        let d = doc(json!([{"rate_bps": "fast", "pid": -1, "samples": "many",
-                            "closed": "yes", "this_host": "idle", "diagnosis": {}}]));
+        let d = doc(r#"[{"rate_bps": "fast", "pid": -1, "samples": "many",
+                         "closed": "yes", "this_host": "idle", "diagnosis": {}}]"#);
+        assert!(is_live(&d));
         let c = &live_connections(&d).expect("live")[0];
         assert_eq!((c.rate_bps, c.pid, c.sample_count), (None, None, None));
         assert_eq!(c.samples.as_deref(), Some("many"));
         assert!(!c.closed);
         assert_eq!(c.rate(), 0.0);
         assert_eq!(c.limit(), "none: idle");
-        assert_eq!(LiveConn::of(&json!({})).limit(), "no diagnosis");
+        assert_eq!(LiveConn::of(&ConnView::default()).limit(), "no diagnosis");
         // Not running connections: a test, or connections that are not a list.
-        assert!(Live::of(&json!({"start": {}, "connections": []})).is_none());
-        assert!(Live::of(&json!({"connections": {}})).is_none());
+        let test = Record::parse(r#"{"start": {}, "connections": []}"#).expect("a document");
+        assert!(live(&test).is_none() && !is_live(&test));
+        assert!(live(&doc("{}")).is_none());
     }
 }

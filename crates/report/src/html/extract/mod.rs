@@ -1,11 +1,12 @@
 //! The `-J` document read into the typed values the page is drawn from.
 //!
-//! This is the one place the report reads `serde_json::Value`: everything
-//! below [`crate::html`]'s charts, panels and page takes a [`Document`] (or
-//! a part of one) and never looks at JSON. A key that is missing or holds
-//! the wrong type reads as absent (`None`, an empty series): the page
-//! leaves out what the document does not say. Only what makes a document
-//! no report at all is a [`BadDocument`].
+//! Everything below [`crate::html`]'s charts, panels and page takes a
+//! [`Document`] (or a part of one), built here from the record's types
+//! ([`plumb_record::Document`]) and the views [`crate::input`] reads of the
+//! objects the record keeps as read. A key that is missing reads as absent
+//! (`None`, an empty series): the page leaves out what the document does
+//! not say. Only what makes a document no report at all is a
+//! [`BadDocument`].
 
 pub mod config;
 pub mod diagnosis;
@@ -13,8 +14,9 @@ pub mod latency;
 pub mod live;
 pub mod series;
 
-use serde_json::Value;
+use plumb_record::Real;
 
+use crate::input::views::Extras;
 use crate::top::TopData;
 
 use config::Config;
@@ -29,7 +31,7 @@ pub struct Input {
     /// Its name on the page (the file name).
     pub name: String,
     /// The `-J` document.
-    pub doc: Value,
+    pub doc: plumb_record::Document,
 }
 
 /// Why a document cannot be reported on.
@@ -76,18 +78,23 @@ impl Document {
     /// Reads everything the page shows of `i`.
     pub fn of(i: &Input) -> Result<Document, BadDocument> {
         let doc = &i.doc;
+        let extras = Extras::of(doc);
         Ok(Document {
             name: i.name.clone(),
-            run: series::run_data(doc)?,
-            error: doc["error"].as_str().map(str::to_string),
-            diagnosis: Diagnosis::of(&doc["diagnosis"]),
+            run: series::run_data_with(doc, &extras)?,
+            error: doc.error.clone(),
+            diagnosis: extras.diagnosis.as_ref().map(Diagnosis::of),
             config: Config::of(doc),
             latency: latency::latency(doc),
-            live: Live::of(doc),
-            top: TopData::from_doc(doc),
-            received_bps: num(&doc["end"]["sum_received"]["bits_per_second"]),
-            model_predicted_bps: num(&doc["model"]["predicted_bps"]),
-            version: doc["start"]["version"].as_str().map(str::to_string),
+            live: extras.live.as_ref().map(Live::of),
+            top: extras.top,
+            received_bps: doc
+                .end
+                .as_ref()
+                .and_then(|e| e.sum_received.as_ref())
+                .and_then(|s| num(s.bits_per_second())),
+            model_predicted_bps: doc.model.as_ref().and_then(|m| num(m.predicted_bps)),
+            version: doc.start.as_ref().and_then(|s| s.version.clone()),
         })
     }
 
@@ -98,54 +105,42 @@ impl Document {
     }
 }
 
-/// A finite number, or nothing (a string, `null`, a missing key).
-pub(crate) fn num(v: &Value) -> Option<f64> {
-    v.as_f64().filter(|x| x.is_finite())
-}
-
-/// A scalar as the document wrote it (`"cubic"`, `5201`, `true`); nothing
-/// for `null`, an array or an object.
-pub(crate) fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
+/// A finite number, or nothing (a `null` read as NaN).
+pub(crate) fn num(v: Real) -> Option<f64> {
+    Some(v.get()).filter(|x| x.is_finite())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn input(doc: Value) -> Input {
+    fn input(text: &str) -> Input {
         Input {
             name: "t.json".into(),
-            doc,
+            doc: plumb_record::Document::parse(text).expect("a document"),
         }
     }
 
     #[test]
-    fn scalars_and_numbers() {
-        assert_eq!(num(&json!(1.5)), Some(1.5));
-        assert_eq!(num(&json!("1.5")), None);
-        assert_eq!(num(&Value::Null), None);
-        assert_eq!(text(&json!(5201)), Some("5201".into()));
-        assert_eq!(text(&json!(true)), Some("true".into()));
-        assert_eq!(text(&json!({"a": 1})), None);
+    fn numbers() {
+        assert_eq!(num(Real::float(1.5)), Some(1.5));
+        assert_eq!(num(Real::float(f64::NAN)), None);
+        assert_eq!(num(Real::int(3)), Some(3.0));
     }
 
     #[test]
     fn a_document_is_read_once_into_its_parts() {
-        let doc = json!({
-            "start": {"version": "plumb 0.1.0", "test_start": {"protocol": "TCP"}},
+        let d = Document::of(&input(
+            r#"{
+            "start": {"version": "plumb 0.1.0"},
             "intervals": [],
-            "end": {"sum_received": {"bits_per_second": 9.4e8}},
+            "end": {"sum_received": {"start": 0, "end": 1, "seconds": 1, "bytes": 1,
+                                     "bits_per_second": 9.4e8}},
             "diagnosis": {"summary": "s", "limit": "receive_window"},
-            "error": "cut short",
-        });
-        let d = Document::of(&input(doc)).expect("a report");
+            "error": "cut short"
+        }"#,
+        ))
+        .expect("a report");
         assert_eq!(d.name, "t.json");
         assert_eq!(d.run.producer, "plumb 0.1.0");
         assert_eq!(d.error.as_deref(), Some("cut short"));
@@ -160,19 +155,15 @@ mod tests {
 
     #[test]
     fn missing_keys_and_wrong_types_read_as_absent() {
-        let doc = json!({
-            "start": {"version": 3},
-            "intervals": [],
-            "end": {"sum_received": {"bits_per_second": "fast"}},
-            "diagnosis": "none",
-            "error": 7,
-        });
-        let d = Document::of(&input(doc)).expect("a report");
+        let d = Document::of(&input(
+            r#"{"start": {}, "intervals": [], "end": {}, "diagnosis": "none"}"#,
+        ))
+        .expect("a report");
         assert_eq!(d.run.producer, "unknown program");
         assert_eq!((d.error, d.diagnosis, d.received_bps), (None, None, None));
         assert_eq!(d.version, None);
         // Not a report at all: said, with why.
-        let e = Document::of(&input(json!({"intervals": []}))).expect_err("no start");
+        let e = Document::of(&input(r#"{"intervals": []}"#)).expect_err("no start");
         assert!(e.0.contains("no \"start\""), "{e}");
     }
 }

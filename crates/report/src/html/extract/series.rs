@@ -6,10 +6,11 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use plumb_record::Document as Record;
 
 use super::{num, BadDocument};
 use crate::format::figures_trimmed;
+use crate::input::views::Extras;
 
 /// One stream's values over the test's intervals, as step series: each
 /// interval's value at its start, and the last one again at its end.
@@ -71,79 +72,42 @@ pub(super) fn close_steps(series: &mut Vec<(f64, f64)>, end: f64) {
 }
 
 /// Reads the series the charts need from a `-J` document.
-pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
-    let obj = doc
-        .as_object()
-        .ok_or_else(|| BadDocument("not a JSON object".into()))?;
-    let why = obj
-        .get("error")
-        .and_then(Value::as_str)
+pub fn run_data(doc: &Record) -> Result<RunData, BadDocument> {
+    run_data_with(doc, &Extras::of(doc))
+}
+
+/// [`run_data`], with the document's untyped objects read already.
+pub(super) fn run_data_with(doc: &Record, extras: &Extras) -> Result<RunData, BadDocument> {
+    let why = doc
+        .error
+        .as_ref()
         .map_or(String::new(), |e| format!(" (the test failed: {e})"));
-    if !obj.get("start").is_some_and(Value::is_object) {
-        if let Some(t) = crate::top::TopData::from_doc(doc) {
-            // plumb top --json: the connections over time, in their own panel.
-            return Ok(RunData {
-                producer: t.producer(),
-                ..RunData::default()
-            });
-        }
-        if let Some(conns) = obj.get("connections").and_then(Value::as_array) {
-            // plumb why on running connections: each has its own diagnosis.
-            if conns.iter().any(|c| !c.is_object()) {
-                return Err(BadDocument(
-                    "a \"connections\" entry that is not an object".into(),
-                ));
-            }
-            let live = &doc["live"];
-            let mut producer = String::from("plumb why on running connections");
-            if let Some(f) = live["filter"].as_str() {
-                let _ = write!(producer, ", {f}");
-            }
-            if let Some(t) = num(&live["seconds"]) {
-                let _ = write!(producer, ", sampled for {} s", figures_trimmed(t));
-            }
-            return Ok(RunData {
-                producer,
-                ..RunData::default()
-            });
-        }
-        if obj.get("diagnosis").is_some_and(Value::is_object) {
-            // A diagnosis without a test (plumb why -J from the model alone, or
-            // of live connections): the verdict is the whole report.
-            return Ok(RunData {
-                producer: "plumb why".into(),
-                ..RunData::default()
-            });
-        }
-        return Err(BadDocument(format!(
-            "not an iperf3/plumb -J document: no \"start\" object{why}"
-        )));
-    }
-    let intervals = obj
-        .get("intervals")
-        .and_then(Value::as_array)
+    let Some(start) = &doc.start else {
+        return no_test(extras, &why);
+    };
+    let intervals = doc
+        .intervals
+        .as_ref()
         .ok_or_else(|| BadDocument(format!("no \"intervals\" array{why}")))?;
     let mut d = RunData {
-        producer: doc["start"]["version"]
-            .as_str()
+        producer: start
+            .version
+            .as_deref()
             .unwrap_or("unknown program")
             .to_string(),
         ..RunData::default()
     };
     // Streams are keyed by socket and direction; their order is the first interval's.
-    let mut keys: Vec<(i64, bool)> = Vec::new();
+    let mut keys: Vec<(i32, bool)> = Vec::new();
     let mut last_end = 0.0f64;
     for iv in intervals {
-        let Some(streams) = iv["streams"].as_array() else {
-            return Err(BadDocument("an interval without \"streams\"".into()));
-        };
-        for s in streams {
-            let (Some(start), Some(end)) = (num(&s["start"]), num(&s["end"])) else {
+        for s in &iv.streams {
+            let (Some(start), Some(end)) = (num(s.start), num(s.end)) else {
                 return Err(BadDocument(
                     "an interval stream without start/end times".into(),
                 ));
             };
-            let key = (s["socket"].as_i64().unwrap_or(0), s["sender"] != false);
+            let key = (s.socket, s.sender != Some(false));
             let k = match keys.iter().position(|x| *x == key) {
                 Some(k) => k,
                 None => {
@@ -158,30 +122,34 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
             };
             let st = &mut d.streams[k];
             let secs = (end - start).max(1e-9);
-            step(&mut st.rate, start, num(&s["bits_per_second"]));
-            step(&mut st.cwnd, start, num(&s["snd_cwnd"]));
-            step(&mut st.rwnd, start, num(&s["snd_wnd"]).filter(|w| *w > 0.0));
-            step(&mut st.rtt_us, start, num(&s["rtt"]).filter(|r| *r > 0.0));
-            step(&mut st.retransmits, start, num(&s["retransmits"]));
-            let p = &s["plumb"];
-            let share = |key: &str| num(&p[key]).map(|us| (us / 1e6 / secs * 100.0).min(100.0));
-            step(&mut st.rwnd_limited_pct, start, share("rwnd_limited_us"));
+            step(&mut st.rate, start, num(s.bits_per_second));
+            step(&mut st.cwnd, start, s.snd_cwnd.map(|w| w as f64));
+            let rwnd = s.snd_wnd.map(|w| w as f64).filter(|w| *w > 0.0);
+            step(&mut st.rwnd, start, rwnd);
+            let rtt = s.rtt.map(|r| r as f64).filter(|r| *r > 0.0);
+            step(&mut st.rtt_us, start, rtt);
+            step(&mut st.retransmits, start, s.retransmits.map(|r| r as f64));
+            let share = |us: u64| (us as f64 / 1e6 / secs * 100.0).min(100.0);
+            let p = s.plumb.as_ref();
+            step(
+                &mut st.rwnd_limited_pct,
+                start,
+                p.map(|p| share(p.rwnd_limited_us)),
+            );
             step(
                 &mut st.sndbuf_limited_pct,
                 start,
-                share("sndbuf_limited_us"),
+                p.map(|p| share(p.sndbuf_limited_us)),
             );
             last_end = last_end.max(end);
         }
-        if let Some(start) = num(&iv["sum"]["start"]) {
-            step(&mut d.sum, start, num(&iv["sum"]["bits_per_second"]));
+        if let Some(start) = num(iv.sum.start) {
+            step(&mut d.sum, start, num(iv.sum.bits_per_second));
         }
-        if let Some(start) = num(&iv["sum_bidir_reverse"]["start"]) {
-            step(
-                &mut d.sum_reverse,
-                start,
-                num(&iv["sum_bidir_reverse"]["bits_per_second"]),
-            );
+        if let Some(r) = &iv.sum_bidir_reverse {
+            if let Some(start) = num(r.start) {
+                step(&mut d.sum_reverse, start, num(r.bits_per_second));
+            }
         }
     }
     let bidir = !d.sum_reverse.is_empty();
@@ -206,45 +174,100 @@ pub fn run_data(doc: &Value) -> Result<RunData, BadDocument> {
     close_steps(&mut d.sum, last_end);
     close_steps(&mut d.sum_reverse, last_end);
     d.end_s = last_end;
-    d.predicted = if let Some(p) = num(&doc["diagnosis"]["predicted_bps"]) {
-        let limit = doc["diagnosis"]["limit"].as_str().unwrap_or("model");
+    let diagnosed = extras.diagnosis.as_ref().and_then(|g| {
+        let p = g.predicted_bps.get().copied()?;
+        let limit = g.limit.get().map_or("model", String::as_str);
         Some((p, format!("predicted ({})", limit.replace('_', " "))))
-    } else {
-        num(&doc["model"]["predicted_bps"]).map(|p| {
-            let limit = doc["model"]["limit"].as_str().unwrap_or("model");
-            (p, format!("predicted ({limit})"))
-        })
-    };
+    });
+    d.predicted = diagnosed.or_else(|| {
+        let m = doc.model.as_ref()?;
+        Some((num(m.predicted_bps)?, format!("predicted ({})", m.limit)))
+    });
     Ok(d)
+}
+
+/// What a document without a test's `start` is, for the page's subtitle:
+/// a `plumb top` log, running connections, or a diagnosis alone.
+fn no_test(extras: &Extras, why: &str) -> Result<RunData, BadDocument> {
+    let producer = if let Some(t) = &extras.top {
+        // plumb top --json: the connections over time, in their own panel.
+        t.producer()
+    } else if let Some(live) = &extras.live {
+        // plumb why on running connections: each has its own diagnosis.
+        if live.stray_entry {
+            return Err(BadDocument(
+                "a \"connections\" entry that is not an object".into(),
+            ));
+        }
+        let mut producer = String::from("plumb why on running connections");
+        if let Some(f) = live.about.filter.get() {
+            let _ = write!(producer, ", {f}");
+        }
+        if let Some(t) = live.about.seconds.get() {
+            let _ = write!(producer, ", sampled for {} s", figures_trimmed(*t));
+        }
+        producer
+    } else if extras.diagnosis.is_some() {
+        // A diagnosis without a test (plumb why -J from the model alone, or
+        // of live connections): the verdict is the whole report.
+        "plumb why".into()
+    } else {
+        return Err(BadDocument(format!(
+            "not an iperf3/plumb -J document: no \"start\" object{why}"
+        )));
+    };
+    Ok(RunData {
+        producer,
+        ..RunData::default()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn stream(start: f64, end: f64, extra: Value) -> Value {
-        let mut s = json!({"socket": 5, "start": start, "end": end, "bits_per_second": 1e9});
-        if let (Some(s), Some(e)) = (s.as_object_mut(), extra.as_object()) {
-            s.extend(e.clone());
-        }
-        s
+    /// An interval stream from `start` to `end` at 1 Gbit/s, with `extra`
+    /// keys (`"snd_cwnd": 1000, `…).
+    fn stream(start: f64, end: f64, extra: &str) -> String {
+        format!(
+            r#"{{"socket": 5, "start": {start:?}, "end": {end:?}, "seconds": 1.0, "bytes": 1,
+                "bits_per_second": 1e9, "omitted": false{extra}}}"#
+        )
+    }
+
+    /// An interval's sum.
+    fn sum(start: f64, bps: f64) -> String {
+        format!(
+            r#"{{"start": {start:?}, "end": 1.0, "seconds": 1.0, "bytes": 1,
+                "bits_per_second": {bps:?}, "omitted": false}}"#
+        )
+    }
+
+    fn run(text: &str) -> Result<RunData, BadDocument> {
+        run_data(&Record::parse(text).expect("a document"))
     }
 
     #[test]
     fn each_stream_is_a_step_series_held_to_the_last_end() {
-        let doc = json!({
-            "start": {"version": "plumb 0.1.0"},
-            "intervals": [
-                {"streams": [stream(0.0, 1.0, json!({"snd_cwnd": 1000, "rtt": 15000,
-                    "plumb": {"rwnd_limited_us": 250_000}}))],
-                 "sum": {"start": 0.0, "bits_per_second": 1e9}},
-                {"streams": [stream(1.0, 2.0, json!({"snd_cwnd": 2000, "rtt": 0}))],
-                 "sum": {"start": 1.0, "bits_per_second": 2e9}},
-            ],
-            "diagnosis": {"predicted_bps": 5e8, "limit": "receive_window"},
-        });
-        let d = run_data(&doc).expect("a test");
+        let limited = r#", "plumb": {"busy_us": 1000000, "rwnd_limited_us": 250000,
+                          "sndbuf_limited_us": 0}"#;
+        let doc = format!(
+            r#"{{"start": {{"version": "plumb 0.1.0"}},
+                "intervals": [
+                    {{"streams": [{}], "sum": {}}},
+                    {{"streams": [{}], "sum": {}}}
+                ],
+                "diagnosis": {{"predicted_bps": 5e8, "limit": "receive_window"}}}}"#,
+            stream(
+                0.0,
+                1.0,
+                &format!(r#", "snd_cwnd": 1000, "rtt": 15000{limited}"#)
+            ),
+            sum(0.0, 1e9),
+            stream(1.0, 2.0, r#", "snd_cwnd": 2000, "rtt": 0"#),
+            sum(1.0, 2e9),
+        );
+        let d = run(&doc).expect("a test");
         assert_eq!(d.producer, "plumb 0.1.0");
         assert_eq!(d.end_s, 2.0);
         let s = &d.streams[0];
@@ -265,16 +288,16 @@ mod tests {
 
     #[test]
     fn bidir_streams_are_named_by_direction() {
-        let doc = json!({
-            "start": {},
-            "intervals": [{
-                "streams": [stream(0.0, 1.0, json!({})),
-                            stream(0.0, 1.0, json!({"socket": 7, "sender": false}))],
-                "sum_bidir_reverse": {"start": 0.0, "bits_per_second": 3.0},
-            }],
-            "model": {"predicted_bps": 4.0},
-        });
-        let d = run_data(&doc).expect("a test");
+        let doc = format!(
+            r#"{{"start": {{}},
+                "intervals": [{{"streams": [{}, {}], "sum": {}, "sum_bidir_reverse": {}}}],
+                "model": {{"predicted_bps": 4.0, "limit": "model", "streams": 1}}}}"#,
+            stream(0.0, 1.0, ""),
+            stream(0.0, 1.0, r#", "socket": 7, "sender": false"#).replace(r#""socket": 5, "#, ""),
+            sum(0.0, 1.0),
+            sum(0.0, 3.0),
+        );
+        let d = run(&doc).expect("a test");
         assert_eq!(d.producer, "unknown program");
         let labels: Vec<&str> = d.streams.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["stream 1 (sending)", "stream 2 (receiving)"]);
@@ -283,34 +306,39 @@ mod tests {
     }
 
     #[test]
-    fn missing_keys_and_wrong_types() {
-        // A rate that is a string is no reading; the stream is still there.
-        let doc = json!({"start": {}, "intervals": [{"streams": [
-            {"start": 0.0, "end": 1.0, "bits_per_second": "fast"}]}]});
-        let d = run_data(&doc).expect("a test");
+    fn missing_keys_and_unreadable_figures() {
+        // A rate written as null is no reading; the stream is still there.
+        let doc = format!(
+            r#"{{"start": {{}}, "intervals": [{{"streams": [{}], "sum": {}}}]}}"#,
+            stream(0.0, 1.0, "").replace("1e9", "null"),
+            sum(0.0, 1.0),
+        );
+        let d = run(&doc).expect("a test");
         assert_eq!(d.streams.len(), 1);
         assert!(d.streams[0].rate.is_empty());
         assert_eq!(d.predicted, None);
-        // Times that are not numbers, intervals that are not an array.
-        let e = run_data(&json!({"start": {}, "intervals": [{"streams": [
-            {"start": "0", "end": 1.0}]}]}))
-        .expect_err("no start time");
+        // Times that are not numbers.
+        let doc = doc.replace(
+            r#""start": 0.0, "end": 1.0, "seconds""#,
+            r#""start": null, "end": 1.0, "seconds""#,
+        );
+        let e = run(&doc).expect_err("no start time");
         assert!(e.0.contains("start/end"), "{e}");
-        let e = run_data(&json!({"start": {}, "intervals": {}})).expect_err("no array");
+        let e = run(r#"{"start": {}}"#).expect_err("no intervals");
         assert!(e.0.contains("no \"intervals\" array"), "{e}");
-        let e = run_data(&json!({"intervals": [], "error": "refused"})).expect_err("no start");
+        let e = run(r#"{"intervals": [], "error": "refused"}"#).expect_err("no start");
         assert!(e.0.contains("the test failed: refused"), "{e}");
     }
 
     #[test]
     fn documents_without_a_test_name_what_they_are() {
-        let live = json!({"live": {"filter": "--port 22", "seconds": 2.0}, "connections": []});
+        let live = r#"{"live": {"filter": "--port 22", "seconds": 2.0}, "connections": []}"#;
         assert_eq!(
-            run_data(&live).expect("live").producer,
+            run(live).expect("live").producer,
             "plumb why on running connections, --port 22, sampled for 2 s"
         );
-        let model = json!({"diagnosis": {"summary": "s"}});
-        assert_eq!(run_data(&model).expect("model").producer, "plumb why");
-        assert!(run_data(&json!({"connections": [1]})).is_err());
+        let model = r#"{"diagnosis": {"summary": "s"}}"#;
+        assert_eq!(run(model).expect("model").producer, "plumb why");
+        assert!(run(r#"{"connections": [1]}"#).is_err());
     }
 }
