@@ -2,8 +2,8 @@
 //!
 //! Flags become a [`PathInput`]; [`Prediction::of`] does every computation; this
 //! module only words the answer (text, or `--json`'s typed object in `output`).
-//! Flags not given stay unknown:
-//! the answer leaves out, or sets to null, what depends on them.
+//! Flags not given stay unknown: the answer leaves out, or sets to null, what
+//! depends on them.
 
 use std::io::Write;
 use std::process::ExitCode;
