@@ -262,8 +262,8 @@ struct LabEvent<'a> {
 
 #[derive(Serialize)]
 struct LabEventData<'a> {
-    lab: Option<&'a plumb_record::Lab>,
-    model: Option<&'a Model>,
+    lab: &'a plumb_record::Lab,
+    model: &'a Model,
     /// The diagnosis's own JSON (`plumb why --json`).
     #[serde(skip_serializing_if = "Option::is_none")]
     diagnosis: Option<serde_json::Value>,
@@ -401,8 +401,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         model.1 = format!("{}\n{line}", model.1);
     }
     let stats = lab.stats();
-    record.lab = Some(lab_record(a, probe.as_ref(), &stats));
-    record.model = Some(model.0);
+    let lab_obj = lab_record(a, probe.as_ref(), &stats);
     // The diagnosis reads the client's document as JSON.
     let doc = record.to_value();
     let diagnosis = a.why.then(|| {
@@ -412,11 +411,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         });
         Evidence::from_json(&doc, link).map(|mut ev| {
             if let Some(l) = ev.latency.as_mut() {
-                l.predicted_queue_ms = record
-                    .model
-                    .as_ref()
-                    .and_then(|m| m.queue_delay_ms)
-                    .map(Real::get);
+                l.predicted_queue_ms = model.0.queue_delay_ms.map(Real::get);
             }
             (diagnose(&ev), ev)
         })
@@ -425,7 +420,10 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         eprintln!("plumb: cannot diagnose: {e}");
     }
     if let Some(out) = &a.report {
-        let full = doc.clone();
+        let mut full = record.clone();
+        full.lab = Some(lab_obj.clone());
+        full.model = Some(model.0.clone());
+        let full = full.to_value();
         let name = format!(
             "lab link {}, RTT {}: plumb -c {}",
             a.rate.human(),
@@ -436,8 +434,8 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     }
     if stream {
         let mut data = LabEventData {
-            lab: record.lab.as_ref(),
-            model: record.model.as_ref(),
+            lab: &lab_obj,
+            model: &model.0,
             diagnosis: None,
         };
         if let Some(Ok((d, _))) = &diagnosis {
@@ -446,6 +444,8 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         let event = LabEvent { event: "lab", data };
         println!("{}", serde_json::to_string(&event)?);
     } else if json {
+        record.lab = Some(lab_obj);
+        record.model = Some(model.0.clone());
         if let Some(Ok((d, _))) = &diagnosis {
             record
                 .extra
