@@ -626,6 +626,19 @@ mod tests {
         );
     }
 
+    /// `-J` prints the client's document through [`Document`]: a lab
+    /// document plumb wrote reads and prints back to the same text.
+    #[test]
+    fn a_lab_document_prints_back_as_written() {
+        let text = include_str!("../../report/tests/fixtures/plumb-lab-rwin.json");
+        let doc = Document::parse(text).expect("document");
+        assert!(doc.lab.is_some() && doc.model.is_some());
+        assert_eq!(
+            serde_json::to_string_pretty(&doc).expect("serializes"),
+            text.trim_end()
+        );
+    }
+
     #[test]
     fn a_link_that_released_nothing_has_no_release_error() {
         let a = lab_args(&["--rate", "1g", "--rtt", "15ms"]);
