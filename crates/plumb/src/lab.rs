@@ -626,6 +626,32 @@ mod tests {
         );
     }
 
+    /// The line names the bound that binds: window, application or link.
+    #[test]
+    fn model_lines_name_the_binding_limit() {
+        let doc = Document::parse(include_str!("../../report/tests/fixtures/plumb-p2.json"))
+            .expect("document");
+        let mut a = lab_args(&["--rate", "1g", "--rtt", "15ms"]);
+        for (client, line) in [
+            (
+                &["--rwin", "17520", "-t", "5"][..],
+                "Model: 9.344 Mbit/s predicted (window 17,520 B / RTT 15 ms); measured 22.2 Gbit/s (237634% of the prediction).",
+            ),
+            (
+                &["-b", "10M/32", "-P", "2"][..],
+                "Model: 20 Mbit/s predicted (-b 10 Mbit/s per stream, 2 streams); measured 22.2 Gbit/s (111023% of the prediction).",
+            ),
+            (
+                &["-P4"][..],
+                "Model: 941.5 Mbit/s predicted (link goodput, 94.1% of 1 Gbit/s, 4 streams); measured 22.2 Gbit/s (2358% of the prediction).",
+            ),
+        ] {
+            a.client = client.iter().map(|c| c.to_string()).collect();
+            let m = check_client_flags(&a.client).expect("client flags");
+            assert_eq!(record::model_for(&a, &m, measured_bps(&doc)).1, line);
+        }
+    }
+
     /// `-J` prints the client's document through [`Document`]: a lab
     /// document plumb wrote reads and prints back to the same text.
     #[test]

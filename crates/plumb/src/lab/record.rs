@@ -5,7 +5,9 @@
 
 use plumb_model::latency::QueueSize;
 use plumb_model::units::sig;
-use plumb_model::{lab_prediction, Bytes, LabClient, LabLink, LabPrediction, LossRate, Rate, Rtt};
+use plumb_model::{
+    lab_prediction, Bytes, LabClient, LabLimit, LabLink, LabPrediction, Limit, LossRate, Rate, Rtt,
+};
 use plumb_record::{Document, Lab, LabConfigured, LabEmulator, LabMeasured, Model, Real};
 
 use super::{release_error_us, LabArgs};
@@ -50,17 +52,16 @@ pub(super) fn model_for(
     let p = lab_prediction(link, flags);
     let predicted = p.predicted_bps;
     let streams = p.streams;
-    let why = match (p.limit.name(), p.window) {
-        ("window", Some(w)) => format!("window {} / RTT {}", w.human(), a.rtt.human()),
-        ("loss", _) => format!(
+    let why = match (p.limit, p.window, flags.bitrate) {
+        (LabLimit::Path(Limit::Window), Some(w), _) => {
+            format!("window {} / RTT {}", w.human(), a.rtt.human())
+        }
+        (LabLimit::Path(Limit::Loss), _, _) => format!(
             "Mathis at {}% loss, RTT {}",
             sig(a.loss.map_or(0.0, LossRate::probability) * 100.0, 3),
             a.rtt.human()
         ),
-        ("application", _) => format!(
-            "-b {} per stream",
-            flags.bitrate.map_or_else(String::new, Rate::human)
-        ),
+        (LabLimit::Application, _, Some(cap)) => format!("-b {} per stream", cap.human()),
         _ => format!(
             "link goodput, {}% of {}",
             sig(p.framing.efficiency() * 100.0, 3),
