@@ -2,15 +2,9 @@
 //! shares the rules and the figures turn a line rate or a buffer size into
 //! goodput with.
 
-/// Payload bytes a send buffer of `granted` bytes (SO_SNDBUF as read back)
-/// keeps in flight. Linux charges each buffer's own overhead (its truesize)
-/// against SO_SNDBUF; with full-size GSO buffers about four fifths of the
-/// granted size is payload. Measured on Linux 6.18 in the lab (1 Gb/s,
-/// 15 ms, 3 s tests): rate × RTT / granted was 0.72–0.83 under bbr and
-/// 0.75–0.99 under cubic, for 131,072 B and 524,288 B granted.
-pub fn sndbuf_payload(granted: u64) -> f64 {
-    granted as f64 * 0.8
-}
+/// The payload a send buffer keeps in flight: the lab's prediction uses it
+/// too, so it is defined with the model.
+pub use plumb_model::lab::sndbuf_payload;
 
 /// TCP payload share of the wire for `payload` bytes per segment (IPv4, with
 /// or without the 12 B of timestamps), as `plumb-model` frames it.

@@ -15,11 +15,14 @@
 //! - [`distance`]: propagation delay in fibre and the rule-of-thumb RTT table.
 //! - [`latency`]: a full queue's delay, the loaded round trip, responsiveness (RPM).
 //! - [`predict`]: the minimum of all limits, with the binding one named.
+//! - [`lab`]: that prediction for a lab link and a client's flags (streams,
+//!   window clamp, send buffer, MSS, rate cap).
 //! - [`tcp_info`]: the kernel's `struct tcp_info` decoded from its bytes.
 #![forbid(unsafe_code)]
 
 pub mod distance;
 pub mod ethernet;
+pub mod lab;
 pub mod latency;
 pub mod predict;
 pub mod tcp;
@@ -27,5 +30,6 @@ pub mod tcp_info;
 pub mod units;
 
 pub use ethernet::Framing;
+pub use lab::{lab_prediction, LabClient, LabLimit, LabLink, LabPrediction};
 pub use predict::{Limit, PathInput, Prediction};
 pub use units::{Bytes, Distance, LossRate, ParseError, Rate, Rtt};

@@ -1,8 +1,9 @@
 //! `plumb calc`: the model's arithmetic for one path, explained.
 //!
 //! Flags become a [`PathInput`]; [`Prediction::of`] does every computation; this
-//! module only words the answer (text or `--json`). Flags not given stay unknown:
-//! the answer leaves out, or sets to null, what depends on them.
+//! module only words the answer (text, or `--json`'s typed object in `output`).
+//! Flags not given stay unknown: the answer leaves out, or sets to null, what
+//! depends on them.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -12,9 +13,10 @@ use plumb_model::latency::{self, QueueSize};
 use plumb_model::units::{sig, thousands};
 use plumb_model::{distance, ethernet, tcp};
 use plumb_model::{Bytes, Distance, Framing, Limit, LossRate, PathInput, Prediction, Rate, Rtt};
-use serde_json::{json, Map, Value};
 
 use crate::cli::usage_error;
+
+mod output;
 
 /// Flags of `plumb calc`.
 #[derive(Debug, Args)]
@@ -144,18 +146,7 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if a.json {
-        let mut v = to_json(a, &input, &p, source.as_ref());
-        if let (Some(q), Some(m)) = (&queue, v.as_object_mut()) {
-            m.insert("queue_delay_ms".into(), json!(q.delay * 1e3));
-            m.insert(
-                "queue_bytes".into(),
-                json!((q.delay * a.rate.map_or(0.0, Rate::bps) / 8.0).round() as u64),
-            );
-            m.insert(
-                "loaded_rtt_ms".into(),
-                opt_f64(q.loaded_rtt.map(|s| s * 1e3)),
-            );
-        }
+        let v = output::CalcOutput::of(a, &input, &p, source.as_ref(), queue.as_ref());
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         write!(out, "{}", to_text(a, &input, &p, source.as_ref()))?;
@@ -197,79 +188,6 @@ fn framing(a: &CalcArgs) -> Result<Framing, String> {
         ));
     }
     Ok(f)
-}
-
-fn opt_f64(v: Option<f64>) -> Value {
-    v.map_or(Value::Null, |x| json!(x))
-}
-
-fn to_json(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSource>) -> Value {
-    let mut m = Map::new();
-    let mut put = |k: &str, v: Value| {
-        m.insert(k.to_string(), v);
-    };
-    put("bdp_bytes", opt_f64(p.bdp.map(|b| b.bytes())));
-    put("bdp_bits", opt_f64(p.bdp.map(|b| b.bits)));
-    put(
-        "window_limited_bps",
-        opt_f64(p.window_limited.map(Rate::bps)),
-    );
-    put("loss_limited_bps", opt_f64(p.loss_limited.map(Rate::bps)));
-    put("link_goodput_bps", opt_f64(p.link_goodput.map(Rate::bps)));
-    put("predicted_bps", opt_f64(p.predicted.map(|(r, _)| r.bps())));
-    put(
-        "limit",
-        p.predicted.map_or(Value::Null, |(_, l)| json!(l.name())),
-    );
-    put(
-        "window_needed_bytes",
-        p.window_needed.map_or(Value::Null, |b| json!(b.get())),
-    );
-    put(
-        "streams_needed",
-        p.streams_needed.map_or(Value::Null, |n| json!(n)),
-    );
-    put("rtt_ms", opt_f64(i.rtt.map(Rtt::ms)));
-    if let Some(RttSource::Distance { d, floor }) = source {
-        put("distance_km", json!(d.km()));
-        put("rtt_fibre_ms", json!(floor.ms()));
-        put("rtt_typical_ms", opt_f64(i.rtt.map(Rtt::ms)));
-    }
-    if let Some(r) = a.rate {
-        put("rate_bps", json!(r.bps()));
-    }
-    if let Some(w) = a.window {
-        put("window_bytes", json!(w.get()));
-        put("window_needs_scaling", json!(tcp::needs_scaling(w)));
-        put(
-            "window_scale_shift",
-            tcp::window_shift(w).map_or(Value::Null, |s| json!(s)),
-        );
-    }
-    if let Some(l) = a.loss {
-        put("loss", json!(l.probability()));
-    }
-    let f = i.framing;
-    put("mtu_bytes", json!(f.mtu));
-    put("mss_bytes", json!(f.mss().get()));
-    put("payload_bytes", json!(f.payload().get()));
-    put("wire_bytes_per_frame", json!(f.wire_bytes()));
-    put("efficiency", json!(f.efficiency()));
-    if let (Some(frame), Some(rate)) = (a.frame, a.rate) {
-        let (lo, hi) = ethernet::frame_rate_band(rate, frame);
-        put("frame_bytes", json!(frame.get()));
-        put(
-            "frames_per_second",
-            json!(ethernet::frame_rate(rate, frame).floor() as u64),
-        );
-        put("frames_per_second_min", json!(lo.floor() as u64));
-        put("frames_per_second_max", json!(hi.floor() as u64));
-    }
-    if let Some(s) = a.size {
-        put("size_bytes", json!(s.get()));
-        put("transfer_seconds", opt_f64(p.transfer_secs));
-    }
-    Value::Object(m)
 }
 
 fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSource>) -> String {

@@ -14,10 +14,10 @@ use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_lab::{Lab, LabConfig};
 use plumb_model::units::sig;
-use plumb_model::{Bytes, Framing, PathInput, Prediction, Rate, Rtt};
-use serde_json::Value;
+use plumb_model::{lab_prediction, Bytes, LabClient, LabLink, LabPrediction, Rate, Rtt};
+use plumb_record::Document;
 
-use crate::lab::lab_line;
+use crate::lab::{lab_line, lab_record, measured_bps, model_record};
 use plumb_lab::programs::{run_client, start_server, Reaper};
 
 /// Flags of `plumb demo`.
@@ -35,8 +35,8 @@ fn rate(bps: f64) -> String {
     Rate::from_bps(bps).map_or_else(|| "0 bit/s".into(), Rate::human)
 }
 
-fn measured(doc: &Option<Value>) -> Option<f64> {
-    doc.as_ref()?["end"]["sum_received"]["bits_per_second"].as_f64()
+fn measured(doc: &Option<Document>) -> Option<f64> {
+    measured_bps(doc.as_ref()?)
 }
 
 /// Runs the demonstration.
@@ -47,18 +47,19 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         "The backup scenario: two datacentres 1,000 km apart, a 1 Gbit/s link, a 15 ms round trip."
     );
     println!("An old stack advertises a 17,520-byte window and never scales it.\n");
-    let framing = Framing {
-        timestamps: true,
-        ..Framing::default()
-    };
-    let model = |window: Option<Bytes>| {
-        Prediction::of(&PathInput {
-            rate: Some(link),
-            rtt: Some(rtt),
-            window,
-            framing,
-            ..PathInput::default()
-        })
+    // The prediction `plumb lab` prints for the same link and window.
+    let model = |rwin: Option<Bytes>| {
+        lab_prediction(
+            LabLink {
+                rate: link,
+                rtt,
+                loss: None,
+            },
+            LabClient {
+                rwin,
+                ..LabClient::default()
+            },
+        )
     };
     let small = model(Some(Bytes(17_520)));
     let big = model(None);
@@ -119,15 +120,16 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         &["--rwin".into(), "17520".into(), "-t".into(), t.clone()],
         false,
     )?;
-    let doc1 = doc1.and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let doc1 = doc1.and_then(|t| Document::parse(&t).ok());
     let m1 = measured(&doc1);
-    let p1 = small.predicted.map_or(0.0, |(r, _)| r.bps());
+    let p1 = small.predicted_bps;
     println!(
         "\n   model: {} (17,520 B / 15 ms)   measured: {}",
         rate(p1),
         m1.map_or("no result".into(), rate)
     );
-    if let Some(doc) = &doc1 {
+    // The diagnosis reads the document as JSON.
+    if let Some(doc) = &doc1.as_ref().map(Document::to_value) {
         let link_ev = Some(LinkRate {
             bps: 1e9,
             source: LinkSource::Given,
@@ -139,9 +141,9 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
 
     println!("\n2) The same link with window scaling and autotuning (plumb -c … -t {t}):");
     let (_, doc2) = run_client(&lab, &exe, port, &["-t".into(), t.clone()], false)?;
-    let doc2 = doc2.and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let doc2 = doc2.and_then(|t| Document::parse(&t).ok());
     let m2 = measured(&doc2);
-    let p2 = big.predicted.map_or(0.0, |(r, _)| r.bps());
+    let p2 = big.predicted_bps;
     println!(
         "\n   model: {} (the link's TCP goodput)   measured: {}",
         rate(p2),
@@ -150,22 +152,16 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     drop(server);
     if let Some(out) = &a.report {
         let stats = lab.stats();
-        let lab_json = crate::lab::lab_json(&args, probe.as_ref(), &stats);
+        let lab = lab_record(&args, probe.as_ref(), &stats);
         let mut inputs = Vec::new();
-        for (name, doc, p, limit) in [
-            ("before: 17,520-byte window", &doc1, p1, "window"),
-            ("after: autotuned window", &doc2, p2, "link"),
+        for (name, doc, p, m) in [
+            ("before: 17,520-byte window", &doc1, &small, m1),
+            ("after: autotuned window", &doc2, &big, m2),
         ] {
             let Some(doc) = doc else { continue };
             let mut doc = doc.clone();
-            if let Some(o) = doc.as_object_mut() {
-                o.insert("lab".into(), lab_json.clone());
-                o.insert(
-                    "model".into(),
-                    serde_json::json!({"predicted_bps": p, "limit": limit, "streams": 1}),
-                );
-            }
-            let doc = plumb_report::input::Document::from_value(doc)?;
+            doc.lab = Some(lab.clone());
+            doc.model = Some(model_record(p, m));
             inputs.push(crate::report::input(name.into(), doc, Some(link)));
         }
         crate::report::write_for(out, inputs)?;
@@ -190,13 +186,13 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     }
     println!(
         "To fill it one stream needs {} in flight (the bandwidth-delay product); `plumb why` prints the exact settings per OS.",
-        small.window_needed.map_or(String::new(), Bytes::human)
+        small.path.window_needed.map_or(String::new(), Bytes::human)
     );
     Ok(ExitCode::SUCCESS)
 }
 
 /// The fallback: a real measurement on loopback, and the model for the backup link.
-fn loopback(t: &str, small: &Prediction) -> anyhow::Result<ExitCode> {
+fn loopback(t: &str, small: &LabPrediction) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()?.to_string_lossy().to_string();
     let port = 5201 + (std::process::id() % 1000) as u16;
     let server = Reaper(Some(
@@ -214,9 +210,9 @@ fn loopback(t: &str, small: &Prediction) -> anyhow::Result<ExitCode> {
     drop(server);
     println!(
         "\nOn the backup link the model predicts {} with the 17,520-byte window, and {} with a window of {}.",
-        small.predicted.map_or("?".into(), |(r, _)| r.human()),
-        small.link_goodput.map_or("?".into(), Rate::human),
-        small.window_needed.map_or(String::new(), Bytes::human)
+        Rate::from_bps(small.predicted_bps).map_or("?".into(), Rate::human),
+        small.path.link_goodput.map_or("?".into(), Rate::human),
+        small.path.window_needed.map_or(String::new(), Bytes::human)
     );
     println!("Run as root (with /dev/net/tun) to see it on an emulated 1 Gbit/s, 15 ms link.");
     Ok(if status.success() {

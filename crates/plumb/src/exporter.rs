@@ -344,7 +344,9 @@ fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
     let t0 = Instant::now();
     let mut capture = JsonSink::new(Vec::new());
     let outcome = plumb_net::client::run(&p.config, &mut capture);
-    let doc = capture.document();
+    let record = capture.record();
+    // The diagnosis reads the document as JSON.
+    let doc = record.to_value();
     let mut r = ProbeResult {
         up: outcome.is_ok(),
         test_time: p.time,
@@ -365,7 +367,7 @@ fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
             r.diagnosis = Some(diagnose(&ev));
         }
     }
-    r.doc = doc;
+    r.doc = record;
     r.probe_seconds = t0.elapsed().as_secs_f64();
     r
 }

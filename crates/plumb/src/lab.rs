@@ -21,11 +21,16 @@ use plumb_lab::programs::{run_client, start_server, wait_listening, wait_passing
 use plumb_lab::{Direction, Lab, LabConfig, LabError, Side};
 use plumb_model::latency::QueueSize;
 use plumb_model::units::sig;
-use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
-use serde_json::{json, Value};
+use plumb_model::{Bytes, LossRate, Rate, Rtt};
+use plumb_record::{Document, Model, Real};
+use serde::Serialize;
 
 use crate::cli::usage_error;
 use crate::measure::MeasureArgs;
+
+mod record;
+
+pub(crate) use record::{lab_record, measured_bps, model_record};
 
 /// Flags of `plumb lab`.
 #[derive(Debug, Args, Clone)]
@@ -241,6 +246,29 @@ fn check_client_flags(args: &[String]) -> Result<MeasureArgs, ExitCode> {
     Ok(m)
 }
 
+/// What runs on the near side: the user's program, or the plumb client
+/// with its checked flags.
+enum Near<'a> {
+    Exec(&'a str),
+    Client(Box<MeasureArgs>),
+}
+
+/// `--json-stream`'s last event: the lab, the model and the diagnosis.
+#[derive(Serialize)]
+struct LabEvent<'a> {
+    event: &'static str,
+    data: LabEventData<'a>,
+}
+
+#[derive(Serialize)]
+struct LabEventData<'a> {
+    lab: &'a plumb_record::Lab,
+    model: &'a Model,
+    /// The diagnosis's own JSON (`plumb why --json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnosis: Option<serde_json::Value>,
+}
+
 /// The port of the far server.
 const LAB_PORT: u16 = 5201;
 
@@ -277,14 +305,18 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let client = match &a.exec {
-        Some(_) => None,
+        Some(cmd) => Near::Exec(cmd),
         None => match check_client_flags(&a.client) {
-            Ok(m) => Some(m),
+            Ok(m) => Near::Client(Box::new(m)),
             Err(code) => return Ok(code),
         },
     };
-    let stream = a.json_stream || client.as_ref().is_some_and(|m| m.json_stream);
-    let json = a.json || stream || client.as_ref().is_some_and(|m| m.json);
+    let flags = match &client {
+        Near::Client(m) => Some(m),
+        Near::Exec(_) => None,
+    };
+    let stream = a.json_stream || flags.is_some_and(|m| m.json_stream);
+    let json = a.json || stream || flags.is_some_and(|m| m.json);
     if let Err(e) = Lab::check_privileges() {
         return Ok(lab_error(&e));
     }
@@ -334,20 +366,23 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let _deferral = Lab::defer_signals();
 
     // The near side: the user's program, or the plumb client.
-    if let Some(cmd) = &a.exec {
-        let mut c = lab.command(Side::Near, "sh");
-        c.args(["-c", cmd])
-            .env("PLUMB_FAR", &far)
-            .env("PLUMB_NEAR", &near);
-        let status = wait_passing_signals(c.spawn()?)?;
-        drop(server);
-        report_emulator(&lab, json);
-        return Ok(status
-            .code()
-            .map_or(ExitCode::from(1), |c| ExitCode::from(c.clamp(0, 255) as u8)));
-    }
+    let m = match client {
+        Near::Client(m) => m,
+        Near::Exec(cmd) => {
+            let mut c = lab.command(Side::Near, "sh");
+            c.args(["-c", cmd])
+                .env("PLUMB_FAR", &far)
+                .env("PLUMB_NEAR", &near);
+            let status = wait_passing_signals(c.spawn()?)?;
+            drop(server);
+            report_emulator(&lab, json);
+            return Ok(status
+                .code()
+                .map_or(ExitCode::from(1), |c| ExitCode::from(c.clamp(0, 255) as u8)));
+        }
+    };
     let mut client_args = a.client.clone();
-    if stream && !client.as_ref().is_some_and(|m| m.json_stream) {
+    if stream && !m.json_stream {
         client_args.push("--json-stream".into());
     }
     if a.latency && !client_args.iter().any(|c| c == "--latency") {
@@ -357,19 +392,18 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     // client is quiet and its document comes back to be extended.
     let (status, doc) = run_client(&lab, &exe_s, port, &client_args, json && !stream)?;
     drop(server);
-    let Some(mut doc) = doc.and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
+    let Some(mut record) = doc.and_then(|t| Document::parse(&t).ok()) else {
         eprintln!("plumb: the client produced no result");
         return Ok(ExitCode::from(1));
     };
-    let mut model = model_for(a, &doc);
-    if let Some((v, line)) = queue_model(a, &doc) {
-        if let Some(m) = model.0.as_object_mut() {
-            m.extend(v);
-        }
+    let mut model = record::model_for(a, &m, measured_bps(&record));
+    if let Some(line) = record::queue_model(a, &record, &mut model.0) {
         model.1 = format!("{}\n{line}", model.1);
     }
     let stats = lab.stats();
-    let lab_json = lab_json(a, probe.as_ref(), &stats);
+    let lab_obj = lab_record(a, probe.as_ref(), &stats);
+    // The diagnosis reads the client's document as JSON.
+    let doc = record.to_value();
     let diagnosis = a.why.then(|| {
         let link = Some(LinkRate {
             bps: a.rate.bps(),
@@ -377,7 +411,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         });
         Evidence::from_json(&doc, link).map(|mut ev| {
             if let Some(l) = ev.latency.as_mut() {
-                l.predicted_queue_ms = model.0["queue_delay_ms"].as_f64();
+                l.predicted_queue_ms = model.0.queue_delay_ms.map(Real::get);
             }
             (diagnose(&ev), ev)
         })
@@ -386,11 +420,10 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         eprintln!("plumb: cannot diagnose: {e}");
     }
     if let Some(out) = &a.report {
-        let mut full = doc.clone();
-        if let Some(o) = full.as_object_mut() {
-            o.insert("lab".into(), lab_json.clone());
-            o.insert("model".into(), model.0.clone());
-        }
+        let mut full = record.clone();
+        full.lab = Some(lab_obj.clone());
+        full.model = Some(model.0.clone());
+        let full = full.to_value();
         let name = format!(
             "lab link {}, RTT {}: plumb -c {}",
             a.rate.human(),
@@ -401,25 +434,25 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         crate::report::write_for(out, vec![crate::report::input(name, full, Some(a.rate))])?;
     }
     if stream {
-        let mut data = serde_json::Map::new();
-        data.insert("lab".into(), lab_json);
-        data.insert("model".into(), model.0.clone());
+        let mut data = LabEventData {
+            lab: &lab_obj,
+            model: &model.0,
+            diagnosis: None,
+        };
         if let Some(Ok((d, _))) = &diagnosis {
-            data.insert("diagnosis".into(), crate::why::diagnosis_json(d));
+            data.diagnosis = Some(crate::why::diagnosis_json(d));
         }
-        println!(
-            "{}",
-            serde_json::to_string(&json!({"event": "lab", "data": data}))?
-        );
+        let event = LabEvent { event: "lab", data };
+        println!("{}", serde_json::to_string(&event)?);
     } else if json {
-        if let Some(o) = doc.as_object_mut() {
-            o.insert("lab".into(), lab_json);
-            o.insert("model".into(), model.0.clone());
-            if let Some(Ok((d, _))) = &diagnosis {
-                o.insert("diagnosis".into(), crate::why::diagnosis_json(d));
-            }
+        record.lab = Some(lab_obj);
+        record.model = Some(model.0.clone());
+        if let Some(Ok((d, _))) = &diagnosis {
+            record
+                .extra
+                .insert("diagnosis".into(), crate::why::diagnosis_json(d));
         }
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{}", serde_json::to_string_pretty(&record)?);
     } else {
         println!("\n{}", model.1);
         match &diagnosis {
@@ -462,49 +495,10 @@ pub(crate) fn lab_line(a: &LabArgs, probe: Option<&plumb_lab::measure::Probe>) -
     s
 }
 
-pub(crate) fn lab_json(
-    a: &LabArgs,
-    probe: Option<&plumb_lab::measure::Probe>,
-    stats: &plumb_lab::LabStats,
-) -> Value {
-    let d = &stats.near_to_far;
-    let err = release_error_us(&d.release_error);
-    json!({
-        "configured": {
-            "rate_bps": a.rate.bps(),
-            "rtt_ms": a.rtt.ms(),
-            "loss": a.loss.map(LossRate::probability),
-            "loss_burst": a.loss_burst,
-            "queue": a.queue,
-            "jitter_ms": a.jitter.map(Rtt::ms),
-            "seed": a.seed,
-        },
-        "measured": probe.map(|p| json!({
-            "rtt_min_ms": p.rtt_min.as_secs_f64() * 1e3,
-            "rtt_median_ms": p.rtt_median.as_secs_f64() * 1e3,
-            "rate_bps": p.rate.map(|r| r.bps()),
-        })),
-        "emulator": {
-            "segments_delivered": d.link.delivered.segments,
-            "segments_dropped_queue": d.link.dropped_queue.segments,
-            "segments_dropped_loss": d.link.dropped_loss.segments,
-            "max_queue_bytes": d.link.max_queue_bytes,
-            "release_error_p50_us": err.map(|e| e[0]),
-            "release_error_p99_us": err.map(|e| e[1]),
-            // A stall shows here first: one of 10–40 ms once a second (RT
-            // throttling) left the p99 at 0.15–2 ms but the p99.9 at 20–40 ms.
-            "release_error_p999_us": err.map(|e| e[2]),
-            "release_error_max_us": err.map(|e| e[3]),
-            "realtime": d.realtime,
-            "idle_poll": stats.idle_poll,
-        },
-    })
-}
-
 /// The release error's p50, p99, p99.9 and maximum, µs; `None` for a link
 /// that released nothing, which has no release error (not a 0 µs that
 /// reads as a perfect emulator).
-fn release_error_us(h: &plumb_lab::hist::Histogram) -> Option<[f64; 4]> {
+pub(crate) fn release_error_us(h: &plumb_lab::hist::Histogram) -> Option<[f64; 4]> {
     let us = |t: Duration| t.as_secs_f64() * 1e6;
     (h.count() > 0).then(|| {
         [
@@ -532,130 +526,6 @@ fn report_emulator(lab: &Lab, json: bool) {
             )
         ),
     );
-}
-
-/// The model's prediction for this link and these client flags, as JSON and a line.
-fn model_for(a: &LabArgs, doc: &Value) -> (Value, String) {
-    let value = |names: &[&str]| {
-        a.client
-            .iter()
-            .position(|x| names.contains(&x.as_str()))
-            .and_then(|i| a.client.get(i + 1))
-            .cloned()
-    };
-    let bytes = |names: &[&str]| value(names).and_then(|v| Bytes::parse(&v).ok());
-    let streams = value(&["-P", "--parallel"])
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(1)
-        .max(1);
-    // The window one stream gets: the receiver's clamp, or what a fixed send
-    // buffer holds in flight; autotuned otherwise (no window limit).
-    let sndbuf = bytes(&["--sndbuf"])
-        .map(|b| Bytes(plumb_diagnose::rules::sndbuf_payload(2 * b.get()) as u64));
-    let window = bytes(&["--rwin"]).or(sndbuf);
-    let mut framing = Framing {
-        timestamps: true,
-        ..Framing::default()
-    };
-    if let Some(m) = bytes(&["-M", "--set-mss"]) {
-        framing = Framing::with_mss(m, false, true, false);
-    }
-    let input = PathInput {
-        rate: Some(a.rate),
-        rtt: Some(a.rtt),
-        window,
-        loss: a.loss,
-        framing,
-        size: None,
-    };
-    let p = Prediction::of(&input);
-    // None when the test ended before its summary (interrupted).
-    let measured = doc["end"]["sum_received"]["bits_per_second"].as_f64();
-    let Some((per_stream, limit)) = p.predicted else {
-        return (Value::Null, String::new());
-    };
-    let link = p.link_goodput.map_or(f64::INFINITY, Rate::bps);
-    // n streams multiply the window and loss limits, never the link.
-    let mut predicted = if limit.name() == "link" {
-        per_stream.bps()
-    } else {
-        (per_stream.bps() * streams as f64).min(link)
-    };
-    let mut name = limit.name().to_string();
-    let mut why = match (limit.name(), window) {
-        ("window", Some(w)) => format!("window {} / RTT {}", w.human(), a.rtt.human()),
-        ("loss", _) => format!(
-            "Mathis at {}% loss, RTT {}",
-            sig(a.loss.map_or(0.0, LossRate::probability) * 100.0, 3),
-            a.rtt.human()
-        ),
-        _ => format!(
-            "link goodput, {}% of {}",
-            sig(framing.efficiency() * 100.0, 3),
-            a.rate.human()
-        ),
-    };
-    // An application rate cap (-b, per stream) binds when it is the smallest.
-    if let Some(cap) = value(&["-b", "--bitrate"])
-        .and_then(|v| Rate::parse(v.split('/').next().unwrap_or(&v)).ok())
-    {
-        let total = cap.bps() * streams as f64;
-        if total < predicted {
-            predicted = total;
-            name = "application".into();
-            why = format!("-b {} per stream", cap.human());
-        }
-    }
-    let rate = |b: f64| Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human);
-    let outcome = match measured {
-        Some(m) => format!(
-            "measured {} ({}% of the prediction)",
-            rate(m),
-            sig(m / predicted.max(1.0) * 100.0, 3)
-        ),
-        None => "no result to compare (the test ended before its summary)".into(),
-    };
-    let line = format!(
-        "Model: {} predicted ({why}{}); {outcome}.",
-        rate(predicted),
-        if streams > 1 {
-            format!(", {streams} streams")
-        } else {
-            String::new()
-        },
-    );
-    (
-        json!({"predicted_bps": predicted, "limit": name, "measured_bps": measured,
-               "window_bytes": window.map(Bytes::get), "streams": streams,
-               "link_goodput_bps": p.link_goodput.map(Rate::bps)}),
-        line,
-    )
-}
-
-/// The delay the link's full queue adds and the loaded RTT that follows,
-/// beside what the client's latency probes measured (with --latency).
-fn queue_model(a: &LabArgs, doc: &Value) -> Option<(serde_json::Map<String, Value>, String)> {
-    let latency = &doc["end"]["plumb"]["latency"];
-    latency.get("loaded")?;
-    let size = match a.queue.as_deref().map(QueueSize::parse) {
-        None => QueueSize::Bdp(1.0),
-        Some(Ok(size)) => size,
-        Some(Err(_)) => return None,
-    };
-    let delay = plumb_model::latency::queue_delay_secs(size, a.rate, Some(a.rtt))?;
-    let loaded = plumb_model::latency::loaded_rtt_secs(a.rtt, delay);
-    let measured = latency["increase_p50_ms"].as_f64();
-    let mut m = serde_json::Map::new();
-    m.insert("queue_delay_ms".into(), json!(delay * 1e3));
-    m.insert("loaded_rtt_ms".into(), json!(loaded * 1e3));
-    m.insert("measured_increase_p50_ms".into(), json!(measured));
-    let line = format!(
-        "Queue: full, it adds {} ms (loaded RTT {} ms predicted); the load added {} ms at the median.",
-        sig(delay * 1e3, 3),
-        sig(loaded * 1e3, 3),
-        measured.map_or_else(|| "?".into(), |x| sig(x, 3))
-    );
-    Some((m, line))
 }
 
 fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
@@ -707,32 +577,118 @@ mod tests {
         lab: LabArgs,
     }
 
+    fn lab_args(flags: &[&str]) -> LabArgs {
+        let mut argv = vec!["lab"];
+        argv.extend_from_slice(flags);
+        Cli::try_parse_from(argv).expect("lab flags").lab
+    }
+
+    /// The `model` and `lab` objects and the lines, key for key and digit
+    /// for digit as `plumb lab` prints them (tests/lab.rs reads these keys).
+    #[test]
+    fn model_and_lab_objects_as_printed() {
+        let mut a = lab_args(&[
+            "--rate", "100m", "--rtt", "40ms", "--loss", "0.5%", "--queue", "64k",
+        ]);
+        a.client = ["-P", "4", "--rwin", "64k"].map(String::from).to_vec();
+        let m = check_client_flags(&a.client).expect("client flags");
+        let doc = Document::parse(include_str!(
+            "../../report/tests/fixtures/plumb-latency.json"
+        ))
+        .expect("document");
+        let (mut model, line) = record::model_for(&a, &m, measured_bps(&doc));
+        let queue = record::queue_model(&a, &doc, &mut model).expect("--latency probes");
+        assert_eq!(
+            serde_json::to_string(&model).expect("serializes"),
+            r#"{"predicted_bps":20064076.554877874,"limit":"loss","measured_bps":99901184.0712153,"window_bytes":65536,"streams":4,"link_goodput_bps":94148244.473342,"queue_delay_ms":5.24288,"loaded_rtt_ms":45.24288,"measured_increase_p50_ms":-0.006400000000000003}"#
+        );
+        assert_eq!(line, "Model: 20.06 Mbit/s predicted (Mathis at 0.5% loss, RTT 40 ms, 4 streams); measured 99.9 Mbit/s (498% of the prediction).");
+        assert_eq!(queue, "Queue: full, it adds 5.24 ms (loaded RTT 45.2 ms predicted); the load added -0.0064 ms at the median.");
+
+        let probe = plumb_lab::measure::Probe {
+            configured_rtt: Duration::from_millis(15),
+            rtt_min: Duration::from_micros(15_123),
+            rtt_median: Duration::from_micros(15_456),
+            rtt_samples: 10,
+            rtt_lost: 0,
+            configured_rate: plumb_lab::emu::Rate::from_mbps(1000.0).expect("rate"),
+            rate: plumb_lab::emu::Rate::from_mbps(990.0),
+            burst_sent: 10,
+            burst_received: 10,
+        };
+        let mut stats = plumb_lab::LabStats::default();
+        stats
+            .near_to_far
+            .release_error
+            .record(Duration::from_micros(17));
+        assert_eq!(
+            serde_json::to_string(&lab_record(&a, Some(&probe), &stats)).expect("serializes"),
+            r#"{"configured":{"rate_bps":100000000.0,"rtt_ms":40.0,"loss":0.005,"loss_burst":null,"queue":"64k","jitter_ms":null,"seed":null},"measured":{"rtt_min_ms":15.123,"rtt_median_ms":15.456,"rate_bps":990000000},"emulator":{"segments_delivered":0,"segments_dropped_queue":0,"segments_dropped_loss":0,"max_queue_bytes":0,"release_error_p50_us":17.0,"release_error_p99_us":17.0,"release_error_p999_us":17.0,"release_error_max_us":17.0,"realtime":false,"idle_poll":false}}"#
+        );
+    }
+
+    /// The line names the bound that binds: window, application or link.
+    #[test]
+    fn model_lines_name_the_binding_limit() {
+        let doc = Document::parse(include_str!("../../report/tests/fixtures/plumb-p2.json"))
+            .expect("document");
+        let mut a = lab_args(&["--rate", "1g", "--rtt", "15ms"]);
+        for (client, line) in [
+            (
+                &["--rwin", "17520", "-t", "5"][..],
+                "Model: 9.344 Mbit/s predicted (window 17,520 B / RTT 15 ms); measured 22.2 Gbit/s (237634% of the prediction).",
+            ),
+            (
+                &["-b", "10M/32", "-P", "2"][..],
+                "Model: 20 Mbit/s predicted (-b 10 Mbit/s per stream, 2 streams); measured 22.2 Gbit/s (111023% of the prediction).",
+            ),
+            (
+                &["-P4"][..],
+                "Model: 941.5 Mbit/s predicted (link goodput, 94.1% of 1 Gbit/s, 4 streams); measured 22.2 Gbit/s (2358% of the prediction).",
+            ),
+        ] {
+            a.client = client.iter().map(|c| c.to_string()).collect();
+            let m = check_client_flags(&a.client).expect("client flags");
+            assert_eq!(record::model_for(&a, &m, measured_bps(&doc)).1, line);
+        }
+    }
+
+    /// `-J` prints the client's document through [`Document`]: a lab
+    /// document plumb wrote reads and prints back to the same text.
+    #[test]
+    fn a_lab_document_prints_back_as_written() {
+        let text = include_str!("../../report/tests/fixtures/plumb-lab-rwin.json");
+        let doc = Document::parse(text).expect("document");
+        assert!(doc.lab.is_some() && doc.model.is_some());
+        assert_eq!(
+            serde_json::to_string_pretty(&doc).expect("serializes"),
+            text.trim_end()
+        );
+    }
+
     #[test]
     fn a_link_that_released_nothing_has_no_release_error() {
-        let a = Cli::try_parse_from(["lab", "--rate", "1g", "--rtt", "15ms"])
-            .expect("lab flags")
-            .lab;
+        let a = lab_args(&["--rate", "1g", "--rtt", "15ms"]);
         let mut stats = plumb_lab::LabStats::default();
-        let keys = [
-            "release_error_p50_us",
-            "release_error_p99_us",
-            "release_error_p999_us",
-            "release_error_max_us",
-        ];
-        let v = lab_json(&a, None, &stats);
-        for k in keys {
-            assert!(v["emulator"][k].is_null(), "{k}: {}", v["emulator"]);
-        }
+        let errors = |e: &plumb_record::LabEmulator| {
+            [
+                e.release_error_p50_us,
+                e.release_error_p99_us,
+                e.release_error_p999_us,
+                e.release_error_max_us,
+            ]
+        };
+        let none = errors(&lab_record(&a, None, &stats).emulator);
+        assert!(none.iter().all(|e| *e == Some(None)), "{none:?}");
         for us in [3, 5, 40] {
             stats
                 .near_to_far
                 .release_error
                 .record(Duration::from_micros(us));
         }
-        let v = lab_json(&a, None, &stats);
-        let got: Vec<f64> = keys
+        let got: Vec<f64> = errors(&lab_record(&a, None, &stats).emulator)
             .iter()
-            .map(|k| v["emulator"][k].as_f64().expect("a number"))
+            .map(|e| e.flatten().expect("a number").get())
             .collect();
         assert!(got.windows(2).all(|w| w[0] <= w[1]), "{got:?}");
         assert_eq!(got[3], 40.0);

@@ -18,9 +18,13 @@ use plumb_live::sys::{self, Dumper, Owner};
 use plumb_live::{Filter, Role, Track, Tracker};
 use plumb_model::Rate;
 use plumb_net::cgroup::CgroupCpuReading;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::cli::usage_error;
+
+mod document;
+
+pub use document::{ConnectionRow, LiveDocument, LiveSampling};
 
 /// Connection filters shared by `plumb why` (live) and `plumb top`.
 #[derive(Debug, Args, Clone, Default)]
@@ -144,21 +148,6 @@ pub fn link_for_peer(peer: std::net::IpAddr, given: Option<Rate>) -> Option<Link
     Some(LinkRate {
         bps: mbps as f64 * 1e6,
         source: LinkSource::Interface(ifname),
-    })
-}
-
-/// The identity of a tracked connection, as JSON.
-pub fn identity(tr: &Track, owner: Option<&Owner>) -> Value {
-    let c = &tr.last;
-    json!({
-        "local": c.local.to_string(),
-        "remote": c.remote.to_string(),
-        "local_port": c.local.port(),
-        "remote_port": c.remote.port(),
-        "pid": owner.map(|o| o.pid),
-        "command": owner.map(|o| o.command.clone()),
-        "congestion": c.congestion.map(|c| c.to_string()),
-        "this_host": tr.delta().role.name(),
     })
 }
 
@@ -369,13 +358,12 @@ pub fn run(
             cpu,
             pid: owner.as_ref().map(|o| o.pid),
         };
-        let mut id = identity(tr, owner.as_ref());
+        let mut id = ConnectionRow::identity(tr, owner.as_ref());
         if tr.samples < 2 {
             let msg = "closed before a second sample: nothing to measure";
             text += &format!("== {} ==\n{msg}\n\n", describe(tr, owner.as_ref()));
-            id["closed"] = json!(true);
-            id["diagnosis"] = Value::Null;
-            id["note"] = json!(msg);
+            id.closed = true;
+            id.note = Some(msg);
             conns.push(id);
             continue;
         }
@@ -397,33 +385,36 @@ pub fn run(
             describe(tr, owner.as_ref()),
             crate::why::render(&d, &ev)
         );
-        id["closed"] = json!(tr.closed);
-        id["rate_bps"] = json!(tr.rate_bps());
-        id["samples"] = json!(tr.samples);
-        id["diagnosis"] = crate::why::diagnosis_json(&d);
-        if id["this_host"] == "idle" {
+        id.closed = tr.closed;
+        id.rate_bps = Some(tr.rate_bps());
+        id.samples = Some(tr.samples);
+        id.diagnosis = crate::why::diagnosis_json(&d);
+        if id.this_host == Role::Idle.name() {
             // Nothing to explain: an idle connection has no limit, which is
             // not the same as an unexplained one.
-            id["diagnosis"]["limit"] = Value::Null;
+            id.diagnosis["limit"] = Value::Null;
         }
         conns.push(id);
     }
     let first = conns
         .iter()
-        .find(|c| !c["diagnosis"].is_null())
-        .map(|c| c["diagnosis"].clone())
+        .find(|c| !c.diagnosis.is_null())
+        .map(|c| c.diagnosis.clone())
         .unwrap_or(Value::Null);
     let desc = describe_filter(&filter);
-    let doc = json!({
-        "live": { "filter": desc, "seconds": secs },
-        "connections": conns,
-        "diagnosis": first,
-    });
+    let doc = LiveDocument {
+        live: LiveSampling {
+            filter: desc.clone(),
+            seconds: secs,
+        },
+        connections: conns,
+        diagnosis: first,
+    };
     if let Some(path) = report {
         // The page is drawn from the document -J prints.
         let input = plumb_report::html::Input {
             name: format!("running connections, {desc}"),
-            doc: plumb_report::input::Document::from_value(doc.clone())?,
+            doc: plumb_report::input::Document::from_value(serde_json::to_value(&doc)?)?,
         };
         crate::report::write_for(path, vec![input])?;
     }

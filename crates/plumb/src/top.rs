@@ -27,6 +27,10 @@ use plumb_report::format::size_compact;
 use crate::cli::usage_error;
 use crate::live::{link_for_peer, CpuMark, LiveFilterArgs, Owners};
 
+mod line;
+
+use line::TopLine;
+
 /// Flags of `plumb top`.
 #[derive(Debug, Args)]
 #[command(
@@ -197,45 +201,25 @@ fn write_json(
     interval: u64,
     full_scan: bool,
 ) -> std::io::Result<()> {
-    // Without TCP_INFO (a dump that carried none) the RTT and window are
-    // unknown, not zero.
     let tcp = c.tcp;
-    write!(
-        out,
-        "{{\"interval\":{interval},\"local\":\"{}\",\"remote\":\"{}\",\"pid\":",
-        c.local, c.remote
-    )?;
-    match owner {
-        Some(o) => {
-            write!(out, "{},\"command\":", o.pid)?;
-            serde_json::to_writer(&mut *out, &o.command)?;
-        }
-        None => write!(out, "null,\"command\":null")?,
-    }
-    write!(out, ",\"direction\":\"{}\",\"rate_bps\":", r.role.name())?;
-    serde_json::to_writer(&mut *out, &r.rate)?;
-    write!(out, ",\"rtt_ms\":")?;
-    serde_json::to_writer(&mut *out, &tcp.map(|t| f64::from(t.rtt) / 1e3))?;
-    write!(out, ",\"cwnd_bytes\":")?;
-    serde_json::to_writer(
-        &mut *out,
-        &tcp.map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
-    )?;
-    write!(out, ",\"window_bytes\":")?;
-    match window(c, r.role) {
-        Some(w) => write!(out, "{w}")?,
-        None => write!(out, "null")?,
-    }
-    write!(out, ",\"retransmits\":{},\"limit\":", r.retrans)?;
-    match r.limit {
-        Some(l) => write!(out, "\"{}\"", l.name())?,
-        None => write!(out, "null")?,
-    }
-    match c.congestion {
-        Some(cc) => write!(out, ",\"congestion\":\"{cc}\"")?,
-        None => write!(out, ",\"congestion\":null")?,
-    }
-    writeln!(out, ",\"full_scan\":{full_scan}}}")
+    let line = TopLine {
+        interval,
+        local: c.local,
+        remote: c.remote,
+        pid: owner.map(|o| o.pid),
+        command: owner.map(|o| o.command.as_str()),
+        direction: r.role.name(),
+        rate_bps: r.rate,
+        rtt_ms: tcp.map(|t| f64::from(t.rtt) / 1e3),
+        cwnd_bytes: tcp.map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
+        window_bytes: window(c, r.role),
+        retransmits: r.retrans,
+        limit: r.limit.map(|l| l.name()),
+        congestion: c.congestion.as_ref().map(|cc| cc.as_str()),
+        full_scan,
+    };
+    serde_json::to_writer(&mut *out, &line)?;
+    writeln!(out)
 }
 
 /// Restores the terminal however `top` ends (return, error, panic).

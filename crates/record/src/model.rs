@@ -36,6 +36,20 @@ pub struct Model {
         skip_serializing_if = "Option::is_none"
     )]
     pub link_goodput_bps: Option<Option<Real>>,
+    /// `--latency`: the delay the link's full queue adds, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_delay_ms: Option<Real>,
+    /// `--latency`: the loaded round trip that delay makes, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_rtt_ms: Option<Real>,
+    /// `--latency`: what the load added to the median round trip, as the
+    /// client's probes measured it, ms (`null`: not measured).
+    #[serde(
+        default,
+        deserialize_with = "nullable::de",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub measured_increase_p50_ms: Option<Option<Real>>,
     /// Keys this version does not know, carried as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

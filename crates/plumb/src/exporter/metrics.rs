@@ -12,12 +12,12 @@
 use std::sync::atomic::AtomicU64;
 
 use plumb_diagnose::Diagnosis;
+use plumb_record::{Document, EndSum, Real};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
-use serde_json::Value;
 
 /// The media type Prometheus asks for and this text is.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -74,7 +74,7 @@ pub struct ProbeResult {
     /// Test seconds asked for (after the caps).
     pub test_time: f64,
     /// The client's `-J` document (partial when the test failed).
-    pub doc: Value,
+    pub doc: Document,
     /// Smoothed RTT, seconds, from the evidence.
     pub rtt: Option<f64>,
     /// Minimum RTT, seconds.
@@ -113,8 +113,9 @@ fn per_second() -> Option<Unit> {
     Some(Unit::Other("bytes_per_second".into()))
 }
 
-fn at(v: &Value, path: &[&str]) -> Option<f64> {
-    path.iter().try_fold(v, |v, k| v.get(k))?.as_f64()
+/// A figure that is there: `null` (read as NaN) is not.
+fn num(r: Real) -> Option<f64> {
+    Some(r.get()).filter(|x| !x.is_nan())
 }
 
 /// One probe's metrics as OpenMetrics text.
@@ -141,11 +142,12 @@ pub fn probe_text(r: &ProbeResult) -> String {
         Some(Unit::Seconds),
         r.test_time,
     );
-    let end = &r.doc["end"];
+    let end = r.doc.end.as_ref();
     if r.up {
-        let sent = &end["sum_sent"];
-        let rcvd = &end["sum_received"];
-        if let Some(s) = at(rcvd, &["seconds"]).or(at(sent, &["seconds"])) {
+        let sent = end.and_then(|e| e.sum_sent.as_ref());
+        let rcvd = end.and_then(|e| e.sum_received.as_ref());
+        let seconds = |s: Option<&EndSum>| s.and_then(|s| num(s.seconds()));
+        if let Some(s) = seconds(rcvd).or(seconds(sent)) {
             gauge(
                 &mut reg,
                 "plumb_test_duration",
@@ -154,7 +156,7 @@ pub fn probe_text(r: &ProbeResult) -> String {
                 s,
             );
         }
-        if let Some(b) = at(sent, &["bytes"]) {
+        if let Some(b) = sent.map(|s| s.bytes() as f64) {
             gauge(
                 &mut reg,
                 "plumb_sent",
@@ -163,7 +165,7 @@ pub fn probe_text(r: &ProbeResult) -> String {
                 b,
             );
         }
-        if let Some(b) = at(rcvd, &["bytes"]) {
+        if let Some(b) = rcvd.map(|s| s.bytes() as f64) {
             gauge(
                 &mut reg,
                 "plumb_received",
@@ -174,7 +176,7 @@ pub fn probe_text(r: &ProbeResult) -> String {
         }
         let mut rows = Vec::new();
         for (side, sum) in [("sender", sent), ("receiver", rcvd)] {
-            if let Some(bps) = at(sum, &["bits_per_second"]) {
+            if let Some(bps) = sum.and_then(|s| num(s.bits_per_second())) {
                 rows.push((vec![("side".to_string(), side.to_string())], bps / 8.0));
             }
         }
@@ -185,7 +187,11 @@ pub fn probe_text(r: &ProbeResult) -> String {
             per_second(),
             &rows,
         );
-        if let Some(n) = at(sent, &["retransmits"]) {
+        let retransmits = match sent {
+            Some(EndSum::Tcp(t)) => t.retransmits,
+            _ => None,
+        };
+        if let Some(n) = retransmits.map(|n| n as f64) {
             gauge(
                 &mut reg,
                 "plumb_retransmitted_segments",
@@ -212,8 +218,11 @@ pub fn probe_text(r: &ProbeResult) -> String {
                 rtt,
             );
         }
-        let udp = &end["sum"];
-        if let Some(j) = at(udp, &["jitter_ms"]) {
+        let udp = match end.and_then(|e| e.sum.as_ref()) {
+            Some(EndSum::Udp(u)) => Some(u),
+            _ => None,
+        };
+        if let Some((udp, j)) = udp.and_then(|u| Some((u, num(u.jitter_ms)?))) {
             gauge(
                 &mut reg,
                 "plumb_udp_jitter",
@@ -221,19 +230,21 @@ pub fn probe_text(r: &ProbeResult) -> String {
                 Some(Unit::Seconds),
                 j / 1000.0,
             );
-            if let Some(n) = at(udp, &["lost_packets"]) {
-                gauge(
-                    &mut reg,
-                    "plumb_udp_lost_packets",
-                    "UDP datagrams lost",
-                    None,
-                    n,
-                );
-            }
-            if let Some(n) = at(udp, &["packets"]) {
-                gauge(&mut reg, "plumb_udp_packets", "UDP datagrams sent", None, n);
-            }
-            if let Some(p) = at(udp, &["lost_percent"]) {
+            gauge(
+                &mut reg,
+                "plumb_udp_lost_packets",
+                "UDP datagrams lost",
+                None,
+                udp.lost_packets as f64,
+            );
+            gauge(
+                &mut reg,
+                "plumb_udp_packets",
+                "UDP datagrams sent",
+                None,
+                udp.packets as f64,
+            );
+            if let Some(p) = num(udp.lost_percent) {
                 gauge(
                     &mut reg,
                     "plumb_udp_loss",
@@ -469,5 +480,46 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("plumb_throughput"), "{t}");
+    }
+}
+#[cfg(test)]
+mod probe_doc_tests {
+    use super::*;
+
+    fn text(doc: &str) -> String {
+        probe_text(&ProbeResult {
+            up: true,
+            doc: Document::parse(doc).expect("a document"),
+            ..ProbeResult::default()
+        })
+    }
+
+    #[test]
+    fn a_tcp_test_gives_bytes_rates_and_retransmits() {
+        let t = text(include_str!("../../../report/tests/fixtures/plumb-p2.json"));
+        for line in [
+            "plumb_sent_bytes 8421769216.0\n",
+            "plumb_retransmitted_segments 24.0\n",
+            "plumb_throughput_bytes_per_second{side=\"receiver\"}",
+        ] {
+            assert!(t.contains(line), "{line}: {t}");
+        }
+        assert!(!t.contains("plumb_udp"), "{t}");
+    }
+
+    #[test]
+    fn a_udp_test_gives_jitter_and_loss() {
+        let t = text(include_str!(
+            "../../../report/tests/fixtures/iperf3-3.22-udp.json"
+        ));
+        for line in [
+            "plumb_udp_jitter_seconds 0.00008216734141336331\n",
+            "plumb_udp_lost_packets 0.0\n",
+            "plumb_udp_packets 573.0\n",
+            "plumb_udp_loss_ratio 0.0\n",
+        ] {
+            assert!(t.contains(line), "{line}: {t}");
+        }
+        assert!(!t.contains("plumb_retransmitted"), "{t}");
     }
 }
