@@ -49,6 +49,7 @@ pub mod fixes;
 mod human;
 pub mod latency;
 mod payload;
+mod read;
 pub mod rules;
 mod seen;
 mod summary;
