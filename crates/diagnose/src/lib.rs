@@ -18,10 +18,11 @@
 //!   in words.
 //! - [`latency`]: the latency-under-load verdict (bufferbloat) and its
 //!   fixes, when the test measured it.
-//! - [`evidence`]: the only module that reads JSON: a test's `-J` document
-//!   (plumb's, or a stock iperf3's with thinner evidence) into [`Evidence`]
-//!   and its latency probes; any other source (the model alone, a live
-//!   connection) builds the same struct.
+//! - [`evidence`]: what a test recorded, as typed [`Evidence`]; any source
+//!   (a `-J` document, the model alone, a live connection) builds it.
+//! - `read`: the only module that reads the test document: a
+//!   [`plumb_record::Document`] (plumb's, or a stock iperf3's with thinner
+//!   evidence) into [`Evidence`] and its latency probes.
 //! - `figures`: the link and target [`Figures`] of one answer, computed once
 //!   so that the summary, the fixes and every "expect about" agree.
 //! - `diagnosis`: the answer, [`Diagnosis`].

@@ -284,57 +284,46 @@ impl Evidence {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::evidence::LinkSource;
+    use plumb_record::Document;
 
-    /// Every fixture, with and without a link rate, reads into the same
-    /// evidence from the typed document as from its JSON value.
+    use super::LatencyEvidence;
+    use crate::testing::*;
+
     #[test]
-    fn typed_reading_equals_the_value_reading() {
-        let mut n = 0;
-        let dirs = [
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"),
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../report/tests/fixtures"),
-        ];
-        for e in dirs
-            .iter()
-            .flat_map(|d| std::fs::read_dir(d).expect("fixtures"))
-        {
-            let p = e.expect("entry").path();
-            let text = std::fs::read_to_string(&p).expect("fixture");
-            if p.extension().is_none_or(|x| x != "json") {
-                continue;
-            }
-            let v: serde_json::Value = serde_json::from_str(&text).expect("json");
-            let mut v2 = v.clone();
-            if v2["end"]["plumb"]["latency"].is_object() {
-                v2["model"] = serde_json::json!({"predicted_bps": 1, "limit": "link", "streams": 1, "queue_delay_ms": 12.5});
-            }
-            let v = v2.clone();
-            let Ok(doc) = Document::from_value(v2) else {
-                eprintln!("skip {}", p.display());
-                continue;
-            };
-            for link in [
-                None,
-                Some(LinkRate {
-                    bps: 1e9,
-                    source: LinkSource::Given,
-                }),
-                Some(LinkRate {
-                    bps: 1e8,
-                    source: LinkSource::Interface("eth0".into()),
-                }),
-            ] {
-                assert_eq!(
-                    Evidence::from_document(&doc, link.clone()),
-                    Evidence::from_json(&v, link),
-                    "{}",
-                    p.display()
-                );
-                n += 1;
-            }
-        }
-        assert!(n >= 19 * 3);
+    fn latency_probes_are_read_and_missing_ones_give_nothing() {
+        let doc = Document::parse(
+            r#"{"end": {"plumb": {"latency": {
+                "idle": {"p50_ms": 15.0}, "loaded": {"p50_ms": 97.0, "p99_ms": 115.0, "rpm": 600.0}
+            }}}, "model": {"predicted_bps": 1e9, "limit": "link", "streams": 1,
+                           "queue_delay_ms": 100.0}}"#,
+        )
+        .expect("document");
+        assert_eq!(
+            LatencyEvidence::from_document(&doc),
+            Some(LatencyEvidence {
+                idle_p50_ms: 15.0,
+                loaded_p50_ms: 97.0,
+                loaded_p99_ms: 115.0,
+                loaded_rpm: Some(600.0),
+                predicted_queue_ms: Some(100.0),
+            })
+        );
+        let empty = Document::parse(r#"{"end": {}}"#).expect("document");
+        assert_eq!(LatencyEvidence::from_document(&empty), None);
+    }
+
+    #[test]
+    fn reads_a_stock_iperf3_document() {
+        let e = fixture("iperf3-3.12-forward.json", None);
+        assert!(e.tcp && !e.reverse && !e.peer_is_plumb);
+        assert_eq!(e.streams.len(), 1);
+        assert_eq!(e.streams[0].max_snd_wnd, Some(6_930_432));
+        assert!(e.unknown.iter().any(|u| u.contains("not plumb")));
+        assert!(e.unknown.iter().any(|u| u.contains("--link")));
+        let d = diagnose(&e);
+        consistent(&d);
+        // Loopback at 40 Gbit/s: iperf3 3.12 used a whole core sending.
+        assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
+        assert!(d.summary.contains("CPU on the sender"), "{}", d.summary);
     }
 }

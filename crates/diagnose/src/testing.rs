@@ -49,19 +49,7 @@ pub(crate) fn ev(measured: f64, s: StreamTcp) -> Evidence {
 /// A lab run recorded with `plumb lab --rate 1gbit … -J` (see the
 /// fixture's `lab` and `start` keys for its configuration).
 pub(crate) fn recorded(name: &str, link_bps: f64) -> Evidence {
-    let path = format!(
-        "{}/tests/fixtures/lab-{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).expect("fixture");
-    Evidence::from_text(
-        &text,
-        Some(LinkRate {
-            bps: link_bps,
-            source: LinkSource::Given,
-        }),
-    )
-    .expect("evidence")
+    fixture(&format!("lab-{name}.json"), Some(link_bps))
 }
 
 /// The status of the finding for `l`, if the answer has one.
@@ -102,7 +90,8 @@ pub(crate) fn fixture(file: &str, link_bps: Option<f64>) -> Evidence {
         bps,
         source: LinkSource::Given,
     });
-    Evidence::from_text(&text, link).expect("evidence")
+    let doc = plumb_record::Document::parse(&text).expect("a -J document");
+    Evidence::from_document(&doc, link).expect("evidence")
 }
 
 /// No UDP answer claims TCP evidence, missing or present.

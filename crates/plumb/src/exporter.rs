@@ -351,7 +351,7 @@ fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
         ..ProbeResult::default()
     };
     if r.up {
-        if let Ok(ev) = Evidence::from_json(&doc, link_for(target, p.link)) {
+        if let Ok(ev) = Evidence::from_document(&capture.record(), link_for(target, p.link)) {
             let mut ev = ev;
             if ev.link.is_none() && ev.best_interval_bps > 0.0 {
                 // Without a link rate the best interval is the only bound on it (as plumb why).

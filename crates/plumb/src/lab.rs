@@ -375,12 +375,15 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             bps: a.rate.bps(),
             source: LinkSource::Given,
         });
-        Evidence::from_json(&doc, link).map(|mut ev| {
-            if let Some(l) = ev.latency.as_mut() {
-                l.predicted_queue_ms = model.0["queue_delay_ms"].as_f64();
-            }
-            (diagnose(&ev), ev)
-        })
+        plumb_record::Document::from_value(doc.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|d| Evidence::from_document(&d, link))
+            .map(|mut ev| {
+                if let Some(l) = ev.latency.as_mut() {
+                    l.predicted_queue_ms = model.0["queue_delay_ms"].as_f64();
+                }
+                (diagnose(&ev), ev)
+            })
     });
     if let (true, Some(Err(e))) = (json, &diagnosis) {
         eprintln!("plumb: cannot diagnose: {e}");

@@ -102,7 +102,8 @@ pub fn input(name: String, mut doc: Value, link: Option<Rate>) -> Input {
             bps: r.bps(),
             source: LinkSource::Given,
         });
-        if let Ok(ev0) = Evidence::from_json(&doc, link.clone()) {
+        let typed = plumb_record::Document::from_value(doc.clone()).map_err(|e| e.to_string());
+        if let Ok(ev0) = typed.and_then(|d| Evidence::from_document(&d, link.clone())) {
             if link.is_none() && ev0.best_interval_bps > 0.0 {
                 link = Some(LinkRate {
                     bps: ev0.best_interval_bps,

@@ -215,7 +215,8 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
 /// `diagnosis` key).
 pub fn explain(doc: &Value, link: Option<LinkRate>, json: bool) -> anyhow::Result<ExitCode> {
     let mut link = link;
-    let ev0 = match Evidence::from_json(doc, link.clone()) {
+    let typed = plumb_record::Document::from_value(doc.clone()).map_err(|e| e.to_string());
+    let ev0 = match typed.and_then(|d| Evidence::from_document(&d, link.clone())) {
         Ok(e) => e,
         Err(msg) => {
             eprintln!("plumb: {msg}");
