@@ -5,10 +5,10 @@
 //!
 //! Plain data every other module of the crate reads: it uses none of them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What limits a transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
     /// The receiver's advertised window.
@@ -46,7 +46,7 @@ impl Limit {
 }
 
 /// How sure a finding is, in words: a band of the numeric confidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
     /// Below 0.45.
@@ -80,7 +80,7 @@ impl Confidence {
 }
 
 /// Where a finding stands against the measured rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
     /// The answer.
     #[serde(rename = "primary")]
@@ -105,7 +105,7 @@ impl Status {
 }
 
 /// One number behind a finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceLine {
     /// What was measured.
     pub what: String,
@@ -125,7 +125,7 @@ pub(crate) fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
 }
 
 /// One cause the evidence shows, weighed against the measured rate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// Which limit.
     pub limit: Limit,
@@ -168,7 +168,7 @@ impl Finding {
 }
 
 /// A change to make, and what the model expects from it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fix {
     /// `linux`, `windows`, `windows-legacy`, `macos`, `freebsd`, `application`, `path`.
     pub os: String,

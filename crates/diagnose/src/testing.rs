@@ -76,6 +76,7 @@ pub(crate) fn consistent(d: &Diagnosis) {
         let t = d.tolerance.expect("a prediction comes with its tolerance");
         assert!(explains(d.measured_bps, p, t), "{} vs {p}", d.measured_bps);
     }
+    assert_eq!(d.confidence_level, d.primary().map(|f| f.level));
     for f in &d.findings {
         assert!((0.0..=1.0).contains(&f.confidence), "{f:?}");
         assert_eq!(f.level, Confidence::of(f.confidence));

@@ -137,6 +137,7 @@ pub(crate) fn answer(
         predicted_bps,
         tolerance,
         confidence,
+        confidence_level: first.map(|f| f.level),
         link_bps: figures.goodput_bps,
         link_source: ev.link.as_ref().map(|l| match &l.source {
             LinkSource::Given => "given".to_string(),

@@ -240,6 +240,7 @@ pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
         dg.predicted_bps = None;
         dg.tolerance = None;
         dg.confidence = None;
+        dg.confidence_level = None;
         dg.evidence
             .retain(|e| e.what.starts_with("measured") || e.what.starts_with("link rate"));
         dg.summary = format!(
@@ -421,6 +422,7 @@ fn demote(dg: &mut Diagnosis) {
     dg.predicted_bps = None;
     dg.tolerance = None;
     dg.confidence = None;
+    dg.confidence_level = None;
     dg.fixes.clear();
     dg.figures.per_stream_bps = None;
     dg.figures.streams_needed = None;
@@ -474,6 +476,7 @@ fn promote(dg: &mut Diagnosis, ev: &Evidence, app: Option<(&str, &str)>) {
     dg.predicted_bps = f.predicted_bps.filter(|_| f.explains);
     dg.tolerance = f.tolerance.filter(|_| f.explains);
     dg.confidence = Some(f.confidence);
+    dg.confidence_level = Some(f.level);
     dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
     refigure(dg, ev);
     dg.summary = lead(&f, &dg.figures);

@@ -512,3 +512,62 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The serialized `Diagnosis` is the object `diagnosis_json` builds,
+    /// key for key, in order, integer or float alike; and reads back.
+    #[test]
+    fn serialized_diagnosis_equals_diagnosis_json() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let mut n = 0;
+        // A latency verdict, an unexplained answer and a primary were all compared.
+        let mut seen = (false, false, false);
+        for dir in ["diagnose/tests/fixtures", "report/tests/fixtures"] {
+            let dir = format!("{root}/{dir}");
+            for e in std::fs::read_dir(&dir).expect("fixtures") {
+                let p = e.expect("entry").path();
+                if p.extension().is_none_or(|x| x != "json") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&p).expect("fixture");
+                let Ok(doc) = plumb_record::Document::parse(&text) else {
+                    continue;
+                };
+                for link in [
+                    None,
+                    Some(LinkRate {
+                        bps: 1e9,
+                        source: LinkSource::Given,
+                    }),
+                    Some(LinkRate {
+                        bps: 1e8,
+                        source: LinkSource::Interface("eth0".into()),
+                    }),
+                    Some(LinkRate {
+                        bps: 3e8,
+                        source: LinkSource::BestInterval,
+                    }),
+                ] {
+                    let Ok(ev) = Evidence::from_document(&doc, link) else {
+                        continue;
+                    };
+                    let d = diagnose(&ev);
+                    let old = serde_json::to_string(&diagnosis_json(&d)).expect("json");
+                    let new = serde_json::to_string(&d).expect("json");
+                    assert_eq!(new, old, "{}", p.display());
+                    let back: Diagnosis = serde_json::from_str(&new).expect("reads back");
+                    assert_eq!(back, d, "{}", p.display());
+                    n += 1;
+                    seen.0 |= d.latency.is_some();
+                    seen.1 |= d.limit.is_none();
+                    seen.2 |= d.primary().is_some();
+                }
+            }
+        }
+        assert!(n >= 80, "{n}");
+        assert_eq!(seen, (true, true, true));
+    }
+}
