@@ -407,7 +407,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         data.insert("lab".into(), lab_json);
         data.insert("model".into(), model.0.clone());
         if let Some(Ok((d, _))) = &diagnosis {
-            data.insert("diagnosis".into(), crate::why::diagnosis_json(d));
+            data.insert("diagnosis".into(), serde_json::to_value(d)?);
         }
         println!(
             "{}",
@@ -418,7 +418,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             o.insert("lab".into(), lab_json);
             o.insert("model".into(), model.0.clone());
             if let Some(Ok((d, _))) = &diagnosis {
-                o.insert("diagnosis".into(), crate::why::diagnosis_json(d));
+                o.insert("diagnosis".into(), serde_json::to_value(d)?);
             }
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);

@@ -400,7 +400,7 @@ pub fn run(
         id["closed"] = json!(tr.closed);
         id["rate_bps"] = json!(tr.rate_bps());
         id["samples"] = json!(tr.samples);
-        id["diagnosis"] = crate::why::diagnosis_json(&d);
+        id["diagnosis"] = serde_json::to_value(&d)?;
         if id["this_host"] == "idle" {
             // Nothing to explain: an idle connection has no limit, which is
             // not the same as an unexplained one.

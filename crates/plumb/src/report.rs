@@ -112,7 +112,10 @@ pub fn input(name: String, mut doc: Value, link: Option<Rate>) -> Input {
             }
             let d = diagnose(&Evidence { link, ..ev0 });
             if let Some(o) = doc.as_object_mut() {
-                o.insert("diagnosis".into(), crate::why::diagnosis_json(&d));
+                o.insert(
+                    "diagnosis".into(),
+                    serde_json::to_value(&d).unwrap_or_default(),
+                );
             }
         }
     }
