@@ -197,19 +197,6 @@ fn fixes(link_bps: Option<f64>) -> Vec<Fix> {
     ]
 }
 
-/// The verdict in text, for `plumb why`.
-pub fn render(v: &LatencyVerdict) -> String {
-    let mut s = format!("\nLatency under load: {}\n", v.sentence);
-    if !v.fixes.is_empty() {
-        s += "Fixes for the queue (and their throughput cost):\n";
-        for f in &v.fixes {
-            s += &format!("  [{}] {}\n", f.os, f.commands.join("; "));
-            s += &format!("      {}\n", f.note);
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -425,7 +425,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     } else {
         println!("\n{}", model.1);
         match &diagnosis {
-            Some(Ok((d, ev))) => println!("\n{}", crate::why::render(d, ev)),
+            Some(Ok((d, ev))) => println!("\n{}", plumb_report::diagnosis::render(d, ev)),
             Some(Err(e)) => eprintln!("plumb: cannot diagnose: {e}"),
             None => {}
         }

@@ -395,7 +395,7 @@ pub fn run(
         text += &format!(
             "== {} ==\n{}\n",
             describe(tr, owner.as_ref()),
-            crate::why::render(&d, &ev)
+            plumb_report::diagnosis::render(&d, &ev)
         );
         id["closed"] = json!(tr.closed);
         id["rate_bps"] = json!(tr.rate_bps());

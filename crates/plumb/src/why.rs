@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Diagnosis, Evidence, LinkSource};
-use plumb_model::units::{sig, thousands};
+use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use plumb_record::Document;
 use plumb_report::json::JsonSink;
@@ -252,141 +252,9 @@ pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Re
         };
         writeln!(out, "{}", serde_json::to_string_pretty(&full)?)?;
     } else {
-        write!(out, "{}", render(&d, &ev))?;
+        write!(out, "{}", plumb_report::diagnosis::render(&d, &ev))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn rate(b: f64) -> String {
-    Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human)
-}
-
-/// The line under the summary: the measurement, and how the answer stands
-/// against it.
-fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
-    let mut s = format!(
-        "Measured {} over {} s",
-        rate(d.measured_bps),
-        sig(ev.duration_s, 3)
-    );
-    let Some(f) = d.primary() else {
-        return s + "; nothing plumb models predicts this rate, so no fix is offered.";
-    };
-    let conf = format!("confidence {}, {}", sig(f.confidence, 2), f.level.word());
-    match (f.explains, f.predicted_bps, f.tolerance) {
-        (true, Some(p), Some(t)) => {
-            s += &format!(
-                "; the model predicts {} from this evidence, within the {}% it allows either way ({conf}).",
-                rate(p),
-                sig(t * 100.0, 2)
-            );
-        }
-        _ => {
-            let udp = ev.udp.is_some() && f.limit == plumb_diagnose::Limit::Loss;
-            // A cgroup quota's share is of its periods, not of the test.
-            let quota = plumb_diagnose::rules::quota_of(f, ev);
-            let share = f.binding_share.map_or(String::new(), |x| {
-                if udp {
-                    format!(" for {}% of the datagrams sent", sig(x * 100.0, 2))
-                } else if let Some((_, t)) = quota {
-                    format!(
-                        ": its cgroup's CPU quota ran out in {}% of its periods",
-                        sig(t, 2)
-                    )
-                } else {
-                    format!(" {}% of the test", sig(x * 100.0, 2))
-                }
-            });
-            let model = match f.predicted_bps {
-                Some(p) => format!(
-                    "its own model allows {}, which does not explain the rate",
-                    rate(p)
-                ),
-                None => "it has no rate model".into(),
-            };
-            s += &format!(
-                "; named because it was binding{share} by {}, not from a predicted rate: {model} ({conf}).",
-                if quota.is_some() {
-                    "the kernel's count"
-                } else if f.limit == plumb_diagnose::Limit::Cpu {
-                    "the CPU it used or waited for"
-                } else if udp {
-                    "the receiver's datagram counts"
-                } else {
-                    "TCP's counters"
-                }
-            );
-        }
-    }
-    s
-}
-
-/// The diagnosis as a network engineer would write it.
-pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
-    let mut s = String::new();
-    s += &d.summary;
-    s += "\n\n";
-    s += &verdict(d, ev);
-    s += "\n";
-    if !d.evidence.is_empty() {
-        s += "\nEvidence:\n";
-        for e in &d.evidence {
-            let v = if e.unit == "B" {
-                format!("{} B", thousands(e.value as u64))
-            } else if e.unit.is_empty() {
-                String::new()
-            } else {
-                format!("{} {}", sig(e.value, 4), e.unit)
-            };
-            s += &format!("  {:<60} {v}\n", e.what);
-        }
-    }
-    let others: Vec<_> = d
-        .findings
-        .iter()
-        .skip(usize::from(d.primary().is_some()))
-        .collect();
-    if !others.is_empty() {
-        s += if d.limit.is_some() {
-            "\nAlso seen:\n"
-        } else {
-            "\nSeen:\n"
-        };
-        for f in others {
-            // A cause that does not bind has no confidence worth printing.
-            let how = match f.status {
-                plumb_diagnose::Status::NotBinding => f.status.word().to_string(),
-                _ => format!("{}, confidence {}", f.status.word(), sig(f.confidence, 2)),
-            };
-            s += &format!("  - {} ({how}): {}.\n", f.what, f.sentence);
-        }
-    }
-    if !d.fixes.is_empty() {
-        s += "\nWhat to change:\n";
-        for f in &d.fixes {
-            let expect = f
-                .expected_bps
-                .map_or(String::new(), |e| format!(" -> expect about {}", rate(e)));
-            s += &format!(
-                "  {}: {}{expect}\n",
-                plumb_report::format::os_name(&f.os),
-                f.note
-            );
-            for c in &f.commands {
-                s += &format!("      {c}\n");
-            }
-        }
-    }
-    if !d.unknown.is_empty() {
-        s += "\nNot known from this test:\n";
-        for u in &d.unknown {
-            s += &format!("  - {u}\n");
-        }
-    }
-    if let Some(l) = &d.latency {
-        s += &plumb_diagnose::latency::render(l);
-    }
-    s
 }
 
 /// `plumb why --rate … --rtt … -w …`: the model's answer with no test.
@@ -497,7 +365,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             )?,
             _ => {}
         }
-        let text = render(&d, &ev);
+        let text = plumb_report::diagnosis::render(&d, &ev);
         // The rendered text starts with the rules' own summary and a measured line; skip them.
         let rest = text.split_once("\n\n").map_or("", |(_, r)| r);
         let rest = rest.split_once('\n').map_or("", |(_, r)| r);
