@@ -61,5 +61,6 @@ mod weigh;
 
 pub use evidence::{Evidence, LinkSource};
 pub use rules::{
-    diagnose, Confidence, Diagnosis, EvidenceLine, Figures, Finding, Fix, Limit, Status,
+    diagnose, Confidence, Diagnosis, EvidenceKind, EvidenceLine, Figures, Finding, Fix, Limit,
+    Status,
 };

@@ -4,7 +4,7 @@
 
 pub(crate) use crate::diagnosis::Diagnosis;
 pub(crate) use crate::evidence::{Cpu, Evidence, LinkRate, LinkSource, StreamTcp};
-pub(crate) use crate::finding::{Confidence, Limit, Status};
+pub(crate) use crate::finding::{Confidence, EvidenceKind, Limit, Status};
 pub(crate) use crate::rules::diagnose;
 pub(crate) use crate::tolerance::explains;
 
@@ -77,6 +77,14 @@ pub(crate) fn consistent(d: &Diagnosis) {
         assert!(explains(d.measured_bps, p, t), "{} vs {p}", d.measured_bps);
     }
     assert_eq!(d.confidence_level, d.primary().map(|f| f.level));
+    // A line's kind is the one its words say: it survives the JSON.
+    for e in d
+        .evidence
+        .iter()
+        .chain(d.findings.iter().flat_map(|f| &f.evidence))
+    {
+        assert_eq!(e.kind, EvidenceKind::of(&e.what), "{e:?}");
+    }
     for f in &d.findings {
         assert!((0.0..=1.0).contains(&f.confidence), "{f:?}");
         assert_eq!(f.level, Confidence::of(f.confidence));

@@ -312,7 +312,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     let mut d = diagnose(&ev);
     // There was no measurement: the model's rate is not evidence.
     d.evidence
-        .retain(|e| e.what != "measured goodput (receiver)");
+        .retain(|e| e.kind != plumb_diagnose::EvidenceKind::Goodput);
     d.unknown = vec![
         "everything a test measures: this is the model alone (run plumb why HOST to measure)"
             .into(),
@@ -365,10 +365,9 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             )?,
             _ => {}
         }
-        let text = plumb_report::diagnosis::render(&d, &ev);
-        // The rendered text starts with the rules' own summary and a measured line; skip them.
-        let rest = text.split_once("\n\n").map_or("", |(_, r)| r);
-        let rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        // The summary is printed above, and there was no measurement to
+        // stand the answer against: the sections alone.
+        let rest = plumb_report::diagnosis::sections(&d);
         write!(out, "{}", rest.trim_start_matches('\n'))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -76,13 +76,17 @@ fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
     s
 }
 
-/// The diagnosis as a network engineer would write it.
+/// The diagnosis as a network engineer would write it: the lead sentence,
+/// the line under it, then [`sections`].
 pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
+    format!("{}\n\n{}\n{}", d.summary, verdict(d, ev), sections(d))
+}
+
+/// The sections under the lead sentence and the verdict line, each after a
+/// blank line: the evidence, what else was seen, what to change, what could
+/// not be known and the latency verdict, those the answer has.
+pub fn sections(d: &Diagnosis) -> String {
     let mut s = String::new();
-    s += &d.summary;
-    s += "\n\n";
-    s += &verdict(d, ev);
-    s += "\n";
     if !d.evidence.is_empty() {
         s += "\nEvidence:\n";
         for e in &d.evidence {
