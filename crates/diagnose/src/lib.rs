@@ -25,7 +25,9 @@
 //!   evidence) into [`Evidence`] and its latency probes.
 //! - `figures`: the link and target [`Figures`] of one answer, computed once
 //!   so that the summary, the fixes and every "expect about" agree.
-//! - `diagnosis`: the answer, [`Diagnosis`].
+//! - `diagnosis`: the answer, [`Diagnosis`], which is also the `diagnosis`
+//!   object of the `-J` document; `explained`: a document with its
+//!   diagnosis ([`Explained`]).
 //! - `seen`: what a rule reports before it is weighed.
 //! - [`rules`]: one file per rule (receive window, send buffer, application,
 //!   UDP loss, CPU, path MTU, loss, link, congestion), each weighing its own
@@ -44,6 +46,7 @@
 
 mod diagnosis;
 pub mod evidence;
+mod explained;
 mod figures;
 mod finding;
 pub mod fixes;
@@ -60,6 +63,7 @@ mod tolerance;
 mod weigh;
 
 pub use evidence::{Evidence, LinkSource};
+pub use explained::Explained;
 pub use rules::{
     diagnose, Confidence, Diagnosis, EvidenceKind, EvidenceLine, Figures, Finding, Fix, Limit,
     Status,

@@ -7,14 +7,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Diagnosis, Evidence, LinkSource};
+use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
 use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use plumb_record::Document;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 use plumb_report::Tee;
-use serde::Serialize;
 
 use crate::cli::usage_error;
 use crate::measure::{test_spec, MeasureArgs};
@@ -213,15 +212,6 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
     explain(&doc, link, m.json)
 }
 
-/// What `plumb why -J` prints: the document explained, with the diagnosis
-/// under `diagnosis` (in place of any it had).
-#[derive(Serialize)]
-struct Explained<'a> {
-    #[serde(flatten)]
-    doc: &'a Document,
-    diagnosis: &'a Diagnosis,
-}
-
 /// Explains a `-J` document: prints the diagnosis (or the document with a
 /// `diagnosis` key).
 pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Result<ExitCode> {
@@ -244,12 +234,7 @@ pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Re
     let d = diagnose(&ev);
     let mut out = std::io::stdout().lock();
     if json {
-        let mut doc = doc.clone();
-        doc.extra.shift_remove("diagnosis");
-        let full = Explained {
-            doc: &doc,
-            diagnosis: &d,
-        };
+        let full = Explained::new(doc.clone(), d);
         writeln!(out, "{}", serde_json::to_string_pretty(&full)?)?;
     } else {
         write!(out, "{}", plumb_report::diagnosis::render(&d, &ev))?;
@@ -321,11 +306,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             framing.payload().get()
         ),
     ];
-    let verdict_only = Document::default();
-    let doc = Explained {
-        doc: &verdict_only,
-        diagnosis: &d,
-    };
+    let doc = Explained::new(Document::default(), d.clone());
     if let Some(out) = &a.measure.report {
         // A verdict-only page, from the document -J prints.
         let mut name = format!("the model alone: {}, RTT {}", rate.human(), rtt.human());
