@@ -59,7 +59,7 @@ pub struct LatencyVerdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// The queue added more than [`FINE_MS`] and more than the idle RTT.
+    /// The queue added more than 10 ms and more than the idle RTT.
     Bufferbloat,
     /// It did not.
     Fine,

@@ -11,7 +11,8 @@
 //! The modules, from the plain types up; none uses a module that uses it:
 //!
 //! - `finding`: the types an answer is made of: [`Limit`], [`Finding`],
-//!   [`EvidenceLine`], [`Confidence`], [`Status`], [`Fix`]. Uses no other.
+//!   [`EvidenceLine`] and its [`EvidenceKind`], [`Confidence`], [`Status`],
+//!   [`Fix`]. Uses no other.
 //! - `tolerance`: the bars every rule is weighed against (how far a
 //!   prediction may stray, how much of the test a counter must cover).
 //! - `payload`, `human`: the payload share of the wire or a buffer; numbers
