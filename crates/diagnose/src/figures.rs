@@ -4,7 +4,7 @@
 
 use plumb_model::tcp;
 use plumb_model::{Rate, Rtt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::evidence::{Evidence, LinkSource};
 use crate::finding::{Finding, Limit};
@@ -12,7 +12,7 @@ use crate::payload::{efficiency, udp_efficiency, UDP_PAYLOAD};
 
 /// The link and target figures of one answer, computed once so that the
 /// summary, the windows and streams needed and every "expect about" agree.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
     /// The link's line rate, bit/s.
     pub link_bps: Option<f64>,

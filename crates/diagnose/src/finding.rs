@@ -1,14 +1,14 @@
 //! The finding types: what limits a transfer ([`Limit`]), one cause the
 //! evidence shows weighed against the measured rate ([`Finding`]), the
-//! numbers behind it ([`EvidenceLine`]), how sure it is ([`Confidence`]),
+//! numbers behind it ([`EvidenceLine`], [`EvidenceKind`]), how sure it is ([`Confidence`]),
 //! where it stands ([`Status`]) and a change to make ([`Fix`]).
 //!
 //! Plain data every other module of the crate reads: it uses none of them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What limits a transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Limit {
     /// The receiver's advertised window.
@@ -46,7 +46,7 @@ impl Limit {
 }
 
 /// How sure a finding is, in words: a band of the numeric confidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
     /// Below 0.45.
@@ -80,7 +80,7 @@ impl Confidence {
 }
 
 /// Where a finding stands against the measured rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
     /// The answer.
     #[serde(rename = "primary")]
@@ -105,7 +105,8 @@ impl Status {
 }
 
 /// One number behind a finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "LineWords")]
 pub struct EvidenceLine {
     /// What was measured.
     pub what: String,
@@ -113,19 +114,88 @@ pub struct EvidenceLine {
     pub value: f64,
     /// Its unit.
     pub unit: String,
+    /// What the number is, for code that keeps or drops lines by it.
+    #[serde(skip)]
+    pub kind: EvidenceKind,
+}
+
+/// What an [`EvidenceLine`] states: the measurement or the path, which an
+/// answer shows whatever its cause, or a figure of one finding.
+///
+/// The JSON does not carry it: a line read back is known by the words the
+/// rules write for it ([`EvidenceKind::of`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EvidenceKind {
+    /// The measured goodput.
+    Goodput,
+    /// The link's line rate.
+    LinkRate,
+    /// The path's RTT as TCP saw it (smoothed or minimum).
+    Rtt,
+    /// A figure behind one finding.
+    #[default]
+    Figure,
+}
+
+impl EvidenceKind {
+    /// The kind of a line the rules worded `what`.
+    pub fn of(what: &str) -> EvidenceKind {
+        if what == "measured" || what == "measured goodput (receiver)" {
+            EvidenceKind::Goodput
+        } else if what.starts_with("link rate") {
+            EvidenceKind::LinkRate
+        } else if what.ends_with("RTT (TCP)") {
+            EvidenceKind::Rtt
+        } else {
+            EvidenceKind::Figure
+        }
+    }
+}
+
+impl EvidenceLine {
+    /// A figure behind a finding.
+    pub fn new(what: &str, value: f64, unit: &str) -> EvidenceLine {
+        EvidenceLine {
+            what: what.into(),
+            value,
+            unit: unit.into(),
+            kind: EvidenceKind::Figure,
+        }
+    }
+
+    /// The line, stating what `kind` says.
+    pub(crate) fn stating(self, kind: EvidenceKind) -> EvidenceLine {
+        EvidenceLine { kind, ..self }
+    }
+}
+
+/// An [`EvidenceLine`] as the JSON has it: its words, from which its kind
+/// follows.
+#[derive(Deserialize)]
+struct LineWords {
+    what: String,
+    value: f64,
+    unit: String,
+}
+
+impl From<LineWords> for EvidenceLine {
+    fn from(w: LineWords) -> EvidenceLine {
+        EvidenceLine {
+            kind: EvidenceKind::of(&w.what),
+            what: w.what,
+            value: w.value,
+            unit: w.unit,
+        }
+    }
 }
 
 /// An [`EvidenceLine`] from borrowed words.
 pub(crate) fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
-    EvidenceLine {
-        what: what.into(),
-        value,
-        unit: unit.into(),
-    }
+    EvidenceLine::new(what, value, unit)
 }
 
 /// One cause the evidence shows, weighed against the measured rate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// Which limit.
     pub limit: Limit,
@@ -168,7 +238,7 @@ impl Finding {
 }
 
 /// A change to make, and what the model expects from it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fix {
     /// `linux`, `windows`, `windows-legacy`, `macos`, `freebsd`, `application`, `path`.
     pub os: String,

@@ -7,12 +7,12 @@
 //! [`LatencyEvidence`]; this module judges it.
 
 use plumb_model::units::sig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::finding::Fix;
 
 /// The probes' figures, ms.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyEvidence {
     /// Median idle round trip.
     pub idle_p50_ms: f64,
@@ -35,10 +35,10 @@ impl LatencyEvidence {
 }
 
 /// The verdict on latency under load.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyVerdict {
     /// `bufferbloat` or `fine`.
-    pub verdict: &'static str,
+    pub verdict: Verdict,
     /// Delay the load added at its worst (loaded p99 − idle p50), ms.
     pub added_ms: f64,
     /// Delay the load added at the median, ms.
@@ -53,6 +53,16 @@ pub struct LatencyVerdict {
     pub evidence: LatencyEvidence,
     /// What to change, with the throughput each change costs.
     pub fixes: Vec<Fix>,
+}
+
+/// Whether the load's queue is bloat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The queue added more than 10 ms and more than the idle RTT.
+    Bufferbloat,
+    /// It did not.
+    Fine,
 }
 
 /// An increase at or under this (or under the idle RTT itself) is no bloat:
@@ -99,7 +109,11 @@ pub fn verdict(ev: &LatencyEvidence, link_bps: Option<f64>) -> LatencyVerdict {
     }
     sentence.push('.');
     LatencyVerdict {
-        verdict: if bloated { "bufferbloat" } else { "fine" },
+        verdict: if bloated {
+            Verdict::Bufferbloat
+        } else {
+            Verdict::Fine
+        },
         added_ms: added,
         added_p50_ms: added_p50,
         predicted_ms: ev.predicted_queue_ms,
@@ -183,19 +197,6 @@ fn fixes(link_bps: Option<f64>) -> Vec<Fix> {
     ]
 }
 
-/// The verdict in text, for `plumb why`.
-pub fn render(v: &LatencyVerdict) -> String {
-    let mut s = format!("\nLatency under load: {}\n", v.sentence);
-    if !v.fixes.is_empty() {
-        s += "Fixes for the queue (and their throughput cost):\n";
-        for f in &v.fixes {
-            s += &format!("  [{}] {}\n", f.os, f.commands.join("; "));
-            s += &format!("      {}\n", f.note);
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,7 +218,7 @@ mod tests {
     fn a_full_queue_is_bufferbloat_with_fixes() {
         let ev = probes(15.0, 97.0, 115.0);
         let v = verdict(&ev, Some(1e9));
-        assert_eq!(v.verdict, "bufferbloat");
+        assert_eq!(v.verdict, Verdict::Bufferbloat);
         assert!((v.added_ms - 100.0).abs() < 1e-9);
         assert!((v.queue_bytes.expect("bytes") - 12.5e6).abs() < 1.0);
         assert!(v.sentence.contains("queue") && v.sentence.contains("predicts 100 ms"));
@@ -250,7 +251,7 @@ mod tests {
     fn a_small_increase_is_fine() {
         let ev = probes(15.0, 17.0, 22.0);
         let v = verdict(&ev, None);
-        assert_eq!(v.verdict, "fine");
+        assert_eq!(v.verdict, Verdict::Fine);
         assert!(v.fixes.is_empty());
     }
 }

@@ -11,20 +11,24 @@
 //! The modules, from the plain types up; none uses a module that uses it:
 //!
 //! - `finding`: the types an answer is made of: [`Limit`], [`Finding`],
-//!   [`EvidenceLine`], [`Confidence`], [`Status`], [`Fix`]. Uses no other.
+//!   [`EvidenceLine`] and its [`EvidenceKind`], [`Confidence`], [`Status`],
+//!   [`Fix`]. Uses no other.
 //! - `tolerance`: the bars every rule is weighed against (how far a
 //!   prediction may stray, how much of the test a counter must cover).
 //! - `payload`, `human`: the payload share of the wire or a buffer; numbers
 //!   in words.
 //! - [`latency`]: the latency-under-load verdict (bufferbloat) and its
 //!   fixes, when the test measured it.
-//! - [`evidence`]: the only module that reads JSON: a test's `-J` document
-//!   (plumb's, or a stock iperf3's with thinner evidence) into [`Evidence`]
-//!   and its latency probes; any other source (the model alone, a live
-//!   connection) builds the same struct.
+//! - [`evidence`]: what a test recorded, as typed [`Evidence`]; any source
+//!   (a `-J` document, the model alone, a live connection) builds it.
+//! - `read`: the only module that reads the test document: a
+//!   [`plumb_record::Document`] (plumb's, or a stock iperf3's with thinner
+//!   evidence) into [`Evidence`] and its latency probes.
 //! - `figures`: the link and target [`Figures`] of one answer, computed once
 //!   so that the summary, the fixes and every "expect about" agree.
-//! - `diagnosis`: the answer, [`Diagnosis`].
+//! - `diagnosis`: the answer, [`Diagnosis`], which is also the `diagnosis`
+//!   object of the `-J` document; `explained`: a document with its
+//!   diagnosis ([`Explained`]).
 //! - `seen`: what a rule reports before it is weighed.
 //! - [`rules`]: one file per rule (receive window, send buffer, application,
 //!   UDP loss, CPU, path MTU, loss, link, congestion), each weighing its own
@@ -43,12 +47,14 @@
 
 mod diagnosis;
 pub mod evidence;
+mod explained;
 mod figures;
 mod finding;
 pub mod fixes;
 mod human;
 pub mod latency;
 mod payload;
+mod read;
 pub mod rules;
 mod seen;
 mod summary;
@@ -58,6 +64,8 @@ mod tolerance;
 mod weigh;
 
 pub use evidence::{Evidence, LinkSource};
+pub use explained::Explained;
 pub use rules::{
-    diagnose, Confidence, Diagnosis, EvidenceLine, Figures, Finding, Fix, Limit, Status,
+    diagnose, Confidence, Diagnosis, EvidenceKind, EvidenceLine, Figures, Finding, Fix, Limit,
+    Status,
 };

@@ -4,7 +4,7 @@
 
 pub(crate) use crate::diagnosis::Diagnosis;
 pub(crate) use crate::evidence::{Cpu, Evidence, LinkRate, LinkSource, StreamTcp};
-pub(crate) use crate::finding::{Confidence, Limit, Status};
+pub(crate) use crate::finding::{Confidence, EvidenceKind, Limit, Status};
 pub(crate) use crate::rules::diagnose;
 pub(crate) use crate::tolerance::explains;
 
@@ -49,19 +49,7 @@ pub(crate) fn ev(measured: f64, s: StreamTcp) -> Evidence {
 /// A lab run recorded with `plumb lab --rate 1gbit … -J` (see the
 /// fixture's `lab` and `start` keys for its configuration).
 pub(crate) fn recorded(name: &str, link_bps: f64) -> Evidence {
-    let path = format!(
-        "{}/tests/fixtures/lab-{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).expect("fixture");
-    Evidence::from_text(
-        &text,
-        Some(LinkRate {
-            bps: link_bps,
-            source: LinkSource::Given,
-        }),
-    )
-    .expect("evidence")
+    fixture(&format!("lab-{name}.json"), Some(link_bps))
 }
 
 /// The status of the finding for `l`, if the answer has one.
@@ -88,6 +76,15 @@ pub(crate) fn consistent(d: &Diagnosis) {
         let t = d.tolerance.expect("a prediction comes with its tolerance");
         assert!(explains(d.measured_bps, p, t), "{} vs {p}", d.measured_bps);
     }
+    assert_eq!(d.confidence_level, d.primary().map(|f| f.level));
+    // A line's kind is the one its words say: it survives the JSON.
+    for e in d
+        .evidence
+        .iter()
+        .chain(d.findings.iter().flat_map(|f| &f.evidence))
+    {
+        assert_eq!(e.kind, EvidenceKind::of(&e.what), "{e:?}");
+    }
     for f in &d.findings {
         assert!((0.0..=1.0).contains(&f.confidence), "{f:?}");
         assert_eq!(f.level, Confidence::of(f.confidence));
@@ -102,7 +99,8 @@ pub(crate) fn fixture(file: &str, link_bps: Option<f64>) -> Evidence {
         bps,
         source: LinkSource::Given,
     });
-    Evidence::from_text(&text, link).expect("evidence")
+    let doc = plumb_record::Document::parse(&text).expect("a -J document");
+    Evidence::from_document(&doc, link).expect("evidence")
 }
 
 /// No UDP answer claims TCP evidence, missing or present.

@@ -12,7 +12,7 @@
 use crate::diagnosis::Diagnosis;
 use crate::evidence::{Evidence, LinkSource};
 use crate::figures::Figures;
-use crate::finding::{line, Confidence, EvidenceLine, Finding, Limit, Status};
+use crate::finding::{line, Confidence, EvidenceKind, EvidenceLine, Finding, Limit, Status};
 use crate::fixes;
 use crate::latency;
 use crate::rules::context::rtt_lines;
@@ -137,6 +137,7 @@ pub(crate) fn answer(
         predicted_bps,
         tolerance,
         confidence,
+        confidence_level: first.map(|f| f.level),
         link_bps: figures.goodput_bps,
         link_source: ev.link.as_ref().map(|l| match &l.source {
             LinkSource::Given => "given".to_string(),
@@ -159,31 +160,37 @@ pub(crate) fn answer(
 /// the path's RTT), the measured goodput and the link rate.
 fn answer_evidence(ev: &Evidence, primary: Option<&Finding>) -> Vec<EvidenceLine> {
     let mut evidence = primary.map(|f| f.evidence.clone()).unwrap_or_default();
-    evidence.push(line(
-        "measured goodput (receiver)",
-        ev.measured_bps / 1e6,
-        "Mbit/s",
-    ));
+    evidence.push(
+        line(
+            "measured goodput (receiver)",
+            ev.measured_bps / 1e6,
+            "Mbit/s",
+        )
+        .stating(EvidenceKind::Goodput),
+    );
     if primary.is_none() {
         rtt_lines(ev, &mut evidence);
     }
     if let Some(l) = ev
         .link
         .as_ref()
-        .filter(|_| !evidence.iter().any(|e| e.what == "link rate"))
+        .filter(|_| !evidence.iter().any(|e| e.kind == EvidenceKind::LinkRate))
     {
-        evidence.push(line(
-            &format!(
-                "link rate ({})",
-                match &l.source {
-                    LinkSource::Given => "given".to_string(),
-                    LinkSource::Interface(i) => format!("speed of interface {i}"),
-                    LinkSource::BestInterval => "estimated from the best interval".to_string(),
-                }
-            ),
-            l.bps / 1e6,
-            "Mbit/s",
-        ));
+        evidence.push(
+            line(
+                &format!(
+                    "link rate ({})",
+                    match &l.source {
+                        LinkSource::Given => "given".to_string(),
+                        LinkSource::Interface(i) => format!("speed of interface {i}"),
+                        LinkSource::BestInterval => "estimated from the best interval".to_string(),
+                    }
+                ),
+                l.bps / 1e6,
+                "Mbit/s",
+            )
+            .stating(EvidenceKind::LinkRate),
+        );
     }
     evidence
 }

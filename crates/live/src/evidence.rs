@@ -10,7 +10,8 @@
 
 use plumb_diagnose::evidence::{Cpu, LinkRate, StreamTcp};
 use plumb_diagnose::rules::{
-    lead, quota_binds, Confidence, EvidenceLine, Finding, Status, BINDING_SHARE, MISSING_FACTOR,
+    lead, quota_binds, Confidence, EvidenceKind, EvidenceLine, Finding, Status, BINDING_SHARE,
+    MISSING_FACTOR,
 };
 use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
 
@@ -161,11 +162,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
 }
 
 fn line(what: &str, value: f64, unit: &str) -> EvidenceLine {
-    EvidenceLine {
-        what: what.into(),
-        value,
-        unit: unit.into(),
-    }
+    EvidenceLine::new(what, value, unit)
 }
 
 /// The share of samples a live reading must cover before it can be the
@@ -240,8 +237,9 @@ pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
         dg.predicted_bps = None;
         dg.tolerance = None;
         dg.confidence = None;
+        dg.confidence_level = None;
         dg.evidence
-            .retain(|e| e.what.starts_with("measured") || e.what.starts_with("link rate"));
+            .retain(|e| matches!(e.kind, EvidenceKind::Goodput | EvidenceKind::LinkRate));
         dg.summary = format!(
             "Idle: {} moved over {:.1} s; nothing limits a connection that has nothing to send.",
             plumb_diagnose::rules::human_rate(ev.measured_bps),
@@ -421,6 +419,7 @@ fn demote(dg: &mut Diagnosis) {
     dg.predicted_bps = None;
     dg.tolerance = None;
     dg.confidence = None;
+    dg.confidence_level = None;
     dg.fixes.clear();
     dg.figures.per_stream_bps = None;
     dg.figures.streams_needed = None;
@@ -428,9 +427,10 @@ fn demote(dg: &mut Diagnosis) {
     dg.secondary = dg.findings.iter().map(|f| f.limit).collect();
     // What stays is the measurement and the path, not the old answer's numbers.
     dg.evidence.retain(|e| {
-        e.what.starts_with("measured")
-            || e.what.starts_with("link rate")
-            || e.what.ends_with("RTT (TCP)")
+        matches!(
+            e.kind,
+            EvidenceKind::Goodput | EvidenceKind::LinkRate | EvidenceKind::Rtt
+        )
     });
 }
 
@@ -466,7 +466,7 @@ fn promote(dg: &mut Diagnosis, ev: &Evidence, app: Option<(&str, &str)>) {
     } else {
         dg.evidence
             .iter()
-            .filter(|e| !e.what.ends_with("RTT (TCP)"))
+            .filter(|e| e.kind != EvidenceKind::Rtt)
             .cloned()
             .collect()
     };
@@ -474,6 +474,7 @@ fn promote(dg: &mut Diagnosis, ev: &Evidence, app: Option<(&str, &str)>) {
     dg.predicted_bps = f.predicted_bps.filter(|_| f.explains);
     dg.tolerance = f.tolerance.filter(|_| f.explains);
     dg.confidence = Some(f.confidence);
+    dg.confidence_level = Some(f.level);
     dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
     refigure(dg, ev);
     dg.summary = lead(&f, &dg.figures);

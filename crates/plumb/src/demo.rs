@@ -134,7 +134,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             bps: 1e9,
             source: LinkSource::Given,
         });
-        if let Ok(ev) = Evidence::from_json(doc, link_ev) {
+        let typed = plumb_record::Document::from_value(doc.clone()).map_err(|e| e.to_string());
+        if let Ok(ev) = typed.and_then(|d| Evidence::from_document(&d, link_ev)) {
             println!("   plumb why: {}", diagnose(&ev).summary);
         }
     }

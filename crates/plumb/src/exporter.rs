@@ -345,15 +345,13 @@ fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
     let mut capture = JsonSink::new(Vec::new());
     let outcome = plumb_net::client::run(&p.config, &mut capture);
     let record = capture.record();
-    // The diagnosis reads the document as JSON.
-    let doc = record.to_value();
     let mut r = ProbeResult {
         up: outcome.is_ok(),
         test_time: p.time,
         ..ProbeResult::default()
     };
     if r.up {
-        if let Ok(ev) = Evidence::from_json(&doc, link_for(target, p.link)) {
+        if let Ok(ev) = Evidence::from_document(&record, link_for(target, p.link)) {
             let mut ev = ev;
             if ev.link.is_none() && ev.best_interval_bps > 0.0 {
                 // Without a link rate the best interval is the only bound on it (as plumb why).

@@ -266,7 +266,7 @@ struct LabEventData<'a> {
     model: &'a Model,
     /// The diagnosis's own JSON (`plumb why --json`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    diagnosis: Option<serde_json::Value>,
+    diagnosis: Option<&'a plumb_diagnose::Diagnosis>,
 }
 
 /// The port of the far server.
@@ -402,14 +402,12 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     }
     let stats = lab.stats();
     let lab_obj = lab_record(a, probe.as_ref(), &stats);
-    // The diagnosis reads the client's document as JSON.
-    let doc = record.to_value();
     let diagnosis = a.why.then(|| {
         let link = Some(LinkRate {
             bps: a.rate.bps(),
             source: LinkSource::Given,
         });
-        Evidence::from_json(&doc, link).map(|mut ev| {
+        Evidence::from_document(&record, link).map(|mut ev| {
             if let Some(l) = ev.latency.as_mut() {
                 l.predicted_queue_ms = model.0.queue_delay_ms.map(Real::get);
             }
@@ -440,23 +438,25 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             diagnosis: None,
         };
         if let Some(Ok((d, _))) = &diagnosis {
-            data.diagnosis = Some(crate::why::diagnosis_json(d));
+            data.diagnosis = Some(d);
         }
         let event = LabEvent { event: "lab", data };
         println!("{}", serde_json::to_string(&event)?);
     } else if json {
         record.lab = Some(lab_obj);
         record.model = Some(model.0.clone());
-        if let Some(Ok((d, _))) = &diagnosis {
-            record
-                .extra
-                .insert("diagnosis".into(), crate::why::diagnosis_json(d));
-        }
+        let record = match &diagnosis {
+            Some(Ok((d, _))) => plumb_diagnose::Explained::new(record, d.clone()),
+            _ => plumb_diagnose::Explained {
+                doc: record,
+                diagnosis: None,
+            },
+        };
         println!("{}", serde_json::to_string_pretty(&record)?);
     } else {
         println!("\n{}", model.1);
         match &diagnosis {
-            Some(Ok((d, ev))) => println!("\n{}", crate::why::render(d, ev)),
+            Some(Ok((d, ev))) => println!("\n{}", plumb_report::diagnosis::render(d, ev)),
             Some(Err(e)) => eprintln!("plumb: cannot diagnose: {e}"),
             None => {}
         }

@@ -383,12 +383,12 @@ pub fn run(
         text += &format!(
             "== {} ==\n{}\n",
             describe(tr, owner.as_ref()),
-            crate::why::render(&d, &ev)
+            plumb_report::diagnosis::render(&d, &ev)
         );
         id.closed = tr.closed;
         id.rate_bps = Some(tr.rate_bps());
         id.samples = Some(tr.samples);
-        id.diagnosis = crate::why::diagnosis_json(&d);
+        id.diagnosis = serde_json::to_value(&d)?;
         if id.this_host == Role::Idle.name() {
             // Nothing to explain: an idle connection has no limit, which is
             // not the same as an unexplained one.

@@ -77,7 +77,7 @@ pub fn input(name: String, mut doc: Document, link: Option<Rate>) -> Input {
             bps: r.bps(),
             source: LinkSource::Given,
         });
-        if let Ok(ev0) = Evidence::from_json(&doc.to_value(), link.clone()) {
+        if let Ok(ev0) = Evidence::from_document(&doc, link.clone()) {
             if link.is_none() && ev0.best_interval_bps > 0.0 {
                 link = Some(LinkRate {
                     bps: ev0.best_interval_bps,
@@ -85,8 +85,10 @@ pub fn input(name: String, mut doc: Document, link: Option<Rate>) -> Input {
                 });
             }
             let d = diagnose(&Evidence { link, ..ev0 });
-            doc.extra
-                .insert("diagnosis".into(), crate::why::diagnosis_json(&d));
+            doc.extra.insert(
+                "diagnosis".into(),
+                serde_json::to_value(&d).unwrap_or_default(),
+            );
         }
     }
     Input { name, doc }

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Diagnosis, Evidence, LinkSource};
-use plumb_model::units::{sig, thousands};
+use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
+use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
+use plumb_record::Document;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 use plumb_report::Tee;
-use serde_json::{json, Value};
 
 use crate::cli::usage_error;
 use crate::measure::{test_spec, MeasureArgs};
@@ -77,10 +77,12 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
         // A -J document, or a saved --json-stream log of one test.
-        let doc: Value = match serde_json::from_str(&text) {
-            Ok(v) => v,
-            Err(e) => match plumb_report::json::document_from_events(&text) {
-                Some(v) => v,
+        let doc = match Document::parse(&text) {
+            Ok(d) => d,
+            Err(e) => match plumb_report::json::document_from_events(&text)
+                .and_then(|v| Document::from_value(v).ok())
+            {
+                Some(d) => d,
                 None => {
                     return Ok(usage_error(format!(
                         "{} is not a -J document or a --json-stream log: {e}",
@@ -99,11 +101,9 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
                 .map_or("result".into(), |n| n.to_string_lossy().to_string());
             // The page shows the answer printed below, not one saved in the document.
             let mut fresh = doc.clone();
-            if let Some(o) = fresh.as_object_mut() {
-                o.remove("diagnosis");
-            }
-            let fresh = plumb_report::input::Document::from_value(fresh)?;
-            crate::report::write_for(out, vec![crate::report::input(name, fresh, a.measure.link)])?;
+            fresh.extra.shift_remove("diagnosis");
+            let input = crate::report::input(name, fresh, a.measure.link);
+            crate::report::write_for(out, vec![input])?;
         }
         return explain(&doc, link, a.measure.json);
     }
@@ -193,7 +193,7 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
         }
         r
     };
-    let doc = capture.document();
+    let doc = capture.record();
     if outcome.is_err() {
         if m.json {
             println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -204,7 +204,7 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
     if let Some(out) = &m.report {
         let input = crate::report::input(
             format!("test against {host}"),
-            plumb_report::input::Document::from_value(doc.clone())?,
+            doc.clone(),
             link.as_ref().map(|l| l.bps).and_then(Rate::from_bps),
         );
         crate::report::write_for(out, vec![input])?;
@@ -214,9 +214,9 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
 
 /// Explains a `-J` document: prints the diagnosis (or the document with a
 /// `diagnosis` key).
-pub fn explain(doc: &Value, link: Option<LinkRate>, json: bool) -> anyhow::Result<ExitCode> {
+pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Result<ExitCode> {
     let mut link = link;
-    let ev0 = match Evidence::from_json(doc, link.clone()) {
+    let ev0 = match Evidence::from_document(doc, link.clone()) {
         Ok(e) => e,
         Err(msg) => {
             eprintln!("plumb: {msg}");
@@ -234,170 +234,12 @@ pub fn explain(doc: &Value, link: Option<LinkRate>, json: bool) -> anyhow::Resul
     let d = diagnose(&ev);
     let mut out = std::io::stdout().lock();
     if json {
-        let mut full = doc.clone();
-        if let Some(o) = full.as_object_mut() {
-            o.insert("diagnosis".into(), diagnosis_json(&d));
-        }
+        let full = Explained::new(doc.clone(), d);
         writeln!(out, "{}", serde_json::to_string_pretty(&full)?)?;
     } else {
-        write!(out, "{}", render(&d, &ev))?;
+        write!(out, "{}", plumb_report::diagnosis::render(&d, &ev))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The `diagnosis` object of `-J` output.
-pub fn diagnosis_json(d: &Diagnosis) -> Value {
-    let primary = d.primary();
-    json!({
-        "limit": d.limit_name(),
-        "secondary": d.secondary.iter().map(|l| l.name()).collect::<Vec<_>>(),
-        "measured_bps": d.measured_bps,
-        "predicted_bps": d.predicted_bps,
-        "tolerance": d.tolerance,
-        "link_bps": d.link_bps,
-        "link_source": d.link_source,
-        "summary": d.summary,
-        "confidence": d.confidence,
-        "confidence_level": primary.map(|f| f.level.word()),
-        "evidence": d.evidence,
-        "findings": d.findings,
-        "figures": d.figures,
-        "fixes": d.fixes,
-        "unknown": d.unknown,
-        "latency": d.latency,
-    })
-}
-
-fn rate(b: f64) -> String {
-    Rate::from_bps(b).map_or_else(|| "0 bit/s".into(), Rate::human)
-}
-
-/// The line under the summary: the measurement, and how the answer stands
-/// against it.
-fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
-    let mut s = format!(
-        "Measured {} over {} s",
-        rate(d.measured_bps),
-        sig(ev.duration_s, 3)
-    );
-    let Some(f) = d.primary() else {
-        return s + "; nothing plumb models predicts this rate, so no fix is offered.";
-    };
-    let conf = format!("confidence {}, {}", sig(f.confidence, 2), f.level.word());
-    match (f.explains, f.predicted_bps, f.tolerance) {
-        (true, Some(p), Some(t)) => {
-            s += &format!(
-                "; the model predicts {} from this evidence, within the {}% it allows either way ({conf}).",
-                rate(p),
-                sig(t * 100.0, 2)
-            );
-        }
-        _ => {
-            let udp = ev.udp.is_some() && f.limit == plumb_diagnose::Limit::Loss;
-            // A cgroup quota's share is of its periods, not of the test.
-            let quota = plumb_diagnose::rules::quota_of(f, ev);
-            let share = f.binding_share.map_or(String::new(), |x| {
-                if udp {
-                    format!(" for {}% of the datagrams sent", sig(x * 100.0, 2))
-                } else if let Some((_, t)) = quota {
-                    format!(
-                        ": its cgroup's CPU quota ran out in {}% of its periods",
-                        sig(t, 2)
-                    )
-                } else {
-                    format!(" {}% of the test", sig(x * 100.0, 2))
-                }
-            });
-            let model = match f.predicted_bps {
-                Some(p) => format!(
-                    "its own model allows {}, which does not explain the rate",
-                    rate(p)
-                ),
-                None => "it has no rate model".into(),
-            };
-            s += &format!(
-                "; named because it was binding{share} by {}, not from a predicted rate: {model} ({conf}).",
-                if quota.is_some() {
-                    "the kernel's count"
-                } else if f.limit == plumb_diagnose::Limit::Cpu {
-                    "the CPU it used or waited for"
-                } else if udp {
-                    "the receiver's datagram counts"
-                } else {
-                    "TCP's counters"
-                }
-            );
-        }
-    }
-    s
-}
-
-/// The diagnosis as a network engineer would write it.
-pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
-    let mut s = String::new();
-    s += &d.summary;
-    s += "\n\n";
-    s += &verdict(d, ev);
-    s += "\n";
-    if !d.evidence.is_empty() {
-        s += "\nEvidence:\n";
-        for e in &d.evidence {
-            let v = if e.unit == "B" {
-                format!("{} B", thousands(e.value as u64))
-            } else if e.unit.is_empty() {
-                String::new()
-            } else {
-                format!("{} {}", sig(e.value, 4), e.unit)
-            };
-            s += &format!("  {:<60} {v}\n", e.what);
-        }
-    }
-    let others: Vec<_> = d
-        .findings
-        .iter()
-        .skip(usize::from(d.primary().is_some()))
-        .collect();
-    if !others.is_empty() {
-        s += if d.limit.is_some() {
-            "\nAlso seen:\n"
-        } else {
-            "\nSeen:\n"
-        };
-        for f in others {
-            // A cause that does not bind has no confidence worth printing.
-            let how = match f.status {
-                plumb_diagnose::Status::NotBinding => f.status.word().to_string(),
-                _ => format!("{}, confidence {}", f.status.word(), sig(f.confidence, 2)),
-            };
-            s += &format!("  - {} ({how}): {}.\n", f.what, f.sentence);
-        }
-    }
-    if !d.fixes.is_empty() {
-        s += "\nWhat to change:\n";
-        for f in &d.fixes {
-            let expect = f
-                .expected_bps
-                .map_or(String::new(), |e| format!(" -> expect about {}", rate(e)));
-            s += &format!(
-                "  {}: {}{expect}\n",
-                plumb_report::format::os_name(&f.os),
-                f.note
-            );
-            for c in &f.commands {
-                s += &format!("      {c}\n");
-            }
-        }
-    }
-    if !d.unknown.is_empty() {
-        s += "\nNot known from this test:\n";
-        for u in &d.unknown {
-            s += &format!("  - {u}\n");
-        }
-    }
-    if let Some(l) = &d.latency {
-        s += &plumb_diagnose::latency::render(l);
-    }
-    s
 }
 
 /// `plumb why --rate … --rtt … -w …`: the model's answer with no test.
@@ -455,7 +297,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     let mut d = diagnose(&ev);
     // There was no measurement: the model's rate is not evidence.
     d.evidence
-        .retain(|e| e.what != "measured goodput (receiver)");
+        .retain(|e| e.kind != plumb_diagnose::EvidenceKind::Goodput);
     d.unknown = vec![
         "everything a test measures: this is the model alone (run plumb why HOST to measure)"
             .into(),
@@ -464,7 +306,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             framing.payload().get()
         ),
     ];
-    let doc = json!({ "diagnosis": diagnosis_json(&d) });
+    let doc = Explained::new(Document::default(), d.clone());
     if let Some(out) = &a.measure.report {
         // A verdict-only page, from the document -J prints.
         let mut name = format!("the model alone: {}, RTT {}", rate.human(), rtt.human());
@@ -476,7 +318,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         }
         let input = plumb_report::html::Input {
             name,
-            doc: plumb_report::input::Document::from_value(doc.clone())?,
+            doc: Document::from_value(serde_json::to_value(&doc)?)?,
         };
         crate::report::write_for(out, vec![input])?;
     }
@@ -504,10 +346,9 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             )?,
             _ => {}
         }
-        let text = render(&d, &ev);
-        // The rendered text starts with the rules' own summary and a measured line; skip them.
-        let rest = text.split_once("\n\n").map_or("", |(_, r)| r);
-        let rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        // The summary is printed above, and there was no measurement to
+        // stand the answer against: the sections alone.
+        let rest = plumb_report::diagnosis::sections(&d);
         write!(out, "{}", rest.trim_start_matches('\n'))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -3,15 +3,17 @@
 //! This crate owns the *record* of a throughput test — its start, its intervals
 //! and its end, in the shape iperf3 reports them — and the printers that turn a
 //! record into iperf3's human layout ([`text::TextSink`]) or iperf3's `-J` JSON
-//! ([`json::JsonSink`]), and the HTML report drawn from that JSON ([`html`],
-//! with its charts in [`chart`], and `plumb top --json` logs in [`top`]),
-//! whose files [`input`] reads into types. The measuring engine pushes
-//! records into a [`Sink`]; it never formats anything itself, and the
-//! printers never compute statistics beyond summing what they are given.
+//! ([`json::JsonSink`]), a test's diagnosis in text ([`diagnosis`]), and the
+//! HTML report drawn from that JSON ([`html`], with its charts in [`chart`],
+//! and `plumb top --json` logs in [`top`]), whose files [`input`] reads into
+//! types. The measuring engine pushes records into a [`Sink`]; it never
+//! formats anything itself, and the printers never compute statistics
+//! beyond summing what they are given.
 #![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
 pub mod chart;
+pub mod diagnosis;
 pub mod format;
 pub mod html;
 pub mod input;

@@ -2,7 +2,7 @@
 //! to send for part of the test.
 
 use super::context::Context;
-use crate::finding::{line, Limit};
+use crate::finding::{line, EvidenceKind, Limit};
 use crate::human::{mbps, pct};
 use crate::seen::Seen;
 use crate::tolerance::TOLERANCE;
@@ -20,7 +20,7 @@ pub(crate) fn seen(cx: &Context) -> Option<Seen> {
                 target / 1e6,
                 "Mbit/s",
             ),
-            line("measured", measured / 1e6, "Mbit/s"),
+            line("measured", measured / 1e6, "Mbit/s").stating(EvidenceKind::Goodput),
         ];
         let sentence = match ev.udp.and_then(|u| u.sent_bps) {
             Some(sent) => format!(

@@ -4,7 +4,7 @@
 
 use crate::evidence::{Evidence, LinkRate, LinkSource};
 use crate::figures::Figures;
-use crate::finding::{line, EvidenceLine};
+use crate::finding::{line, EvidenceKind, EvidenceLine};
 
 /// One test's evidence with the figures the rules share.
 pub(crate) struct Context<'a> {
@@ -101,9 +101,9 @@ impl<'a> Context<'a> {
 /// The smoothed and minimum RTT as evidence lines, those known.
 pub(crate) fn rtt_lines(ev: &Evidence, v: &mut Vec<EvidenceLine>) {
     if let Some(r) = ev.rtt_s() {
-        v.push(line("smoothed RTT (TCP)", r * 1e3, "ms"));
+        v.push(line("smoothed RTT (TCP)", r * 1e3, "ms").stating(EvidenceKind::Rtt));
     }
     if let Some(m) = ev.min_rtt_s() {
-        v.push(line("minimum RTT (TCP)", m * 1e3, "ms"));
+        v.push(line("minimum RTT (TCP)", m * 1e3, "ms").stating(EvidenceKind::Rtt));
     }
 }

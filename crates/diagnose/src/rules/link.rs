@@ -6,7 +6,7 @@ use plumb_model::units::sig;
 
 use super::context::Context;
 use crate::evidence::LinkSource;
-use crate::finding::{line, Limit};
+use crate::finding::{line, EvidenceKind, Limit};
 use crate::human::mbps;
 use crate::seen::Seen;
 use crate::tolerance::{explains, TOLERANCE};
@@ -49,7 +49,7 @@ pub(crate) fn seen(cx: &Context, unknown: &mut Vec<String>) -> Option<Seen> {
         s.missing.push(format!("the MSS ({} B assumed)", cx.full));
     }
     s.evidence = vec![
-        line("link rate", l.bps / 1e6, "Mbit/s"),
+        line("link rate", l.bps / 1e6, "Mbit/s").stating(EvidenceKind::LinkRate),
         line(
             if ev.tcp {
                 "link TCP goodput"

@@ -28,7 +28,7 @@ mod udp_loss;
 
 pub use crate::diagnosis::Diagnosis;
 pub use crate::figures::Figures;
-pub use crate::finding::{Confidence, EvidenceLine, Finding, Fix, Limit, Status};
+pub use crate::finding::{Confidence, EvidenceKind, EvidenceLine, Finding, Fix, Limit, Status};
 pub use crate::human::{human_count, human_rate};
 pub use crate::payload::{efficiency, sndbuf_payload, udp_efficiency, UDP_PAYLOAD};
 pub use crate::summary::lead;
