@@ -196,13 +196,12 @@ impl LatencyEvidence {
             loaded_p50_ms: loaded.p50_ms.and_then(real)?,
             loaded_p99_ms: loaded.p99_ms.and_then(real)?,
             loaded_rpm: loaded.rpm.flatten().and_then(real),
-            // The lab's queue model adds its delay to `model` beside the
-            // keys the schema names.
+            // The lab's queue model (`plumb lab --latency`).
             predicted_queue_ms: doc
                 .model
                 .as_ref()
-                .and_then(|m| m.extra.get("queue_delay_ms"))
-                .and_then(|v| v.as_f64()),
+                .and_then(|m| m.queue_delay_ms)
+                .and_then(real),
         })
     }
 }
