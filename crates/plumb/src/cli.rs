@@ -83,6 +83,17 @@ fn command() -> clap::Command {
         })
 }
 
+/// `plumb --version`: the version first, as iperf3's `iperf 3.12 (…)`, so
+/// tools that read the first two words still can; then the commit it was
+/// built from (build.rs).
+fn version_line() -> String {
+    format!(
+        "plumb {} ({}; speaks iperf 3 protocol)",
+        env!("CARGO_PKG_VERSION"),
+        env!("PLUMB_BUILD_COMMIT")
+    )
+}
+
 /// Parses the command line and runs the command.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = match parse() {
@@ -92,10 +103,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
     // The parsing thread's freed command tree goes back before any test.
     plumb_net::sys::release_free_heap();
     if cli.version {
-        println!(
-            "plumb {} (speaks iperf 3 protocol)",
-            env!("CARGO_PKG_VERSION")
-        );
+        println!("{}", version_line());
         return Ok(ExitCode::SUCCESS);
     }
     match cli.command {
