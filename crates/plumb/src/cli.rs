@@ -35,6 +35,10 @@ pub struct Cli {
     /// Print the version
     #[arg(short = 'v', long = "version")]
     version: bool,
+    /// Write the man pages (`man`) or shell completions (`completions`) for
+    /// this command line into DIR (scripts/package; docs/packaging.md)
+    #[arg(long, hide = true, num_args = 2, value_names = ["WHAT", "DIR"])]
+    generate: Option<Vec<String>>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,7 +71,7 @@ enum Command {
 /// The command line, with each subcommand's help showing only the flags that
 /// apply to it: `plumb server` no client flags, `plumb client` and `plumb why`
 /// no server flags (`plumb --help` shows both modes, as iperf3's does).
-fn command() -> clap::Command {
+pub fn command() -> clap::Command {
     use crate::measure::{CLIENT_ONLY, SERVER_ONLY};
     fn hide(mut c: clap::Command, ids: &[&str]) -> clap::Command {
         for id in ids {
@@ -105,6 +109,9 @@ pub fn run() -> anyhow::Result<ExitCode> {
     if cli.version {
         println!("{}", version_line());
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(what) = cli.generate {
+        return crate::generate::run(&what);
     }
     match cli.command {
         Some(Command::Calc(args)) => crate::calc::run(&args),
