@@ -90,8 +90,11 @@ fn commit() {
 }
 
 /// Reruns this script when HEAD moves: HEAD itself (a checkout), the branch
-/// it names (a commit), the packed refs and HEAD's log (either, by `git gc`
-/// or any move of HEAD).
+/// it names (a commit), the packed refs, and HEAD's log, which every move of
+/// HEAD appends to (a commit to a branch kept only in packed-refs too).
+/// Files only, never a directory: cargo watches a directory's whole tree, and
+/// the refs directories hold every worktree's branches, so any commit
+/// anywhere would rebuild plumb.
 fn watch_git(git: &dyn Fn(&[&str]) -> Option<String>) {
     let mut paths = vec!["HEAD".to_string(), "packed-refs".into(), "logs/HEAD".into()];
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
@@ -101,16 +104,9 @@ fn watch_git(git: &dyn Fn(&[&str]) -> Option<String>) {
         let Some(path) = git(&["rev-parse", "--path-format=absolute", "--git-path", &p]) else {
             continue;
         };
-        let path = Path::new(&path);
-        // A branch kept only in packed-refs has no file of its own until its
-        // next commit writes one into this directory.
-        let watched = if path.exists() {
-            path
-        } else {
-            path.parent().unwrap_or(path)
-        };
-        if watched.exists() {
-            println!("cargo::rerun-if-changed={}", watched.display());
+        // A path that does not exist would rerun this script on every build.
+        if Path::new(&path).is_file() {
+            println!("cargo::rerun-if-changed={path}");
         }
     }
 }
