@@ -76,6 +76,15 @@ fn page(cmd: &clap::Command, see_also: &str) -> (String, Vec<u8>) {
     // Writing into a Vec cannot fail.
     let _ = man.render(&mut text);
     let mut text = examples(&String::from_utf8_lossy(&text));
+    // No hyphenation and a ragged right edge: groff would otherwise break
+    // flag names across lines (`--con‐nect-timeout`) in SYNOPSIS and the
+    // descriptions, and a broken flag cannot be searched for or copied.
+    if let Some(end) = text
+        .find("\n.TH ")
+        .and_then(|at| text[at + 1..].find('\n').map(|n| at + 2 + n))
+    {
+        text.insert_str(end, ".nh\n.ad l\n");
+    }
     text.push_str(&format!(
         ".SH \"SEE ALSO\"\n{see_also}\n.PP\nThe documentation in /usr/share/doc/plumb/.\n"
     ));
@@ -101,11 +110,13 @@ fn examples(page: &str) -> String {
     format!("{head}\n.SH EXAMPLES\n.nf\n{block}\n.fi{tail}")
 }
 
-/// plumb(1)'s SEE ALSO: every subcommand's page, and iperf3's.
+/// plumb(1)'s SEE ALSO: every subcommand's page, by name, and iperf3's.
 fn see_also_root(subs: &[clap::Command]) -> String {
-    let mut refs: Vec<String> = subs
+    let mut names: Vec<&str> = subs.iter().map(clap::Command::get_name).collect();
+    names.sort_unstable();
+    let mut refs: Vec<String> = names
         .iter()
-        .map(|s| format!("\\fBplumb\\-{}\\fR(1)", s.get_name()))
+        .map(|name| format!("\\fBplumb\\-{name}\\fR(1)"))
         .collect();
     refs.push("\\fBiperf3\\fR(1)".into());
     refs.join(",\n")
@@ -197,6 +208,7 @@ mod tests {
             !root.contains("\\-\\-generate"),
             "the hidden flag is on the page"
         );
+        assert!(root.contains("\n.nh\n.ad l\n.SH NAME"), "hyphenation is on");
     }
 
     #[test]
