@@ -40,7 +40,7 @@ pub fn run(what: &[String]) -> anyhow::Result<ExitCode> {
 /// Each page shows what `plumb [SUB] --help` shows: the same command, so the
 /// flags a subcommand hides from its help (`plumb why` has no server flags)
 /// are left out of its page too.
-pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+fn man_pages() -> Vec<(String, Vec<u8>)> {
     let mut root = command().disable_help_subcommand(true);
     root.build();
     let subs: Vec<clap::Command> = root
@@ -125,7 +125,7 @@ fn see_also_root(subs: &[clap::Command]) -> String {
 /// Completions for bash, zsh and fish, named as Debian's shells look them
 /// up: `plumb` in bash-completion's directory, `_plumb` in zsh's, and
 /// `plumb.fish` in fish's.
-pub fn completions() -> Vec<(String, Vec<u8>)> {
+fn completions() -> Vec<(String, Vec<u8>)> {
     let mut root = command();
     root.build();
     [
