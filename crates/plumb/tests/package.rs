@@ -155,3 +155,28 @@ fn each_man_page_lists_the_flags_its_help_does() {
         );
     }
 }
+
+/// The readers take flags from the lines that define them, not from the
+/// descriptions that mention other flags.
+#[test]
+fn flag_readers_read_definitions_not_descriptions() {
+    let help = "Options:
+      --from <FROM>   Read a saved -J document, not --host
+                      (continued: --not-a-flag)
+  -w, --window <W>    Socket buffer
+";
+    let flags = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(help_flags(help), flags(&["--from", "--window"]));
+    let man = "NAME
+       plumb-why - see --from
+OPTIONS
+       --from <FROM>
+              Read a saved -J document, not --host
+       --ipv6 IPv6 headers, unlike --vlan
+       -w, --window <W>
+              Socket buffer
+EXAMPLES
+       --not-an-option
+";
+    assert_eq!(man_flags(man), flags(&["--from", "--ipv6", "--window"]));
+}
