@@ -35,6 +35,10 @@ pub struct Cli {
     /// Print the version
     #[arg(short = 'v', long = "version")]
     version: bool,
+    /// Write the man pages (`man`) or shell completions (`completions`) for
+    /// this command line into DIR (scripts/package; docs/packaging.md)
+    #[arg(long, hide = true, num_args = 2, value_names = ["WHAT", "DIR"])]
+    generate: Option<Vec<String>>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,7 +71,7 @@ enum Command {
 /// The command line, with each subcommand's help showing only the flags that
 /// apply to it: `plumb server` no client flags, `plumb client` and `plumb why`
 /// no server flags (`plumb --help` shows both modes, as iperf3's does).
-fn command() -> clap::Command {
+pub fn command() -> clap::Command {
     use crate::measure::{CLIENT_ONLY, SERVER_ONLY};
     fn hide(mut c: clap::Command, ids: &[&str]) -> clap::Command {
         for id in ids {
@@ -83,6 +87,17 @@ fn command() -> clap::Command {
         })
 }
 
+/// `plumb --version`: the version first, as iperf3's `iperf 3.12 (…)`, so
+/// tools that read the first two words still can; then the commit it was
+/// built from (build.rs).
+fn version_line() -> String {
+    format!(
+        "plumb {} ({}; speaks iperf 3 protocol)",
+        env!("CARGO_PKG_VERSION"),
+        env!("PLUMB_BUILD_COMMIT")
+    )
+}
+
 /// Parses the command line and runs the command.
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = match parse() {
@@ -92,11 +107,11 @@ pub fn run() -> anyhow::Result<ExitCode> {
     // The parsing thread's freed command tree goes back before any test.
     plumb_net::sys::release_free_heap();
     if cli.version {
-        println!(
-            "plumb {} (speaks iperf 3 protocol)",
-            env!("CARGO_PKG_VERSION")
-        );
+        println!("{}", version_line());
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(what) = cli.generate {
+        return crate::generate::run(&what);
     }
     match cli.command {
         Some(Command::Calc(args)) => crate::calc::run(&args),

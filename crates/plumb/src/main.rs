@@ -9,6 +9,7 @@ mod calc;
 mod cli;
 mod demo;
 mod exporter;
+mod generate;
 mod lab;
 mod live;
 mod measure;

@@ -1,4 +1,5 @@
-//! The systemd units in `contrib/systemd/`: `systemd-analyze verify` accepts
+//! The systemd units in `contrib/systemd/` (installed by the Debian package,
+//! so ExecStart names /usr/bin/plumb): `systemd-analyze verify` accepts
 //! them, `systemd-analyze security --offline=yes` scores them no worse than
 //! the README says, and the command line each starts is one this plumb runs.
 //! (This container has no systemd as PID 1, so the sandbox itself is not
@@ -39,15 +40,17 @@ fn staged(name: &str) -> (PathBuf, PathBuf) {
     let dir = std::env::temp_dir().join(format!("plumb-units-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
-    let text = unit(name).replace("/usr/local/bin/plumb", plumb_bin());
+    let text = unit(name).replace("/usr/bin/plumb", plumb_bin());
     std::fs::write(&path, text).expect("write unit");
     (dir, path)
 }
 
 fn exposure(name: &str) -> f64 {
     let (dir, path) = staged(name);
+    // --man=no: Documentation= names the package's man pages, which verify
+    // would look up with man(1) on this machine, where they are not installed.
     let verify = Command::new("systemd-analyze")
-        .arg("verify")
+        .args(["verify", "--man=no"])
         .arg(&path)
         .output()
         .expect("systemd-analyze verify");
@@ -97,7 +100,7 @@ fn exec_args(name: &str, from: &str, to: &str) -> Vec<String> {
     let text = unit(name);
     let line = text
         .lines()
-        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/plumb "))
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/bin/plumb "))
         .expect("ExecStart");
     let line = line.replace(from, to);
     line.split_whitespace().map(str::to_string).collect()
