@@ -414,7 +414,7 @@ pub fn run(
         // The page is drawn from the document -J prints.
         let input = plumb_report::html::Input {
             name: format!("running connections, {desc}"),
-            doc: plumb_report::input::Document::from_value(serde_json::to_value(&doc)?)?,
+            doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
         };
         crate::report::write_for(path, vec![input])?;
     }

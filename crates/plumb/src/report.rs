@@ -18,7 +18,6 @@ use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_model::Rate;
 use plumb_report::html::{render, Input};
 use plumb_report::input::Document;
-use serde_json::Value;
 
 use crate::cli::usage_error;
 
@@ -69,28 +68,27 @@ fn display_name(path: &Path) -> String {
 /// A document ready for the page: with a `diagnosis` when it has none and
 /// the evidence allows one (the link rate from `link`, else the best
 /// interval as a lower bound, as `plumb why --from` does).
-pub fn input(name: String, mut doc: Document, link: Option<Rate>) -> Input {
+pub fn input(name: String, doc: Document, link: Option<Rate>) -> Input {
     // A top log names a limit per connection and interval already.
     let top = plumb_report::top::is_top_doc(&doc);
-    if !top && !doc.extra.get("diagnosis").is_some_and(Value::is_object) {
-        let mut link = link.map(|r| LinkRate {
-            bps: r.bps(),
-            source: LinkSource::Given,
-        });
-        if let Ok(ev0) = Evidence::from_document(&doc, link.clone()) {
-            if link.is_none() && ev0.best_interval_bps > 0.0 {
-                link = Some(LinkRate {
-                    bps: ev0.best_interval_bps,
-                    source: LinkSource::BestInterval,
-                });
-            }
-            let d = diagnose(&Evidence { link, ..ev0 });
-            doc.extra.insert(
-                "diagnosis".into(),
-                serde_json::to_value(&d).unwrap_or_default(),
-            );
-        }
+    if top || plumb_report::input::has_diagnosis(&doc) {
+        return Input { name, doc };
     }
+    let mut link = link.map(|r| LinkRate {
+        bps: r.bps(),
+        source: LinkSource::Given,
+    });
+    let Ok(ev0) = Evidence::from_document(&doc, link.clone()) else {
+        return Input { name, doc };
+    };
+    if link.is_none() && ev0.best_interval_bps > 0.0 {
+        link = Some(LinkRate {
+            bps: ev0.best_interval_bps,
+            source: LinkSource::BestInterval,
+        });
+    }
+    let d = diagnose(&Evidence { link, ..ev0 });
+    let doc = plumb_report::input::with_diagnosis(doc, &d);
     Input { name, doc }
 }
 

@@ -318,7 +318,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         }
         let input = plumb_report::html::Input {
             name,
-            doc: Document::from_value(serde_json::to_value(&doc)?)?,
+            doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
         };
         crate::report::write_for(out, vec![input])?;
     }

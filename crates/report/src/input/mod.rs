@@ -48,6 +48,29 @@ pub fn read_text(text: &str, name: &str) -> Result<Document, String> {
     Ok(doc)
 }
 
+/// Any document plumb writes (a test's with its diagnosis, `plumb why`'s on
+/// running connections) as the page reads it: through its JSON, as a file
+/// of it would be read.
+pub fn document_of(doc: &impl serde::Serialize) -> Result<Document, String> {
+    serde_json::to_value(doc)
+        .and_then(Document::from_value)
+        .map_err(|e| format!("the document cannot be drawn: {e}"))
+}
+
+/// `doc` with `diagnosis` as its `diagnosis` object, in place of any it had.
+pub fn with_diagnosis(mut doc: Document, diagnosis: &plumb_diagnose::Diagnosis) -> Document {
+    // Serializing a diagnosis cannot fail: its keys are strings and its
+    // numbers are written as null when not finite.
+    let v = serde_json::to_value(diagnosis).unwrap_or(Value::Null);
+    doc.extra.insert("diagnosis".into(), v);
+    doc
+}
+
+/// Whether `doc` carries a diagnosis object.
+pub fn has_diagnosis(doc: &Document) -> bool {
+    doc.extra.get("diagnosis").is_some_and(Value::is_object)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
