@@ -3,7 +3,7 @@
 //! cooked captures v1 (SLL, 16-byte header) and v2 (SLL2, 20-byte header),
 //! raw IP (LINKTYPE_RAW and the IPv4/IPv6-only types) and BSD loopback.
 
-use etherparse::{EtherType, LaxSlicedPacket};
+use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket};
 
 /// LINKTYPE_NULL: BSD loopback, a 4-byte host-order address family.
 pub const NULL: u32 = 0;
@@ -55,7 +55,7 @@ pub fn network(linktype: u32, frame: &[u8]) -> Result<LaxSlicedPacket<'_>, NotIp
         NULL | LOOP => from_ip(frame.get(4..).ok_or(NotIp::Truncated)?)?,
         _ => return Err(NotIp::UnknownLink),
     };
-    if parsed.net.is_none() {
+    if matches!(parsed.net, None | Some(LaxNetSlice::Arp(_))) {
         return Err(NotIp::OtherProtocol);
     }
     Ok(parsed)
