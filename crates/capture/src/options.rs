@@ -19,9 +19,10 @@ pub struct SynOptions {
     pub sack_permitted: bool,
     /// Timestamps (TSopt) present.
     pub timestamps: bool,
-    /// The options in order, by tcpdump's names (`mss`, `nop`, `wscale`,
-    /// `sackOK`, `TS`, `eol`, `sack`, or the kind number).
-    pub order: Vec<String>,
+    /// The options in order, comma-separated, by tcpdump's names (`mss`,
+    /// `nop`, `wscale`, `sackOK`, `TS`, `eol`, `sack`, or the kind number):
+    /// one string, so a table of connections holds one allocation per SYN.
+    pub order: String,
 }
 
 /// A list of options that overruns its header or has a wrong length.
@@ -34,11 +35,11 @@ pub fn parse(mut bytes: &[u8]) -> Result<SynOptions, Malformed> {
     while let Some(&kind) = bytes.first() {
         match kind {
             0 => {
-                o.order.push("eol".into());
+                push(&mut o.order, "eol");
                 break;
             }
             1 => {
-                o.order.push("nop".into());
+                push(&mut o.order, "nop");
                 bytes = &bytes[1..];
                 continue;
             }
@@ -70,14 +71,21 @@ pub fn parse(mut bytes: &[u8]) -> Result<SynOptions, Malformed> {
             (2 | 3 | 4 | 8, _) => return Err(Malformed),
             _ => "",
         };
-        o.order.push(if name.is_empty() {
-            kind.to_string()
+        if name.is_empty() {
+            push(&mut o.order, &kind.to_string());
         } else {
-            name.into()
-        });
+            push(&mut o.order, name);
+        }
         bytes = &bytes[len..];
     }
     Ok(o)
+}
+
+fn push(order: &mut String, name: &str) {
+    if !order.is_empty() {
+        order.push(',');
+    }
+    order.push_str(name);
 }
 
 #[cfg(test)]
@@ -93,7 +101,7 @@ mod tests {
         assert_eq!(o.mss, Some(1460));
         assert_eq!(o.window_scale, Some(7));
         assert!(o.sack_permitted && o.timestamps);
-        assert_eq!(o.order, ["mss", "sackOK", "TS", "nop", "wscale"]);
+        assert_eq!(o.order, "mss,sackOK,TS,nop,wscale");
     }
 
     #[test]
@@ -103,6 +111,6 @@ mod tests {
         assert_eq!(parse(&[30, 0]), Err(Malformed)); // length 0 would loop
         assert_eq!(parse(&[3]), Err(Malformed)); // no length byte
         assert_eq!(parse(&[3, 3, 200]).map(|o| o.window_scale), Ok(Some(14)));
-        assert_eq!(parse(&[1, 0, 2]).map(|o| o.order.len()), Ok(2)); // eol ends
+        assert_eq!(parse(&[1, 0, 2]).map(|o| o.order), Ok("nop,eol".into())); // eol ends
     }
 }

@@ -130,6 +130,8 @@ where
                 reader.refill().map_err(|_| io_failed())?;
             }
             Step::Grow => {
+                // Bounded: capacity doubles up to MAX_RECORD at most.
+                stalled = 0;
                 capacity *= 2;
                 if capacity > MAX_RECORD || !reader.grow(capacity) {
                     return Err(Error::TooLarge {

@@ -123,3 +123,21 @@ impl Table {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn either_direction_is_one_key_and_a_connection_is_small() {
+        let (a, b): (SocketAddr, SocketAddr) = (
+            "10.0.0.1:1".parse().expect("addr"),
+            "10.0.0.2:2".parse().expect("addr"),
+        );
+        assert_eq!(Key::new(a, b), Key::new(b, a));
+        // The ceiling's memory: 100 000 of these (plus SYN option lists).
+        let size = std::mem::size_of::<Connection>() + std::mem::size_of::<Key>();
+        eprintln!("a tracked connection: {size} bytes");
+        assert!(size < 1500, "{size}");
+    }
+}

@@ -147,3 +147,32 @@ fn records_stream_in_file_order() {
     assert_eq!(seen[0], (T0, 1, 74));
     assert_eq!(seen[1].0, T0 + 10 * MS);
 }
+
+/// The fuzz seeds are real tcpdump captures of one loopback connection:
+/// Ethernet on `lo` (µs), Linux cooked v2 on `any` (ns), the first as
+/// tshark rewrote it in pcapng, and gzip-compressed.
+#[test]
+fn real_tcpdump_captures() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/capture");
+    let read = |name: &str| {
+        plumb_capture::analyze_file(&dir.join(name), plumb_capture::Limits::default()).unwrap()
+    };
+    let eth = read("loopback.pcap");
+    assert_eq!(eth.connections.len(), 1);
+    let c = &eth.connections[0];
+    assert!(c.handshake.complete);
+    assert_eq!(
+        (c.client.payload_bytes, c.server.payload_bytes),
+        (3000, 200)
+    );
+    assert_eq!(c.client.syn.as_ref().unwrap().options.mss, Some(65495));
+    assert_eq!(read("loopback.pcapng").connections, eth.connections);
+    assert_eq!(read("loopback.pcap.gz").connections, eth.connections);
+    let sll2 = read("any-sll2-nano.pcap");
+    assert_eq!(sll2.connections.len(), 1);
+    let c = &sll2.connections[0];
+    assert!(c.handshake.complete);
+    assert_eq!(c.client.payload_bytes, 2000);
+    // This file's timestamps are not whole microseconds: nanoseconds kept.
+    assert_ne!(c.handshake.rtt_ns.unwrap() % 1000, 0);
+}
