@@ -92,11 +92,6 @@ impl Table {
         self.conns.len()
     }
 
-    /// No connection tracked.
-    pub fn is_empty(&self) -> bool {
-        self.conns.is_empty()
-    }
-
     /// Drops the least busy tenth: fewest segments, then longest idle.
     fn evict(&mut self) {
         let n = (self.max / 10).max(1);
