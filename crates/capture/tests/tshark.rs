@@ -114,12 +114,14 @@ fn transfers(l: &TcpListener) {
             let l = l.try_clone().unwrap();
             std::thread::spawn(move || {
                 let (mut s, _) = l.accept().unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
                 let mut buf = vec![0u8; up];
                 s.read_exact(&mut buf).unwrap();
                 s.write_all(&vec![7u8; down]).unwrap();
             })
         };
         let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         c.write_all(&vec![1u8; up]).unwrap();
         let mut buf = vec![0u8; down];
         c.read_exact(&mut buf).unwrap();
