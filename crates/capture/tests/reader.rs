@@ -11,28 +11,13 @@ use common::*;
 
 fn one_connection_over(link: Link, v6: bool) -> plumb_capture::Analysis {
     let mut p = Pcap::new(link.linktype(), false);
-    for (ts, mut s) in handshake() {
-        if v6 {
-            to_v6(&mut s);
-        }
-        p.record(ts, &s.frame(link));
+    let v6 = |s: Seg| if v6 { s.v6() } else { s };
+    for (ts, s) in handshake() {
+        p.record(ts, &v6(s).frame(link));
     }
-    let mut d = Seg::v4(true, 1001).ack(5001).len(700);
-    if v6 {
-        to_v6(&mut d);
-    }
+    let d = v6(Seg::v4(true, 1001).ack(5001).len(700));
     p.record(T0 + 20 * MS, &d.frame(link));
     analyze(&p.buf)
-}
-
-fn to_v6(s: &mut Seg) {
-    s.v6 = true;
-    for a in [&mut s.src.0, &mut s.dst.0] {
-        let last = a[3];
-        *a = [0; 16];
-        a[0] = 0xfd;
-        a[15] = last;
-    }
 }
 
 fn check_one(a: &plumb_capture::Analysis, client: &str) {

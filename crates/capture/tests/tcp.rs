@@ -223,3 +223,27 @@ fn evidence_serializes() {
     assert_eq!(j["connections"][0]["client"]["syn"]["options"]["mss"], 1460);
     assert_eq!(j["read"]["format"], "pcap");
 }
+
+#[test]
+fn icmpv6_packet_too_big_counted_for_its_connection() {
+    let mut p = Pcap::new(1, false);
+    for (ts, s) in handshake() {
+        p.record(ts, &s.v6().frame(Link::Ethernet));
+    }
+    let data = Seg::v4(true, 1001).ack(5001).len(1400).v6();
+    let quoted = data.frame(Link::Raw);
+    let mut client = [0u8; 16];
+    client[0] = 0xfd;
+    client[15] = 1;
+    let mut v = Vec::new();
+    etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
+        .ipv6([0xfe; 16], client, 64)
+        .icmpv6_raw(2, 0, 1280u32.to_be_bytes())
+        .write(&mut v, &quoted[..48 + 8])
+        .unwrap();
+    p.record(T0 + 20 * MS, &v);
+    let a = analyze(&p.buf);
+    assert_eq!(a.connections.len(), 1);
+    assert_eq!(a.connections[0].icmp_too_big, 1);
+    assert_eq!(a.connections[0].icmp_mtu, Some(1280));
+}

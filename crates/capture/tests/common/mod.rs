@@ -96,6 +96,17 @@ impl Seg {
         self.options = o.to_vec();
         self
     }
+    /// The same segment over IPv6: fd00::1 and fd00::2.
+    pub fn v6(mut self) -> Seg {
+        self.v6 = true;
+        for a in [&mut self.src.0, &mut self.dst.0] {
+            let last = a[3];
+            *a = [0; 16];
+            a[0] = 0xfd;
+            a[15] = last;
+        }
+        self
+    }
     pub fn ttl(mut self, t: u8) -> Seg {
         self.ttl = t;
         self
