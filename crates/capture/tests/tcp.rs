@@ -104,23 +104,7 @@ fn zero_window_episode_counted_and_timed() {
 /// after a 300 ms silence; one resent after it was acknowledged.
 #[test]
 fn retransmissions_fast_timeout_and_spurious() {
-    let mut segs = handshake();
-    let d = |t: u64, seq: u32| (T0 + t * MS, Seg::v4(true, seq).ack(5001).len(1000));
-    let ack = |t: u64, a: u32| (T0 + t * MS, Seg::v4(false, 5001).ack(a).win(1000));
-    segs.push(d(20, 1001));
-    segs.push(d(21, 2001));
-    segs.push(d(22, 3001));
-    segs.push(d(23, 4001));
-    segs.push(ack(30, 1001)); // first ACK for 1001: not a duplicate
-    segs.push(ack(31, 1001));
-    segs.push(ack(32, 1001));
-    segs.push(ack(33, 1001));
-    segs.push(d(34, 1001)); // fast retransmit
-    segs.push(ack(40, 5001));
-    segs.push(d(41, 5001));
-    segs.push(d(342, 5001)); // after 301 ms of silence: timeout-like
-    segs.push(ack(350, 6001));
-    segs.push(d(351, 2001)); // already acknowledged: spurious
+    let segs = retransmissions();
     let a = analyze(&pcap_of(&segs));
     let c = &a.connections[0];
     let r = &c.client.retransmissions;

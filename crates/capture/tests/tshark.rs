@@ -5,7 +5,8 @@
 //! `tcp.analysis.initial_rtt`. tcpdump writes nanosecond timestamps and a
 //! 128-byte snaplen, so the payload lengths come from the IP headers. The
 //! same capture as tshark rewrites it in pcapng, and gzip-compressed, reads
-//! the same.
+//! the same. On a capture built in code, tshark's expert analysis flags the
+//! same retransmissions and duplicate ACKs.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -16,6 +17,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use plumb_capture::{Connection, Limits};
+
+mod common;
 
 /// A process killed when the test ends, passed or failed.
 struct Killed(Child);
@@ -308,4 +311,55 @@ fn reader_agrees_with_tshark_on_a_loopback_capture() {
         rtt_checked,
         a.read.records
     );
+}
+
+/// The retransmission scenario of tests/tcp.rs, written to a file: tshark's
+/// expert analysis flags the same segments as retransmissions (fast and
+/// spurious among them) and the same duplicate ACKs.
+#[test]
+fn retransmissions_and_duplicate_acks_agree_with_tshark() {
+    if !have("tshark") {
+        plumb_testkit::skip_tool!("tshark is not installed (scripts/test installs it)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("plumb-capture-rx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _scratch = Scratch(dir.clone());
+    let file = dir.join("rx.pcap");
+    std::fs::write(&file, common::pcap_of(&common::retransmissions())).unwrap();
+    let a = plumb_capture::analyze_file(&file, Limits::default()).unwrap();
+    let text = tshark(
+        &["-T", "fields", "-E", "separator=;", "-e", "frame.number"]
+            .into_iter()
+            .chain([
+                "-e",
+                "tcp.analysis.retransmission",
+                "-e",
+                "tcp.analysis.fast_retransmission",
+            ])
+            .chain([
+                "-e",
+                "tcp.analysis.spurious_retransmission",
+                "-e",
+                "tcp.analysis.duplicate_ack",
+            ])
+            .collect::<Vec<_>>(),
+        &file,
+    );
+    // Frames flagged: retransmission, fast, spurious, duplicate ACK.
+    let mut flagged = [0u64; 4];
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(';').collect();
+        for (n, field) in flagged.iter_mut().zip(&f[1..]) {
+            *n += u64::from(!field.is_empty());
+        }
+    }
+    let c = &a.connections[0];
+    let r = &c.client.retransmissions;
+    let mine = [r.total, r.fast, r.spurious, c.server.duplicate_acks];
+    assert_eq!(
+        mine, flagged,
+        "mine vs tshark's: retransmissions, fast, spurious, dup ACKs"
+    );
+    assert_eq!(flagged, [3, 1, 1, 3]);
 }
