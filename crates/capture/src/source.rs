@@ -10,8 +10,8 @@
 use std::io::{self, Read};
 
 use flate2::read::MultiGzDecoder;
-use pcap_parser::traits::PcapNGPacketBlock;
-use pcap_parser::{Block, PcapBlockOwned, PcapError};
+use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
+use pcap_parser::{Block, LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
 use serde::Serialize;
 
 use crate::Error;
@@ -92,16 +92,7 @@ where
         gzip,
         ..ReadStats::default()
     };
-    let mut reader = pcap_parser::create_reader(START_BUFFER, input).map_err(|e| match e {
-        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
-            Error::Truncated { offset: 0 }
-        }
-        PcapError::ReadError => Error::Io(io::Error::other("read failed")),
-        _ => Error::Malformed {
-            what: "file header",
-            offset: 0,
-        },
-    })?;
+    let mut reader = open(stats.format, input)?;
     let mut walker = Walker::default();
     let mut capacity = START_BUFFER;
     let mut stalled = 0u32;
@@ -155,6 +146,30 @@ where
             }
         }
     }
+}
+
+/// The container's reader, by the format the magic named.
+fn open<'a>(
+    format: &str,
+    input: Box<dyn Read + Send + 'a>,
+) -> Result<Box<dyn PcapReaderIterator + Send + 'a>, Error> {
+    let reader = if format == "pcapng" {
+        PcapNGReader::new(START_BUFFER, input)
+            .map(|r| Box::new(r) as Box<dyn PcapReaderIterator + Send>)
+    } else {
+        LegacyPcapReader::new(START_BUFFER, input)
+            .map(|r| Box::new(r) as Box<dyn PcapReaderIterator + Send>)
+    };
+    reader.map_err(|e| match e {
+        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
+            Error::Truncated { offset: 0 }
+        }
+        PcapError::ReadError => io_failed(),
+        _ => Error::Malformed {
+            what: "file header",
+            offset: 0,
+        },
+    })
 }
 
 fn io_failed() -> Error {

@@ -32,7 +32,7 @@ fn wrong_magic_and_empty_input() {
 #[test]
 fn truncated_record_is_an_error_after_the_whole_ones() {
     let bytes = pcap_of(&handshake());
-    for cut in [25, 24 + 10, bytes.len() - 1] {
+    for cut in [10, 23, 25, 24 + 10, bytes.len() - 1] {
         match err(&bytes[..cut]) {
             Error::Truncated { .. } => {}
             e => panic!("cut at {cut}: {e}"),
@@ -42,7 +42,12 @@ fn truncated_record_is_an_error_after_the_whole_ones() {
     ng.interface(1, None);
     ng.packet(0, 0, &handshake()[0].1.frame(Link::Ethernet));
     let n = ng.buf.len();
-    assert!(matches!(err(&ng.buf[..n - 3]), Error::Truncated { .. }));
+    for cut in [6, 20, n - 3] {
+        assert!(
+            matches!(err(&ng.buf[..cut]), Error::Truncated { .. }),
+            "cut at {cut}"
+        );
+    }
 }
 
 #[test]

@@ -161,3 +161,27 @@ fn real_tcpdump_captures() {
     // This file's timestamps are not whole microseconds: nanoseconds kept.
     assert_ne!(c.handshake.rtt_ns.unwrap() % 1000, 0);
 }
+
+/// A big-endian pcap (as written on a big-endian host): the same records.
+#[test]
+fn big_endian_pcap() {
+    let le = pcap_of(&handshake());
+    let mut be = le.clone();
+    let swap = |b: &mut [u8]| b.reverse();
+    swap(&mut be[0..4]);
+    swap(&mut be[4..6]);
+    swap(&mut be[6..8]);
+    for at in [8, 12, 16, 20] {
+        swap(&mut be[at..at + 4]);
+    }
+    let mut at = 24;
+    while at < be.len() {
+        let caplen = u32::from_le_bytes(le[at + 8..at + 12].try_into().unwrap()) as usize;
+        for f in 0..4 {
+            swap(&mut be[at + 4 * f..at + 4 * f + 4]);
+        }
+        at += 16 + caplen;
+    }
+    assert_eq!(&be[..4], &[0xa1, 0xb2, 0xc3, 0xd4]);
+    assert_eq!(analyze(&be).connections, analyze(&le).connections);
+}
