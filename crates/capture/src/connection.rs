@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::direction::Direction;
+use crate::direction::{Direction, SendContext};
 use crate::segment::Segment;
 use crate::window::WindowScale;
 
@@ -85,15 +85,14 @@ impl Connection {
         let prev_ts = if me.packets == 0 { ts } else { me.last_ns };
         me.count(ts, wire_len, seg);
         me.advertise(ts, seg, my_scale, peer.track.high_end);
-        let peer_mss = peer.syn.as_ref().and_then(|s| s.options.mss);
-        me.send(
+        let at = SendContext {
             ts,
             prev_ts,
-            seg,
-            &peer.track,
-            peer_mss,
-            self.handshake.rtt_ns,
-        );
+            peer: &peer.track,
+            peer_mss: peer.syn.as_ref().and_then(|s| s.options.mss),
+            rtt_ns: self.handshake.rtt_ns,
+        };
+        me.send(seg, &at);
     }
 
     /// The scale of the client's (or server's) window field.

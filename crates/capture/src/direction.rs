@@ -130,6 +130,17 @@ pub(crate) struct Track {
     pub window_bytes: Option<u64>,
 }
 
+/// What a sender's segment is judged against: its time and the time of the
+/// sender's previous segment (the silence before it), the receiving side's
+/// state and MSS, and the handshake RTT.
+pub(crate) struct SendContext<'a> {
+    pub ts: u64,
+    pub prev_ts: u64,
+    pub peer: &'a Track,
+    pub peer_mss: Option<u16>,
+    pub rtt_ns: Option<u64>,
+}
+
 /// `a` after `b` in sequence space.
 pub(crate) fn seq_gt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
@@ -219,24 +230,14 @@ impl Direction {
         }
     }
 
-    /// The data side of a segment this side sent. `prev_ts` is this side's
-    /// previous segment's time; `peer` the receiving side; `rtt_ns` the
-    /// handshake RTT if seen.
-    pub(crate) fn send(
-        &mut self,
-        ts: u64,
-        prev_ts: u64,
-        seg: &Segment,
-        peer: &Track,
-        peer_mss: Option<u16>,
-        rtt_ns: Option<u64>,
-    ) {
+    /// The data side of a segment this side sent, judged against `at`.
+    pub(crate) fn send(&mut self, seg: &Segment, at: &SendContext<'_>) {
         let mut end = seg.seq.wrapping_add(seg.payload_len);
         if seg.syn {
             end = end.wrapping_add(1);
         }
         if seg.payload_len > 0 {
-            self.data(ts, prev_ts, seg, end, peer, peer_mss, rtt_ns);
+            self.data(seg, end, at);
         }
         if seg.fin {
             end = end.wrapping_add(1);
@@ -245,24 +246,14 @@ impl Direction {
             self.track.high_end = Some(end);
         }
         if seg.payload_len > 0 {
-            self.sample_flight(peer, peer_mss);
+            self.sample_flight(at);
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn data(
-        &mut self,
-        ts: u64,
-        prev_ts: u64,
-        seg: &Segment,
-        end: u32,
-        peer: &Track,
-        peer_mss: Option<u16>,
-        rtt_ns: Option<u64>,
-    ) {
+    fn data(&mut self, seg: &Segment, end: u32, at: &SendContext<'_>) {
         let len = seg.payload_len;
         self.largest_segment = self.largest_segment.max(len);
-        if peer_mss.is_some_and(|m| len > u32::from(m)) {
+        if at.peer_mss.is_some_and(|m| len > u32::from(m)) {
             self.super_segments += 1;
         }
         let Some(high) = self.track.high_end else {
@@ -277,21 +268,21 @@ impl Direction {
         let r = &mut self.retransmissions;
         r.total += 1;
         r.bytes += u64::from(len);
-        if peer.high_ack.is_some_and(|a| !seq_gt(end, a)) {
+        if at.peer.high_ack.is_some_and(|a| !seq_gt(end, a)) {
             r.spurious += 1;
         }
-        let rto = rtt_ns.map_or(MIN_RTO_NS, |rtt| MIN_RTO_NS.max(3 * rtt));
-        if peer.dup_run >= DUPACK_THRESHOLD {
+        let rto = at.rtt_ns.map_or(MIN_RTO_NS, |rtt| MIN_RTO_NS.max(3 * rtt));
+        if at.peer.dup_run >= DUPACK_THRESHOLD {
             r.fast += 1;
-        } else if ts.saturating_sub(prev_ts) >= rto {
+        } else if at.ts.saturating_sub(at.prev_ts) >= rto {
             r.timeout += 1;
         } else {
             r.other += 1;
         }
     }
 
-    fn sample_flight(&mut self, peer: &Track, peer_mss: Option<u16>) {
-        let (Some(high), Some(acked)) = (self.track.high_end, peer.high_ack) else {
+    fn sample_flight(&mut self, at: &SendContext<'_>) {
+        let (Some(high), Some(acked)) = (self.track.high_end, at.peer.high_ack) else {
             return;
         };
         let flight = if seq_gt(high, acked) {
@@ -304,8 +295,8 @@ impl Direction {
         f.max = f.max.max(flight);
         f.sum += u128::from(flight);
         f.mean = (f.sum / u128::from(f.samples)) as f64;
-        let mss = peer_mss.map_or(DEFAULT_MSS, u32::from);
-        if let Some(win) = peer.window_bytes {
+        let mss = at.peer_mss.map_or(DEFAULT_MSS, u32::from);
+        if let Some(win) = at.peer.window_bytes {
             if flight + u64::from(mss) >= win {
                 f.window_full += 1;
             }
