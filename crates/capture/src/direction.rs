@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::holes::Holes;
 use crate::options::SynOptions;
 use crate::segment::Segment;
 use crate::window::{WindowScale, WindowStats};
@@ -14,6 +15,9 @@ use crate::window::{WindowScale, WindowStats};
 const MIN_RTO_NS: u64 = 200_000_000;
 /// Duplicate ACKs that trigger fast retransmit (RFC 5681).
 const DUPACK_THRESHOLD: u32 = 3;
+/// How soon a segment filling a gap counts as seen late rather than resent,
+/// when the RTT is unknown (Wireshark's out-of-order threshold).
+const OUT_OF_ORDER_NS: u64 = 3_000_000;
 /// The MSS assumed for "window full" when no SYN announced one.
 const DEFAULT_MSS: u32 = 1460;
 
@@ -103,6 +107,12 @@ pub struct Direction {
     pub super_segments: u64,
     /// Retransmitted data segments.
     pub retransmissions: Retransmissions,
+    /// Segments that started past the highest sequence seen: what was sent
+    /// before them had not been captured (yet).
+    pub gaps: u64,
+    /// Segments that filled a gap within an RTT (3 ms if unknown) of its
+    /// opening, without duplicate ACKs: seen late, not resent.
+    pub out_of_order: u64,
     /// Duplicate ACKs sent.
     pub duplicate_acks: u64,
     /// The receive window this side advertised.
@@ -128,6 +138,8 @@ pub(crate) struct Track {
     pub dup_run: u32,
     /// The last advertised window in bytes, when the scale is known.
     pub window_bytes: Option<u64>,
+    /// Sequence gaps not seen yet.
+    holes: Holes,
 }
 
 /// What a sender's segment is judged against: its time and the time of the
@@ -259,11 +271,24 @@ impl Direction {
         let Some(high) = self.track.high_end else {
             return;
         };
+        if seq_gt(seg.seq, high) {
+            self.gaps += 1;
+            self.track.holes.open(high, seg.seq, at.ts);
+            return;
+        }
         // A keep-alive resends the byte before the next one (or none): not
         // a retransmission.
         let keepalive = len <= 1 && seg.seq.wrapping_add(1) == high;
-        if !seq_gt(high, seg.seq) || keepalive {
+        if seg.seq == high || keepalive {
             return;
+        }
+        let fast = at.peer.dup_run >= DUPACK_THRESHOLD;
+        if let Some(opened) = self.track.holes.fill(seg.seq, end) {
+            let late = at.rtt_ns.unwrap_or(OUT_OF_ORDER_NS);
+            if !fast && at.ts.saturating_sub(opened) <= late {
+                self.out_of_order += 1;
+                return;
+            }
         }
         let r = &mut self.retransmissions;
         r.total += 1;
@@ -272,7 +297,7 @@ impl Direction {
             r.spurious += 1;
         }
         let rto = at.rtt_ns.map_or(MIN_RTO_NS, |rtt| MIN_RTO_NS.max(3 * rtt));
-        if at.peer.dup_run >= DUPACK_THRESHOLD {
+        if fast {
             r.fast += 1;
         } else if at.ts.saturating_sub(at.prev_ts) >= rto {
             r.timeout += 1;

@@ -25,6 +25,7 @@ mod analysis;
 mod connection;
 mod direction;
 mod error;
+mod holes;
 mod link;
 mod options;
 mod segment;

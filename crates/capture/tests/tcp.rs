@@ -231,3 +231,28 @@ fn icmpv6_packet_too_big_counted_for_its_connection() {
     assert_eq!(a.connections[0].icmp_too_big, 1);
     assert_eq!(a.connections[0].icmp_mtu, Some(1280));
 }
+
+/// A segment the capture point saw late (filling a gap within the RTT) is
+/// out of order, not a retransmission; its copy is one, and so is a segment
+/// filling a gap long after it opened (lost before the capture point).
+#[test]
+fn late_segments_are_out_of_order_not_retransmissions() {
+    let mut segs = handshake();
+    let d = |us: u64, seq: u32| {
+        (
+            T0 + 20 * MS + us * 1000,
+            Seg::v4(true, seq).ack(5001).len(1000),
+        )
+    };
+    segs.push(d(0, 1001));
+    segs.push(d(10, 3001)); // gap [2001, 3001)
+    segs.push(d(20, 2001)); // 10 µs later, within the 12 ms RTT: late
+    segs.push(d(30, 2001)); // the same again: resent
+    segs.push(d(40, 5001)); // gap [4001, 5001)
+    segs.push(d(100_000, 4001)); // 100 ms later: lost upstream, resent
+    let a = analyze(&pcap_of(&segs));
+    let c = &a.connections[0].client;
+    assert_eq!((c.gaps, c.out_of_order), (2, 1));
+    assert_eq!(c.retransmissions.total, 2);
+    assert_eq!(c.payload_bytes, 6000);
+}
