@@ -19,7 +19,8 @@ pub struct Handshake {
     pub syn_ack_ns: Option<u64>,
     /// The ACK of the SYN-ACK's time.
     pub ack_ns: Option<u64>,
-    /// SYN → SYN-ACK: the server's side of the RTT from the capture point.
+    /// SYN → SYN-ACK: the server's side of the RTT from the capture point
+    /// (each half is there when both its ends were captured).
     pub syn_to_syn_ack_ns: Option<u64>,
     /// SYN-ACK → ACK: the client's side of the RTT from the capture point.
     pub syn_ack_to_ack_ns: Option<u64>,
@@ -27,6 +28,22 @@ pub struct Handshake {
     pub rtt_ns: Option<u64>,
     #[serde(skip)]
     server_isn: Option<u32>,
+}
+
+impl Handshake {
+    /// The durations between the segments seen: each half when both its
+    /// ends were, the RTT when all three were.
+    fn derive(&mut self) {
+        let span = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        self.syn_to_syn_ack_ns = span(self.syn_ns, self.syn_ack_ns);
+        self.syn_ack_to_ack_ns = span(self.syn_ack_ns, self.ack_ns);
+        self.complete = self.syn_ns.is_some() && self.syn_ack_ns.is_some() && self.ack_ns.is_some();
+        self.rtt_ns = if self.complete {
+            span(self.syn_ns, self.ack_ns)
+        } else {
+            None
+        };
+    }
 }
 
 /// A connection's evidence.
@@ -108,14 +125,18 @@ impl Connection {
         }
     }
 
+    /// Notes the handshake's segments in whatever order the capture holds
+    /// them (a capture point can record a SYN-ACK before its SYN) or with
+    /// some missing (dropped by the capture).
     fn handshake(&mut self, ts: u64, seg: &Segment, from_client: bool) {
         let h = &mut self.handshake;
-        if seg.syn && !seg.ack && from_client && h.syn_ns.is_none() {
-            h.syn_ns = Some(ts);
-        } else if seg.syn && seg.ack && !from_client && h.syn_ns.is_some() && h.syn_ack_ns.is_none()
-        {
-            h.syn_ack_ns = Some(ts);
-            h.server_isn = Some(seg.seq);
+        if seg.syn && !seg.ack && from_client {
+            h.syn_ns.get_or_insert(ts);
+        } else if seg.syn && seg.ack && !from_client {
+            if h.syn_ack_ns.is_none() {
+                h.syn_ack_ns = Some(ts);
+                h.server_isn = Some(seg.seq);
+            }
         } else if !seg.syn
             && seg.ack
             && from_client
@@ -124,12 +145,10 @@ impl Connection {
                 .is_some_and(|isn| seg.ack_no == isn.wrapping_add(1))
         {
             h.ack_ns = Some(ts);
-            h.complete = true;
-            let (syn, syn_ack) = (h.syn_ns.unwrap_or(ts), h.syn_ack_ns.unwrap_or(ts));
-            h.syn_to_syn_ack_ns = Some(syn_ack.saturating_sub(syn));
-            h.syn_ack_to_ack_ns = Some(ts.saturating_sub(syn_ack));
-            h.rtt_ns = Some(ts.saturating_sub(syn));
+        } else {
+            return;
         }
+        h.derive();
     }
 
     /// Counts an ICMP message quoting this connection.

@@ -113,7 +113,8 @@ pub struct Direction {
     /// Segments that filled a gap within an RTT (3 ms if unknown) of its
     /// opening, without duplicate ACKs: seen late, not resent.
     pub out_of_order: u64,
-    /// Duplicate ACKs sent.
+    /// Duplicate ACKs sent: pure ACKs repeating the last ACK number and a
+    /// non-zero window while the peer has data outstanding.
     pub duplicate_acks: u64,
     /// The receive window this side advertised.
     pub window: WindowStats,
@@ -213,7 +214,9 @@ impl Direction {
             self.zero_window_edge(ts, seg.window == 0);
         }
         let t = &mut self.track;
-        let pure = seg.payload_len == 0 && !seg.syn && !seg.fin;
+        // A repeated zero-window ACK is flow control, not a loss signal
+        // (Wireshark's rule too).
+        let pure = seg.payload_len == 0 && !seg.syn && !seg.fin && seg.window != 0;
         let outstanding = peer_high_end.is_some_and(|e| seq_gt(e, seg.ack_no));
         if pure && outstanding && t.last_ack == Some((seg.ack_no, seg.window)) {
             self.duplicate_acks += 1;

@@ -256,3 +256,22 @@ fn late_segments_are_out_of_order_not_retransmissions() {
     assert_eq!(c.retransmissions.total, 2);
     assert_eq!(c.payload_bytes, 6000);
 }
+
+/// A capture point can record the SYN-ACK before its SYN, or miss the SYN:
+/// the halves seen are kept, the RTT only from all three.
+#[test]
+fn handshake_reordered_or_partly_missed() {
+    let hs = handshake();
+    let reordered = vec![hs[1].clone(), hs[0].clone(), hs[2].clone()];
+    let a = analyze(&pcap_of(&reordered));
+    let c = &a.connections[0];
+    assert_eq!(c.client.sender, "10.0.0.1:40000");
+    assert!(c.handshake.complete);
+    assert_eq!(c.handshake.rtt_ns, Some(12 * MS));
+    let missed = vec![hs[1].clone(), hs[2].clone()];
+    let a = analyze(&pcap_of(&missed));
+    let h = &a.connections[0].handshake;
+    assert!(!h.complete);
+    assert_eq!((h.rtt_ns, h.syn_to_syn_ack_ns), (None, None));
+    assert_eq!(h.syn_ack_to_ack_ns, Some(2 * MS));
+}
