@@ -20,6 +20,8 @@
 //! - `flate2`: gzip-compressed captures (`tcpdump -w - | gzip`), decoded
 //!   as a stream.
 #![forbid(unsafe_code)]
+// A function longer than clippy.toml's 150 lines is two functions.
+#![warn(clippy::too_many_lines)]
 
 mod analysis;
 mod connection;
