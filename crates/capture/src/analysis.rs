@@ -1,0 +1,125 @@
+//! The analysis driver: records in, per-connection evidence out. Each
+//! record is sliced to its IP packet, decoded, and handed to its connection;
+//! what cannot be decoded is counted by reason, never fatal.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::connection::Connection;
+use crate::link::{self, NotIp};
+use crate::segment::{self, Decoded};
+use crate::source::{self, ReadStats, Record};
+use crate::table::{Dropped, Key, Limits, Table};
+use crate::Error;
+
+/// Packets skipped, by reason.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct DecodeStats {
+    /// TCP segments analysed.
+    pub tcp: u64,
+    /// IP packets of other protocols (UDP, ICMP of other kinds, ...).
+    pub other_ip: u64,
+    /// Frames that are not IP (ARP, ...).
+    pub not_ip: u64,
+    /// Frames of a link type this reader does not decode.
+    pub unknown_link: u64,
+    /// Headers cut short (by the snaplen or the sender).
+    pub truncated: u64,
+    /// Malformed headers: SYN options that overrun, a TCP header longer
+    /// than its IP packet, a data offset under five words.
+    pub malformed: u64,
+    /// Non-first IP fragments.
+    pub fragments: u64,
+    /// ICMP too-big messages quoting no tracked connection.
+    pub icmp_unmatched: u64,
+}
+
+/// Everything gathered from one capture.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Analysis {
+    /// The container: format, records, skipped records.
+    pub read: ReadStats,
+    /// Packets skipped by the decoders.
+    pub decode: DecodeStats,
+    /// The ceiling on tracked connections.
+    pub limits: Limits,
+    /// Connections the ceiling dropped.
+    pub dropped: Dropped,
+    /// The connections tracked at the end, by first segment's time.
+    pub connections: Vec<Connection>,
+}
+
+/// Feeds records to the connection table.
+#[derive(Debug)]
+pub struct Analyzer {
+    table: Table,
+    limits: Limits,
+    decode: DecodeStats,
+}
+
+impl Analyzer {
+    /// An analyzer within `limits`.
+    pub fn new(limits: Limits) -> Analyzer {
+        Analyzer {
+            table: Table::new(limits),
+            limits,
+            decode: DecodeStats::default(),
+        }
+    }
+
+    /// Connections tracked now.
+    pub fn tracked(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Adds one record.
+    pub fn record(&mut self, rec: &Record<'_>) {
+        let d = &mut self.decode;
+        let packet = match link::network(rec.linktype, rec.data) {
+            Ok(p) => p,
+            Err(NotIp::UnknownLink) => return d.unknown_link += 1,
+            Err(NotIp::Truncated) => return d.truncated += 1,
+            Err(NotIp::OtherProtocol) => return d.not_ip += 1,
+        };
+        match segment::decode(&packet, rec.data, rec.orig_len) {
+            Decoded::Tcp(seg) => {
+                d.tcp += 1;
+                let key = Key::new(seg.src, seg.dst);
+                self.table.entry(key).segment(rec.ts_ns, rec.orig_len, &seg);
+            }
+            Decoded::TooBig { src, dst, mtu } => match self.table.get_mut(&Key::new(src, dst)) {
+                Some(c) => c.too_big(mtu),
+                None => d.icmp_unmatched += 1,
+            },
+            Decoded::Other => d.other_ip += 1,
+            Decoded::Fragment => d.fragments += 1,
+            Decoded::Truncated => d.truncated += 1,
+            Decoded::Malformed => d.malformed += 1,
+        }
+    }
+
+    /// The evidence, given the container's statistics.
+    pub fn finish(self, read: ReadStats) -> Analysis {
+        Analysis {
+            read,
+            decode: self.decode,
+            limits: self.limits,
+            dropped: self.table.dropped,
+            connections: self.table.into_connections(),
+        }
+    }
+}
+
+/// Analyses a capture read from `input` (pcap or pcapng, maybe gzip).
+pub fn analyze<R: Read + Send>(input: R, limits: Limits) -> Result<Analysis, Error> {
+    let mut a = Analyzer::new(limits);
+    let read = source::read_records(input, |r| a.record(r))?;
+    Ok(a.finish(read))
+}
+
+/// Analyses the capture file at `path`.
+pub fn analyze_file(path: &Path, limits: Limits) -> Result<Analysis, Error> {
+    analyze(std::fs::File::open(path)?, limits)
+}

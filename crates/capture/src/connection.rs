@@ -1,0 +1,165 @@
+//! One TCP connection: its two directions and its handshake. The client is
+//! the side that sent the SYN (or, when the handshake was missed, the sender
+//! of the first segment seen; the receiver of a lone SYN-ACK).
+
+use serde::Serialize;
+
+use crate::direction::{Direction, SendContext};
+use crate::segment::Segment;
+use crate::window::WindowScale;
+
+/// The three-way handshake as seen from the capture point.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Handshake {
+    /// SYN, SYN-ACK and the ACK of the SYN-ACK were all seen.
+    pub complete: bool,
+    /// First SYN's time, ns since the epoch.
+    pub syn_ns: Option<u64>,
+    /// First SYN-ACK's time.
+    pub syn_ack_ns: Option<u64>,
+    /// The ACK of the SYN-ACK's time.
+    pub ack_ns: Option<u64>,
+    /// SYN → SYN-ACK: the server's side of the RTT from the capture point
+    /// (each half is there when both its ends were captured).
+    pub syn_to_syn_ack_ns: Option<u64>,
+    /// SYN-ACK → ACK: the client's side of the RTT from the capture point.
+    pub syn_ack_to_ack_ns: Option<u64>,
+    /// SYN → ACK: the whole RTT (Wireshark's `tcp.analysis.initial_rtt`).
+    pub rtt_ns: Option<u64>,
+    #[serde(skip)]
+    server_isn: Option<u32>,
+}
+
+impl Handshake {
+    /// The durations between the segments seen: each half when both its
+    /// ends were, the RTT when all three were.
+    fn derive(&mut self) {
+        let span = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        self.syn_to_syn_ack_ns = span(self.syn_ns, self.syn_ack_ns);
+        self.syn_ack_to_ack_ns = span(self.syn_ack_ns, self.ack_ns);
+        self.complete = self.syn_ns.is_some() && self.syn_ack_ns.is_some() && self.ack_ns.is_some();
+        self.rtt_ns = if self.complete {
+            span(self.syn_ns, self.ack_ns)
+        } else {
+            None
+        };
+    }
+}
+
+/// A connection's evidence.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Connection {
+    /// Client → server.
+    pub client: Direction,
+    /// Server → client.
+    pub server: Direction,
+    /// The handshake.
+    pub handshake: Handshake,
+    /// ICMP fragmentation-needed / ICMPv6 packet-too-big messages quoting
+    /// this connection.
+    pub icmp_too_big: u64,
+    /// The smallest MTU they reported.
+    pub icmp_mtu: Option<u32>,
+    #[serde(skip)]
+    pub(crate) client_addr: Option<std::net::SocketAddr>,
+}
+
+impl Connection {
+    /// Segments in both directions.
+    pub fn packets(&self) -> u64 {
+        self.client.packets + self.server.packets
+    }
+
+    /// First segment's time in either direction.
+    pub fn first_ns(&self) -> u64 {
+        [&self.client, &self.server]
+            .iter()
+            .filter(|d| d.packets > 0)
+            .map(|d| d.first_ns)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Last segment's time in either direction.
+    pub fn last_ns(&self) -> u64 {
+        self.client.last_ns.max(self.server.last_ns)
+    }
+
+    /// Adds one segment with its capture time and wire length.
+    pub(crate) fn segment(&mut self, ts: u64, wire_len: u32, seg: &Segment) {
+        let client =
+            *self
+                .client_addr
+                .get_or_insert(if seg.syn && seg.ack { seg.dst } else { seg.src });
+        self.handshake(ts, seg, seg.src == client);
+        let (me, peer, my_scale) = if seg.src == client {
+            let s = self.scale(true);
+            (&mut self.client, &mut self.server, s)
+        } else {
+            let s = self.scale(false);
+            (&mut self.server, &mut self.client, s)
+        };
+        let prev_ts = if me.packets == 0 { ts } else { me.last_ns };
+        me.count(ts, wire_len, seg);
+        me.advertise(ts, seg, my_scale, peer.track.high_end);
+        let at = SendContext {
+            ts,
+            prev_ts,
+            peer: &peer.track,
+            peer_mss: peer.syn.as_ref().and_then(|s| s.options.mss),
+            rtt_ns: self.handshake.rtt_ns,
+        };
+        me.send(seg, &at);
+    }
+
+    /// The scale of the client's (or server's) window field.
+    fn scale(&self, client: bool) -> WindowScale {
+        let (Some(c), Some(s)) = (&self.client.syn, &self.server.syn) else {
+            return WindowScale::Unknown;
+        };
+        match (c.options.window_scale, s.options.window_scale) {
+            (Some(cs), Some(ss)) => WindowScale::Known {
+                shift: if client { cs } else { ss },
+            },
+            _ => WindowScale::Known { shift: 0 },
+        }
+    }
+
+    /// Notes the handshake's segments in whatever order the capture holds
+    /// them (a capture point can record a SYN-ACK before its SYN) or with
+    /// some missing (dropped by the capture).
+    fn handshake(&mut self, ts: u64, seg: &Segment, from_client: bool) {
+        let h = &mut self.handshake;
+        if seg.syn && !seg.ack && from_client {
+            h.syn_ns.get_or_insert(ts);
+        } else if seg.syn && seg.ack && !from_client {
+            if h.syn_ack_ns.is_none() {
+                h.syn_ack_ns = Some(ts);
+                h.server_isn = Some(seg.seq);
+            }
+        } else if !seg.syn
+            && seg.ack
+            && from_client
+            && h.ack_ns.is_none()
+            && h.server_isn
+                .is_some_and(|isn| seg.ack_no == isn.wrapping_add(1))
+        {
+            h.ack_ns = Some(ts);
+        } else {
+            return;
+        }
+        h.derive();
+    }
+
+    /// Counts an ICMP message quoting this connection.
+    pub(crate) fn too_big(&mut self, mtu: u32) {
+        self.icmp_too_big += 1;
+        self.icmp_mtu = Some(self.icmp_mtu.map_or(mtu, |m| m.min(mtu)));
+    }
+
+    /// Closes open episodes at the end of the capture.
+    pub(crate) fn finish(&mut self) {
+        self.client.finish();
+        self.server.finish();
+    }
+}

@@ -1,0 +1,43 @@
+//! The errors that stop reading a capture: the file is not a capture at all,
+//! or its container (pcap records, pcapng blocks) is broken so that nothing
+//! after the break can be trusted. A bad *packet* inside a sound container is
+//! not an error: the analysis skips it and counts it (see `DecodeStats`).
+
+/// Why a capture could not be read to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Opening or reading the input failed.
+    #[error("reading the capture: {0}")]
+    Io(#[from] std::io::Error),
+    /// The input (after gzip, if it was gzip) starts with neither a pcap
+    /// nor a pcapng magic number.
+    #[error("not a pcap or pcapng capture: it starts with {found:02x?}")]
+    BadMagic {
+        /// The first bytes found (up to four).
+        found: Vec<u8>,
+    },
+    /// The input ends inside a header, a record or a block.
+    #[error("the capture is truncated: it ends inside a record after byte {offset}")]
+    Truncated {
+        /// Bytes of the (decompressed) capture read whole before the cut.
+        offset: u64,
+    },
+    /// A pcap record or pcapng block is malformed (e.g. a block length
+    /// shorter than a block header, or two lengths that disagree).
+    #[error("malformed {what} at byte {offset}")]
+    Malformed {
+        /// What was being parsed.
+        what: &'static str,
+        /// Bytes of the (decompressed) capture read before it.
+        offset: u64,
+    },
+    /// A record or block claims more bytes than any real capture holds, which
+    /// would make the reader buffer it whole.
+    #[error("a record at byte {offset} is larger than {limit} bytes")]
+    TooLarge {
+        /// Bytes of the (decompressed) capture read before it.
+        offset: u64,
+        /// The largest record the reader buffers.
+        limit: usize,
+    },
+}

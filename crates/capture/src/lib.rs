@@ -1,0 +1,45 @@
+//! plumb-capture reads a packet capture (pcap or pcapng, plain or gzip) and
+//! gathers, per TCP connection and direction, the evidence `plumb why` needs
+//! to explain a slow transfer: the handshake (options, RTT, initial TTL),
+//! payload bytes, advertised windows (scaled), zero-window episodes,
+//! retransmissions (fast, timeout-like, spurious), duplicate ACKs, flight
+//! against the peer's window, super-segments and ICMP "too big" messages.
+//! See docs/capture.md.
+//!
+//! It reads record by record (memory is bounded by the largest record and
+//! the connection ceiling, [`Limits`]), and a broken container is a typed
+//! [`Error`], never a panic; a broken packet is skipped and counted
+//! ([`DecodeStats`]).
+//!
+//! Dependencies, each for what it does well:
+//! - `pcap-parser`: the pcap and pcapng containers (both byte orders,
+//!   several sections and interfaces, per-interface timestamp resolution),
+//!   streaming over any `Read` with a bounded buffer, in safe code.
+//! - `etherparse`: Ethernet with VLAN tags, IPv4/IPv6 (extension headers
+//!   included) and TCP headers, leniently over frames cut by the snaplen.
+//! - `flate2`: gzip-compressed captures (`tcpdump -w - | gzip`), decoded
+//!   as a stream.
+#![forbid(unsafe_code)]
+// A function longer than clippy.toml's 150 lines is two functions.
+#![warn(clippy::too_many_lines)]
+
+mod analysis;
+mod connection;
+mod direction;
+mod error;
+mod holes;
+mod link;
+mod options;
+mod segment;
+mod source;
+mod table;
+mod window;
+
+pub use analysis::{analyze, analyze_file, Analysis, Analyzer, DecodeStats};
+pub use connection::{Connection, Handshake};
+pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWindow};
+pub use error::Error;
+pub use options::SynOptions;
+pub use source::{read_records, ReadStats, Record, MAX_RECORD};
+pub use table::{Dropped, Limits, DEFAULT_MAX_CONNECTIONS};
+pub use window::{WindowScale, WindowStats};

@@ -1,0 +1,138 @@
+//! Connection tracking with a ceiling: connections are keyed by their
+//! 4-tuple (either direction finds the same one), and past
+//! [`Limits::max_connections`] the least busy tenth is dropped (and
+//! counted), so a capture of a million one-packet flows (a scan, a SYN
+//! flood) costs the memory of the ceiling, not of the flows. Dropping a
+//! tenth at once keeps the cost of finding them amortised: one selection
+//! over the table per tenth of its size.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use serde::Serialize;
+
+use crate::connection::Connection;
+
+/// The default ceiling of tracked connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 100_000;
+
+/// Bounds on what the analysis keeps.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections tracked at once (at least 10).
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// The 4-tuple with its ends in a fixed order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key(SocketAddr, SocketAddr);
+
+impl Key {
+    /// The key of a packet from `a` to `b` (or from `b` to `a`).
+    pub fn new(a: SocketAddr, b: SocketAddr) -> Key {
+        if a <= b {
+            Key(a, b)
+        } else {
+            Key(b, a)
+        }
+    }
+}
+
+/// What was dropped to stay under the ceiling.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Dropped {
+    /// Connections dropped (a dropped connection seen again counts anew).
+    pub connections: u64,
+    /// Segments they had counted.
+    pub packets: u64,
+}
+
+/// The tracked connections.
+#[derive(Debug, Default)]
+pub struct Table {
+    conns: HashMap<Key, Connection>,
+    max: usize,
+    /// What the ceiling dropped.
+    pub dropped: Dropped,
+}
+
+impl Table {
+    /// An empty table holding at most `limits.max_connections`.
+    pub fn new(limits: Limits) -> Table {
+        Table {
+            conns: HashMap::new(),
+            max: limits.max_connections.max(10),
+            dropped: Dropped::default(),
+        }
+    }
+
+    /// The connection of `key`, made (and room made for it) if new.
+    pub fn entry(&mut self, key: Key) -> &mut Connection {
+        if !self.conns.contains_key(&key) && self.conns.len() >= self.max {
+            self.evict();
+        }
+        self.conns.entry(key).or_default()
+    }
+
+    /// The connection of `key`, if tracked.
+    pub fn get_mut(&mut self, key: &Key) -> Option<&mut Connection> {
+        self.conns.get_mut(key)
+    }
+
+    /// Connections tracked now.
+    pub fn len(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Drops the least busy tenth: fewest segments, then longest idle.
+    fn evict(&mut self) {
+        let n = (self.max / 10).max(1);
+        let mut busy: Vec<(u64, u64, Key)> = self
+            .conns
+            .iter()
+            .map(|(k, c)| (c.packets(), c.last_ns(), *k))
+            .collect();
+        busy.select_nth_unstable(n - 1);
+        for (packets, _, key) in &busy[..n] {
+            self.conns.remove(key);
+            self.dropped.connections += 1;
+            self.dropped.packets += packets;
+        }
+    }
+
+    /// The connections, by first segment's time.
+    pub fn into_connections(self) -> Vec<Connection> {
+        let mut v: Vec<Connection> = self.conns.into_values().collect();
+        for c in &mut v {
+            c.finish();
+        }
+        v.sort_by_key(|c| (c.first_ns(), c.client.sender.clone()));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn either_direction_is_one_key_and_a_connection_is_small() {
+        let (a, b): (SocketAddr, SocketAddr) = (
+            "10.0.0.1:1".parse().expect("addr"),
+            "10.0.0.2:2".parse().expect("addr"),
+        );
+        assert_eq!(Key::new(a, b), Key::new(b, a));
+        // The ceiling's memory: 100 000 of these (plus SYN option lists).
+        let size = std::mem::size_of::<Connection>() + std::mem::size_of::<Key>();
+        eprintln!("a tracked connection: {size} bytes");
+        assert!(size < 1500, "{size}");
+    }
+}

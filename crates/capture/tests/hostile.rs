@@ -1,0 +1,221 @@
+//! Hostile and broken inputs: a clear error for a broken container, a
+//! counted skip for a broken packet, never a panic or a hang; and a
+//! million one-packet flows under a small ceiling keep the table bounded.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::Read;
+
+use common::*;
+use plumb_capture::{Analyzer, Error, Limits};
+
+fn err(bytes: &[u8]) -> Error {
+    plumb_capture::analyze(bytes, Limits::default()).unwrap_err()
+}
+
+#[test]
+fn wrong_magic_and_empty_input() {
+    assert!(matches!(err(b"GIF89a..........."), Error::BadMagic { found } if found == b"GIF8"));
+    assert!(matches!(err(b""), Error::BadMagic { found } if found.is_empty()));
+    // gzip of something that is not a capture.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, b"hello world").unwrap();
+    assert!(matches!(err(&gz.finish().unwrap()), Error::BadMagic { .. }));
+    // gzip cut short.
+    assert!(matches!(
+        err(&[0x1f, 0x8b, 8, 0]),
+        Error::Io(_) | Error::BadMagic { .. }
+    ));
+}
+
+#[test]
+fn truncated_record_is_an_error_after_the_whole_ones() {
+    let bytes = pcap_of(&handshake());
+    for cut in [10, 23, 25, 24 + 10, bytes.len() - 1] {
+        match err(&bytes[..cut]) {
+            Error::Truncated { .. } => {}
+            e => panic!("cut at {cut}: {e}"),
+        }
+    }
+    let mut ng = PcapNg::new();
+    ng.interface(1, None);
+    ng.packet(0, 0, &handshake()[0].1.frame(Link::Ethernet));
+    let n = ng.buf.len();
+    for cut in [6, 20, n - 3] {
+        assert!(
+            matches!(err(&ng.buf[..cut]), Error::Truncated { .. }),
+            "cut at {cut}"
+        );
+    }
+}
+
+#[test]
+fn bad_pcapng_block_length() {
+    let mut ng = PcapNg::new();
+    ng.interface(1, None);
+    let at = ng.buf.len();
+    ng.packet(0, 0, &handshake()[0].1.frame(Link::Ethernet));
+    // A block length under the 12-byte minimum.
+    let mut short = ng.buf.clone();
+    short[at + 4..at + 8].copy_from_slice(&8u32.to_le_bytes());
+    assert!(
+        matches!(
+            err(&short),
+            Error::Malformed {
+                what: "pcapng block",
+                ..
+            }
+        ),
+        "{}",
+        err(&short)
+    );
+    // Trailing length disagreeing with the leading one.
+    let mut odd = ng.buf.clone();
+    let n = odd.len();
+    odd[n - 4..].copy_from_slice(&999u32.to_le_bytes());
+    assert!(
+        matches!(err(&odd), Error::Malformed { .. }),
+        "{}",
+        err(&odd)
+    );
+    // A length past anything buffered.
+    let mut huge = ng.buf.clone();
+    huge[at + 4..at + 8].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    assert!(
+        matches!(err(&huge), Error::TooLarge { .. } | Error::Truncated { .. }),
+        "{}",
+        err(&huge)
+    );
+}
+
+#[test]
+fn record_longer_than_snaplen_is_skipped_and_counted() {
+    let mut p = Pcap::with_snaplen(1, false, 60);
+    let segs = handshake();
+    p.record(T0, &segs[0].1.frame(Link::Ethernet)); // 74 > 60
+    p.record_cut(T0 + 10 * MS, &segs[1].1.frame(Link::Ethernet), 60);
+    let a = analyze(&p.buf);
+    assert_eq!(a.read.oversize_records, 1);
+    assert_eq!(a.read.records, 1);
+    // The cut SYN-ACK (options beyond 60 bytes) is a truncated header.
+    assert_eq!(a.decode.truncated, 1);
+}
+
+#[test]
+fn malformed_options_and_headers_are_skipped_and_counted() {
+    let mut segs = handshake();
+    // MSS option claiming length 9 inside 8 option bytes.
+    segs[0].1.options = vec![2, 9, 5, 0xb4, 1, 1, 1, 1];
+    let mut p = Pcap::new(1, false);
+    for (ts, s) in &segs {
+        p.record(*ts, &s.frame(Link::Ethernet));
+    }
+    // A TCP data offset of 2 words.
+    let mut f = Seg::v4(true, 1).frame(Link::Ethernet);
+    f[14 + 20 + 12] = 0x20;
+    p.record(T0 + 30 * MS, &f);
+    // Not IP at all (ARP ether type), and an unknown link type's frame.
+    let mut arp = f.clone();
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    p.record(T0 + 31 * MS, &arp);
+    let a = analyze(&p.buf);
+    assert_eq!(a.decode.malformed, 2, "{:?}", a.decode);
+    assert_eq!(a.decode.tcp, 2);
+    assert_eq!(a.decode.not_ip, 1);
+    assert!(a.connections[0].client.syn.is_none());
+    let mut q = Pcap::new(147, false);
+    q.record(T0, &f);
+    assert_eq!(analyze(&q.buf).decode.unknown_link, 1);
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    // A deterministic scramble of a real capture's bytes, at every length.
+    let base = pcap_of(&handshake());
+    let mut x: u32 = 12345;
+    for round in 0..300 {
+        let mut b = base.clone();
+        for _ in 0..(round % 7 + 1) {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let i = 24 + (x as usize >> 8) % (b.len() - 24);
+            b[i] = (x >> 3) as u8;
+        }
+        let cut = (x as usize >> 4) % b.len() + 1;
+        let _ = plumb_capture::analyze(&b[..cut], Limits::default());
+    }
+}
+
+/// A pcap of `n` one-SYN flows, made as it is read.
+struct ManyFlows {
+    header: Vec<u8>,
+    frame: Vec<u8>,
+    n: u32,
+    i: u32,
+    pending: Vec<u8>,
+}
+
+impl Read for ManyFlows {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pending.is_empty() {
+            if !self.header.is_empty() {
+                self.pending = std::mem::take(&mut self.header);
+            } else if self.i < self.n {
+                let i = self.i;
+                self.i += 1;
+                let mut f = self.frame.clone();
+                // Source address 10.x.y.z and port: one flow per record.
+                f[27..30].copy_from_slice(&i.to_be_bytes()[1..]);
+                f[34..36].copy_from_slice(&(1024 + (i % 60000) as u16).to_be_bytes());
+                let mut rec = Vec::with_capacity(16 + f.len());
+                rec.extend_from_slice(&(1_700_000_000 + i / 1000).to_le_bytes());
+                rec.extend_from_slice(&(i % 1000 * 1000).to_le_bytes());
+                rec.extend_from_slice(&(f.len() as u32).to_le_bytes());
+                rec.extend_from_slice(&(f.len() as u32).to_le_bytes());
+                rec.extend_from_slice(&f);
+                self.pending = rec;
+            } else {
+                return Ok(0);
+            }
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending[..n]);
+        self.pending.drain(..n);
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_million_one_packet_flows_stay_under_the_ceiling() {
+    const N: u32 = 1_000_000;
+    const CAP: usize = 1000;
+    let flows = ManyFlows {
+        header: Pcap::new(1, false).buf,
+        frame: Seg::v4(true, 7)
+            .syn()
+            .opts(&linux_syn_options(1460, 7))
+            .frame(Link::Ethernet),
+        n: N,
+        i: 0,
+        pending: Vec::new(),
+    };
+    let mut a = Analyzer::new(Limits {
+        max_connections: CAP,
+    });
+    let mut most = 0;
+    let read = plumb_capture::read_records(flows, |r| {
+        a.record(r);
+        most = most.max(a.tracked());
+    })
+    .unwrap();
+    assert_eq!(read.records, u64::from(N));
+    assert!(most <= CAP, "{most} tracked at once");
+    let out = a.finish(read);
+    assert_eq!(out.decode.tcp, u64::from(N));
+    assert_eq!(
+        out.dropped.connections + out.connections.len() as u64,
+        u64::from(N)
+    );
+    assert_eq!(out.dropped.packets, out.dropped.connections);
+    assert!(out.connections.len() <= CAP);
+}
