@@ -5,18 +5,19 @@
 //! its fields are that object's keys in their order, and the document's
 //! `diagnosis` deserializes back into it.
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::figures::Figures;
 use crate::finding::{Confidence, EvidenceLine, Finding, Fix, Limit};
 use crate::latency::LatencyVerdict;
 
 /// The answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Diagnosis {
     /// The primary limit; `None` when nothing explains the rate
     /// ("unexplained", as the JSON says it).
-    #[serde(with = "limit_or_unexplained")]
+    #[serde(deserialize_with = "limit_or_unexplained::deserialize")]
     pub limit: Option<Limit>,
     /// Other limits the evidence shows (their status is in `findings`).
     pub secondary: Vec<Limit>,
@@ -48,6 +49,36 @@ pub struct Diagnosis {
     pub unknown: Vec<String>,
     /// Latency under load, when the test measured it.
     pub latency: Option<LatencyVerdict>,
+    /// Nothing to explain (an idle connection): no limit at all, which the
+    /// JSON writes as `"limit": null`, apart from an unexplained rate.
+    #[serde(skip)]
+    pub nothing_to_explain: bool,
+}
+
+/// The `diagnosis` object: every field in order, `limit` as its name,
+/// `"unexplained"`, or `null` when there was nothing to explain.
+impl Serialize for Diagnosis {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut o = s.serialize_struct("Diagnosis", 16)?;
+        let limit = (!self.nothing_to_explain).then(|| self.limit_name());
+        o.serialize_field("limit", &limit)?;
+        o.serialize_field("secondary", &self.secondary)?;
+        o.serialize_field("measured_bps", &self.measured_bps)?;
+        o.serialize_field("predicted_bps", &self.predicted_bps)?;
+        o.serialize_field("tolerance", &self.tolerance)?;
+        o.serialize_field("link_bps", &self.link_bps)?;
+        o.serialize_field("link_source", &self.link_source)?;
+        o.serialize_field("summary", &self.summary)?;
+        o.serialize_field("confidence", &self.confidence)?;
+        o.serialize_field("confidence_level", &self.confidence_level)?;
+        o.serialize_field("evidence", &self.evidence)?;
+        o.serialize_field("findings", &self.findings)?;
+        o.serialize_field("figures", &self.figures)?;
+        o.serialize_field("fixes", &self.fixes)?;
+        o.serialize_field("unknown", &self.unknown)?;
+        o.serialize_field("latency", &self.latency)?;
+        o.end()
+    }
 }
 
 impl Diagnosis {
@@ -62,16 +93,12 @@ impl Diagnosis {
     }
 }
 
-/// `limit` in JSON: the limit's name, or `unexplained` (a `null` reads as
-/// none too).
+/// `limit` read from JSON: the limit's name, or `unexplained` (a `null`
+/// reads as none too).
 mod limit_or_unexplained {
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserialize, Deserializer};
 
     use crate::finding::Limit;
-
-    pub(super) fn serialize<S: Serializer>(l: &Option<Limit>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(l.map_or("unexplained", Limit::name))
-    }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
         #[derive(Deserialize)]

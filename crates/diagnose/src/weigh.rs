@@ -127,6 +127,7 @@ pub(crate) fn answer(
         .map(|p| fixes::for_limit(p, ev, &figures, &findings))
         .unwrap_or_default();
     Diagnosis {
+        nothing_to_explain: false,
         limit: primary,
         secondary: findings
             .iter()

@@ -83,3 +83,25 @@ fn an_explained_document_writes_the_diagnosis_last_and_reads_back() {
     let v = serde_json::to_value(&bare).expect("json");
     assert!(v.get("diagnosis").is_none());
 }
+
+/// A connection with nothing to explain (idle) writes `"limit": null`, apart
+/// from an unexplained one's `"unexplained"`; every other key is the same.
+#[test]
+fn nothing_to_explain_is_a_null_limit() {
+    let d = diagnosis_of("iperf3-3.12-forward.json", None);
+    let mut idle = d.clone();
+    idle.nothing_to_explain = true;
+    let (a, b) = (
+        serde_json::to_value(&d).expect("json"),
+        serde_json::to_value(&idle).expect("json"),
+    );
+    assert!(a["limit"].is_string(), "{}", a["limit"]);
+    assert!(b["limit"].is_null(), "{}", b["limit"]);
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v.as_object().expect("object").keys().cloned().collect()
+    };
+    assert_eq!(keys(&a), keys(&b));
+    // Read back, a null limit is no limit.
+    let back: Diagnosis = serde_json::from_value(b).expect("reads back");
+    assert_eq!(back.limit, None);
+}

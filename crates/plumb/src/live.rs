@@ -18,7 +18,6 @@ use plumb_live::sys::{self, Dumper, Owner};
 use plumb_live::{Filter, Role, Track, Tracker};
 use plumb_model::Rate;
 use plumb_net::cgroup::CgroupCpuReading;
-use serde_json::Value;
 
 use crate::cli::usage_error;
 
@@ -388,19 +387,13 @@ pub fn run(
         id.closed = tr.closed;
         id.rate_bps = Some(tr.rate_bps());
         id.samples = Some(tr.samples);
-        id.diagnosis = serde_json::to_value(&d)?;
-        if id.this_host == Role::Idle.name() {
-            // Nothing to explain: an idle connection has no limit, which is
-            // not the same as an unexplained one.
-            id.diagnosis["limit"] = Value::Null;
-        }
+        // Nothing to explain: an idle connection has no limit, which is
+        // not the same as an unexplained one.
+        d.nothing_to_explain = id.this_host == Role::Idle.name();
+        id.diagnosis = Some(d);
         conns.push(id);
     }
-    let first = conns
-        .iter()
-        .find(|c| !c.diagnosis.is_null())
-        .map(|c| c.diagnosis.clone())
-        .unwrap_or(Value::Null);
+    let first = conns.iter().find_map(|c| c.diagnosis.clone());
     let desc = describe_filter(&filter);
     let doc = LiveDocument {
         live: LiveSampling {

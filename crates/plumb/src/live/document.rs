@@ -2,10 +2,10 @@
 //! the sampling time, one row per connection (who, which way the data goes,
 //! its rate and its diagnosis), and the first diagnosis found.
 
+use plumb_diagnose::Diagnosis;
 use plumb_live::sys::Owner;
 use plumb_live::Track;
 use serde::Serialize;
-use serde_json::Value;
 
 /// The whole document.
 #[derive(Debug, Serialize)]
@@ -15,7 +15,7 @@ pub struct LiveDocument {
     /// One row per matching connection, busiest first.
     pub connections: Vec<ConnectionRow>,
     /// The first row's diagnosis that there is (`null`: none).
-    pub diagnosis: Value,
+    pub diagnosis: Option<Diagnosis>,
 }
 
 /// `live`: the filter in words and the seconds sampled.
@@ -55,7 +55,7 @@ pub struct ConnectionRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<u32>,
     /// `plumb why`'s diagnosis object (`null`: nothing to measure).
-    pub diagnosis: Value,
+    pub diagnosis: Option<Diagnosis>,
     /// Why there is no diagnosis.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<&'static str>,
@@ -78,7 +78,7 @@ impl ConnectionRow {
             closed: false,
             rate_bps: None,
             samples: None,
-            diagnosis: Value::Null,
+            diagnosis: None,
             note: None,
         }
     }
@@ -124,10 +124,9 @@ mod tests {
         let mut busy = ConnectionRow::identity(&tr, None);
         busy.rate_bps = Some(1.5e6);
         busy.samples = Some(30);
-        busy.diagnosis = serde_json::from_str(r#"{"limit":null}"#).expect("json");
         assert_eq!(
             serde_json::to_string(&busy).expect("serializes"),
-            r#"{"local":"127.0.0.1:5201","remote":"[::1]:40000","local_port":5201,"remote_port":40000,"pid":null,"command":null,"congestion":"cubic","this_host":"idle","closed":false,"rate_bps":1500000.0,"samples":30,"diagnosis":{"limit":null}}"#
+            r#"{"local":"127.0.0.1:5201","remote":"[::1]:40000","local_port":5201,"remote_port":40000,"pid":null,"command":null,"congestion":"cubic","this_host":"idle","closed":false,"rate_bps":1500000.0,"samples":30,"diagnosis":null}"#
         );
     }
 }
