@@ -128,14 +128,12 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         rate(p1),
         m1.map_or("no result".into(), rate)
     );
-    // The diagnosis reads the document as JSON.
-    if let Some(doc) = &doc1.as_ref().map(Document::to_value) {
+    if let Some(doc) = &doc1 {
         let link_ev = Some(LinkRate {
             bps: 1e9,
             source: LinkSource::Given,
         });
-        let typed = plumb_record::Document::from_value(doc.clone()).map_err(|e| e.to_string());
-        if let Ok(ev) = typed.and_then(|d| Evidence::from_document(&d, link_ev)) {
+        if let Ok(ev) = Evidence::from_document(doc, link_ev) {
             println!("   plumb why: {}", diagnose(&ev).summary);
         }
     }

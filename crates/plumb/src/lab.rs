@@ -421,14 +421,12 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         let mut full = record.clone();
         full.lab = Some(lab_obj.clone());
         full.model = Some(model.0.clone());
-        let full = full.to_value();
         let name = format!(
             "lab link {}, RTT {}: plumb -c {}",
             a.rate.human(),
             a.rtt.human(),
             a.client.join(" ")
         );
-        let full = plumb_report::input::Document::from_value(full)?;
         crate::report::write_for(out, vec![crate::report::input(name, full, Some(a.rate))])?;
     }
     if stream {

@@ -79,9 +79,7 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         // A -J document, or a saved --json-stream log of one test.
         let doc = match Document::parse(&text) {
             Ok(d) => d,
-            Err(e) => match plumb_report::json::document_from_events(&text)
-                .and_then(|v| Document::from_value(v).ok())
-            {
+            Err(e) => match plumb_report::input::stream_document(&text) {
                 Some(d) => d,
                 None => {
                     return Ok(usage_error(format!(

@@ -48,6 +48,12 @@ pub fn read_text(text: &str, name: &str) -> Result<Document, String> {
     Ok(doc)
 }
 
+/// The document a `--json-stream` log of one test adds up to; `None` when
+/// the text is not such a log.
+pub fn stream_document(text: &str) -> Option<Document> {
+    crate::json::document_from_events(text).and_then(|v| Document::from_value(v).ok())
+}
+
 /// Any document plumb writes (a test's with its diagnosis, `plumb why`'s on
 /// running connections) as the page reads it: through its JSON, as a file
 /// of it would be read.
