@@ -20,6 +20,9 @@ pub enum LinkSource {
     Interface(String),
     /// The test's own best interval: a lower bound, not the link.
     BestInterval,
+    /// Inferred from the sender's evidence that the transfer fills its path
+    /// (a standing queue, cwnd-limited time): see `path`.
+    Inferred,
 }
 
 /// The bottleneck link's line rate.

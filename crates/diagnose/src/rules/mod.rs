@@ -44,16 +44,27 @@ pub use send_buffer::SNDBUF_TOLERANCE;
 pub use udp_loss::UDP_LOSS_SEEN;
 
 use crate::evidence::Evidence;
+use crate::path;
 use crate::seen::Seen;
 use crate::weigh;
 use context::Context;
 
 /// Weighs the evidence. The one entry point: every evidence source (a `-J`
 /// document, the model alone, a live connection) builds an [`Evidence`].
+///
+/// Without a given link rate, a transfer whose sender shows it filling its
+/// path (`path`) is weighed against that path as its link.
 pub fn diagnose(ev: &Evidence) -> Diagnosis {
-    let cx = Context::new(ev);
+    let inferred = path::with_path(ev, context::timestamps(ev));
+    let (ev, path) = match &inferred {
+        Some((e, p)) => (e, Some(p.clone())),
+        None => (ev, None),
+    };
+    let mut cx = Context::new(ev);
+    cx.path = path;
     let mut unknown = unknown(ev);
     let mut findings = weigh::each(observe(&cx, &mut unknown), cx.measured);
+    path::only_feeds_the_queue(ev, &mut findings);
     // Two rules speak only when nothing above accounts for the rate.
     if !findings.iter().any(Finding::candidate) {
         findings.extend(congestion::seen(&cx).map(|s| s.weigh(cx.measured)));
