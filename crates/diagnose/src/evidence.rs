@@ -147,6 +147,9 @@ pub struct Evidence {
     pub rcvbuf_actual: Option<u64>,
     /// Congestion control of the sender.
     pub congestion: Option<String>,
+    /// BBR's own estimate of the bottleneck's bandwidth, payload bit/s
+    /// (`INET_DIAG_BBRINFO`), when the sender runs BBR and it was read.
+    pub bbr_bw_bps: Option<f64>,
     /// CPU of the sending end.
     pub cpu_sender: Option<Cpu>,
     /// CPU of the receiving end.

@@ -49,6 +49,10 @@ pub const QUEUE_BIG_SHARE: f64 = 0.5;
 /// inflate the RTT as a queue does, so no path is inferred (the same bar
 /// `plumb-live` uses for a runnable thread).
 pub const CPU_RUNNABLE_PCT: f64 = 50.0;
+/// How far BBR's bandwidth estimate may stray from the measured rate and
+/// still corroborate it: BBR probes 25 % above its estimate one round trip
+/// in eight, so its estimate runs a little above what it delivers.
+pub const BBR_AGREES: f64 = 0.10;
 /// The share of the test the sender must have had data in flight: below
 /// it the application, not the path, left the sender idle.
 pub const BUSY_SHARE: f64 = 0.8;
@@ -67,6 +71,9 @@ pub struct PathFull {
     pub min_rtt_s: f64,
     /// The share of the test the congestion window limited the sender.
     pub cwnd_share: Option<f64>,
+    /// BBR's bottleneck bandwidth estimate, bit/s, when it agrees with the
+    /// measured rate (within [`BBR_AGREES`]).
+    pub bbr_bw_bps: Option<f64>,
     /// How sure the inference is, 0–1.
     pub confidence: f64,
 }
@@ -84,6 +91,9 @@ impl PathFull {
                 ", {:.0}% of the time limited only by the congestion window",
                 c * 100.0
             );
+        }
+        if let Some(b) = self.bbr_bw_bps {
+            s += &format!(", BBR's bandwidth estimate {:.1} Mbit/s agreeing", b / 1e6);
         }
         s
     }
@@ -149,12 +159,19 @@ pub fn infer(ev: &Evidence, ts: bool) -> Option<PathFull> {
     if common_bps.is_some() {
         doubt *= 0.6;
     }
+    let bbr_bw_bps = ev
+        .bbr_bw_bps
+        .filter(|b| (b / ev.measured_bps - 1.0).abs() <= BBR_AGREES);
+    if bbr_bw_bps.is_some() {
+        doubt *= 0.7;
+    }
     Some(PathFull {
         link_bps: common_bps.unwrap_or(ev.measured_bps / eff),
         common_bps,
         queue_s,
         min_rtt_s,
         cwnd_share,
+        bbr_bw_bps,
         confidence: (1.0 - doubt).clamp(0.0, 1.0),
     })
 }

@@ -110,6 +110,13 @@ fn inferred(cx: &Context, p: &PathFull, g: f64) -> Seen {
             "% of the test",
         ));
     }
+    if let Some(b) = p.bbr_bw_bps {
+        s.evidence.push(line(
+            "BBR's bottleneck bandwidth estimate",
+            b / 1e6,
+            "Mbit/s",
+        ));
+    }
     cx.rtt_lines(&mut s.evidence);
     s
 }
