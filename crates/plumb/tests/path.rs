@@ -97,6 +97,10 @@ fn sender(v: &Value, port: u64) -> &Value {
 fn premise(c: &Value, cc: &str, goodput: f64) -> bool {
     assert_eq!(c["congestion"], cc, "{c:#}");
     let rate = c["rate_bps"].as_f64().unwrap_or(0.0);
+    eprintln!(
+        "{cc}: {rate} bit/s of {goodput}; {} ({} confidence {})",
+        c["diagnosis"]["summary"], c["diagnosis"]["limit"], c["diagnosis"]["confidence"]
+    );
     if rate < 0.85 * goodput {
         plumb_testkit::skip_premise!(
             "the transfer did not fill the path: {rate} bit/s of {goodput}"
@@ -152,8 +156,10 @@ fn python_sender(name: &str, rate: &str, cc: &str, link_bps: f64) {
     }
 }
 
-/// `python3 -m http.server` sends a 1 GB (sparse) file from far under
-/// `cc`, set for far's namespace with sysctl; curl downloads it in near;
+/// `python3 -m http.server` (`tests/live/http_server.py`, which sets the
+/// congestion control on its listening socket: the lab's namespaces may
+/// not set the sysctl) sends a 1 GB sparse file from far under `cc`; curl
+/// downloads it in near;
 /// `plumb why -p 8000 --for 3 -J` on far, the sending host, no `--link`.
 fn http_download(name: &str, rate: &str, cc: &str, link_bps: f64) {
     if !can_lab() {
@@ -166,12 +172,14 @@ fn http_download(name: &str, rate: &str, cc: &str, link_bps: f64) {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let far = format!(
-        "sysctl -qw net.ipv4.tcp_congestion_control={cc} && mkdir -p @DIR@/www && \
-         truncate -s 1G @DIR@/www/big && \
-         (cd @DIR@/www && exec python3 -m http.server 8000 >/dev/null 2>&1) & srv=$!; \
+        "mkdir -p @DIR@/www && truncate -s 1G @DIR@/www/big && \
+         (cd @DIR@/www && exec python3 {srv} 8000 {cc} >/dev/null 2>&1) & srv=$!; \
          for i in $(seq 100); do [ -e @DIR@/started ] && break; sleep 0.1; done; sleep 1.5; \
          {plumb} why -p 8000 --for 3 -J >@DIR@/why.json 2>@DIR@/why.json.err; \
          kill $srv; wait",
+        srv = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/live/http_server.py")
+            .display(),
         plumb = plumb_bin()
     );
     let near = "for i in $(seq 100); do curl -s -o /dev/null http://$PLUMB_FAR:8000/ && break; \
