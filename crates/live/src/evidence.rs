@@ -603,8 +603,13 @@ mod tests {
     /// 1.8 ms above its minimum, BBR's estimate beside it.
     #[test]
     fn a_sender_filling_its_path_names_the_path() {
-        for bbr in [None, Some(950e6)] {
-            let (d, _) = explain(&tracked(941.3e6, 16_800, 0.0, bbr), &nic());
+        let unknown = Context {
+            link: None,
+            cpu: None,
+            pid: Some(1),
+        };
+        for (bbr, ctx) in [(None, nic()), (Some(950e6), nic()), (None, unknown)] {
+            let (d, _) = explain(&tracked(941.3e6, 16_800, 0.0, bbr), &ctx);
             assert_eq!(d.limit, Some(Limit::Link), "{}", d.summary);
             assert!(
                 d.summary.contains("what a 1 Gbit/s link carries"),
@@ -612,6 +617,7 @@ mod tests {
                 d.summary
             );
             assert_eq!(d.link_source.as_deref(), Some("inferred"));
+            assert!(!d.unknown.iter().any(|u| u.contains("give --link")));
             assert_eq!(
                 d.findings[0]
                     .evidence

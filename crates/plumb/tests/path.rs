@@ -200,6 +200,11 @@ fn a_python_sender_fills_a_1g_path_under_bbr() {
 }
 
 #[test]
+fn a_python_sender_fills_a_1g_path_under_cubic() {
+    python_sender("py-1g-cubic", "1gbit", "cubic", 1e9);
+}
+
+#[test]
 fn an_http_download_fills_a_1g_path_under_cubic() {
     http_download("http-1g-cubic", "1gbit", "cubic", 1e9);
 }

@@ -61,8 +61,13 @@ pub fn diagnose(ev: &Evidence) -> Diagnosis {
         None => (ev, None),
     };
     let mut cx = Context::new(ev);
-    cx.path = path;
     let mut unknown = unknown(ev);
+    if path.is_some() {
+        // The path's rate is no longer unknown, only not stated.
+        unknown.retain(|u| !u.starts_with("the link rate"));
+        unknown.push("the link rate: inferred from the path, not stated (--link states it)".into());
+    }
+    cx.path = path;
     let mut findings = weigh::each(observe(&cx, &mut unknown), cx.measured);
     path::only_feeds_the_queue(ev, &mut findings);
     // Two rules speak only when nothing above accounts for the rate.
