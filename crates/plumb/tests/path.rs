@@ -259,6 +259,11 @@ fn top_names_the_full_path() {
         return;
     }
     let named = senders.iter().filter(|r| r["limit"] == "link").count();
+    let seen: Vec<String> = senders
+        .iter()
+        .map(|r| format!("{} {}", r["rate_bps"], r["limit"]))
+        .collect();
+    eprintln!("top, sending rows (rate, LIMIT): {seen:?}");
     assert!(
         named >= 2 && named + 1 >= filled,
         "top named the link in {named} of {filled} full intervals:\n{text}"
