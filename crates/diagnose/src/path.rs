@@ -368,10 +368,17 @@ mod tests {
             ("farcpu", Some(Limit::Cpu)),
             ("farcpu-sleeps", Some(Limit::Cpu)),
             ("rwin-appcap", Some(Limit::Application)),
+            ("mss536", Some(Limit::PathMtu)),
+            ("bbr-loss", None),
         ] {
             let d = diagnose(&fixture(&format!("lab-{name}.json"), None));
             consistent(&d);
             assert_eq!(d.limit, limit, "{name}: {}", d.summary);
+            // A path inferred but not agreed by the answer is not kept: it
+            // would only say the link "could carry" what was measured.
+            if !matches!(d.limit, Some(Limit::Link | Limit::PathMtu)) {
+                assert_ne!(d.link_source.as_deref(), Some("inferred"), "{name}");
+            }
         }
         let d = diagnose(&fixture("lab-auto1g.json", None));
         assert!(

@@ -53,13 +53,24 @@ use context::Context;
 /// document, the model alone, a live connection) builds an [`Evidence`].
 ///
 /// Without a given link rate, a transfer whose sender shows it filling its
-/// path (`path`) is weighed against that path as its link.
+/// path (`path`) is weighed against that path as its link. The inferred
+/// path stands only when the answer agrees that the path is full (the link,
+/// or a small MSS filling it with headers); where another cause explains
+/// the rate better (loss, a window), the evidence is weighed as it came, so
+/// no figure quotes a link that is only the measurement.
 pub fn diagnose(ev: &Evidence) -> Diagnosis {
-    let inferred = path::with_path(ev, context::timestamps(ev));
-    let (ev, path) = match &inferred {
-        Some((e, p)) => (e, Some(p.clone())),
-        None => (ev, None),
-    };
+    if let Some((e, p)) = path::with_path(ev, context::timestamps(ev)) {
+        let d = weigh_all(&e, Some(p));
+        if matches!(d.limit, Some(Limit::Link | Limit::PathMtu)) {
+            return d;
+        }
+    }
+    weigh_all(ev, None)
+}
+
+/// Every rule's observation weighed into the answer, with the path when it
+/// was inferred.
+fn weigh_all(ev: &Evidence, path: Option<path::PathFull>) -> Diagnosis {
     let mut cx = Context::new(ev);
     let mut unknown = unknown(ev);
     if path.is_some() {
