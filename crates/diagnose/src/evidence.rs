@@ -20,6 +20,9 @@ pub enum LinkSource {
     Interface(String),
     /// The test's own best interval: a lower bound, not the link.
     BestInterval,
+    /// Inferred from the sender's evidence that the transfer fills its path
+    /// (a standing queue, cwnd-limited time): see `path`.
+    Inferred,
 }
 
 /// The bottleneck link's line rate.
@@ -144,6 +147,9 @@ pub struct Evidence {
     pub rcvbuf_actual: Option<u64>,
     /// Congestion control of the sender.
     pub congestion: Option<String>,
+    /// BBR's own estimate of the bottleneck's bandwidth, payload bit/s
+    /// (`INET_DIAG_BBRINFO`), when the sender runs BBR and it was read.
+    pub bbr_bw_bps: Option<f64>,
     /// CPU of the sending end.
     pub cpu_sender: Option<Cpu>,
     /// CPU of the receiving end.

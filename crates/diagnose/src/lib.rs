@@ -24,6 +24,8 @@
 //! - `read`: the only module that reads the test document: a
 //!   [`plumb_record::Document`] (plumb's, or a stock iperf3's with thinner
 //!   evidence) into [`Evidence`] and its latency probes.
+//! - [`path`]: the path's bottleneck inferred from the sender's evidence
+//!   (a standing queue, cwnd-limited time) when no link rate was given.
 //! - `figures`: the link and target [`Figures`] of one answer, computed once
 //!   so that the summary, the fixes and every "expect about" agree.
 //! - `diagnosis`: the answer, [`Diagnosis`], which is also the `diagnosis`
@@ -53,6 +55,7 @@ mod finding;
 pub mod fixes;
 mod human;
 pub mod latency;
+pub mod path;
 mod payload;
 mod read;
 pub mod rules;

@@ -19,6 +19,10 @@ pub(crate) struct Seen {
     pub(crate) bound_only: bool,
     pub(crate) missing: Vec<String>,
     pub(crate) evidence: Vec<EvidenceLine>,
+    /// The most confidence the finding can have whatever its model says:
+    /// an inferred link's rate is the measurement, so its closeness proves
+    /// nothing and the inference's own confidence caps it.
+    pub(crate) ceiling: Option<f64>,
 }
 
 impl Seen {
@@ -34,6 +38,7 @@ impl Seen {
             bound_only: false,
             missing: Vec::new(),
             evidence: Vec::new(),
+            ceiling: None,
         }
     }
 

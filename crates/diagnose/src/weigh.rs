@@ -55,7 +55,9 @@ impl Seen {
             s * if binds { 1.0 } else { 0.5 } * if contradicted { 0.5 } else { 1.0 }
         });
         let support = 1.0 - (1.0 - model) * (1.0 - counter);
-        let confidence = (support * MISSING_FACTOR.powi(self.missing.len() as i32)).clamp(0.0, 1.0);
+        let confidence = (support * MISSING_FACTOR.powi(self.missing.len() as i32))
+            .min(self.ceiling.unwrap_or(1.0))
+            .clamp(0.0, 1.0);
         Finding {
             limit: self.limit,
             what: self.what,
@@ -144,6 +146,7 @@ pub(crate) fn answer(
             LinkSource::Given => "given".to_string(),
             LinkSource::Interface(i) => format!("interface {i}"),
             LinkSource::BestInterval => "best interval".to_string(),
+            LinkSource::Inferred => "inferred".to_string(),
         }),
         summary,
         findings,
@@ -185,6 +188,7 @@ fn answer_evidence(ev: &Evidence, primary: Option<&Finding>) -> Vec<EvidenceLine
                         LinkSource::Given => "given".to_string(),
                         LinkSource::Interface(i) => format!("speed of interface {i}"),
                         LinkSource::BestInterval => "estimated from the best interval".to_string(),
+                        LinkSource::Inferred => "inferred from the path".to_string(),
                     }
                 ),
                 l.bps / 1e6,

@@ -148,6 +148,13 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         } else {
             None
         },
+        // BBR's estimate of the bottleneck, bytes/s of payload: evidence
+        // for the path's rate when no link rate is given.
+        bbr_bw_bps: if sender {
+            tr.last.bbr.map(|b| b.bw as f64 * 8.0).filter(|b| *b > 0.0)
+        } else {
+            None
+        },
         cpu_sender: if sender { cpu } else { None },
         cpu_receiver: if sender { None } else { cpu },
         sysctl_sender: Default::default(),
@@ -523,4 +530,109 @@ fn refigure(dg: &mut Diagnosis, ev: &Evidence) {
         .zip(fig.per_stream_bps)
         .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
         .filter(|k| *k > 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use plumb_diagnose::evidence::LinkSource;
+
+    use super::*;
+    use crate::diag::{BbrInfo, Conn};
+    use crate::tcpinfo::TcpInfo;
+
+    /// A sending socket sampled at `t` seconds into a transfer at `bps`,
+    /// its smoothed RTT `rtt` µs against a 15 ms minimum, TCP counting
+    /// `rwnd` of each second limited by the receive window.
+    fn sample(t: u64, bps: f64, rtt: u32, rwnd: f64, bbr: Option<f64>) -> Conn {
+        let us = t * 1_000_000;
+        Conn {
+            local: "198.18.0.1:8000".parse().expect("addr"),
+            remote: "198.19.0.1:40000".parse().expect("addr"),
+            state: 1,
+            inode: 1,
+            uid: 0,
+            ifindex: 0,
+            cookie: 7,
+            recv_queue: 0,
+            send_queue: 4 << 20,
+            tcp: Some(TcpInfo {
+                bytes_acked: Some((bps / 8.0) as u64 * t),
+                bytes_received: Some(0),
+                busy_time: Some(us),
+                rwnd_limited: Some((us as f64 * rwnd) as u64),
+                sndbuf_limited: Some(0),
+                snd_mss: 1448,
+                snd_cwnd: 2_000,
+                rtt,
+                min_rtt: Some(15_000),
+                snd_wnd: Some(8 << 20),
+                ..TcpInfo::default()
+            }),
+            congestion: None,
+            mem: None,
+            bbr: bbr.map(|b| BbrInfo {
+                bw: (b / 8.0) as u64,
+                min_rtt_us: 15_000,
+                pacing_gain: 256,
+                cwnd_gain: 512,
+            }),
+        }
+    }
+
+    fn tracked(bps: f64, rtt: u32, rwnd: f64, bbr: Option<f64>) -> Track {
+        let mut tr = Track::new(sample(0, bps, rtt, rwnd, bbr), 0.0);
+        for t in 1..=3 {
+            tr.update(sample(t, bps, rtt, rwnd, bbr), t as f64);
+        }
+        tr
+    }
+
+    /// The host's 10 Gbit/s interface is all `plumb why -p` knows.
+    fn nic() -> Context {
+        Context {
+            link: Some(LinkRate {
+                bps: 10e9,
+                source: LinkSource::Interface("eth0".into()),
+            }),
+            cpu: None,
+            pid: Some(1),
+        }
+    }
+
+    /// The download from the sending host: 941 Mbit/s, the RTT
+    /// 1.8 ms above its minimum, BBR's estimate beside it.
+    #[test]
+    fn a_sender_filling_its_path_names_the_path() {
+        let unknown = Context {
+            link: None,
+            cpu: None,
+            pid: Some(1),
+        };
+        for (bbr, ctx) in [(None, nic()), (Some(950e6), nic()), (None, unknown)] {
+            let (d, _) = explain(&tracked(941.3e6, 16_800, 0.0, bbr), &ctx);
+            assert_eq!(d.limit, Some(Limit::Link), "{}", d.summary);
+            assert!(
+                d.summary.contains("what a 1 Gbit/s link carries"),
+                "{}",
+                d.summary
+            );
+            assert_eq!(d.link_source.as_deref(), Some("inferred"));
+            assert!(!d.unknown.iter().any(|u| u.contains("give --link")));
+            assert_eq!(
+                d.findings[0]
+                    .evidence
+                    .iter()
+                    .any(|e| e.what.starts_with("BBR's")),
+                bbr.is_some()
+            );
+        }
+    }
+
+    /// 94 Mbit/s held by the receive window, the RTT at its minimum: not a
+    /// full 100 Mbit/s link.
+    #[test]
+    fn a_window_limited_sender_at_a_common_rate_is_not_the_path() {
+        let (d, _) = explain(&tracked(94e6, 15_100, 0.4, None), &nic());
+        assert_ne!(d.limit, Some(Limit::Link), "{}", d.summary);
+    }
 }

@@ -568,6 +568,16 @@ fn a_deep_queue_is_bufferbloat_and_why_names_it() {
     assert!(l["fixes"].as_array().is_some_and(|f| f.len() >= 4), "{l}");
     // The bulk stream still filled the link.
     assert!(num(&b.doc, "end.sum_received.bits_per_second") > 850e6);
+    // For throughput the full path is the limit: the window that only feeds
+    // its queue is not, and no fix raises it (docs/diagnosis.md, "The path,
+    // inferred").
+    let d = &b.doc["diagnosis"];
+    assert_eq!(d["limit"], "link", "{}", d["summary"]);
+    let fixes = d["fixes"].to_string();
+    assert!(
+        !fixes.contains("rmem") && !fixes.contains("wmem"),
+        "{fixes}"
+    );
 }
 
 #[test]

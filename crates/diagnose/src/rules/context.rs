@@ -5,6 +5,7 @@
 use crate::evidence::{Evidence, LinkRate, LinkSource};
 use crate::figures::Figures;
 use crate::finding::{line, EvidenceKind, EvidenceLine};
+use crate::path::PathFull;
 
 /// One test's evidence with the figures the rules share.
 pub(crate) struct Context<'a> {
@@ -33,15 +34,13 @@ pub(crate) struct Context<'a> {
     pub(crate) loss: Option<f64>,
     /// Sending streams, at least one.
     pub(crate) n: f64,
+    /// The path's bottleneck, when it was inferred (no link rate given).
+    pub(crate) path: Option<PathFull>,
 }
 
 impl<'a> Context<'a> {
     pub(crate) fn new(ev: &'a Evidence) -> Context<'a> {
-        // Linux sends timestamps unless told not to; a full-size segment then carries 1448 B.
-        let ts = ev
-            .sysctl_sender
-            .get("net.ipv4.tcp_timestamps")
-            .is_none_or(|v| v.trim() != "0");
+        let ts = timestamps(ev);
         Context {
             ev,
             rtt: ev.rtt_s(),
@@ -56,6 +55,7 @@ impl<'a> Context<'a> {
             sndbuf: ev.fraction(|s| s.sndbuf_limited_us),
             loss: ev.loss_rate(),
             n: ev.streams.len().max(1) as f64,
+            path: None,
         }
     }
 
@@ -96,6 +96,14 @@ impl<'a> Context<'a> {
             m.push("the sender's TCP limit counters".to_string());
         }
     }
+}
+
+/// Whether the sender sends TCP timestamps: Linux does unless told not
+/// to, and a full-size segment then carries 1448 B.
+pub(crate) fn timestamps(ev: &Evidence) -> bool {
+    ev.sysctl_sender
+        .get("net.ipv4.tcp_timestamps")
+        .is_none_or(|v| v.trim() != "0")
 }
 
 /// The smoothed and minimum RTT as evidence lines, those known.

@@ -8,6 +8,7 @@ use super::context::Context;
 use crate::evidence::LinkSource;
 use crate::finding::{line, EvidenceKind, Limit};
 use crate::human::mbps;
+use crate::path::PathFull;
 use crate::seen::Seen;
 use crate::tolerance::{explains, TOLERANCE};
 
@@ -27,6 +28,13 @@ pub(crate) fn seen(cx: &Context, unknown: &mut Vec<String>) -> Option<Seen> {
     }
     if !explains(measured, g, TOLERANCE) {
         return None;
+    }
+    if let Some(p) = cx
+        .path
+        .as_ref()
+        .filter(|_| l.source == LinkSource::Inferred)
+    {
+        return Some(inferred(cx, p, g));
     }
     let mut s = Seen::new(
         Limit::Link,
@@ -61,6 +69,56 @@ pub(crate) fn seen(cx: &Context, unknown: &mut Vec<String>) -> Option<Seen> {
         ),
     ];
     Some(s)
+}
+
+/// The path's bottleneck as `path` inferred it: the rate the path carries,
+/// the common link it matches when it does, and how it was inferred; its
+/// confidence is the inference's.
+fn inferred(cx: &Context, p: &PathFull, g: f64) -> Seen {
+    let which = p.common_bps.map_or(String::new(), |c| {
+        format!(" — what a {} link carries", mbps(c))
+    });
+    let mut s = Seen::new(
+        Limit::Link,
+        "the path",
+        format!(
+            "the path is full: about {}{which}; {}. Nothing to fix on this host; --link states the rate",
+            mbps(cx.measured),
+            p.how()
+        ),
+    )
+    .model(g, TOLERANCE);
+    s.ceiling = Some(p.confidence);
+    s.evidence = vec![
+        line(
+            "link rate (inferred from the path)",
+            p.link_bps / 1e6,
+            "Mbit/s",
+        )
+        .stating(EvidenceKind::LinkRate),
+        line("link TCP goodput", g / 1e6, "Mbit/s"),
+        line(
+            "standing queue (smoothed RTT above the minimum)",
+            p.queue_s * 1e3,
+            "ms",
+        ),
+    ];
+    if let Some(c) = p.cwnd_share {
+        s.evidence.push(line(
+            "time limited only by the congestion window",
+            c * 100.0,
+            "% of the test",
+        ));
+    }
+    if let Some(b) = p.bbr_bw_bps {
+        s.evidence.push(line(
+            "BBR's bottleneck bandwidth estimate",
+            b / 1e6,
+            "Mbit/s",
+        ));
+    }
+    cx.rtt_lines(&mut s.evidence);
+    s
 }
 
 #[cfg(test)]

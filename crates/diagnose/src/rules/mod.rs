@@ -44,16 +44,43 @@ pub use send_buffer::SNDBUF_TOLERANCE;
 pub use udp_loss::UDP_LOSS_SEEN;
 
 use crate::evidence::Evidence;
+use crate::path;
 use crate::seen::Seen;
 use crate::weigh;
 use context::Context;
 
 /// Weighs the evidence. The one entry point: every evidence source (a `-J`
 /// document, the model alone, a live connection) builds an [`Evidence`].
+///
+/// Without a given link rate, a transfer whose sender shows it filling its
+/// path (`path`) is weighed against that path as its link. The inferred
+/// path stands only when the answer agrees that the path is full (the link,
+/// or a small MSS filling it with headers); where another cause explains
+/// the rate better (loss, a window), the evidence is weighed as it came, so
+/// no figure quotes a link that is only the measurement.
 pub fn diagnose(ev: &Evidence) -> Diagnosis {
-    let cx = Context::new(ev);
+    if let Some((e, p)) = path::with_path(ev, context::timestamps(ev)) {
+        let d = weigh_all(&e, Some(p));
+        if matches!(d.limit, Some(Limit::Link | Limit::PathMtu)) {
+            return d;
+        }
+    }
+    weigh_all(ev, None)
+}
+
+/// Every rule's observation weighed into the answer, with the path when it
+/// was inferred.
+fn weigh_all(ev: &Evidence, path: Option<path::PathFull>) -> Diagnosis {
+    let mut cx = Context::new(ev);
     let mut unknown = unknown(ev);
+    if path.is_some() {
+        // The path's rate is no longer unknown, only not stated.
+        unknown.retain(|u| !u.starts_with("the link rate"));
+        unknown.push("the link rate: inferred from the path, not stated (--link states it)".into());
+    }
+    cx.path = path;
     let mut findings = weigh::each(observe(&cx, &mut unknown), cx.measured);
+    path::only_feeds_the_queue(ev, &mut findings);
     // Two rules speak only when nothing above accounts for the rate.
     if !findings.iter().any(Finding::candidate) {
         findings.extend(congestion::seen(&cx).map(|s| s.weigh(cx.measured)));
