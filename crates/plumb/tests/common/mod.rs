@@ -58,45 +58,45 @@ fn read_iperf3_version() -> (u32, u32) {
     (it.next().unwrap_or(0), it.next().unwrap_or(0))
 }
 
-/// Each test binary's own loopback ports: `PORTS_PER_BINARY` from its
-/// base, so no two binaries' ranges meet, whether cargo runs them one after
-/// another or a developer runs several at once. The bases sit below Linux's
-/// ephemeral range (32768 up), so no outgoing connection holds one.
-const PORT_BASES: [(&str, u16); 14] = [
-    ("calc", 16_000),
-    ("exporter", 17_000),
-    ("hostile", 18_000),
-    ("interop", 19_000),
-    ("lab", 20_000),
-    ("lab_lifecycle", 21_000),
-    ("latency", 22_000),
-    ("live", 23_000),
-    ("measure", 24_000),
-    ("pscheduler", 25_000),
-    ("report", 26_000),
-    ("systemd_units", 27_000),
-    ("udp_gsro", 28_000),
-    ("why", 29_000),
+/// Each test binary's own loopback ports: `(binary, first port, ports)`,
+/// so no two binaries' ranges meet, whether cargo runs them one after
+/// another or a developer runs several at once. They sit below Linux's
+/// ephemeral range (32768 up), so no outgoing connection holds one; the
+/// capture crate's tshark test takes 31000-31499.
+const PORT_RANGES: [(&str, u16, u16); 17] = [
+    ("calc", 16_000, 1000),
+    ("exporter", 17_000, 1000),
+    ("hostile", 18_000, 1000),
+    ("interop", 19_000, 1000),
+    ("lab", 20_000, 1000),
+    ("lab_lifecycle", 21_000, 1000),
+    ("latency", 22_000, 1000),
+    ("live", 23_000, 1000),
+    ("measure", 24_000, 1000),
+    ("pscheduler", 25_000, 1000),
+    ("report", 26_000, 1000),
+    ("systemd_units", 27_000, 1000),
+    ("udp_gsro", 28_000, 1000),
+    ("why", 29_000, 1000),
+    ("path", 30_000, 500),
+    ("package", 30_500, 250),
+    ("handshake", 30_750, 250),
 ];
-const PORTS_PER_BINARY: u16 = 1000;
 
 /// A port no other test uses: the next of this test binary's range.
 ///
 /// # Panics
-/// If the binary is not in [`PORT_BASES`] or has used its whole range.
+/// If the binary is not in [`PORT_RANGES`] or has used its whole range.
 pub fn port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
     let binary = env!("CARGO_CRATE_NAME");
-    let base = PORT_BASES
+    let (base, count) = PORT_RANGES
         .iter()
-        .find(|(name, _)| *name == binary)
-        .map(|(_, base)| *base)
-        .unwrap_or_else(|| panic!("test binary {binary} has no port range in PORT_BASES"));
+        .find(|(name, _, _)| *name == binary)
+        .map(|(_, base, count)| (*base, *count))
+        .unwrap_or_else(|| panic!("test binary {binary} has no port range in PORT_RANGES"));
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    assert!(
-        n < PORTS_PER_BINARY,
-        "test binary {binary} used all its ports"
-    );
+    assert!(n < count, "test binary {binary} used all its ports");
     base + n
 }
 
