@@ -46,6 +46,7 @@ pub mod datapath;
 pub mod datathread;
 pub mod end_plumb;
 pub mod errors;
+pub mod handshake;
 pub mod host;
 pub mod pacing;
 pub mod rr;
