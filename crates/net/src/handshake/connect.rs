@@ -82,6 +82,16 @@ pub(super) fn offer_of(info: &TcpInfo, sysctls: &BTreeMap<String, String>) -> (O
     };
     let ts = info.options & OPT_TIMESTAMPS != 0;
     let mss = (info.snd_mss > 0).then(|| info.snd_mss + if ts { TIMESTAMPS_LEN } else { 0 });
+    // Linux keeps a segment within half the largest window the peer has
+    // shown (tcp_bound_to_half_wnd): with a small SYN-ACK window the MSS in
+    // use is that, not the peer's.
+    if let (Some(m), Some(w)) = (mss, info.snd_wnd) {
+        if m >= w / 2 {
+            notes.push(format!(
+                "MSS: {m} B is half the peer's initial window, the most Linux sends in one segment to it; the peer's own MSS may be larger"
+            ));
+        }
+    }
     let offer = Offer {
         window_scaling,
         wscale: window_scaling.filter(|&w| w).map(|_| info.snd_wscale),
