@@ -86,7 +86,7 @@ pub(super) fn offer_of(info: &TcpInfo, sysctls: &BTreeMap<String, String>) -> (O
     // shown (tcp_bound_to_half_wnd): with a small SYN-ACK window the MSS in
     // use is that, not the peer's.
     if let (Some(m), Some(w)) = (mss, info.snd_wnd) {
-        if m >= w / 2 {
+        if w > 0 && m >= w / 2 {
             notes.push(format!(
                 "MSS: {m} B is half the peer's initial window, the most Linux sends in one segment to it; the peer's own MSS may be larger"
             ));
@@ -158,5 +158,26 @@ mod tests {
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].contains("tcp_window_scaling = 0"));
         assert!(notes[1].contains("tcp_ecn = 2"));
+    }
+
+    #[test]
+    fn an_mss_at_half_the_peers_window_is_flagged() {
+        let raw = plumb_model::tcp_info::RawTcpInfo {
+            snd_mss: 32_741,
+            options: OPT_TIMESTAMPS,
+            snd_wnd: 65_483,
+            ..Default::default()
+        };
+        let info = TcpInfo::from_raw(&raw, plumb_model::tcp_info::SIZE);
+        let s = sysctls(&[("net.ipv4.tcp_ecn", "1")]);
+        let (o, notes) = offer_of(&info, &s);
+        assert_eq!(o.mss, Some(32_753));
+        assert_eq!(o.initial_window, Some(65_483));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("half the peer's initial window")),
+            "{notes:?}"
+        );
     }
 }
