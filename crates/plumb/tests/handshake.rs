@@ -201,10 +201,10 @@ struct Ends {
 }
 
 /// In far: `setup` (a sysctl), then the value of `check` into the premise
-/// file, then a Python listener on 5201 (with TCP_MAXSEG `maxseg` when not
-/// 0). In near, once it listens: `plumb handshake $PLUMB_FAR:5201 -J` as
+/// file, then a Python listener on 5201 with `sockopt` applied to its socket
+/// `s` (Python, or `0`); its MSS clamp and receive buffer are recorded too. In near, once it listens: `plumb handshake $PLUMB_FAR:5201 -J` as
 /// root and again as nobody. Over a 1 Gbit/s, 15 ms lab link.
-fn lab_handshake(name: &str, setup: &str, check: &str, maxseg: u32) -> Ends {
+fn lab_handshake(name: &str, setup: &str, check: &str, sockopt: &str) -> Ends {
     let dir = std::env::temp_dir().join(format!("plumb-hs-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
@@ -212,14 +212,14 @@ fn lab_handshake(name: &str, setup: &str, check: &str, maxseg: u32) -> Ends {
     let d = scratch.0.display().to_string();
     // The listener is the far shell itself (exec), so the lab's end of the
     // far program ends it; it also exits by itself after 30 s.
-    let listener = "import socket,sys,time; s=socket.socket(); m=int(sys.argv[1]); \
-         m and s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, m); \
+    let listener = format!(
+        "import socket,sys,time; s=socket.socket(); {sockopt}; \
          s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
-         s.bind((\"0.0.0.0\", 5201)); s.listen(16); \
-         open(sys.argv[2] + \"/maxseg\", \"w\").write(str(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG))); \
-         open(sys.argv[2] + \"/far.up\", \"w\").close(); time.sleep(30)";
-    let far =
-        format!("{setup}; {check} >{d}/premise 2>&1; exec python3 -c '{listener}' {maxseg} {d}");
+         s.bind((\"0.0.0.0\", 5201)); s.listen(16); g=s.getsockopt; \
+         open(sys.argv[1] + \"/sockopt\", \"w\").write(\"maxseg=%d rcvbuf=%d\" % (g(socket.IPPROTO_TCP, socket.TCP_MAXSEG), g(socket.SOL_SOCKET, socket.SO_RCVBUF))); \
+         open(sys.argv[1] + \"/far.up\", \"w\").close(); time.sleep(30)"
+    );
+    let far = format!("{setup}; {check} >{d}/premise 2>&1; exec python3 -c '{listener}' {d}");
     let plumb = plumb_bin();
     let near = format!(
         "for i in $(seq 200); do [ -e {d}/far.up ] && break; sleep 0.1; done; \
@@ -265,11 +265,7 @@ fn lab_handshake(name: &str, setup: &str, check: &str, maxseg: u32) -> Ends {
         })
     };
     Ends {
-        premise: format!(
-            "{} maxseg={}",
-            read("premise").trim(),
-            read("maxseg").trim()
-        ),
+        premise: format!("{} {}", read("premise").trim(), read("sockopt").trim()),
         root: doc("root"),
         nobody: doc("nobody"),
     }
@@ -308,7 +304,7 @@ fn a_listener_without_window_scaling() {
         "wscale",
         &format!("sysctl -qw {w}=0"),
         &format!("sysctl -n {w}"),
-        0,
+        "0",
     );
     if !e.premise.starts_with("0 ") {
         plumb_testkit::skip_premise!("far's {w} is not 0: {}", e.premise);
@@ -338,7 +334,7 @@ fn a_listener_without_sack() {
         "sack",
         &format!("sysctl -qw {s}=0"),
         &format!("sysctl -n {s}"),
-        0,
+        "0",
     );
     if !e.premise.starts_with("0 ") {
         plumb_testkit::skip_premise!("far's {s} is not 0: {}", e.premise);
@@ -363,7 +359,7 @@ fn a_listener_without_timestamps() {
         "ts",
         &format!("sysctl -qw {t}=0"),
         &format!("sysctl -n {t}"),
-        0,
+        "0",
     );
     if !e.premise.starts_with("0 ") {
         plumb_testkit::skip_premise!("far's {t} is not 0: {}", e.premise);
@@ -381,9 +377,14 @@ fn a_listener_without_timestamps() {
 #[test]
 fn a_listener_with_a_small_mss() {
     let Some(_one) = lab_lock() else { return };
-    let e = lab_handshake("mss", "true", "echo on", 600);
+    let e = lab_handshake(
+        "mss",
+        "true",
+        "echo on",
+        "s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 600)",
+    );
     // 600, not 536: an unconnected socket without the option reports 536 too.
-    if !e.premise.ends_with("maxseg=600") {
+    if !e.premise.contains("maxseg=600 ") {
         plumb_testkit::skip_premise!("far's listener did not take TCP_MAXSEG 600: {}", e.premise);
         return;
     }
@@ -395,4 +396,37 @@ fn a_listener_with_a_small_mss() {
     assert!(only(&e.root)["meaning"]
         .to_string()
         .contains("MSS is 600 B"));
+}
+
+/// The running example's server: no window scaling, no timestamps and a
+/// 17,520 B window (a 17,520 B receive buffer, which Linux doubles to
+/// 35,040 B and offers half of: twelve 1,460 B segments, as Windows 2003).
+#[test]
+fn the_backup_servers_handshake() {
+    let Some(_one) = lab_lock() else { return };
+    let (w, t) = ("net.ipv4.tcp_window_scaling", "net.ipv4.tcp_timestamps");
+    let e = lab_handshake(
+        "backup",
+        &format!("sysctl -qw {w}=0 {t}=0"),
+        &format!("echo $(sysctl -n {w}) $(sysctl -n {t})"),
+        "s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 17520)",
+    );
+    if !e.premise.starts_with("0 0 ") || !e.premise.contains("rcvbuf=35040") {
+        plumb_testkit::skip_premise!("far is not the backup server: {}", e.premise);
+        return;
+    }
+    let (r, n) = both_paths(&e);
+    for o in [r, n] {
+        assert_eq!(o["window_scaling"], false, "{o}");
+        assert_eq!(o["initial_window"], 17_520, "{o}");
+    }
+    let meaning = only(&e.root)["meaning"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        meaning.contains("it offers 17,520 B to start, and while it stays there a transfer to it runs at most 9.")
+            && meaning.contains("Mbit/s at 15."),
+        "{meaning}"
+    );
 }
