@@ -24,7 +24,7 @@ pub struct HandshakeArgs {
     #[arg(required = true, value_name = "HOST:PORT")]
     pub targets: Vec<String>,
     /// Handshakes per target (the RTT's minimum and median)
-    #[arg(short = 'n', long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
+    #[arg(short = 'n', long, default_value_t = 3, value_parser = count)]
     pub count: u8,
     /// Connect and read TCP_INFO even as root: what this host negotiates, not what the peer offers
     #[arg(long)]
@@ -32,6 +32,16 @@ pub struct HandshakeArgs {
     /// Output a JSON document
     #[arg(short = 'J', long)]
     pub json: bool,
+}
+
+/// `--count`: a few handshakes, never a flood (1 to 5).
+fn count(s: &str) -> Result<u8, String> {
+    match crate::args::whole::<u8>(s)? {
+        n @ 1..=5 => Ok(n),
+        _ => Err(format!(
+            "invalid number '{s}': too many or too few (accepted: 1 to 5 handshakes)"
+        )),
+    }
 }
 
 /// The `-J` document: one entry per target that answered.
