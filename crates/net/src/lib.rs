@@ -32,6 +32,11 @@
 //! shared state and per-test thread are files under it). [`config`],
 //! [`errors`] and [`signals`] serve them.
 //!
+//! **Handshakes.** [`handshake`] reads any TCP service's handshake for
+//! `plumb handshake`: a raw SYN with every option where the process may
+//! open raw sockets, `connect()` and `TCP_INFO` elsewhere. Its packet
+//! format, target syntax and sentences are pure files of their own.
+//!
 //! Results leave this crate as the records of `plumb-report`, which prints
 //! them; plumb's evidence under `end.plumb` and `intervals[].plumb`
 //! (request/response and `--latency` results among it) as the document's

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::{HandshakeError, Offer};
+use super::document::Offer;
+use super::error::HandshakeError;
 use crate::tcpinfo::{tcp_info, TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
 
 /// Bytes of every segment the timestamps option takes (10, padded to 12),

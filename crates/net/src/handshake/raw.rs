@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use super::error::HandshakeError;
 use super::wire::{self, Segment};
-use super::HandshakeError;
 
 /// A raw socket for probing one IPv4 service.
 pub(super) struct RawProbe {
