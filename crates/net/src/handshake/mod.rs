@@ -210,6 +210,8 @@ fn finish(
     notes: Vec<String>,
 ) -> Handshake {
     let (rtt_min_ms, rtt_median_ms) = min_median_ms(rtts).unwrap_or((0.0, 0.0));
+    // Microseconds are all a user-space clock around a handshake resolves.
+    let us = |ms: f64| (ms * 1e3).round() / 1e3;
     // A loopback handshake can take under a microsecond of wall time.
     let rtt = Rtt::from_ms(rtt_min_ms.max(0.001)).unwrap_or_else(|| unreachable!("positive"));
     Handshake {
@@ -221,8 +223,8 @@ fn finish(
             Method::Connect => "negotiated",
         },
         handshakes: rtts.len(),
-        rtt_min_ms,
-        rtt_median_ms,
+        rtt_min_ms: us(rtt_min_ms),
+        rtt_median_ms: us(rtt_median_ms),
         ttl,
         offer,
         meaning: meaning::meaning(&offer, rtt, addr.is_ipv6()),
