@@ -34,8 +34,8 @@
 //!
 //! **Handshakes.** [`handshake`] reads any TCP service's handshake for
 //! `plumb handshake`: a raw SYN with every option where the process may
-//! open raw sockets, `connect()` and `TCP_INFO` elsewhere. Its packet
-//! format, target syntax and sentences are pure files of their own.
+//! open raw sockets, `connect()` and `TCP_INFO` elsewhere; the packets'
+//! bytes and the words are `plumb-handshake`'s.
 //!
 //! Results leave this crate as the records of `plumb-report`, which prints
 //! them; plumb's evidence under `end.plumb` and `intervals[].plumb`

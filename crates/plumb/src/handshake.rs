@@ -1,15 +1,17 @@
 //! `plumb handshake HOST:PORT…`: the TCP handshake of any service, and what
-//! it means for a transfer. Glue only: the probe, the options and the
-//! sentences are `plumb_net::handshake`'s; here are the flags, the text and
-//! the `-J` document, and the exit codes.
+//! it means for a transfer. Glue only: the probe is `plumb_net::handshake`'s,
+//! the options, the sentences and the document `plumb_handshake`'s; here are
+//! the flags, the text layout and the exit codes.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Args;
+use plumb_handshake::target::parse_target;
+use plumb_handshake::{Handshake, Method};
 use plumb_model::units::{sig, thousands};
-use plumb_net::handshake::{self, target::parse_target, Handshake, Method, Probe};
+use plumb_net::handshake::{self, Probe};
 use serde::Serialize;
 
 use crate::cli::usage_error;
@@ -73,8 +75,9 @@ pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
     let mut done = Vec::new();
     let mut failed = false;
     for (t, addr) in &addrs {
-        match handshake::handshake(t, *addr, &probe) {
-            Ok(h) => {
+        match handshake::handshake(*addr, &probe) {
+            Ok(seen) => {
+                let h = Handshake::new(t, *addr, seen);
                 if !a.json {
                     print!("{}", text(&h));
                     if done.len() + 1 < addrs.len() {

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::document::Offer;
 use super::error::HandshakeError;
 use crate::tcpinfo::{tcp_info, TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
+use plumb_handshake::{Caveat, Offer};
 
 /// Bytes of every segment the timestamps option takes (10, padded to 12),
 /// which `tcpi_snd_mss` leaves out.
@@ -45,25 +45,20 @@ pub(super) fn one(
     Ok((rtt, tcp_info(sock.as_fd())?))
 }
 
-/// Whether this host offers an option in its own SYN (sysctl not "0"), and
-/// the note to give when it does not.
-fn offered(sysctls: &BTreeMap<String, String>, name: &str, what: &str) -> Result<(), String> {
-    match sysctls.get(name).map(String::as_str) {
-        Some("0") => Err(format!(
-            "{what}: unknown — this host does not offer it ({name} = 0), so the connection cannot show whether the peer would"
-        )),
-        _ => Ok(()),
-    }
+/// Whether this host offers an option in its own SYN (its sysctl is not "0").
+fn offered(sysctls: &BTreeMap<String, String>, name: &str) -> bool {
+    sysctls.get(name).map(String::as_str) != Some("0")
 }
 
 /// What `TCP_INFO` shows of the peer, given this host's sysctls: an option
-/// this host did not ask for is unknown (`None`), with a note saying why.
-pub(super) fn offer_of(info: &TcpInfo, sysctls: &BTreeMap<String, String>) -> (Offer, Vec<String>) {
-    let mut notes = Vec::new();
-    let mut known = |name: &str, what: &str, bit: u8| match offered(sysctls, name, what) {
-        Ok(()) => Some(info.options & bit != 0),
-        Err(n) => {
-            notes.push(n);
+/// this host did not ask for is unknown (`None`), with a caveat saying why.
+pub(super) fn offer_of(info: &TcpInfo, sysctls: &BTreeMap<String, String>) -> (Offer, Vec<Caveat>) {
+    let mut caveats = Vec::new();
+    let mut known = |sysctl: &'static str, option: &'static str, bit: u8| {
+        if offered(sysctls, sysctl) {
+            Some(info.options & bit != 0)
+        } else {
+            caveats.push(Caveat::NotOffered { option, sysctl });
             None
         }
     };
@@ -74,10 +69,9 @@ pub(super) fn offer_of(info: &TcpInfo, sysctls: &BTreeMap<String, String>) -> (O
     let ecn = match sysctls.get("net.ipv4.tcp_ecn").map(String::as_str) {
         Some("1") => Some(info.options & OPT_ECN != 0),
         v => {
-            notes.push(format!(
-                "ECN: unknown — this host does not ask for it (net.ipv4.tcp_ecn = {}; 1 asks)",
-                v.unwrap_or("unreadable")
-            ));
+            caveats.push(Caveat::EcnNotAsked {
+                value: v.map(str::to_string),
+            });
             None
         }
     };
@@ -88,9 +82,7 @@ pub(super) fn offer_of(info: &TcpInfo, sysctls: &BTreeMap<String, String>) -> (O
     // use is that, not the peer's.
     if let (Some(m), Some(w)) = (mss, info.snd_wnd) {
         if w > 0 && m >= w / 2 {
-            notes.push(format!(
-                "MSS: {m} B is half the peer's initial window, the most Linux sends in one segment to it; the peer's own MSS may be larger"
-            ));
+            caveats.push(Caveat::MssHalfWindow { mss: m });
         }
     }
     let offer = Offer {
@@ -102,7 +94,7 @@ pub(super) fn offer_of(info: &TcpInfo, sysctls: &BTreeMap<String, String>) -> (O
         mss,
         initial_window: info.snd_wnd,
     };
-    (offer, notes)
+    (offer, caveats)
 }
 
 #[cfg(test)]
@@ -157,8 +149,19 @@ mod tests {
         assert_eq!(o.sack, Some(true));
         assert_eq!(o.mss, Some(1448));
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(notes[0].contains("tcp_window_scaling = 0"));
-        assert!(notes[1].contains("tcp_ecn = 2"));
+        assert_eq!(
+            notes[0],
+            Caveat::NotOffered {
+                option: "window scaling",
+                sysctl: "net.ipv4.tcp_window_scaling"
+            }
+        );
+        assert_eq!(
+            notes[1],
+            Caveat::EcnNotAsked {
+                value: Some("2".into())
+            }
+        );
     }
 
     #[test]
@@ -175,9 +178,7 @@ mod tests {
         assert_eq!(o.mss, Some(32_753));
         assert_eq!(o.initial_window, Some(65_483));
         assert!(
-            notes
-                .iter()
-                .any(|n| n.contains("half the peer's initial window")),
+            notes.contains(&Caveat::MssHalfWindow { mss: 32_753 }),
             "{notes:?}"
         );
     }

@@ -1,35 +1,34 @@
-//! `plumb handshake`: the TCP handshake of any service, read from here with
-//! nothing installed there — which options the peer offers (window scaling
-//! and its shift, SACK, timestamps, ECN), its MSS and initial window, the
-//! handshake's RTT, and what they mean for a transfer.
+//! The I/O of `plumb handshake`: the TCP handshake of any service, read
+//! from here with nothing installed there — which options the peer offers
+//! (window scaling and its shift, SACK, timestamps, ECN), its MSS and
+//! initial window, and each handshake's RTT.
 //!
 //! Two ways to read it, chosen by privilege:
 //! - [`Method::Syn`] (`CAP_NET_RAW`, IPv4): a SYN with every option from a
-//!   raw socket ([`wire`] builds it, `raw` sends it); the SYN-ACK shows what
-//!   the peer offers, whatever this host's sysctls.
+//!   raw socket (`plumb_handshake::wire` builds it, `raw` sends it); the
+//!   SYN-ACK shows what the peer offers, whatever this host's sysctls.
 //! - [`Method::Connect`]: `connect()` and `TCP_INFO`; it shows what the two
 //!   ends negotiated, and an option this host does not offer is unknown.
+//!
+//! What was seen leaves as `plumb_handshake`'s [`Observed`], which that
+//! crate puts in words; nothing here formats.
 //!
 //! No data is sent; each target gets `count` handshakes (a lost one is
 //! tried again, at most `attempts` times in all, `timeout` each).
 
-pub mod document;
 pub mod error;
-pub mod meaning;
-pub mod target;
-pub mod wire;
 
 mod connect;
 mod raw;
 
-pub use document::{Handshake, Method, Offer};
 pub use error::HandshakeError;
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use plumb_model::Rtt;
+use plumb_handshake::wire;
+use plumb_handshake::{Caveat, Method, Observed, Offer};
 
 /// How to probe.
 #[derive(Debug, Clone, Copy)]
@@ -53,19 +52,6 @@ impl Default for Probe {
             method: None,
         }
     }
-}
-
-/// The fastest and the median of RTT samples, in ms (`None` when empty).
-pub fn min_median_ms(samples: &[Duration]) -> Option<(f64, f64)> {
-    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-    ms.sort_by(f64::total_cmp);
-    let n = ms.len();
-    let median = match n {
-        0 => return None,
-        _ if n % 2 == 1 => ms[n / 2],
-        _ => (ms[n / 2 - 1] + ms[n / 2]) / 2.0,
-    };
-    Some((ms[0], median))
 }
 
 /// Resolves `host` to the address to probe (IPv4 first: the SYN path's).
@@ -103,38 +89,31 @@ fn fresh_seq(i: u32) -> u32 {
     nanos ^ std::process::id().rotate_left(16) ^ i.wrapping_mul(0x9e37_79b9)
 }
 
-/// Reads `addr`'s handshake `p.count` times; `target` names it in the result.
-pub fn handshake(target: &str, addr: SocketAddr, p: &Probe) -> Result<Handshake, HandshakeError> {
-    let mut notes = Vec::new();
-    if p.method != Some(Method::Connect) {
-        match addr {
-            SocketAddr::V4(v4) => match raw::RawProbe::open(v4) {
-                Ok(probe) => return by_syn(target, addr, &probe, p),
-                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                    if p.method == Some(Method::Syn) {
-                        return Err(HandshakeError::NoRawSocket);
-                    }
-                    notes.push("without CAP_NET_RAW (root) it connects and reads TCP_INFO: this shows what was negotiated (both ends' settings combined), not what the peer offers".to_string());
-                }
-                Err(e) => return Err(e.into()),
-            },
-            SocketAddr::V6(_) => {
+/// Reads `addr`'s handshake `p.count` times.
+pub fn handshake(addr: SocketAddr, p: &Probe) -> Result<Observed, HandshakeError> {
+    let caveat = match (p.method, addr) {
+        (Some(Method::Connect), _) => Caveat::ConnectAsked,
+        (_, SocketAddr::V4(v4)) => match raw::RawProbe::open(v4) {
+            Ok(probe) => return by_syn(&probe, p),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 if p.method == Some(Method::Syn) {
-                    return Err(io::Error::other("the raw SYN path is IPv4 only").into());
+                    return Err(HandshakeError::NoRawSocket);
                 }
-                notes.push("the raw SYN path is IPv4 only: over IPv6 it connects and reads TCP_INFO, which shows what was negotiated (both ends' settings combined), not what the peer offers".to_string());
+                Caveat::NoRawSocket
             }
+            Err(e) => return Err(e.into()),
+        },
+        (_, SocketAddr::V6(_)) => {
+            if p.method == Some(Method::Syn) {
+                return Err(io::Error::other("the raw SYN path is IPv4 only").into());
+            }
+            Caveat::Ipv6
         }
-    }
-    by_connect(target, addr, p, notes)
+    };
+    by_connect(addr, p, caveat)
 }
 
-fn by_syn(
-    target: &str,
-    addr: SocketAddr,
-    probe: &raw::RawProbe,
-    p: &Probe,
-) -> Result<Handshake, HandshakeError> {
+fn by_syn(probe: &raw::RawProbe, p: &Probe) -> Result<Observed, HandshakeError> {
     let mut rtts = Vec::new();
     let mut first = None;
     for i in 0..p.count.max(1) {
@@ -155,23 +134,16 @@ fn by_syn(
         mss: o.mss.map(u32::from),
         initial_window: Some(seg.window.into()),
     };
-    Ok(finish(
-        target,
-        addr,
-        Method::Syn,
-        &rtts,
-        Some(seg.ttl),
+    Ok(Observed {
+        method: Method::Syn,
+        rtts,
+        ttl: Some(seg.ttl),
         offer,
-        Vec::new(),
-    ))
+        caveats: Vec::new(),
+    })
 }
 
-fn by_connect(
-    target: &str,
-    addr: SocketAddr,
-    p: &Probe,
-    mut notes: Vec<String>,
-) -> Result<Handshake, HandshakeError> {
+fn by_connect(addr: SocketAddr, p: &Probe, why: Caveat) -> Result<Observed, HandshakeError> {
     let sysctls = crate::host::tcp_sysctls();
     let mut rtts = Vec::new();
     let mut first = None;
@@ -188,65 +160,20 @@ fn by_connect(
         return Err(HandshakeError::Timeout);
     };
     let (offer, unknown) = connect::offer_of(&info, &sysctls);
-    notes.extend(unknown);
-    Ok(finish(
-        target,
-        addr,
-        Method::Connect,
-        &rtts,
-        None,
+    let mut caveats = vec![why];
+    caveats.extend(unknown);
+    Ok(Observed {
+        method: Method::Connect,
+        rtts,
+        ttl: None,
         offer,
-        notes,
-    ))
-}
-
-fn finish(
-    target: &str,
-    addr: SocketAddr,
-    method: Method,
-    rtts: &[Duration],
-    ttl: Option<u8>,
-    offer: Offer,
-    notes: Vec<String>,
-) -> Handshake {
-    let (rtt_min_ms, rtt_median_ms) = min_median_ms(rtts).unwrap_or((0.0, 0.0));
-    // Microseconds are all a user-space clock around a handshake resolves.
-    let us = |ms: f64| (ms * 1e3).round() / 1e3;
-    // A loopback handshake can take under a microsecond of wall time.
-    let rtt = Rtt::from_ms(rtt_min_ms.max(0.001)).unwrap_or_else(|| unreachable!("positive"));
-    Handshake {
-        target: target.to_string(),
-        address: addr.to_string(),
-        method,
-        shows: match method {
-            Method::Syn => "offered",
-            Method::Connect => "negotiated",
-        },
-        handshakes: rtts.len(),
-        rtt_min_ms: us(rtt_min_ms),
-        rtt_median_ms: us(rtt_median_ms),
-        ttl,
-        offer,
-        meaning: meaning::meaning(&offer, rtt, addr.is_ipv6()),
-        notes,
-    }
+        caveats,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn min_and_median_of_odd_and_even_counts() {
-        let ms = |v: &[u64]| {
-            v.iter()
-                .map(|&m| Duration::from_millis(m))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(min_median_ms(&ms(&[17, 15, 30])), Some((15.0, 17.0)));
-        assert_eq!(min_median_ms(&ms(&[16, 15, 30, 18])), Some((15.0, 17.0)));
-        assert_eq!(min_median_ms(&[]), None);
-    }
 
     #[test]
     fn a_lost_syn_is_tried_again_and_then_given_up() {

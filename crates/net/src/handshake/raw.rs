@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::error::HandshakeError;
-use super::wire::{self, Segment};
+use plumb_handshake::wire::{self, Segment};
 
 /// A raw socket for probing one IPv4 service.
 pub(super) struct RawProbe {
