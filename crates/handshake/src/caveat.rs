@@ -52,7 +52,8 @@ impl Caveat {
                 value.as_deref().unwrap_or("unreadable")
             ),
             Caveat::MssHalfWindow { mss } => format!(
-                "MSS: {mss} B is half the peer's initial window, the most Linux sends in one segment to it; the peer's own MSS may be larger"
+                "MSS: {} B is half the peer's initial window, the most Linux sends in one segment to it; the peer's own MSS may be larger",
+                plumb_model::units::thousands((*mss).into())
             ),
         }
     }
@@ -77,6 +78,6 @@ mod tests {
         assert!(e.text().contains("tcp_ecn = 2"));
         assert!(Caveat::MssHalfWindow { mss: 32_753 }
             .text()
-            .contains("32753 B"));
+            .contains("32,753 B"));
     }
 }

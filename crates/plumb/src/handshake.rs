@@ -79,10 +79,11 @@ pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
             Ok(seen) => {
                 let h = Handshake::new(t, *addr, seen);
                 if !a.json {
-                    print!("{}", text(&h));
-                    if done.len() + 1 < addrs.len() {
+                    // A blank line between targets' blocks.
+                    if !done.is_empty() {
                         println!();
                     }
+                    print!("{}", text(&h));
                     std::io::stdout().flush()?;
                 }
                 done.push(h);
