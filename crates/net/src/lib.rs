@@ -32,6 +32,11 @@
 //! shared state and per-test thread are files under it). [`config`],
 //! [`errors`] and [`signals`] serve them.
 //!
+//! **Handshakes.** [`handshake`] reads any TCP service's handshake for
+//! `plumb handshake`: a raw SYN with every option where the process may
+//! open raw sockets, `connect()` and `TCP_INFO` elsewhere; the packets'
+//! bytes and the words are `plumb-handshake`'s.
+//!
 //! Results leave this crate as the records of `plumb-report`, which prints
 //! them; plumb's evidence under `end.plumb` and `intervals[].plumb`
 //! (request/response and `--latency` results among it) as the document's
@@ -46,6 +51,7 @@ pub mod datapath;
 pub mod datathread;
 pub mod end_plumb;
 pub mod errors;
+pub mod handshake;
 pub mod host;
 pub mod pacing;
 pub mod rr;

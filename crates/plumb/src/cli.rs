@@ -55,6 +55,8 @@ enum Command {
     Lab(crate::lab::LabArgs),
     /// Prometheus probes: HTTP /probe?target=HOST runs a test and answers with its metrics and limit.
     Exporter(crate::exporter::ExporterArgs),
+    /// A TCP service's handshake: window scaling, SACK, timestamps, ECN, MSS, RTT, and what they mean.
+    Handshake(crate::handshake::HandshakeArgs),
     /// Write a self-contained HTML report (charts, verdict) from -J documents; several are compared.
     Report(crate::report::ReportArgs),
     /// Run a server (the same as plumb -s).
@@ -121,6 +123,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Exporter(args)) => crate::exporter::run(&args),
         Some(Command::Top(args)) => crate::top::run(&args),
         Some(Command::Report(args)) => crate::report::run(&args),
+        Some(Command::Handshake(args)) => crate::handshake::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
             crate::measure::run(&m)

@@ -10,6 +10,7 @@ mod cli;
 mod demo;
 mod exporter;
 mod generate;
+mod handshake;
 mod lab;
 mod live;
 mod measure;

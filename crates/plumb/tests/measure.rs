@@ -1121,6 +1121,7 @@ fn every_number_flag_says_what_it_accepts() {
         (&["lab", "--help"], &["lab"]),
         (&["exporter", "--help"], &["exporter"]),
         (&["report", "--help"], &["report"]),
+        (&["handshake", "--help"], &["handshake"]),
     ] {
         let out = run(plumb_bin(), help, Duration::from_secs(5));
         assert!(out.status.success(), "{help:?}");

@@ -1,0 +1,25 @@
+//! What a TCP handshake says, without the sockets: the pure half of
+//! `plumb handshake`.
+//!
+//! - [`wire`]: the SYN plumb sends (every option, ECE|CWR) and the SYN-ACK
+//!   it reads back, byte by byte, with the Internet checksum;
+//! - [`target`]: `HOST:PORT` as the command takes it;
+//! - [`caveat`]: what a reading cannot show, and why;
+//! - [`offer`]: what the peer offers, option by option;
+//! - [`meaning`]: what the options mean for a transfer, in words, with
+//!   plumb-model's arithmetic;
+//! - [`document`]: the typed `-J` entry, assembled from what was observed.
+//!
+//! `plumb-net`'s `handshake` module sends and reads the packets (a raw
+//! socket, or `connect()` and `TCP_INFO`) and fills these types.
+#![warn(clippy::too_many_lines)]
+
+pub mod caveat;
+pub mod document;
+pub mod meaning;
+pub mod offer;
+pub mod target;
+pub mod wire;
+
+pub use caveat::Caveat;
+pub use document::{Handshake, Method, Observed, Offer};

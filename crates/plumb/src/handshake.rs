@@ -1,0 +1,192 @@
+//! `plumb handshake HOST:PORT…`: the TCP handshake of any service, and what
+//! it means for a transfer. Glue only: the probe is `plumb_net::handshake`'s,
+//! the options, the sentences and the document `plumb_handshake`'s; here are
+//! the flags, the text layout and the exit codes.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::Args;
+use plumb_handshake::target::parse_target;
+use plumb_handshake::{Handshake, Method};
+use plumb_model::units::{sig, thousands};
+use plumb_net::handshake::{self, Probe};
+use serde::Serialize;
+
+use crate::cli::usage_error;
+
+/// Flags of `plumb handshake`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  plumb handshake nas.example:445            does the NAS scale its window?\n  plumb handshake 198.18.0.2:22 -J           the same as a JSON document\n  plumb handshake web.example:443 --connect  what this host negotiates with it\n\nAs root (CAP_NET_RAW) it sends a raw SYN with every option and reads the SYN-ACK:\nwhat the peer offers. Otherwise it connects and reads TCP_INFO: what was negotiated.\nIt sends no data."
+)]
+pub struct HandshakeArgs {
+    /// Services to read, as HOST:PORT ([ADDR]:PORT for IPv6)
+    #[arg(required = true, value_name = "HOST:PORT")]
+    pub targets: Vec<String>,
+    /// Handshakes per target (the RTT's minimum and median)
+    #[arg(short = 'n', long, default_value_t = 3, value_parser = count)]
+    pub count: u8,
+    /// Connect and read TCP_INFO even as root: what this host negotiates, not what the peer offers
+    #[arg(long)]
+    pub connect: bool,
+    /// Output a JSON document
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+/// `--count`: a few handshakes, never a flood (1 to 5).
+fn count(s: &str) -> Result<u8, String> {
+    match crate::args::whole::<u8>(s)? {
+        n @ 1..=5 => Ok(n),
+        _ => Err(format!(
+            "invalid number '{s}': too many or too few (accepted: 1 to 5 handshakes)"
+        )),
+    }
+}
+
+/// The `-J` document: one entry per target that answered.
+#[derive(Debug, Serialize)]
+struct Document<'a> {
+    handshakes: &'a [Handshake],
+}
+
+/// Runs `plumb handshake`.
+pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
+    // Every target is checked before any packet leaves: bad input is a
+    // usage error, whatever its position.
+    let mut addrs: Vec<(String, SocketAddr)> = Vec::new();
+    for t in &a.targets {
+        let (host, port) = match parse_target(t) {
+            Ok(hp) => hp,
+            Err(e) => return Ok(usage_error(e)),
+        };
+        match handshake::resolve(&host, port) {
+            Ok(addr) => addrs.push((t.clone(), addr)),
+            Err(e) => return Ok(usage_error(format!("{t}: {e}"))),
+        }
+    }
+    let probe = Probe {
+        count: a.count.into(),
+        method: a.connect.then_some(Method::Connect),
+        ..Probe::default()
+    };
+    let mut done = Vec::new();
+    let mut failed = false;
+    for (t, addr) in &addrs {
+        match handshake::handshake(*addr, &probe) {
+            Ok(seen) => {
+                let h = Handshake::new(t, *addr, seen);
+                if !a.json {
+                    // A blank line between targets' blocks.
+                    if !done.is_empty() {
+                        println!();
+                    }
+                    print!("{}", text(&h));
+                    std::io::stdout().flush()?;
+                }
+                done.push(h);
+            }
+            Err(e) => {
+                failed = true;
+                eprintln!("plumb: {t} ({addr}): {}", failure(&e, &probe));
+            }
+        }
+    }
+    if a.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &Document { handshakes: &done })?;
+        writeln!(out)?;
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The one line for a target that gave no handshake.
+fn failure(e: &handshake::HandshakeError, p: &Probe) -> String {
+    match e {
+        handshake::HandshakeError::Timeout => format!(
+            "no answer to {} SYNs, {} s each: the host is down, or a firewall drops them",
+            p.attempts,
+            p.timeout.as_secs_f64()
+        ),
+        handshake::HandshakeError::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::NetworkUnreachable | std::io::ErrorKind::HostUnreachable
+            ) =>
+        {
+            "unreachable: this host has no route to it".to_string()
+        }
+        e => e.to_string(),
+    }
+}
+
+fn yes_no(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "unknown",
+    }
+}
+
+/// The text: a headline, the fields, what they mean, the caveats.
+fn text(h: &Handshake) -> String {
+    let o = &h.offer;
+    let how = match h.method {
+        Method::Syn => "offered in its SYN-ACK to a raw SYN with every option",
+        Method::Connect => "negotiated by connect() (TCP_INFO)",
+    };
+    let mut s = format!(
+        "{} ({}): {}, {} handshake{}\n\n",
+        h.target,
+        h.address,
+        how,
+        h.handshakes,
+        if h.handshakes == 1 { "" } else { "s" }
+    );
+    let scaling = match (o.window_scaling, o.wscale) {
+        (Some(true), Some(shift)) => format!("yes, shift {shift}"),
+        (v, _) => yes_no(v).to_string(),
+    };
+    let bytes = |v: Option<u32>| {
+        v.map_or("unknown".to_string(), |b| {
+            format!("{} B", thousands(b.into()))
+        })
+    };
+    let mut rows = vec![
+        ("window scaling", scaling),
+        ("SACK", yes_no(o.sack).to_string()),
+        ("timestamps", yes_no(o.timestamps).to_string()),
+        ("ECN", yes_no(o.ecn).to_string()),
+        ("MSS", bytes(o.mss)),
+        ("initial window (SYN-ACK)", bytes(o.initial_window)),
+        (
+            "handshake RTT (min / median)",
+            format!("{} / {} ms", sig(h.rtt_min_ms, 3), sig(h.rtt_median_ms, 3)),
+        ),
+    ];
+    if let Some(ttl) = h.ttl {
+        rows.push(("TTL on arrival", ttl.to_string()));
+    }
+    for (label, value) in rows {
+        s.push_str(&format!("  {label:<61}{value}\n"));
+    }
+    if !h.meaning.is_empty() {
+        s.push_str("\nWhat it means:\n");
+        for m in &h.meaning {
+            s.push_str(&format!("  {m}\n"));
+        }
+    }
+    if !h.notes.is_empty() {
+        s.push_str("\nNotes:\n");
+        for n in &h.notes {
+            s.push_str(&format!("  {n}\n"));
+        }
+    }
+    s
+}
