@@ -238,7 +238,7 @@ impl Direction {
                 z.open_since = Some(ts);
             }
             (false, Some(since)) => {
-                z.total_ns += ts.saturating_sub(since);
+                z.total_ns = z.total_ns.saturating_add(ts.saturating_sub(since));
                 z.open_since = None;
             }
             _ => {}
@@ -299,7 +299,9 @@ impl Direction {
         if at.peer.high_ack.is_some_and(|a| !seq_gt(end, a)) {
             r.spurious += 1;
         }
-        let rto = at.rtt_ns.map_or(MIN_RTO_NS, |rtt| MIN_RTO_NS.max(3 * rtt));
+        let rto = at
+            .rtt_ns
+            .map_or(MIN_RTO_NS, |rtt| MIN_RTO_NS.max(rtt.saturating_mul(3)));
         if fast {
             r.fast += 1;
         } else if at.ts.saturating_sub(at.prev_ts) >= rto {
@@ -334,7 +336,8 @@ impl Direction {
     /// Closes what the end of the capture leaves open.
     pub(crate) fn finish(&mut self) {
         if let Some(since) = self.zero_window.open_since.take() {
-            self.zero_window.total_ns += self.last_ns.saturating_sub(since);
+            let open = self.last_ns.saturating_sub(since);
+            self.zero_window.total_ns = self.zero_window.total_ns.saturating_add(open);
         }
     }
 }

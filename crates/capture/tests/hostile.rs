@@ -219,3 +219,41 @@ fn a_million_one_packet_flows_stay_under_the_ceiling() {
     assert_eq!(out.dropped.packets, out.dropped.connections);
     assert!(out.connections.len() <= CAP);
 }
+
+/// Timestamps at the end of what pcapng can say (µs units, the ACK of the
+/// handshake at u64::MAX µs, which saturates in ns): the handshake RTT is
+/// as long as a u64 holds, and a retransmission after it, and zero-window
+/// episodes spanning it, are counted without overflowing.
+#[test]
+fn saturated_timestamps_overflow_nothing() {
+    let mut p = PcapNg::new();
+    p.interface(1, None);
+    let far = u64::MAX;
+    let segs = [
+        (
+            0,
+            Seg::v4(true, 1000)
+                .syn()
+                .win(64240)
+                .opts(&linux_syn_options(1460, 7)),
+        ),
+        (
+            1,
+            Seg::v4(false, 5000)
+                .syn()
+                .ack(1001)
+                .win(0)
+                .opts(&linux_syn_options(1400, 9)),
+        ),
+        (far - 3, Seg::v4(true, 1001).ack(5001).win(0)),
+        (far - 2, Seg::v4(true, 1001).ack(5001).len(100)),
+        (far - 1, Seg::v4(false, 5001).ack(1001).win(0)),
+        (far, Seg::v4(true, 1001).ack(5001).len(100)),
+    ];
+    for (ts, s) in &segs {
+        p.packet(0, *ts, &s.frame(Link::Ethernet));
+    }
+    let a = analyze(&p.buf);
+    let c = &a.connections[0];
+    assert_eq!(c.client.retransmissions.total, 1, "{c:?}");
+}

@@ -774,7 +774,7 @@ fn top_full_screen_in_a_pty_quits_and_restores() {
     wait_connected(port);
     for key in ["q", "\x03"] {
         let cmd = format!(
-            "{} top -i 0.3 -p {port}; echo; echo EXIT=$?; stty -a",
+            "{} top -i 0.3 -p {port}; st=$?; echo; echo EXIT=$st; stty -a",
             plumb_bin()
         );
         let shell =
@@ -1146,7 +1146,7 @@ fn top_full_screen_restores_the_terminal_on_sigterm() {
     }
     // -i 0.3 and a scan every 2 s: 7 intervals, 2.1 s.
     let cmd = format!(
-        "{} top -i 0.3 --scan-every 2 & p=$!; sleep 1.5; kill -TERM $p; wait $p; echo; echo EXIT=$?; stty -a",
+        "{} top -i 0.3 --scan-every 2 & p=$!; sleep 1.5; kill -TERM $p; wait $p; st=$?; echo; echo EXIT=$st; stty -a",
         plumb_bin()
     );
     let shell = format!("timeout 20 script -qfec '{cmd}' /dev/null </dev/null");

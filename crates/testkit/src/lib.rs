@@ -16,11 +16,11 @@
 //! `scripts/test` sets `PLUMB_SKIP_LOG`, names the skipped tests and counts
 //! them apart from the passed ones. With `PLUMB_REQUIRE_LAB=1` (set by
 //! `scripts/test` when `CI=true`) a *lab* skip panics instead: where the lab
-//! must run, a lab that cannot be built fails the test. Likewise
-//! A scenario test that built its lab but finds its premise false (a quota
-//! that did not bind, a queue that did not fill) calls [`skip_premise!`]
-//! before asserting any verdict: skipped and counted, a failure where the lab
-//! must run. `PLUMB_REQUIRE_TOOLS=1` (set by `scripts/test` once it has installed every
+//! must run, a lab that cannot be built fails the test. A scenario test
+//! that built its lab but finds its premise false (a quota that did not
+//! bind, a queue that did not fill) calls [`skip_premise!`] before asserting
+//! any verdict: skipped and counted, a failure where the lab must run.
+//! Likewise `PLUMB_REQUIRE_TOOLS=1` (set by `scripts/test` once it has installed every
 //! program the tests run, and in CI) makes a [`skip_tool!`] a failure: a test
 //! that cannot find a program installed for it must not pass quietly.
 
