@@ -30,6 +30,20 @@ const GRACE: Duration = Duration::from_secs(10);
 /// How long a far server has to start listening.
 const LISTEN_WAIT: Duration = Duration::from_secs(10);
 
+/// How long it has under a far CPU quota under 10 % of a core: starting a
+/// program takes CPU the quota hands out a little a period (0.1 % in 1 s
+/// periods is 1 ms a second, and a debug build of plumb needs tens of ms
+/// to start), so the wait grows with the quota's scarcity.
+const LISTEN_WAIT_QUOTA: Duration = Duration::from_secs(90);
+
+/// The wait for `lab`'s far side to listen, by its CPU quota.
+fn listen_wait(lab: &Lab) -> Duration {
+    match lab.config().far_cpu {
+        Some(share) if share < 0.1 => LISTEN_WAIT_QUOTA,
+        _ => LISTEN_WAIT,
+    }
+}
+
 /// Starts `exe -s -p port` (a plumb server) in the far namespace and waits
 /// until it listens.
 pub fn start_server(lab: &Lab, exe: &str, port: u16) -> io::Result<Reaper> {
@@ -101,10 +115,12 @@ pub fn run_client(
     Ok((status, (!text.trim().is_empty()).then_some(text)))
 }
 
-/// Waits (bounded) until something listens on TCP `port` in the far namespace.
+/// Waits (bounded: [`LISTEN_WAIT`], or [`LISTEN_WAIT_QUOTA`] under a small
+/// far CPU quota) until something listens on TCP `port` in the far namespace.
 pub fn wait_listening(lab: &Lab, port: u16) -> io::Result<()> {
     let t0 = Instant::now();
-    while t0.elapsed() < LISTEN_WAIT {
+    let wait = listen_wait(lab);
+    while t0.elapsed() < wait {
         let seen = lab
             .spawn_in(Side::Far, move || Ok(listening(port)))
             .ok()

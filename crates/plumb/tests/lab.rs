@@ -20,7 +20,7 @@ fn lab(lab_args: &[&str], client: &[&str]) -> Value {
     a.extend_from_slice(lab_args);
     a.push("--");
     a.extend_from_slice(client);
-    let out = run(plumb_bin(), &a, Duration::from_secs(60));
+    let out = run(plumb_bin(), &a, Duration::from_secs(150));
     let left = leftovers();
     assert!(left.is_empty(), "the lab left {left:?} behind");
     assert!(
