@@ -361,7 +361,7 @@ impl Session {
             .unwrap_or((0, 0))
     }
 
-    /// The start of a report for this session's test; the caller sets the
+    /// The start of a report for the test a [`Session`] runs; the caller sets the
     /// role-specific fields (peer, MSS default). `omit` and `duration` are the
     /// exact seconds (the wire carries whole ones).
     pub fn start_record(
