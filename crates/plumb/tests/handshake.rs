@@ -72,7 +72,7 @@ fn loopback_listener_by_syn_and_by_connect() {
     assert!(min > 0.0 && min <= median && median < 100.0, "{h}");
 
     if !is_root() {
-        plumb_testkit::skip!("not root: the raw SYN path is not tested");
+        plumb_testkit::skip_lab!("not root: the raw SYN path is not tested");
         return;
     }
     let s = handshake_json(&[&target]);
@@ -148,8 +148,14 @@ fn bad_input_is_one_clear_line() {
     }
     // A name that does not resolve and an unreachable address, inside a
     // network namespace of their own: nothing leaves this machine.
-    if !is_root() || !has("unshare") {
-        plumb_testkit::skip!("not root: bad host and unreachable are not tested");
+    if !is_root() {
+        plumb_testkit::skip_lab!("not root: bad host and unreachable are not tested");
+        return;
+    }
+    if !has("unshare") {
+        plumb_testkit::skip_tool!(
+            "no unshare (util-linux): bad host and unreachable are not tested"
+        );
         return;
     }
     for (target, code, says) in [

@@ -116,6 +116,16 @@ fn each_man_page_lists_the_flags_its_help_does() {
     let dir = TempDir(std::env::temp_dir().join(format!("plumb-deb-{}", std::process::id())));
     run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dir.0));
     let bin = dir.0.join("usr/bin/plumb");
+    // A package left from older sources documents another command line:
+    // the packaged binary's help must be this build's.
+    let help = |b: &Path| run(Command::new(b).args(["why", "--help"]));
+    if help(&bin) != help(Path::new(plumb_bin())) {
+        plumb_testkit::skip_tool!(
+            "{} is older than this build's sources: scripts/package builds it again",
+            deb.display()
+        );
+        return;
+    }
     let pages = dir.0.join("usr/share/man/man1");
     let mut checked = Vec::new();
     for entry in std::fs::read_dir(&pages)
