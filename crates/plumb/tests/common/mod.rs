@@ -100,6 +100,24 @@ pub fn port() -> u16 {
     base + n
 }
 
+/// Ends a child that ran past its time: SIGTERM first, so that a `plumb lab`
+/// removes its namespaces, cgroups and far processes as it does on Ctrl-C,
+/// then SIGKILL after 10 s (bounded either way).
+fn end_gently(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A server process that is killed when dropped.
 pub struct Server {
     child: Option<Child>,
@@ -200,8 +218,7 @@ pub fn run(bin: &str, args: &[&str], limit: Duration) -> Output {
             break st;
         }
         if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
+            end_gently(&mut child);
             let stdout = t_out.join().unwrap_or_default();
             panic!(
                 "{bin} {args:?} ran past {limit:?}; stdout: {}",
