@@ -63,6 +63,11 @@ pub struct StreamTcp {
     pub sndbuf_actual: Option<u64>,
     /// SO_SNDBUF was set (`-w`, `--sndbuf`), so the kernel did not autotune it.
     pub sndbuf_set: bool,
+    /// The share of the sender's samples in which the receiver advertised
+    /// less than 3/4 of the largest window it had advertised before: its
+    /// buffer held data its application had not read. Known where the
+    /// window is sampled over time (a live connection, a capture).
+    pub window_shrank_share: Option<f64>,
 }
 
 /// One end's CPU over the test.

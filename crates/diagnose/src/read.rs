@@ -154,6 +154,7 @@ fn stream_tcp(sender: Option<&TcpEndSide>, plumb: Option<&PlumbStream>) -> Strea
         sndbuf_limited_us: info.sndbuf_limited_us,
         sndbuf_actual: plumb.and_then(|p| p.sndbuf_actual),
         sndbuf_set: plumb.is_some_and(|p| p.sndbuf_set == Some(true)),
+        window_shrank_share: None,
     };
     // A sender that cannot count may report a huge number.
     if st.retransmits.is_some_and(|r| r > u64::from(u32::MAX)) {

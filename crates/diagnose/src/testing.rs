@@ -30,6 +30,7 @@ pub(crate) fn stream(wnd: u64, rtt_us: u64, secs: f64) -> StreamTcp {
         sndbuf_limited_us: Some(0),
         sndbuf_actual: Some(4 << 20),
         sndbuf_set: false,
+        window_shrank_share: None,
     }
 }
 

@@ -318,6 +318,7 @@ mod tests {
                         sndbuf_limited_us: us(sb * busy * (1.0 - rw)),
                         sndbuf_actual: buf,
                         sndbuf_set: set,
+                        window_shrank_share: None,
                     }
                 },
             )

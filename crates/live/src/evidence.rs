@@ -99,6 +99,8 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
             sndbuf_limited_us: d.sndbuf_limited_us,
             sndbuf_actual: mem.map(|m| u64::from(m.sndbuf)),
             sndbuf_set: fixed,
+            window_shrank_share: (tr.samples >= 2)
+                .then(|| f64::from(tr.snd_wnd_shrank) / f64::from(tr.samples)),
         }
     } else {
         // The receiver sees the window it advertises, not the sender's cwnd,

@@ -52,6 +52,9 @@ pub struct Track {
     /// young connection's first sample (under [`YOUNG_BYTES`] moved) does not
     /// count once later samples exist.
     pub max_snd_wnd: u32,
+    /// Samples in which the peer's window was under 3/4 of the largest
+    /// seen before them: the peer's buffer held unread data.
+    pub snd_wnd_shrank: u32,
     /// Largest window this end advertised, bytes.
     pub max_rcv_wnd: u32,
     /// Smallest window this end advertised, bytes.
@@ -161,6 +164,7 @@ impl Track {
             samples: 0,
             closed: false,
             max_snd_wnd: 0,
+            snd_wnd_shrank: 0,
             max_rcv_wnd: 0,
             min_rcv_wnd: u32::MAX,
             max_cwnd_bytes: 0,
@@ -179,7 +183,11 @@ impl Track {
     fn note(&mut self, c: &Conn) {
         self.samples += 1;
         if let Some(t) = &c.tcp {
-            self.max_snd_wnd = self.max_snd_wnd.max(t.snd_wnd.unwrap_or(0));
+            let wnd = t.snd_wnd.unwrap_or(0);
+            if u64::from(wnd) * 4 < u64::from(self.max_snd_wnd) * 3 {
+                self.snd_wnd_shrank += 1;
+            }
+            self.max_snd_wnd = self.max_snd_wnd.max(wnd);
             if let Some(w) = t.rcv_wnd {
                 self.max_rcv_wnd = self.max_rcv_wnd.max(w);
                 self.min_rcv_wnd = self.min_rcv_wnd.min(w);
@@ -229,6 +237,7 @@ impl Track {
             // (a receiver that paused just as the period ended must not
             // stand for the whole of it).
             self.max_snd_wnd = 0;
+            self.snd_wnd_shrank = 0;
             self.max_rcv_wnd = 0;
             self.min_rcv_wnd = u32::MAX;
             self.max_cwnd_bytes = 0;
@@ -392,6 +401,26 @@ mod tests {
         let mut idle = Track::new(conn(3, 5, 5, 0, 0), 0.0);
         idle.update(conn(3, 10, 10, 0, 0), 1.0);
         assert_eq!(idle.delta().role, Role::Idle);
+    }
+
+    #[test]
+    fn a_peer_window_that_shrinks_is_counted_and_growth_is_not() {
+        let with = |snd: u32, moved: u64| {
+            let mut c = conn(7, 10_000_000 + moved, 0, 10_000_000 + moved, 0);
+            c.tcp.as_mut().expect("tcp").snd_wnd = Some(snd);
+            c
+        };
+        // Autotuning grows the window: no shrink.
+        let mut tr = Track::new(with(65_536, 0), 0.0);
+        tr.update(with(1 << 20, 1_000_000), 1.0);
+        tr.update(with(4 << 20, 2_000_000), 2.0);
+        assert_eq!(tr.snd_wnd_shrank, 0);
+        // A receiver that stops reading: the window falls under 3/4 of its
+        // largest, twice; a window at 3/4 exactly is not counted.
+        tr.update(with(1 << 20, 3_000_000), 3.0);
+        tr.update(with(3 << 20, 4_000_000), 4.0);
+        tr.update(with(0, 4_000_001), 5.0);
+        assert_eq!(tr.snd_wnd_shrank, 2);
     }
 
     #[test]

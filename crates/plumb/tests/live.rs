@@ -891,6 +891,52 @@ fn receiver_that_does_not_read_is_its_application() {
     );
 }
 
+/// A receiver that does not read, on loopback: its delayed window updates
+/// put the sender's RTT 15 ms above a minimum of a few µs, which reads as a
+/// standing queue; the window the sender saw shrinking says the queue is in
+/// the receiver's buffer, so the sender names the window, not a full path.
+#[test]
+fn slow_reader_on_loopback_is_the_window_not_a_full_path() {
+    if !have_python() {
+        plumb_testkit::skip_tool!("needs python3");
+        return;
+    }
+    let port = common::port();
+    let py = peer_py().display().to_string();
+    let end = |args: &[&str]| {
+        let mut c = std::process::Command::new("python3");
+        c.arg(&py)
+            .args(["host=127.0.0.1", "secs=8", &format!("port={port}")])
+            .args(args);
+        Kill(c.spawn().expect("python3"))
+    };
+    let _r = end(&["role=listen", "dir=recv", "rcvbuf=8192", "slow=1"]);
+    let _s = end(&["role=connect", "dir=send"]);
+    wait_connected(port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["why", "-p", &p, "--for", "2", "-J"],
+        Duration::from_secs(20),
+    );
+    let v = json(&out, "plumb why");
+    let snd = v["connections"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["this_host"] == "sender"))
+        .unwrap_or_else(|| panic!("no sending end: {v:#}"));
+    let rw = snd["diagnosis"]["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["limit"] == "receive_window"));
+    // The premise: TCP counted the window binding for most of the period.
+    let share = rw.and_then(|f| f["binding_share"].as_f64()).unwrap_or(0.0);
+    if share < 0.5 {
+        plumb_testkit::skip_premise!("the window held the sender {share} of the period: {snd:#}");
+        return;
+    }
+    assert_eq!(limit(snd), "receive_window", "{}", summary(snd));
+    assert_ne!(snd["diagnosis"]["link_source"], "inferred", "{snd:#}");
+}
+
 /// Without privileges the sockets are still visible (sock_diag needs none),
 /// but other users' processes are not: the answer says what it could not
 /// read instead of guessing.
