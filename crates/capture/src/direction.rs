@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::holes::Holes;
 use crate::options::SynOptions;
 use crate::segment::Segment;
+use crate::series::Series;
 use crate::window::{WindowScale, WindowStats};
 
 /// Silence before a retransmission that makes it timeout-like when the RTT
@@ -122,6 +123,10 @@ pub struct Direction {
     pub zero_window: ZeroWindow,
     /// Its data in flight against the peer's window.
     pub flight: Flight,
+    /// The time-sequence series of its data, when asked for
+    /// ([`crate::analyze_file_with_series`]); not serialized.
+    #[serde(skip)]
+    pub series: Option<Box<Series>>,
     #[serde(skip)]
     pub(crate) track: Track,
 }
