@@ -968,7 +968,8 @@ fn a_capture_draws_each_flows_time_sequence_graph() {
         series,
         &["Time-sequence graph", "127.0.0.1", "advertised window"],
         Some(&shot),
-        &[],
+        // The data connection's section only (a later height wins).
+        &["--screenshot-height", "1880"],
     ) {
         assert!(seen["chart_colours"].as_u64().unwrap_or(0) >= 3, "{seen}");
     }
