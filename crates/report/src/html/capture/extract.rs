@@ -204,14 +204,14 @@ fn rate(s: &Series, t0: u64) -> Vec<(f64, f64)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use plumb_capture::{read_records, Analyzer, Limits};
 
     /// A pcap of one flow: 10.0.0.1:40000 sends `n` segments of 1000 bytes
     /// 1 ms apart (no handshake), 10.0.0.2:5201 ACKs each 5 ms later with a
     /// window of 3000; segment 3 is resent.
-    fn capture(n: u32) -> Vec<u8> {
+    pub(crate) fn capture(n: u32) -> Vec<u8> {
         let mut recs: Vec<(u64, Vec<u8>)> = Vec::new();
         let frame = |from_client: bool, seq: u32, ack: u32, len: usize| {
             let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
@@ -265,7 +265,7 @@ mod tests {
         out
     }
 
-    fn analysis(bytes: &[u8]) -> Analysis {
+    pub(crate) fn analysis(bytes: &[u8]) -> Analysis {
         let mut a = Analyzer::new(Limits::default()).with_series(1000);
         let read = read_records(bytes, |r| a.record(r)).expect("a capture");
         a.finish(read)

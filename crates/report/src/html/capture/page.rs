@@ -140,6 +140,9 @@ fn flow_section(s: &mut String, f: &Flow) {
         {
             s.push_str(&chart.to_html());
         }
+        if !d.ack.is_empty() && d.window.is_empty() {
+            s.push_str("<p class=\"note\">The handshake was not captured, so the window scale is unknown: the advertised window and its edge are not drawn.</p>");
+        }
         if d.bin_s > 1e-6 {
             let _ = write!(
                 s,
@@ -149,4 +152,39 @@ fn flow_section(s: &mut String, f: &Flow) {
         }
     }
     s.push_str("</section>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::capture::extract::tests::{analysis, capture};
+
+    #[test]
+    fn the_page_holds_each_flow_its_verdict_and_what_it_cannot_draw() {
+        let a = analysis(&capture(30));
+        let mut many = a.clone();
+        for _ in 0..MAX_FLOWS {
+            many.connections.push(a.connections[0].clone());
+        }
+        let html = render_captures(&[CaptureInput {
+            name: "x<y>.pcap".into(),
+            analysis: many,
+            verdicts: vec![Some("Limited by <the receive window>".into())],
+        }]);
+        assert!(html.contains("<title>plumb report: x&lt;y&gt;.pcap</title>"));
+        assert_eq!(html.matches("<section class=\"flow\"").count(), MAX_FLOWS);
+        assert!(
+            html.contains("the 12 busiest are drawn, 1 more are not"),
+            "{html}"
+        );
+        // The verdict slot, escaped, on the first connection only.
+        assert_eq!(html.matches("data-slot=\"verdict\"").count(), 1);
+        assert!(html.contains("Limited by &lt;the receive window&gt;"));
+        // No handshake in this capture: the window is said to be unknown.
+        assert!(html.contains("the window scale is unknown"));
+        assert!(
+            html.contains("data-chart=\"tseq\"") && !html.contains("data-chart=\"capture-window\"")
+        );
+        assert!(!html.contains("src=") && !html.contains("href="));
+    }
 }
