@@ -8,7 +8,6 @@ use serde::Serialize;
 use crate::holes::Holes;
 use crate::options::SynOptions;
 use crate::segment::Segment;
-use crate::series::Series;
 use crate::window::{WindowScale, WindowStats};
 
 /// Silence before a retransmission that makes it timeout-like when the RTT
@@ -106,6 +105,10 @@ pub struct Direction {
     pub largest_segment: u32,
     /// Segments larger than the peer's MSS (super-segments).
     pub super_segments: u64,
+    /// The time-sequence series of its data, when asked for
+    /// ([`crate::analyze_file_with_series`]); not serialized.
+    #[serde(skip)]
+    pub series: Option<Box<crate::series::Series>>,
     /// Retransmitted data segments.
     pub retransmissions: Retransmissions,
     /// Segments that started past the highest sequence seen: what was sent
@@ -123,10 +126,6 @@ pub struct Direction {
     pub zero_window: ZeroWindow,
     /// Its data in flight against the peer's window.
     pub flight: Flight,
-    /// The time-sequence series of its data, when asked for
-    /// ([`crate::analyze_file_with_series`]); not serialized.
-    #[serde(skip)]
-    pub series: Option<Box<Series>>,
     #[serde(skip)]
     pub(crate) track: Track,
 }
