@@ -426,6 +426,17 @@ mod tests {
     }
 
     #[test]
+    fn a_full_series_is_small() {
+        // What docs/report.md states: one direction's series at a budget
+        // of 1000 points of each kind takes under 200 kB.
+        let per_index = std::mem::size_of::<(u64, DataPoint)>()
+            + std::mem::size_of::<(u64, AckPoint)>()
+            + std::mem::size_of::<(u64, RttPoint)>();
+        eprintln!("a series takes {per_index} B per point index");
+        assert!(per_index * 1000 < 200_000, "{per_index}");
+    }
+
+    #[test]
     fn a_short_flow_is_kept_point_for_point() {
         let s = steady(50, 1000);
         assert_eq!(s.data.width_ns, FIRST_WIDTH_NS);

@@ -64,9 +64,10 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     finish(&a.output, write(&a.output, &inputs))
 }
 
-/// Connections a capture page tracks: the busiest survive the ceiling, and
-/// with [`SERIES_BUDGET`] it bounds the page's memory whatever the length.
-const CAPTURE_CONNECTIONS: usize = 1000;
+/// Connections a capture page tracks: the busiest survive the ceiling (the
+/// page draws a dozen), and with [`SERIES_BUDGET`] it bounds the page's
+/// memory whatever the capture's length (under 200 kB per direction).
+const CAPTURE_CONNECTIONS: usize = 256;
 /// Points of each kind per direction of a connection on a capture page.
 const SERIES_BUDGET: usize = 1000;
 
