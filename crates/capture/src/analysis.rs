@@ -69,6 +69,13 @@ impl Analyzer {
         }
     }
 
+    /// Also draws each connection's time-sequence series, `budget` points
+    /// of each kind per direction ([`crate::Series`]).
+    pub fn with_series(mut self, budget: usize) -> Analyzer {
+        self.table.series_budget = budget.max(crate::series::MIN_BUDGET);
+        self
+    }
+
     /// Connections tracked now.
     pub fn tracked(&self) -> usize {
         self.table.len()
@@ -116,6 +123,19 @@ impl Analyzer {
 pub fn analyze<R: Read + Send>(input: R, limits: Limits) -> Result<Analysis, Error> {
     let mut a = Analyzer::new(limits);
     let read = source::read_records(input, |r| a.record(r))?;
+    Ok(a.finish(read))
+}
+
+/// Analyses the capture file at `path` and draws each connection's
+/// time-sequence series within `budget` points of each kind per direction:
+/// memory is set by `limits` and `budget`, not by the capture's length.
+pub fn analyze_file_with_series(
+    path: &Path,
+    limits: Limits,
+    budget: usize,
+) -> Result<Analysis, Error> {
+    let mut a = Analyzer::new(limits).with_series(budget);
+    let read = source::read_records(std::fs::File::open(path)?, |r| a.record(r))?;
     Ok(a.finish(read))
 }
 

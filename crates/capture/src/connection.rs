@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::direction::{Direction, SendContext};
 use crate::segment::Segment;
+use crate::series::Series;
 use crate::window::WindowScale;
 
 /// The three-way handshake as seen from the capture point.
@@ -65,6 +66,15 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A connection drawing the series of both directions, `budget`
+    /// points of each kind.
+    pub(crate) fn with_series(budget: usize) -> Connection {
+        let mut c = Connection::default();
+        c.client.series = Some(Box::new(Series::new(budget)));
+        c.server.series = Some(Box::new(Series::new(budget)));
+        c
+    }
+
     /// Segments in both directions.
     pub fn packets(&self) -> u64 {
         self.client.packets + self.server.packets
@@ -109,7 +119,9 @@ impl Connection {
             peer_mss: peer.syn.as_ref().and_then(|s| s.options.mss),
             rtt_ns: self.handshake.rtt_ns,
         };
+        let resent_before = me.retransmissions.total;
         me.send(seg, &at);
+        crate::series::feed(me, peer, ts, seg, resent_before);
     }
 
     /// The scale of the client's (or server's) window field.

@@ -105,6 +105,10 @@ pub struct Direction {
     pub largest_segment: u32,
     /// Segments larger than the peer's MSS (super-segments).
     pub super_segments: u64,
+    /// The time-sequence series of its data, when asked for
+    /// ([`crate::analyze_file_with_series`]); not serialized.
+    #[serde(skip)]
+    pub series: Option<Box<crate::series::Series>>,
     /// Retransmitted data segments.
     pub retransmissions: Retransmissions,
     /// Segments that started past the highest sequence seen: what was sent

@@ -31,16 +31,20 @@ mod holes;
 mod link;
 mod options;
 mod segment;
+mod series;
 mod sniff;
 mod source;
 mod table;
 mod window;
 
-pub use analysis::{analyze, analyze_file, Analysis, Analyzer, DecodeStats};
+pub use analysis::{
+    analyze, analyze_file, analyze_file_with_series, Analysis, Analyzer, DecodeStats,
+};
 pub use connection::{Connection, Handshake};
 pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWindow};
 pub use error::Error;
 pub use options::SynOptions;
+pub use series::{AckPoint, Binned, DataPoint, Merge, RttPoint, SeqRange, Series, MIN_BUDGET};
 pub use sniff::{file_is_capture, is_capture};
 pub use source::{read_records, ReadStats, Record, MAX_RECORD};
 pub use table::{Dropped, Limits, DEFAULT_MAX_CONNECTIONS};

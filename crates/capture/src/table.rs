@@ -60,6 +60,8 @@ pub struct Dropped {
 pub struct Table {
     conns: HashMap<Key, Connection>,
     max: usize,
+    /// Points per series of each new connection; none when 0.
+    pub series_budget: usize,
     /// What the ceiling dropped.
     pub dropped: Dropped,
 }
@@ -70,6 +72,7 @@ impl Table {
         Table {
             conns: HashMap::new(),
             max: limits.max_connections.max(10),
+            series_budget: 0,
             dropped: Dropped::default(),
         }
     }
@@ -79,7 +82,14 @@ impl Table {
         if !self.conns.contains_key(&key) && self.conns.len() >= self.max {
             self.evict();
         }
-        self.conns.entry(key).or_default()
+        let budget = self.series_budget;
+        self.conns.entry(key).or_insert_with(|| {
+            if budget == 0 {
+                Connection::default()
+            } else {
+                Connection::with_series(budget)
+            }
+        })
     }
 
     /// The connection of `key`, if tracked.

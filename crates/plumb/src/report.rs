@@ -1,7 +1,9 @@
 //! `plumb report FILE… [-o report.html]`, and the `--report FILE` of
 //! `plumb -c`, `plumb why`, `plumb lab` and `plumb demo`.
 //!
-//! Glue only: reads `-J` documents and `--json-stream` logs (plumb's or
+//! Glue only: reads packet captures (pcap, pcapng, gzip) with
+//! `plumb_capture` and draws their flows with
+//! `plumb_report::html::capture`, or reads `-J` documents and `--json-stream` logs (plumb's or
 //! iperf3's) and `plumb top --json` logs with `plumb_report::input`, adds a
 //! diagnosis where a test's document has none and the evidence allows one,
 //! hands them to `plumb_report::html`, and writes the page to a temporary
@@ -13,9 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use plumb_capture::{analyze_file_with_series, file_is_capture, Limits};
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_model::Rate;
+use plumb_report::html::capture::{render_captures, CaptureInput};
 use plumb_report::html::{render, Input};
 use plumb_report::input::Document;
 
@@ -24,10 +28,10 @@ use crate::cli::usage_error;
 /// Flags of `plumb report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  plumb report result.json                       one run\n  plumb report before.json after.json -o fix.html  compared on one page\n  plumb report top.ndjson -o top.html              plumb top --json over time\n\nReads plumb's and iperf3's -J documents and --json-stream logs, and plumb top --json logs."
+    after_help = "Examples:\n  plumb report result.json                       one run\n  plumb report before.json after.json -o fix.html  compared on one page\n  plumb report top.ndjson -o top.html              plumb top --json over time\n  plumb report transfer.pcap -o flows.html         each TCP flow's time-sequence graph\n\nReads plumb's and iperf3's -J documents and --json-stream logs, plumb top --json logs, and packet captures (pcap, pcapng, gzip), told apart by their first bytes. Captures and documents are reported on separate pages."
 )]
 pub struct ReportArgs {
-    /// -J documents or --json-stream logs (plumb's or iperf3's), or plumb top --json logs; several are compared
+    /// -J documents or --json-stream logs (plumb's or iperf3's), plumb top --json logs, or packet captures (pcap, pcapng, gzip); several are compared
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The HTML file to write
@@ -40,6 +44,15 @@ pub struct ReportArgs {
 
 /// Runs `plumb report`.
 pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let captures = a.files.iter().filter(|p| file_is_capture(p)).count();
+    if captures > 0 {
+        if captures < a.files.len() {
+            return Ok(usage_error(
+                "captures and -J documents cannot share a page: report them apart",
+            ));
+        }
+        return capture_report(a);
+    }
     let mut inputs = Vec::with_capacity(a.files.len());
     for path in &a.files {
         let doc = match plumb_report::input::read_file(path) {
@@ -48,9 +61,40 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         };
         inputs.push(input(display_name(path), doc, a.link));
     }
-    match write(&a.output, &inputs) {
+    finish(&a.output, write(&a.output, &inputs))
+}
+
+/// Connections a capture page tracks: the busiest survive the ceiling (the
+/// page draws a dozen), and with [`SERIES_BUDGET`] it bounds the page's
+/// memory whatever the capture's length (under 200 kB per direction).
+const CAPTURE_CONNECTIONS: usize = 256;
+/// Points of each kind per direction of a connection on a capture page.
+const SERIES_BUDGET: usize = 1000;
+
+/// `plumb report` of packet captures: one page of their flows.
+fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let limits = Limits {
+        max_connections: CAPTURE_CONNECTIONS,
+    };
+    let mut inputs = Vec::with_capacity(a.files.len());
+    for path in &a.files {
+        match analyze_file_with_series(path, limits, SERIES_BUDGET) {
+            Ok(analysis) => inputs.push(CaptureInput {
+                name: display_name(path),
+                analysis,
+                verdicts: Vec::new(),
+            }),
+            Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
+        }
+    }
+    let html = render_captures(&inputs);
+    finish(&a.output, write_html(&a.output, &html))
+}
+
+fn finish(out: &Path, r: Result<(), WriteError>) -> anyhow::Result<ExitCode> {
+    match r {
         Ok(()) => {
-            println!("wrote {}", a.output.display());
+            println!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
         Err(WriteError::Bad(msg)) => Ok(usage_error(msg)),
@@ -105,6 +149,11 @@ pub enum WriteError {
 /// file in the same directory, renamed over `out` once complete.
 pub fn write(out: &Path, inputs: &[Input]) -> Result<(), WriteError> {
     let html = render(inputs).map_err(|e| WriteError::Bad(e.to_string()))?;
+    write_html(out, &html)
+}
+
+/// Writes a page to `out` atomically.
+fn write_html(out: &Path, html: &str) -> Result<(), WriteError> {
     let dir = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

@@ -838,3 +838,194 @@ fn top_log_report_draws_connections_over_time_in_the_browser() {
         );
     }
 }
+
+/// tcpdump writing a capture, stopped with SIGINT (so it flushes its file)
+/// when dropped, passed or failed; killed if it does not exit in 5 s.
+struct Tcpdump(std::process::Child);
+
+impl Drop for Tcpdump {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status();
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts tcpdump on `lo` for TCP `port` into `file`, and waits until it
+/// listens; `None` (with why) when it cannot capture here. Immediate mode:
+/// a short capture stopped early holds every packet.
+fn tcpdump(file: &str, port: u16, err: &str) -> Result<Tcpdump, String> {
+    let child = Command::new("tcpdump")
+        .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-s", "128"])
+        .args(["-B", "16384", "-w", file])
+        .arg(format!("tcp port {port} and host 127.0.0.1"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(err).map_err(|e| e.to_string())?)
+        .spawn()
+        .map_err(|e| format!("tcpdump does not start: {e}"))?;
+    let mut guard = Tcpdump(child);
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        let text = std::fs::read_to_string(err).unwrap_or_default();
+        if text.contains("listening on") {
+            return Ok(guard);
+        }
+        if let Ok(Some(_)) = guard.0.try_wait() {
+            return Err(format!("tcpdump cannot capture on lo: {}", text.trim()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err("tcpdump did not start listening within 10 s".into())
+}
+
+/// The marks of the first time-sequence graph's data series in `html`.
+fn tseq_marks(html: &str) -> usize {
+    html.split("<svg class=\"chart\" data-chart=\"tseq\"")
+        .nth(1)
+        .and_then(|svg| svg.split_once("<title>data sent</title>"))
+        .and_then(|(before, _)| before.rsplit(" d=\"").next())
+        .and_then(|d| d.split('"').next())
+        .map_or(0, |d| d.matches('M').count())
+}
+
+#[test]
+fn a_capture_draws_each_flows_time_sequence_graph() {
+    let _one = serial();
+    let have_tcpdump = Command::new("tcpdump")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_tcpdump {
+        plumb_testkit::skip_tool!(
+            "no tcpdump on PATH (scripts/test installs it: apt-get install -y tcpdump)"
+        );
+        return;
+    }
+    let dir = Scratch::new("pcap");
+    let (cap, out) = (dir.path("transfer.pcap"), dir.path("capture.html"));
+    let port = port();
+    let dump = match tcpdump(&cap, port, &dir.path("tcpdump.err")) {
+        Ok(d) => d,
+        Err(why) => {
+            plumb_testkit::skip_tool!("{why}");
+            return;
+        }
+    };
+    let server = Server::start(plumb_bin(), &["-s", "-1"], port);
+    let o = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-b",
+            "50M",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    drop(server);
+    drop(dump);
+    // The scenario: the capture holds the transfer (control and data
+    // connections, about 6 MB of data).
+    let size = std::fs::metadata(&cap).map_or(0, |m| m.len());
+    assert!(size > 10_000, "the capture holds {size} bytes");
+    let html = report(std::slice::from_ref(&cap), &out);
+    assert!(html.contains("transfer.pcap"));
+    // Two connections, the data connection first: its graph has marks.
+    assert_eq!(html.matches("<section class=\"flow\"").count(), 2, "{html}");
+    let marks = tseq_marks(&html);
+    assert!(marks > 10, "{marks} marks in the time-sequence graph");
+    for id in [
+        "tseq",
+        "capture-throughput",
+        "capture-rtt",
+        "capture-window",
+    ] {
+        assert!(
+            html.contains(&format!("svg class=\"chart\" data-chart=\"{id}\"")),
+            "{id}"
+        );
+    }
+    assert!(!html.contains("src=") && !html.contains("href="));
+    let (charts, series) = counts(&html);
+    let shot = format!("{TARGET}/report-capture.png");
+    if let Some(seen) = browse(
+        &out,
+        charts,
+        series,
+        &["Time-sequence graph", "127.0.0.1", "advertised window"],
+        Some(&shot),
+        // The data connection's section only (a later height wins).
+        &["--screenshot-height", "1880"],
+    ) {
+        assert!(seen["chart_colours"].as_u64().unwrap_or(0) >= 3, "{seen}");
+    }
+}
+
+#[test]
+fn bad_captures_exit_2_and_leave_no_file() {
+    let _one = serial();
+    let dir = Scratch::new("badcap");
+    let mut pcapng_bad_len = vec![0x0a, 0x0d, 0x0d, 0x0a, 0xff, 0xff, 0xff, 0x7f];
+    pcapng_bad_len.extend_from_slice(&0x1a2b_3c4d_u32.to_le_bytes());
+    pcapng_bad_len.extend_from_slice(&[0; 20]);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("short.pcap", vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0]),
+        ("badlen.pcapng", pcapng_bad_len),
+        ("notgzip.pcap.gz", vec![0x1f, 0x8b, 0x08, 0x00, 1, 2, 3]),
+    ];
+    for (name, bytes) in cases {
+        let input = dir.path(name);
+        std::fs::write(&input, bytes).expect("write");
+        let out = dir.path("out.html");
+        let o = run(
+            plumb_bin(),
+            &["report", &input, "-o", &out],
+            Duration::from_secs(10),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains(name),
+            "{name}: the error names the file: {err}"
+        );
+        assert!(!Path::new(&out).exists(), "{name}: no output file");
+        let left = std::fs::read_dir(&dir.0)
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+            .count();
+        assert_eq!(left, 0, "{name}: a temporary file was left");
+    }
+    // A capture and a -J document do not share a page.
+    let out = dir.path("mixed.html");
+    let o = run(
+        plumb_bin(),
+        &[
+            "report",
+            &fixture("plumb-p2.json"),
+            &dir.path("short.pcap"),
+            "-o",
+            &out,
+        ],
+        Duration::from_secs(10),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot share a page"), "{err}");
+    assert!(!Path::new(&out).exists());
+}

@@ -12,7 +12,11 @@
 //! - [`charts`] draws the charts of a run from those series.
 //! - [`panels`] holds the sections of a run, top to bottom ([`PANELS`]).
 //! - [`page`] puts them on one page, with the comparison of several tests.
+//!
+//! Packet captures have pages of their own ([`capture`]): per TCP flow, the
+//! time-sequence graph, throughput, RTT and window.
 
+pub mod capture;
 pub mod charts;
 pub mod extract;
 pub mod page;

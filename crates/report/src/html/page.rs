@@ -30,17 +30,7 @@ pub fn render(inputs: &[Input]) -> Result<String, BadDocument> {
     } else {
         format!("plumb report: {} documents", docs.len())
     };
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"color-scheme\" content=\"light dark\">\
-         <title>{}</title><style>{CSS}</style></head><body><h1>{}</h1>",
-        esc(&title),
-        esc(&title)
-    );
+    let mut s = head(&title);
     if tests.len() > 1 {
         s.push_str(&compare_section(&tests));
     }
@@ -60,6 +50,20 @@ pub fn render(inputs: &[Input]) -> Result<String, BadDocument> {
     }
     s.push_str("<footer>Written by plumb report. Everything on this page is inline: it loads nothing.</footer></body></html>\n");
     Ok(s)
+}
+
+/// The page's head and title, up to the first section: the stylesheet
+/// inline and a Content-Security-Policy that forbids any request.
+pub fn head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"color-scheme\" content=\"light dark\">\
+         <title>{}</title><style>{CSS}</style></head><body><h1>{}</h1>",
+        esc(title),
+        esc(title)
+    )
 }
 
 /// The tests side by side: their throughput overlaid, and a table of each

@@ -36,6 +36,7 @@ svg.chart{width:100%;height:auto;display:block}
 .s4{stroke:var(--c4);fill:var(--c4)}.s5{stroke:var(--c5);fill:var(--c5)}.s6{stroke:var(--c6);fill:var(--c6)}.s7{stroke:var(--c7);fill:var(--c7)}
 path.series{fill:none}
 .dash{stroke-dasharray:6 4}
+svg[data-chart="tseq"] .series{stroke-width:2.5;stroke-linecap:round}
 .sum{stroke:var(--fg);stroke-width:3}
 .ref{stroke:var(--c3);stroke-width:2;stroke-dasharray:8 5}
 .legend{list-style:none;padding:0;margin:.2rem 0 0;display:flex;flex-wrap:wrap;gap:.2rem 1.1rem;font-size:.85rem}
