@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use error::Error;
-pub use run::capture;
+pub use run::{capture, capture_with};
 
 /// Bytes kept of each packet by default: Ethernet (14) + IPv6 (40) + TCP
 /// with every option (60) = 114 fit; payload is not kept.

@@ -23,6 +23,16 @@ const WAKE_MS: u64 = 100;
 /// Captures on `spec.iface` until `spec.duration` has passed or `stop` is
 /// set, and analyses what it read.
 pub fn capture(spec: &CaptureSpec, stop: &AtomicBool) -> Result<LiveCapture, Error> {
+    capture_with(spec, stop, || {})
+}
+
+/// [`capture`], calling `ready` once the socket receives (filter and ring
+/// in place): a caller that starts traffic then misses none of it.
+pub fn capture_with(
+    spec: &CaptureSpec,
+    stop: &AtomicBool,
+    ready: impl FnOnce(),
+) -> Result<LiveCapture, Error> {
     if spec.snaplen < MIN_SNAPLEN {
         return Err(Error::Snaplen(spec.snaplen));
     }
@@ -58,6 +68,7 @@ pub fn capture(spec: &CaptureSpec, stop: &AtomicBool) -> Result<LiveCapture, Err
         None => None,
     };
     let mut analyzer = Analyzer::new(spec.limits);
+    ready();
     let started = Instant::now();
     let read = receive(&sock, spec, stop, &mut analyzer, &mut writer).map_err(|e| match e {
         Failure::Write(e) => write_error(e),
