@@ -382,3 +382,83 @@ fn without_cap_net_raw_is_one_clear_line() {
         "{text}"
     );
 }
+
+/// How many packets a second a live capture keeps up with: a paced
+/// transfer on `lo` for a few seconds, the capture filtered to its port.
+/// Not a test of speed (nothing is asserted about it): run by hand, in a
+/// network namespace of its own whose `lo` carries 1500-byte packets
+/// without segmentation offload, as docs/capture.md shows;
+/// `PLUMB_MEASURE_MBIT` sets the pace (0: as fast as the sender goes).
+#[test]
+#[ignore = "a measurement, run by hand (docs/capture.md)"]
+fn measure_packets_per_second() {
+    let mbit: u64 = std::env::var("PLUMB_MEASURE_MBIT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mut spec = CaptureSpec::new("lo", Duration::from_secs(30));
+    spec.ports = vec![listener.local_addr().expect("addr").port()];
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let cap = thread::spawn(move || {
+        let live = capture_with(&spec, &flag, move || ready_tx.send(()).expect("ready"));
+        (live, thread_cpu_ns())
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("capture ready");
+    let sent = paced(listener, mbit, Duration::from_secs(3));
+    thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let (live, cpu_ns) = cap.join().expect("capture thread");
+    let live = live.expect("capture");
+    let secs = live.elapsed.as_secs_f64();
+    let cpu = cpu_ns as f64 / 1e9;
+    println!(
+        "pace {mbit} Mbit/s: sent {:.0} Mbit/s; read {} packets in {secs:.2} s = {:.0} packets/s; \
+         the capture thread's CPU {cpu:.3} s = {:.0} packets per CPU-second; received {}, dropped {}",
+        sent as f64 * 8.0 / 3e6,
+        live.read,
+        live.read as f64 / secs,
+        live.read as f64 / cpu,
+        live.received,
+        live.dropped
+    );
+}
+
+/// CPU time this thread has run, in ns (`/proc/thread-self/schedstat`).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sends for `time` at `mbit` (0: unpaced) to a server discarding it;
+/// the bytes sent.
+fn paced(listener: TcpListener, mbit: u64, time: Duration) -> u64 {
+    let addr = listener.local_addr().expect("addr");
+    let server = thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 256 * 1024];
+        while s.read(&mut buf).is_ok_and(|n| n > 0) {}
+    });
+    let mut c = TcpStream::connect(addr).expect("connect");
+    let chunk = vec![0u8; 64 * 1024];
+    let (t0, mut sent) = (Instant::now(), 0u64);
+    while t0.elapsed() < time {
+        c.write_all(&chunk).expect("send");
+        sent += chunk.len() as u64;
+        if mbit > 0 {
+            let due = Duration::from_secs_f64(sent as f64 * 8.0 / (mbit as f64 * 1e6));
+            if let Some(wait) = due.checked_sub(t0.elapsed()) {
+                thread::sleep(wait);
+            }
+        }
+    }
+    drop(c);
+    server.join().expect("server");
+    sent
+}
