@@ -112,25 +112,23 @@ fn now_ns() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// Reads blocks until the deadline or the flag; the packets read.
-fn receive(
-    sock: &PacketSocket,
-    spec: &CaptureSpec,
-    stop: &AtomicBool,
-    analyzer: &mut Analyzer,
-    writer: &mut Option<PcapngWriter<BufWriter<File>>>,
-) -> Result<u64, Failure> {
-    let deadline = (!spec.duration.is_zero()).then(|| Instant::now() + spec.duration);
-    let linktype = sock.link.linktype;
-    let ring = sock.ring();
-    let (mut block, mut read) = (0usize, 0u64);
-    let mut failed: Option<io::Error> = None;
-    loop {
-        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        if stop.load(Ordering::Relaxed) || left == Some(Duration::ZERO) {
-            return Ok(read);
-        }
-        let walked = ring.with_block(block, |bytes| {
+/// The ring's reader: the next block to look at, and where packets go.
+struct Reader<'a> {
+    sock: &'a PacketSocket,
+    analyzer: &'a mut Analyzer,
+    writer: &'a mut Option<PcapngWriter<BufWriter<File>>>,
+    block: usize,
+    read: u64,
+}
+
+impl Reader<'_> {
+    /// Reads the next block if the kernel has handed it over; whether it had.
+    fn next_block(&mut self) -> Result<bool, Failure> {
+        let linktype = self.sock.link.linktype;
+        let ring = self.sock.ring();
+        let (analyzer, writer) = (&mut *self.analyzer, &mut *self.writer);
+        let mut failed: Option<io::Error> = None;
+        let walked = ring.with_block(self.block, |bytes| {
             ring::walk(bytes, |p| {
                 analyzer.record(&Record {
                     ts_ns: p.ts_ns,
@@ -143,22 +141,51 @@ fn receive(
                 }
             })
         });
-        if let Some(e) = failed.take() {
+        if let Some(e) = failed {
             return Err(Failure::Write(e));
         }
-        match walked {
-            Some(n) => {
-                read += u64::from(n);
-                block = (block + 1) % ring.blocks();
-            }
-            None => {
-                let wait = left.map_or(WAKE_MS, |l| (l.as_millis() as u64).clamp(1, WAKE_MS));
-                match net_sys::poll_one(sock.fd(), libc::POLLIN | libc::POLLERR, wait as i32) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Failure::Poll(e)),
+        let Some(n) = walked else { return Ok(false) };
+        self.read += u64::from(n);
+        self.block = (self.block + 1) % ring.blocks();
+        Ok(true)
+    }
+}
+
+/// Reads blocks until the deadline or the flag, then the blocks already
+/// handed over (at most the ring's); the packets read.
+fn receive(
+    sock: &PacketSocket,
+    spec: &CaptureSpec,
+    stop: &AtomicBool,
+    analyzer: &mut Analyzer,
+    writer: &mut Option<PcapngWriter<BufWriter<File>>>,
+) -> Result<u64, Failure> {
+    let deadline = (!spec.duration.is_zero()).then(|| Instant::now() + spec.duration);
+    let mut r = Reader {
+        sock,
+        analyzer,
+        writer,
+        block: 0,
+        read: 0,
+    };
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if stop.load(Ordering::Relaxed) || left == Some(Duration::ZERO) {
+            for _ in 0..sock.ring().blocks() {
+                if !r.next_block()? {
+                    break;
                 }
             }
+            return Ok(r.read);
+        }
+        if r.next_block()? {
+            continue;
+        }
+        let wait = left.map_or(WAKE_MS, |l| (l.as_millis() as u64).clamp(1, WAKE_MS));
+        match net_sys::poll_one(sock.fd(), libc::POLLIN | libc::POLLERR, wait as i32) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Failure::Poll(e)),
         }
     }
 }
