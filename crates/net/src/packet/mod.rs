@@ -6,12 +6,12 @@
 //! "too big"), only the ports and peers asked for, each packet cut to the
 //! snap length in the kernel; packets arrive in a `TPACKET_V3` ring
 //! ([`ring`]) with nanosecond timestamps and their real lengths, block by
-//! block. The receive loop ([`run`]) feeds each packet to a
+//! block. The receive loop (`run`) feeds each packet to a
 //! [`plumb_capture::Analyzer`] and, with `write`, to a pcapng file
 //! ([`pcapng`]); it ends after the duration or when the stop flag is set,
 //! waking at least every 100 ms to look. The kernel's drop counter
 //! (`PACKET_STATISTICS`) is reported. The link layer recorded follows the
-//! interface's hardware type ([`link`]). All `unsafe` is in [`sys`].
+//! interface's hardware type ([`link`]). All `unsafe` is in `sys`.
 
 pub mod bpf;
 mod error;
