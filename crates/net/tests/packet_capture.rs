@@ -472,3 +472,49 @@ fn paced(listener: TcpListener, mbit: u64, time: Duration) -> u64 {
     server.join().expect("server");
     sent
 }
+
+#[test]
+fn an_ipv6_loopback_transfer_passes_a_peer_and_port_filter() {
+    if !can_capture() {
+        plumb_testkit::skip_lab!("capturing on lo needs root (CAP_NET_RAW)");
+        return;
+    }
+    let Ok(listener) = TcpListener::bind("[::1]:0") else {
+        plumb_testkit::skip!("no IPv6 loopback here");
+        return;
+    };
+    let port = listener.local_addr().expect("addr").port();
+    let mut spec = CaptureSpec::new("lo", Duration::from_secs(30));
+    spec.ports = vec![port];
+    spec.peers = vec!["::1".parse().expect("addr")];
+    const SENT: usize = 500_009;
+    let (live, got) = capture_around(spec, move || {
+        transfer(listener, SENT).join().expect("transfer")
+    });
+    let live = live.expect("capture on lo");
+    assert_eq!(got, SENT, "the transfer delivered everything");
+    if live.dropped > 0 {
+        plumb_testkit::skip_premise!("the ring dropped {} packets on lo", live.dropped);
+        return;
+    }
+    let server = format!("[::1]:{port}");
+    let c = live
+        .analysis
+        .connections
+        .iter()
+        .find(|c| c.server.sender == server)
+        .unwrap_or_else(|| {
+            panic!(
+                "no connection to {server}: {:#?}",
+                live.analysis.connections
+            )
+        });
+    assert!(c.handshake.complete, "the handshake was captured");
+    let r = &c.client.retransmissions;
+    assert_eq!(c.client.payload_bytes - r.bytes, SENT as u64);
+    assert_eq!(
+        live.analysis.connections.len(),
+        1,
+        "only the filtered connection"
+    );
+}
