@@ -5,7 +5,8 @@
 //! Files depend downward only: no file uses another that uses it back
 //! (`scripts/import-cycles`).
 //!
-//! **Primitives.** All `unsafe` lives in [`sys`]; the other modules wrap it
+//! **Primitives.** All `unsafe` lives in [`sys`] (and, for the packet
+//! socket, in `packet::sys`); the other modules wrap it
 //! in typed, safe APIs: [`sockopt`] (socket options), [`tcpinfo`]
 //! (`TCP_INFO`), [`stream`] (per-block TCP read/write/discard), [`zerocopy`]
 //! (`MSG_ZEROCOPY`, `sendfile`, `splice`), [`udp`] (`sendmmsg`/`recvmmsg`
@@ -37,6 +38,11 @@
 //! open raw sockets, `connect()` and `TCP_INFO` elsewhere; the packets'
 //! bytes and the words are `plumb-handshake`'s.
 //!
+//! **Live capture.** [`packet`] reads TCP headers from an interface (an
+//! `AF_PACKET` socket, a kernel filter, a `TPACKET_V3` ring) into
+//! `plumb-capture`'s analysis for `plumb why --capture`, and saves them as
+//! pcapng on request.
+//!
 //! Results leave this crate as the records of `plumb-report`, which prints
 //! them; plumb's evidence under `end.plumb` and `intervals[].plumb`
 //! (request/response and `--latency` results among it) as the document's
@@ -54,6 +60,7 @@ pub mod errors;
 pub mod handshake;
 pub mod host;
 pub mod pacing;
+pub mod packet;
 pub mod rr;
 pub mod server;
 pub mod session;
