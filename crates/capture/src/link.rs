@@ -3,7 +3,7 @@
 //! cooked captures v1 (SLL, 16-byte header) and v2 (SLL2, 20-byte header),
 //! raw IP (LINKTYPE_RAW and the IPv4/IPv6-only types) and BSD loopback.
 
-use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket};
+use etherparse::{EtherType, Ethernet2Slice, LaxIpSlice, LaxNetSlice, LaxSlicedPacket};
 
 /// LINKTYPE_NULL: BSD loopback, a 4-byte host-order address family.
 pub const NULL: u32 = 0;
@@ -35,34 +35,51 @@ pub enum NotIp {
     OtherProtocol,
 }
 
-/// Slices `frame` of link type `linktype` down to its network layer.
-/// `LaxSlicedPacket` keeps going over a frame cut short by the snaplen.
-pub fn network(linktype: u32, frame: &[u8]) -> Result<LaxSlicedPacket<'_>, NotIp> {
-    let parsed = match linktype {
-        ETHERNET => LaxSlicedPacket::from_ethernet(frame).map_err(|_| NotIp::Truncated)?,
+/// Slices `frame` of link type `linktype` down to its IP packet.
+/// `LaxIpSlice` keeps going over a packet cut short by the snaplen.
+pub fn network(linktype: u32, frame: &[u8]) -> Result<LaxIpSlice<'_>, NotIp> {
+    match linktype {
+        ETHERNET => {
+            let eth =
+                Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| NotIp::Truncated)?;
+            by_ether_type(eth.ether_type(), eth.payload_slice())
+        }
         LINUX_SLL => {
             // Protocol (ether type) at bytes 14-15, the payload at 16.
             let (proto, rest) = split(frame, 14, 16)?;
-            LaxSlicedPacket::from_ether_type(EtherType(proto), rest)
+            by_ether_type(EtherType(proto), rest)
         }
         LINUX_SLL2 => {
             // Protocol first (bytes 0-1), the payload at 20.
             let (proto, rest) = split(frame, 0, 20)?;
-            LaxSlicedPacket::from_ether_type(EtherType(proto), rest)
+            by_ether_type(EtherType(proto), rest)
         }
-        RAW | IPV4 | IPV6 => from_ip(frame)?,
-        t if RAW_ALIASES.contains(&t) => from_ip(frame)?,
-        NULL | LOOP => from_ip(frame.get(4..).ok_or(NotIp::Truncated)?)?,
-        _ => return Err(NotIp::UnknownLink),
-    };
-    if matches!(parsed.net, None | Some(LaxNetSlice::Arp(_))) {
-        return Err(NotIp::OtherProtocol);
+        RAW | IPV4 | IPV6 => from_ip(frame),
+        t if RAW_ALIASES.contains(&t) => from_ip(frame),
+        NULL | LOOP => from_ip(frame.get(4..).ok_or(NotIp::Truncated)?),
+        _ => Err(NotIp::UnknownLink),
     }
-    Ok(parsed)
 }
 
-fn from_ip(bytes: &[u8]) -> Result<LaxSlicedPacket<'_>, NotIp> {
-    LaxSlicedPacket::from_ip(bytes).map_err(|_| NotIp::OtherProtocol)
+/// IPv4 and IPv6 go straight to the IP parser. Anything else (VLAN tags,
+/// MACsec, ARP, ...) takes etherparse's whole walk, whose result is some
+/// hundreds of bytes: moved once per packet, it would cost more than the
+/// parsing itself, so the common case does without it.
+fn by_ether_type(ether_type: EtherType, payload: &[u8]) -> Result<LaxIpSlice<'_>, NotIp> {
+    match ether_type {
+        EtherType::IPV4 | EtherType::IPV6 => from_ip(payload),
+        _ => match LaxSlicedPacket::from_ether_type(ether_type, payload).net {
+            Some(LaxNetSlice::Ipv4(v4)) => Ok(LaxIpSlice::Ipv4(v4)),
+            Some(LaxNetSlice::Ipv6(v6)) => Ok(LaxIpSlice::Ipv6(v6)),
+            _ => Err(NotIp::OtherProtocol),
+        },
+    }
+}
+
+fn from_ip(bytes: &[u8]) -> Result<LaxIpSlice<'_>, NotIp> {
+    LaxIpSlice::from_slice(bytes)
+        .map(|(ip, _)| ip)
+        .map_err(|_| NotIp::OtherProtocol)
 }
 
 /// The big-endian u16 at `at` and the bytes from `payload` on.

@@ -6,7 +6,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use etherparse::{IpNumber, LaxNetSlice, LaxSlicedPacket, TcpHeaderSlice};
+use etherparse::{IpNumber, LaxIpSlice, TcpHeaderSlice};
 
 use crate::options::{self, SynOptions};
 
@@ -80,7 +80,7 @@ struct Net<'a> {
 /// Decodes a packet sliced by `link::network`. `wire_after` is the
 /// frame's wire length minus the bytes before the IP header: the fallback
 /// length when the header's is zero (a GSO super-segment past 64 KiB).
-pub fn decode(packet: &LaxSlicedPacket<'_>, frame: &[u8], orig_len: u32) -> Decoded {
+pub fn decode(packet: &LaxIpSlice<'_>, frame: &[u8], orig_len: u32) -> Decoded {
     let Some(net) = net_of(packet, frame, orig_len) else {
         return Decoded::Truncated;
     };
@@ -95,9 +95,9 @@ pub fn decode(packet: &LaxSlicedPacket<'_>, frame: &[u8], orig_len: u32) -> Deco
     }
 }
 
-fn net_of<'a>(packet: &LaxSlicedPacket<'a>, frame: &[u8], orig_len: u32) -> Option<Net<'a>> {
-    let (src, dst, ttl, start, declared_total, pay) = match packet.net.as_ref()? {
-        LaxNetSlice::Ipv4(v4) => {
+fn net_of<'a>(packet: &LaxIpSlice<'a>, frame: &[u8], orig_len: u32) -> Option<Net<'a>> {
+    let (src, dst, ttl, start, declared_total, pay) = match packet {
+        LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
             let total = u32::from(h.total_len());
             (
@@ -109,7 +109,7 @@ fn net_of<'a>(packet: &LaxSlicedPacket<'a>, frame: &[u8], orig_len: u32) -> Opti
                 v4.payload(),
             )
         }
-        LaxNetSlice::Ipv6(v6) => {
+        LaxIpSlice::Ipv6(v6) => {
             let h = v6.header();
             let pl = u32::from(h.payload_length());
             (
@@ -121,7 +121,6 @@ fn net_of<'a>(packet: &LaxSlicedPacket<'a>, frame: &[u8], orig_len: u32) -> Opti
                 v6.payload(),
             )
         }
-        LaxNetSlice::Arp(_) => return None,
     };
     // Offsets by address: where the IP header and its payload start in the
     // frame (etherparse hands out sub-slices of it).
@@ -192,7 +191,7 @@ fn too_big(icmp: &[u8], kind: u8, code: u8, v6: bool) -> Decoded {
         u32::from(u16::from_be_bytes([icmp[6], icmp[7]]))
     };
     let quoted = &icmp[8..];
-    let Ok(inner) = LaxSlicedPacket::from_ip(quoted) else {
+    let Ok((inner, _)) = LaxIpSlice::from_slice(quoted) else {
         return Decoded::Truncated;
     };
     let Some(net) = net_of(&inner, quoted, quoted.len() as u32) else {
