@@ -9,6 +9,7 @@
 //! (`plumb handshake`) and a capture's SYN or SYN-ACK fill it alike;
 //! [`fix_os`] names which operating system's fix to put first.
 
+use plumb_model::units::thousands;
 use serde::Serialize;
 
 /// What one SYN or SYN-ACK shows of its sender. Plain values: fill it from
@@ -447,8 +448,8 @@ pub fn guess(f: &SynFacts) -> OsGuess {
     let lead = top.saturating_sub(runner);
     let Some((stack, fit)) = best.into_iter().next().filter(|_| top >= 1 && lead >= 1) else {
         reasons.push(format!(
-            "window {} and options {}: no family in the table fits better than another",
-            f.window,
+            "window {} B and options {}: no family in the table fits better than another",
+            thousands(f.window.into()),
             layout_name(&f.option_kinds)
         ));
         return out(Family::Unknown, Confidence::Low, None, reasons);

@@ -9,6 +9,8 @@
 
 use std::net::Ipv4Addr;
 
+use crate::os::SynFacts;
+
 /// TCP flag bits (RFC 793 §3.1, RFC 3168 §6.1).
 pub const FIN: u8 = 0x01;
 /// Synchronise sequence numbers.
@@ -34,7 +36,7 @@ const TCP_HEADER: usize = 20;
 const SYN_OPTIONS: usize = 20;
 
 /// The TCP options of a SYN or SYN-ACK that `plumb handshake` reports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TcpOptions {
     /// Maximum segment size (kind 2).
     pub mss: Option<u16>,
@@ -45,10 +47,13 @@ pub struct TcpOptions {
     pub sack_permitted: bool,
     /// Timestamps (kind 8): TSval and TSecr.
     pub timestamps: Option<(u32, u32)>,
+    /// Every option's kind in order, NOPs included, up to and including an
+    /// end-of-list: the layout the OS guess reads.
+    pub kinds: Vec<u8>,
 }
 
 /// A TCP segment read from an IPv4 packet, with what `plumb handshake` needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
     /// IPv4 source and destination.
     pub src: Ipv4Addr,
@@ -56,6 +61,8 @@ pub struct Segment {
     pub dst: Ipv4Addr,
     /// The IP header's TTL as it arrived.
     pub ttl: u8,
+    /// The IP header's don't-fragment bit.
+    pub df: bool,
     /// TCP source port.
     pub src_port: u16,
     /// TCP destination port.
@@ -70,6 +77,23 @@ pub struct Segment {
     pub window: u16,
     /// The options.
     pub options: TcpOptions,
+}
+
+impl Segment {
+    /// What this SYN or SYN-ACK shows of its sender, for the OS guess.
+    pub fn facts(&self) -> SynFacts {
+        SynFacts {
+            ttl: self.ttl,
+            window: self.window,
+            mss: self.options.mss,
+            wscale: self.options.wscale,
+            sack_permitted: self.options.sack_permitted,
+            timestamps: self.options.timestamps.is_some(),
+            option_kinds: self.options.kinds.clone(),
+            df: Some(self.df),
+            syn_ack: self.flags & (SYN | ACK) == SYN | ACK,
+        }
+    }
 }
 
 /// Why a packet or an option list could not be read.
@@ -161,6 +185,7 @@ pub fn build_syn(
 pub fn parse_options(mut b: &[u8]) -> Result<TcpOptions, WireError> {
     let mut o = TcpOptions::default();
     while let Some(&kind) = b.first() {
+        o.kinds.push(kind);
         match kind {
             0 => break,
             1 => {
@@ -218,6 +243,7 @@ pub fn parse_ipv4_tcp(p: &[u8]) -> Result<Segment, WireError> {
         src: ip(12),
         dst: ip(16),
         ttl: p[8],
+        df: p[6] & 0x40 != 0,
         src_port: be16(0),
         dst_port: be16(2),
         seq: be32(4),
@@ -282,8 +308,10 @@ mod tests {
                 wscale: Some(7),
                 sack_permitted: true,
                 timestamps: Some((99, 0)),
+                kinds: vec![2, 4, 8, 1, 3],
             }
         );
+        assert!(!seg.facts().syn_ack);
     }
 
     /// The SYN-ACK of a Windows 2003 server as a capture shows it: MSS 1460,
@@ -303,13 +331,22 @@ mod tests {
         assert_eq!(seg.ack, 0x1234_5679);
         assert_eq!(seg.window, 17_520);
         assert_eq!(seg.ttl, 64);
+        assert!(seg.df);
         assert_eq!(
             seg.options,
             TcpOptions {
                 mss: Some(1460),
                 sack_permitted: true,
+                kinds: vec![2, 1, 1, 4],
                 ..TcpOptions::default()
             }
+        );
+        // What the OS guess reads: the layout, the TTL, a SYN-ACK.
+        let f = seg.facts();
+        assert_eq!(f.option_kinds, vec![2, 1, 1, 4]);
+        assert_eq!(
+            (f.ttl, f.window, f.df, f.syn_ack),
+            (64, 17_520, Some(true), true)
         );
     }
 
@@ -323,6 +360,8 @@ mod tests {
         let o = parse_options(&[30, 4, 0, 0, 4, 2, 0, 3, 3, 9]).expect("options");
         assert!(o.sack_permitted);
         assert_eq!(o.wscale, None);
+        // The layout stops at the end-of-list: what follows is padding.
+        assert_eq!(o.kinds, vec![30, 4, 0]);
     }
 
     #[test]

@@ -124,6 +124,7 @@ fn by_syn(probe: &raw::RawProbe, p: &Probe) -> Result<Observed, HandshakeError> 
     let Some(seg) = first else {
         return Err(HandshakeError::Timeout);
     };
+    let syn_ack = seg.facts();
     let o = seg.options;
     let offer = Offer {
         window_scaling: Some(o.wscale.is_some()),
@@ -139,6 +140,7 @@ fn by_syn(probe: &raw::RawProbe, p: &Probe) -> Result<Observed, HandshakeError> 
         rtts,
         ttl: Some(seg.ttl),
         offer,
+        syn_ack: Some(syn_ack),
         caveats: Vec::new(),
     })
 }
@@ -162,11 +164,13 @@ fn by_connect(addr: SocketAddr, p: &Probe, why: Caveat) -> Result<Observed, Hand
     let (offer, unknown) = connect::offer_of(&info, &sysctls);
     let mut caveats = vec![why];
     caveats.extend(unknown);
+    caveats.push(Caveat::NoOsGuess);
     Ok(Observed {
         method: Method::Connect,
         rtts,
         ttl: None,
         offer,
+        syn_ack: None,
         caveats,
     })
 }
