@@ -335,7 +335,8 @@ fn fit(f: &SynFacts, s: &Stack) -> Fit {
     }
     let multiple = f.mss.filter(|&m| m > 12).is_some_and(|m| {
         let w = u32::from(f.window);
-        w >= u32::from(m) && (w % u32::from(m) == 0 || w % u32::from(m - 12) == 0)
+        // Whole segments of the MSS, or of the MSS less 12 B of timestamps.
+        w >= u32::from(m - 12) && (w % u32::from(m) == 0 || w % u32::from(m - 12) == 0)
     });
     if s.windows.contains(&f.window) {
         fit.add(1, format!("window {}: a default of {who}'s", f.window));

@@ -7,7 +7,7 @@
 //! and ECE|CWR (RFC 3168 §6.1.1), as nmap's probes do: a peer then answers
 //! with every option it supports, whatever this host's sysctls.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::os::SynFacts;
 
@@ -52,17 +52,18 @@ pub struct TcpOptions {
     pub kinds: Vec<u8>,
 }
 
-/// A TCP segment read from an IPv4 packet, with what `plumb handshake` needs.
+/// A TCP segment read from an IPv4 packet (or an IPv6 payload), with what
+/// `plumb handshake` needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
-    /// IPv4 source and destination.
-    pub src: Ipv4Addr,
-    /// IPv4 destination.
-    pub dst: Ipv4Addr,
-    /// The IP header's TTL as it arrived.
+    /// IP source.
+    pub src: IpAddr,
+    /// IP destination.
+    pub dst: IpAddr,
+    /// The IPv4 TTL or IPv6 hop limit as it arrived.
     pub ttl: u8,
-    /// The IP header's don't-fragment bit.
-    pub df: bool,
+    /// The IPv4 don't-fragment bit (`None` for IPv6, which has none).
+    pub df: Option<bool>,
     /// TCP source port.
     pub src_port: u16,
     /// TCP destination port.
@@ -90,7 +91,7 @@ impl Segment {
             sack_permitted: self.options.sack_permitted,
             timestamps: self.options.timestamps.is_some(),
             option_kinds: self.options.kinds.clone(),
-            df: Some(self.df),
+            df: self.df,
             syn_ack: self.flags & (SYN | ACK) == SYN | ACK,
         }
     }
@@ -141,6 +142,16 @@ pub fn tcp_checksum(src: Ipv4Addr, dst: Ipv4Addr, segment: &[u8]) -> u16 {
     checksum(&[&src.octets(), &dst.octets(), &pseudo, segment])
 }
 
+/// The same over IPv6's pseudo-header (RFC 8200 §8.1): a 32-bit length and
+/// the next-header value 6.
+pub fn tcp_checksum_v6(src: Ipv6Addr, dst: Ipv6Addr, segment: &[u8]) -> u16 {
+    let len = u32::try_from(segment.len())
+        .unwrap_or(u32::MAX)
+        .to_be_bytes();
+    let pseudo = [len[0], len[1], len[2], len[3], 0, 0, 0, 6];
+    checksum(&[&src.octets(), &dst.octets(), &pseudo, segment])
+}
+
 /// The SYN's options: MSS, SACK-permitted, timestamps (TSval `tsval`), NOP,
 /// window scale — Linux's order, 20 bytes.
 pub fn syn_options(tsval: u32) -> [u8; SYN_OPTIONS] {
@@ -155,11 +166,11 @@ pub fn syn_options(tsval: u32) -> [u8; SYN_OPTIONS] {
     o
 }
 
-/// A SYN with ECE|CWR and every option, checksummed for `src` → `dst`: the
-/// TCP header a raw socket sends (the kernel adds the IP header).
+/// A SYN with ECE|CWR and every option, checksummed for `src` → `dst` (IPv4
+/// or IPv6): the TCP header a raw socket sends (the kernel adds the IP header).
 pub fn build_syn(
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: IpAddr,
+    dst: IpAddr,
     src_port: u16,
     dst_port: u16,
     seq: u32,
@@ -174,7 +185,12 @@ pub fn build_syn(
     h[13] = SYN | ECE | CWR;
     h[14..16].copy_from_slice(&SYN_WINDOW.to_be_bytes());
     h[TCP_HEADER..].copy_from_slice(&syn_options(tsval));
-    let sum = tcp_checksum(src, dst, &h);
+    let sum = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => tcp_checksum(s, d, &h),
+        (IpAddr::V6(s), IpAddr::V6(d)) => tcp_checksum_v6(s, d, &h),
+        // Mixed families never share a packet; the peer drops a bad sum.
+        _ => 0,
+    };
     h[16..18].copy_from_slice(&sum.to_be_bytes());
     h
 }
@@ -231,8 +247,23 @@ pub fn parse_ipv4_tcp(p: &[u8]) -> Result<Segment, WireError> {
     if p[9] != 6 {
         return Err(WireError::NotTcp);
     }
-    let ip = |i: usize| Ipv4Addr::new(p[i], p[i + 1], p[i + 2], p[i + 3]);
-    let t = &p[ihl..];
+    let ip = |i: usize| IpAddr::from([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+    parse_tcp(&p[ihl..], ip(12), ip(16), p[8], Some(p[6] & 0x40 != 0))
+}
+
+/// Reads a TCP segment without its IP header (as a raw IPv6 socket hands it
+/// over), with what the IP layer told: the addresses, the TTL or hop limit,
+/// the DF bit if any.
+pub fn parse_tcp(
+    t: &[u8],
+    src: IpAddr,
+    dst: IpAddr,
+    ttl: u8,
+    df: Option<bool>,
+) -> Result<Segment, WireError> {
+    if t.len() < TCP_HEADER {
+        return Err(WireError::Truncated);
+    }
     let doff = usize::from(t[12] >> 4) * 4;
     if doff < TCP_HEADER || t.len() < doff {
         return Err(WireError::Truncated);
@@ -240,10 +271,10 @@ pub fn parse_ipv4_tcp(p: &[u8]) -> Result<Segment, WireError> {
     let be16 = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
     let be32 = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
     Ok(Segment {
-        src: ip(12),
-        dst: ip(16),
-        ttl: p[8],
-        df: p[6] & 0x40 != 0,
+        src,
+        dst,
+        ttl,
+        df,
         src_port: be16(0),
         dst_port: be16(2),
         seq: be32(4),
@@ -290,7 +321,7 @@ mod tests {
 
     #[test]
     fn syn_checksums_to_zero_and_reads_back() {
-        let syn = build_syn(SRC, DST, 40_000, 445, 0x1234_5678, 99);
+        let syn = build_syn(SRC.into(), DST.into(), 40_000, 445, 0x1234_5678, 99);
         assert_eq!(syn.len(), 40);
         // A correct checksum makes the whole segment (with pseudo-header) sum to zero.
         assert_eq!(tcp_checksum(SRC, DST, &syn), 0);
@@ -327,11 +358,11 @@ mod tests {
         t[14..16].copy_from_slice(&17_520u16.to_be_bytes());
         t[20..28].copy_from_slice(&[2, 4, 0x05, 0xb4, 1, 1, 4, 2]);
         let seg = parse_ipv4_tcp(&ipv4(DST, SRC, &t)).expect("syn-ack");
-        assert_eq!(seg.src, DST);
+        assert_eq!(seg.src, IpAddr::V4(DST));
         assert_eq!(seg.ack, 0x1234_5679);
         assert_eq!(seg.window, 17_520);
         assert_eq!(seg.ttl, 64);
-        assert!(seg.df);
+        assert_eq!(seg.df, Some(true));
         assert_eq!(
             seg.options,
             TcpOptions {
@@ -347,6 +378,22 @@ mod tests {
         assert_eq!(
             (f.ttl, f.window, f.df, f.syn_ack),
             (64, 17_520, Some(true), true)
+        );
+    }
+
+    #[test]
+    fn an_ipv6_syn_checksums_to_zero_and_reads_back() {
+        let (a, b) = (Ipv6Addr::LOCALHOST, "2001:db8::2".parse().expect("addr"));
+        let syn = build_syn(a.into(), IpAddr::V6(b), 40_000, 22, 7, 9);
+        assert_eq!(tcp_checksum_v6(a, b, &syn), 0);
+        // The same bytes summed as IPv4 would not be zero: the pseudo-header counts.
+        assert_ne!(checksum(&[&syn]), 0);
+        let seg = parse_tcp(&syn, a.into(), b.into(), 64, None).expect("own SYN");
+        assert_eq!((seg.dst_port, seg.seq, seg.df), (22, 7, None));
+        assert_eq!(seg.options.kinds, vec![2, 4, 8, 1, 3]);
+        assert_eq!(
+            parse_tcp(&syn[..19], a.into(), b.into(), 64, None),
+            Err(WireError::Truncated)
         );
     }
 
@@ -368,7 +415,7 @@ mod tests {
     fn short_or_foreign_packets_are_refused() {
         assert_eq!(parse_ipv4_tcp(&[]), Err(WireError::Truncated));
         assert_eq!(parse_ipv4_tcp(&[0x60; 60]), Err(WireError::NotTcp));
-        let syn = build_syn(SRC, DST, 1, 2, 3, 4);
+        let syn = build_syn(SRC.into(), DST.into(), 1, 2, 3, 4);
         let p = ipv4(SRC, DST, &syn);
         assert_eq!(parse_ipv4_tcp(&p[..30]), Err(WireError::Truncated));
         // The data offset says 40 B of TCP header; 35 arrived.

@@ -129,6 +129,36 @@ fn loopback_listener_by_syn_and_by_connect() {
     );
 }
 
+/// The raw SYN path over IPv6: a Linux listener on ::1 offers every
+/// option, its hop limit (from the control message) is Linux's 64, and the
+/// OS guess says Linux.
+#[test]
+fn ipv6_loopback_listener_by_syn() {
+    let Ok(l) = TcpListener::bind("[::1]:0") else {
+        plumb_testkit::skip_premise!("no IPv6 loopback: the IPv6 SYN path is not tested");
+        return;
+    };
+    if !is_root() {
+        plumb_testkit::skip_lab!("not root: the IPv6 raw SYN path is not tested");
+        return;
+    }
+    let target = l.local_addr().expect("addr").to_string();
+    let s = handshake_json(&[&target]);
+    let h = only(&s);
+    assert_eq!(
+        h["method"], "syn",
+        "root reads the SYN-ACK itself over IPv6 too: {h}"
+    );
+    for k in ["window_scaling", "sack", "timestamps"] {
+        assert_eq!(h["offer"][k], true, "{k}: {h}");
+    }
+    // Loopback's 65,536 B MTU less 40 B of IPv6 and 20 B of TCP header.
+    assert_eq!(h["offer"]["mss"], 65_476, "{h}");
+    assert_eq!(h["ttl"], 64, "{h}");
+    assert_eq!(h["os_guess"]["family"], "linux", "{h}");
+    assert!(h["notes"].as_array().is_some_and(Vec::is_empty), "{h}");
+}
+
 /// Runs `plumb ARGS` and returns its exit code and stderr.
 fn fails(args: &[&str]) -> (i32, String) {
     let out = run(plumb_bin(), args, Duration::from_secs(20));
