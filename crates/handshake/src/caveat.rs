@@ -5,8 +5,6 @@
 pub enum Caveat {
     /// No `CAP_NET_RAW`: connect() and `TCP_INFO` show what was negotiated.
     NoRawSocket,
-    /// An IPv6 target: the raw SYN path is IPv4 only.
-    Ipv6,
     /// `--connect` was asked for.
     ConnectAsked,
     /// This host does not offer `option` (`sysctl` = 0), so the connection
@@ -22,6 +20,9 @@ pub enum Caveat {
         /// The sysctl's value, if it could be read.
         value: Option<String>,
     },
+    /// The connect path makes no OS guess: it sees neither the SYN-ACK's
+    /// TTL nor its option order.
+    NoOsGuess,
     /// The MSS in use is half the peer's initial window: Linux's bound, not
     /// necessarily the peer's MSS.
     MssHalfWindow {
@@ -40,9 +41,6 @@ impl Caveat {
             Caveat::NoRawSocket => format!(
                 "without CAP_NET_RAW (root) it connects and reads TCP_INFO: {NEGOTIATED}"
             ),
-            Caveat::Ipv6 => {
-                format!("the raw SYN path is IPv4 only: over IPv6 it connects and reads TCP_INFO: {NEGOTIATED}")
-            }
             Caveat::ConnectAsked => format!("--connect: it connects and reads TCP_INFO: {NEGOTIATED}"),
             Caveat::NotOffered { option, sysctl } => format!(
                 "{option}: unknown — this host does not offer it ({sysctl} = 0), so the connection cannot show whether the peer would"
@@ -51,6 +49,7 @@ impl Caveat {
                 "ECN: unknown — this host does not ask for it (net.ipv4.tcp_ecn = {}; 1 asks)",
                 value.as_deref().unwrap_or("unreadable")
             ),
+            Caveat::NoOsGuess => "operating system: no guess — TCP_INFO shows neither the SYN-ACK's TTL nor the order of its options, which the guess rests on; the raw SYN path (root) reads both".to_string(),
             Caveat::MssHalfWindow { mss } => format!(
                 "MSS: {} B is half the peer's initial window, the most Linux sends in one segment to it; the peer's own MSS may be larger",
                 plumb_model::units::thousands((*mss).into())
@@ -66,7 +65,9 @@ mod tests {
     #[test]
     fn each_caveat_names_its_cause() {
         assert!(Caveat::NoRawSocket.text().contains("CAP_NET_RAW"));
-        assert!(Caveat::Ipv6.text().contains("IPv4 only"));
+        assert!(Caveat::NoOsGuess
+            .text()
+            .starts_with("operating system: no guess"));
         let n = Caveat::NotOffered {
             option: "SACK",
             sysctl: "net.ipv4.tcp_sack",

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::caveat::Caveat;
 use crate::meaning::meaning;
 pub use crate::offer::Offer;
+use crate::os::{guess, OsGuess, SynFacts};
 
 /// How the handshake was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -43,6 +44,9 @@ pub struct Handshake {
     pub ttl: Option<u8>,
     /// What the peer offers (or what was negotiated).
     pub offer: Offer,
+    /// A guess at the peer's operating system from its SYN-ACK (SYN path
+    /// only: the connect path shows neither the TTL nor the option order).
+    pub os_guess: Option<OsGuess>,
     /// What it means for a transfer, most important first.
     pub meaning: Vec<String>,
     /// Caveats: why the connect path ran, which options it cannot see.
@@ -60,6 +64,8 @@ pub struct Observed {
     pub ttl: Option<u8>,
     /// What the peer offers (or what was negotiated).
     pub offer: Offer,
+    /// What the first SYN-ACK showed of its sender (SYN path only).
+    pub syn_ack: Option<SynFacts>,
     /// What the reading cannot show.
     pub caveats: Vec<Caveat>,
 }
@@ -98,6 +104,7 @@ impl Handshake {
             rtt_median_ms: us(rtt_median_ms),
             ttl: o.ttl,
             offer: o.offer,
+            os_guess: o.syn_ack.as_ref().map(guess),
             meaning: meaning(&o.offer, rtt, address.is_ipv6()),
             notes: o.caveats.iter().map(Caveat::text).collect(),
         }
@@ -135,6 +142,7 @@ mod tests {
                 mss: Some(1460),
                 initial_window: Some(65_160),
             },
+            syn_ack: None,
             caveats: vec![Caveat::NoRawSocket],
         };
         let h = Handshake::new("nas:445", "198.18.0.2:445".parse().expect("addr"), o);
@@ -143,5 +151,6 @@ mod tests {
         assert_eq!(h.rtt_median_ms, 15.562);
         assert_eq!(h.notes.len(), 1);
         assert!(h.notes[0].contains("CAP_NET_RAW"));
+        assert_eq!(h.os_guess, None);
     }
 }

@@ -8,6 +8,8 @@
 //! - [`offer`]: what the peer offers, option by option;
 //! - [`meaning`]: what the options mean for a transfer, in words, with
 //!   plumb-model's arithmetic;
+//! - [`os`]: a guess at the sending host's operating system from its SYN
+//!   or SYN-ACK, and which OS's fix to put first;
 //! - [`document`]: the typed `-J` entry, assembled from what was observed.
 //!
 //! `plumb-net`'s `handshake` module sends and reads the packets (a raw
@@ -18,6 +20,7 @@ pub mod caveat;
 pub mod document;
 pub mod meaning;
 pub mod offer;
+pub mod os;
 pub mod target;
 pub mod wire;
 

@@ -7,7 +7,9 @@
 //! and ECE|CWR (RFC 3168 §6.1.1), as nmap's probes do: a peer then answers
 //! with every option it supports, whatever this host's sysctls.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::os::SynFacts;
 
 /// TCP flag bits (RFC 793 §3.1, RFC 3168 §6.1).
 pub const FIN: u8 = 0x01;
@@ -34,7 +36,7 @@ const TCP_HEADER: usize = 20;
 const SYN_OPTIONS: usize = 20;
 
 /// The TCP options of a SYN or SYN-ACK that `plumb handshake` reports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TcpOptions {
     /// Maximum segment size (kind 2).
     pub mss: Option<u16>,
@@ -45,17 +47,23 @@ pub struct TcpOptions {
     pub sack_permitted: bool,
     /// Timestamps (kind 8): TSval and TSecr.
     pub timestamps: Option<(u32, u32)>,
+    /// Every option's kind in order, NOPs included, up to and including an
+    /// end-of-list: the layout the OS guess reads.
+    pub kinds: Vec<u8>,
 }
 
-/// A TCP segment read from an IPv4 packet, with what `plumb handshake` needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A TCP segment read from an IPv4 packet (or an IPv6 payload), with what
+/// `plumb handshake` needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
-    /// IPv4 source and destination.
-    pub src: Ipv4Addr,
-    /// IPv4 destination.
-    pub dst: Ipv4Addr,
-    /// The IP header's TTL as it arrived.
+    /// IP source.
+    pub src: IpAddr,
+    /// IP destination.
+    pub dst: IpAddr,
+    /// The IPv4 TTL or IPv6 hop limit as it arrived.
     pub ttl: u8,
+    /// The IPv4 don't-fragment bit (`None` for IPv6, which has none).
+    pub df: Option<bool>,
     /// TCP source port.
     pub src_port: u16,
     /// TCP destination port.
@@ -70,6 +78,23 @@ pub struct Segment {
     pub window: u16,
     /// The options.
     pub options: TcpOptions,
+}
+
+impl Segment {
+    /// What this SYN or SYN-ACK shows of its sender, for the OS guess.
+    pub fn facts(&self) -> SynFacts {
+        SynFacts {
+            ttl: self.ttl,
+            window: self.window,
+            mss: self.options.mss,
+            wscale: self.options.wscale,
+            sack_permitted: self.options.sack_permitted,
+            timestamps: self.options.timestamps.is_some(),
+            option_kinds: self.options.kinds.clone(),
+            df: self.df,
+            syn_ack: self.flags & (SYN | ACK) == SYN | ACK,
+        }
+    }
 }
 
 /// Why a packet or an option list could not be read.
@@ -117,6 +142,16 @@ pub fn tcp_checksum(src: Ipv4Addr, dst: Ipv4Addr, segment: &[u8]) -> u16 {
     checksum(&[&src.octets(), &dst.octets(), &pseudo, segment])
 }
 
+/// The same over IPv6's pseudo-header (RFC 8200 §8.1): a 32-bit length and
+/// the next-header value 6.
+pub fn tcp_checksum_v6(src: Ipv6Addr, dst: Ipv6Addr, segment: &[u8]) -> u16 {
+    let len = u32::try_from(segment.len())
+        .unwrap_or(u32::MAX)
+        .to_be_bytes();
+    let pseudo = [len[0], len[1], len[2], len[3], 0, 0, 0, 6];
+    checksum(&[&src.octets(), &dst.octets(), &pseudo, segment])
+}
+
 /// The SYN's options: MSS, SACK-permitted, timestamps (TSval `tsval`), NOP,
 /// window scale — Linux's order, 20 bytes.
 pub fn syn_options(tsval: u32) -> [u8; SYN_OPTIONS] {
@@ -131,11 +166,11 @@ pub fn syn_options(tsval: u32) -> [u8; SYN_OPTIONS] {
     o
 }
 
-/// A SYN with ECE|CWR and every option, checksummed for `src` → `dst`: the
-/// TCP header a raw socket sends (the kernel adds the IP header).
+/// A SYN with ECE|CWR and every option, checksummed for `src` → `dst` (IPv4
+/// or IPv6): the TCP header a raw socket sends (the kernel adds the IP header).
 pub fn build_syn(
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
+    src: IpAddr,
+    dst: IpAddr,
     src_port: u16,
     dst_port: u16,
     seq: u32,
@@ -150,7 +185,12 @@ pub fn build_syn(
     h[13] = SYN | ECE | CWR;
     h[14..16].copy_from_slice(&SYN_WINDOW.to_be_bytes());
     h[TCP_HEADER..].copy_from_slice(&syn_options(tsval));
-    let sum = tcp_checksum(src, dst, &h);
+    let sum = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => tcp_checksum(s, d, &h),
+        (IpAddr::V6(s), IpAddr::V6(d)) => tcp_checksum_v6(s, d, &h),
+        // Mixed families never share a packet; the peer drops a bad sum.
+        _ => 0,
+    };
     h[16..18].copy_from_slice(&sum.to_be_bytes());
     h
 }
@@ -161,6 +201,7 @@ pub fn build_syn(
 pub fn parse_options(mut b: &[u8]) -> Result<TcpOptions, WireError> {
     let mut o = TcpOptions::default();
     while let Some(&kind) = b.first() {
+        o.kinds.push(kind);
         match kind {
             0 => break,
             1 => {
@@ -206,8 +247,23 @@ pub fn parse_ipv4_tcp(p: &[u8]) -> Result<Segment, WireError> {
     if p[9] != 6 {
         return Err(WireError::NotTcp);
     }
-    let ip = |i: usize| Ipv4Addr::new(p[i], p[i + 1], p[i + 2], p[i + 3]);
-    let t = &p[ihl..];
+    let ip = |i: usize| IpAddr::from([p[i], p[i + 1], p[i + 2], p[i + 3]]);
+    parse_tcp(&p[ihl..], ip(12), ip(16), p[8], Some(p[6] & 0x40 != 0))
+}
+
+/// Reads a TCP segment without its IP header (as a raw IPv6 socket hands it
+/// over), with what the IP layer told: the addresses, the TTL or hop limit,
+/// the DF bit if any.
+pub fn parse_tcp(
+    t: &[u8],
+    src: IpAddr,
+    dst: IpAddr,
+    ttl: u8,
+    df: Option<bool>,
+) -> Result<Segment, WireError> {
+    if t.len() < TCP_HEADER {
+        return Err(WireError::Truncated);
+    }
     let doff = usize::from(t[12] >> 4) * 4;
     if doff < TCP_HEADER || t.len() < doff {
         return Err(WireError::Truncated);
@@ -215,9 +271,10 @@ pub fn parse_ipv4_tcp(p: &[u8]) -> Result<Segment, WireError> {
     let be16 = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
     let be32 = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
     Ok(Segment {
-        src: ip(12),
-        dst: ip(16),
-        ttl: p[8],
+        src,
+        dst,
+        ttl,
+        df,
         src_port: be16(0),
         dst_port: be16(2),
         seq: be32(4),
@@ -264,7 +321,7 @@ mod tests {
 
     #[test]
     fn syn_checksums_to_zero_and_reads_back() {
-        let syn = build_syn(SRC, DST, 40_000, 445, 0x1234_5678, 99);
+        let syn = build_syn(SRC.into(), DST.into(), 40_000, 445, 0x1234_5678, 99);
         assert_eq!(syn.len(), 40);
         // A correct checksum makes the whole segment (with pseudo-header) sum to zero.
         assert_eq!(tcp_checksum(SRC, DST, &syn), 0);
@@ -282,8 +339,10 @@ mod tests {
                 wscale: Some(7),
                 sack_permitted: true,
                 timestamps: Some((99, 0)),
+                kinds: vec![2, 4, 8, 1, 3],
             }
         );
+        assert!(!seg.facts().syn_ack);
     }
 
     /// The SYN-ACK of a Windows 2003 server as a capture shows it: MSS 1460,
@@ -299,17 +358,42 @@ mod tests {
         t[14..16].copy_from_slice(&17_520u16.to_be_bytes());
         t[20..28].copy_from_slice(&[2, 4, 0x05, 0xb4, 1, 1, 4, 2]);
         let seg = parse_ipv4_tcp(&ipv4(DST, SRC, &t)).expect("syn-ack");
-        assert_eq!(seg.src, DST);
+        assert_eq!(seg.src, IpAddr::V4(DST));
         assert_eq!(seg.ack, 0x1234_5679);
         assert_eq!(seg.window, 17_520);
         assert_eq!(seg.ttl, 64);
+        assert_eq!(seg.df, Some(true));
         assert_eq!(
             seg.options,
             TcpOptions {
                 mss: Some(1460),
                 sack_permitted: true,
+                kinds: vec![2, 1, 1, 4],
                 ..TcpOptions::default()
             }
+        );
+        // What the OS guess reads: the layout, the TTL, a SYN-ACK.
+        let f = seg.facts();
+        assert_eq!(f.option_kinds, vec![2, 1, 1, 4]);
+        assert_eq!(
+            (f.ttl, f.window, f.df, f.syn_ack),
+            (64, 17_520, Some(true), true)
+        );
+    }
+
+    #[test]
+    fn an_ipv6_syn_checksums_to_zero_and_reads_back() {
+        let (a, b) = (Ipv6Addr::LOCALHOST, "2001:db8::2".parse().expect("addr"));
+        let syn = build_syn(a.into(), IpAddr::V6(b), 40_000, 22, 7, 9);
+        assert_eq!(tcp_checksum_v6(a, b, &syn), 0);
+        // The same bytes summed as IPv4 would not be zero: the pseudo-header counts.
+        assert_ne!(checksum(&[&syn]), 0);
+        let seg = parse_tcp(&syn, a.into(), b.into(), 64, None).expect("own SYN");
+        assert_eq!((seg.dst_port, seg.seq, seg.df), (22, 7, None));
+        assert_eq!(seg.options.kinds, vec![2, 4, 8, 1, 3]);
+        assert_eq!(
+            parse_tcp(&syn[..19], a.into(), b.into(), 64, None),
+            Err(WireError::Truncated)
         );
     }
 
@@ -323,13 +407,15 @@ mod tests {
         let o = parse_options(&[30, 4, 0, 0, 4, 2, 0, 3, 3, 9]).expect("options");
         assert!(o.sack_permitted);
         assert_eq!(o.wscale, None);
+        // The layout stops at the end-of-list: what follows is padding.
+        assert_eq!(o.kinds, vec![30, 4, 0]);
     }
 
     #[test]
     fn short_or_foreign_packets_are_refused() {
         assert_eq!(parse_ipv4_tcp(&[]), Err(WireError::Truncated));
         assert_eq!(parse_ipv4_tcp(&[0x60; 60]), Err(WireError::NotTcp));
-        let syn = build_syn(SRC, DST, 1, 2, 3, 4);
+        let syn = build_syn(SRC.into(), DST.into(), 1, 2, 3, 4);
         let p = ipv4(SRC, DST, &syn);
         assert_eq!(parse_ipv4_tcp(&p[..30]), Err(WireError::Truncated));
         // The data offset says 40 B of TCP header; 35 arrived.

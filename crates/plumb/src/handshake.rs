@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Args;
+use plumb_handshake::os::{Confidence, OsGuess};
 use plumb_handshake::target::parse_target;
 use plumb_handshake::{Handshake, Method};
 use plumb_model::units::{sig, thousands};
@@ -134,6 +135,24 @@ fn yes_no(v: Option<bool>) -> &'static str {
     }
 }
 
+/// The OS guess: the family and confidence, then why, always called a guess.
+fn os_text(g: &OsGuess) -> String {
+    let confidence = match g.confidence {
+        Confidence::Low => "low",
+        Confidence::Medium => "medium",
+        Confidence::High => "high",
+    };
+    let mut s = format!(
+        "\nOperating system, a guess from its SYN-ACK: {} ({confidence} confidence)\n",
+        g.label
+    );
+    for r in &g.reasons {
+        s.push_str(&format!("  {r}\n"));
+    }
+    s.push_str(&format!("  note: {}\n", g.note));
+    s
+}
+
 /// The text: a headline, the fields, what they mean, the caveats.
 fn text(h: &Handshake) -> String {
     let o = &h.offer;
@@ -175,6 +194,9 @@ fn text(h: &Handshake) -> String {
     }
     for (label, value) in rows {
         s.push_str(&format!("  {label:<61}{value}\n"));
+    }
+    if let Some(g) = &h.os_guess {
+        s.push_str(&os_text(g));
     }
     if !h.meaning.is_empty() {
         s.push_str("\nWhat it means:\n");

@@ -68,6 +68,14 @@ fn loopback_listener_by_syn_and_by_connect() {
     for k in ["window_scaling", "sack", "timestamps"] {
         assert_eq!(h["offer"][k], true, "{k}: {h}");
     }
+    // TCP_INFO shows neither the TTL nor the option order: no OS guess.
+    assert_eq!(h["os_guess"], Value::Null, "{h}");
+    assert!(
+        h["notes"]
+            .to_string()
+            .contains("operating system: no guess"),
+        "{h}"
+    );
     let (min, median) = (num(h, "rtt_min_ms"), num(h, "rtt_median_ms"));
     assert!(min > 0.0 && min <= median && median < 100.0, "{h}");
 
@@ -88,6 +96,20 @@ fn loopback_listener_by_syn_and_by_connect() {
     );
     // Loopback's 65,536 B MTU less 40 B of headers.
     assert_eq!(h["offer"]["mss"], 65_495, "{h}");
+    // Linux's SYN-ACK, TTL 64, MSS,SACK,TS,NOP,WS: a Linux guess, and a guess.
+    let os = &h["os_guess"];
+    assert_eq!(os["family"], "linux", "{os}");
+    assert_eq!(
+        (os["initial_ttl"].as_u64(), os["hops"].as_u64()),
+        (Some(64), Some(0)),
+        "{os}"
+    );
+    assert!(
+        os["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("a guess")),
+        "{os}"
+    );
     assert!(h["notes"].as_array().is_some_and(Vec::is_empty), "{h}");
 
     if !has("setpriv") {
@@ -105,6 +127,36 @@ fn loopback_listener_by_syn_and_by_connect() {
         notes.contains("CAP_NET_RAW") && notes.contains("negotiated"),
         "{notes}"
     );
+}
+
+/// The raw SYN path over IPv6: a Linux listener on ::1 offers every
+/// option, its hop limit (from the control message) is Linux's 64, and the
+/// OS guess says Linux.
+#[test]
+fn ipv6_loopback_listener_by_syn() {
+    let Ok(l) = TcpListener::bind("[::1]:0") else {
+        plumb_testkit::skip_premise!("no IPv6 loopback: the IPv6 SYN path is not tested");
+        return;
+    };
+    if !is_root() {
+        plumb_testkit::skip_lab!("not root: the IPv6 raw SYN path is not tested");
+        return;
+    }
+    let target = l.local_addr().expect("addr").to_string();
+    let s = handshake_json(&[&target]);
+    let h = only(&s);
+    assert_eq!(
+        h["method"], "syn",
+        "root reads the SYN-ACK itself over IPv6 too: {h}"
+    );
+    for k in ["window_scaling", "sack", "timestamps"] {
+        assert_eq!(h["offer"][k], true, "{k}: {h}");
+    }
+    // Loopback's 65,536 B MTU less 40 B of IPv6 and 20 B of TCP header.
+    assert_eq!(h["offer"]["mss"], 65_476, "{h}");
+    assert_eq!(h["ttl"], 64, "{h}");
+    assert_eq!(h["os_guess"]["family"], "linux", "{h}");
+    assert!(h["notes"].as_array().is_some_and(Vec::is_empty), "{h}");
 }
 
 /// Runs `plumb ARGS` and returns its exit code and stderr.
@@ -402,6 +454,15 @@ fn a_listener_with_a_small_mss() {
     assert!(only(&e.root)["meaning"]
         .to_string()
         .contains("MSS is 600 B"));
+    // Far keeps Linux's defaults (MSS,SACK,TS,NOP,WS, TTL 64): Linux, high
+    // confidence (docs/handshake.md's table); the connect path makes no guess.
+    let os = &only(&e.root)["os_guess"];
+    assert_eq!(
+        (os["family"].as_str(), os["confidence"].as_str()),
+        (Some("linux"), Some("high")),
+        "{os}"
+    );
+    assert_eq!(only(&e.nobody)["os_guess"], Value::Null);
 }
 
 /// The running example's server: no window scaling, no timestamps and a
@@ -434,5 +495,18 @@ fn the_backup_servers_handshake() {
         meaning.contains("it offers 17,520 B to start, and while it stays there a transfer to it runs at most 9.")
             && meaning.contains("Mbit/s at 15."),
         "{meaning}"
+    );
+    // Without timestamps and window scaling, Linux's SYN-ACK is a bare
+    // MSS,NOP,NOP,SACK: still Linux by its TTL, layout and whole-segment
+    // window, but it lacks two of Linux's defaults, so only low confidence.
+    let os = &only(&e.root)["os_guess"];
+    assert_eq!(
+        (os["family"].as_str(), os["confidence"].as_str()),
+        (Some("linux"), Some("low")),
+        "{os}"
+    );
+    assert!(
+        os["reasons"].to_string().contains("MSS,NOP,NOP,SACK"),
+        "{os}"
     );
 }

@@ -1,4 +1,4 @@
-//! The connect path, for a host without `CAP_NET_RAW` (or an IPv6 target):
+//! The connect path, for a host without `CAP_NET_RAW` (or with `--connect`):
 //! an ordinary `connect()`, then `TCP_INFO`. It shows what the two ends
 //! negotiated, so an option this host does not offer says nothing of the peer.
 

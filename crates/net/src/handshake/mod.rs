@@ -4,7 +4,7 @@
 //! initial window, and each handshake's RTT.
 //!
 //! Two ways to read it, chosen by privilege:
-//! - [`Method::Syn`] (`CAP_NET_RAW`, IPv4): a SYN with every option from a
+//! - [`Method::Syn`] (`CAP_NET_RAW`, IPv4 or IPv6): a SYN with every option from a
 //!   raw socket (`plumb_handshake::wire` builds it, `raw` sends it); the
 //!   SYN-ACK shows what the peer offers, whatever this host's sysctls.
 //! - [`Method::Connect`]: `connect()` and `TCP_INFO`; it shows what the two
@@ -93,7 +93,7 @@ fn fresh_seq(i: u32) -> u32 {
 pub fn handshake(addr: SocketAddr, p: &Probe) -> Result<Observed, HandshakeError> {
     let caveat = match (p.method, addr) {
         (Some(Method::Connect), _) => Caveat::ConnectAsked,
-        (_, SocketAddr::V4(v4)) => match raw::RawProbe::open(v4) {
+        (_, addr) => match raw::RawProbe::open(addr) {
             Ok(probe) => return by_syn(&probe, p),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 if p.method == Some(Method::Syn) {
@@ -103,12 +103,6 @@ pub fn handshake(addr: SocketAddr, p: &Probe) -> Result<Observed, HandshakeError
             }
             Err(e) => return Err(e.into()),
         },
-        (_, SocketAddr::V6(_)) => {
-            if p.method == Some(Method::Syn) {
-                return Err(io::Error::other("the raw SYN path is IPv4 only").into());
-            }
-            Caveat::Ipv6
-        }
     };
     by_connect(addr, p, caveat)
 }
@@ -124,6 +118,7 @@ fn by_syn(probe: &raw::RawProbe, p: &Probe) -> Result<Observed, HandshakeError> 
     let Some(seg) = first else {
         return Err(HandshakeError::Timeout);
     };
+    let syn_ack = seg.facts();
     let o = seg.options;
     let offer = Offer {
         window_scaling: Some(o.wscale.is_some()),
@@ -139,6 +134,7 @@ fn by_syn(probe: &raw::RawProbe, p: &Probe) -> Result<Observed, HandshakeError> 
         rtts,
         ttl: Some(seg.ttl),
         offer,
+        syn_ack: Some(syn_ack),
         caveats: Vec::new(),
     })
 }
@@ -162,11 +158,13 @@ fn by_connect(addr: SocketAddr, p: &Probe, why: Caveat) -> Result<Observed, Hand
     let (offer, unknown) = connect::offer_of(&info, &sysctls);
     let mut caveats = vec![why];
     caveats.extend(unknown);
+    caveats.push(Caveat::NoOsGuess);
     Ok(Observed {
         method: Method::Connect,
         rtts,
         ttl: None,
         offer,
+        syn_ack: None,
         caveats,
     })
 }

@@ -1,5 +1,8 @@
-//! The SYN path: a SYN with every option sent from a raw IPv4 socket, and
-//! the peer's SYN-ACK read back from it. Needs `CAP_NET_RAW`.
+//! The SYN path: a SYN with every option sent from a raw IPv4 or IPv6
+//! socket, and the peer's SYN-ACK read back from it. Needs `CAP_NET_RAW`.
+//! An IPv4 raw socket hands over the IP header with the TTL; an IPv6 one
+//! only the TCP segment, so its hop limit and sender come from `recvmsg`'s
+//! control message (`sys::recv_hoplimit`).
 //!
 //! The source port is reserved by an ordinary TCP socket bound to it (never
 //! listening), so no other connection of this host takes it meanwhile. No
@@ -8,7 +11,8 @@
 //! of resending its SYN-ACK, as after nmap's SYN scan.
 
 use std::io::{self, Read};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -16,11 +20,11 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use super::error::HandshakeError;
 use plumb_handshake::wire::{self, Segment};
 
-/// A raw socket for probing one IPv4 service.
+/// A raw socket for probing one service.
 pub(super) struct RawProbe {
     sock: Socket,
-    src: Ipv4Addr,
-    dst: SocketAddrV4,
+    src: IpAddr,
+    dst: SocketAddr,
 }
 
 /// The local address the kernel would use to reach `dst`: a UDP socket
@@ -39,16 +43,32 @@ pub(super) fn source_for(dst: SocketAddr) -> io::Result<SocketAddr> {
 
 impl RawProbe {
     /// Opens the raw socket: `PermissionDenied` without `CAP_NET_RAW`.
-    pub(super) fn open(dst: SocketAddrV4) -> io::Result<RawProbe> {
-        let sock = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::TCP))?;
-        let SocketAddr::V4(src) = source_for(dst.into())? else {
-            return Err(io::Error::other("an IPv4 destination gave an IPv6 source"));
-        };
-        Ok(RawProbe {
-            sock,
-            src: *src.ip(),
-            dst,
-        })
+    pub(super) fn open(dst: SocketAddr) -> io::Result<RawProbe> {
+        let sock = Socket::new(Domain::for_address(dst), Type::RAW, Some(Protocol::TCP))?;
+        if dst.is_ipv6() {
+            crate::sys::setsockopt_int(
+                sock.as_fd(),
+                libc::IPPROTO_IPV6,
+                libc::IPV6_RECVHOPLIMIT,
+                1,
+            )?;
+        }
+        let src = source_for(dst)?.ip();
+        Ok(RawProbe { sock, src, dst })
+    }
+
+    /// One packet from the raw socket, read as a TCP segment (`None`: not
+    /// one, or not readable).
+    fn next(&self, buf: &mut [u8]) -> io::Result<Option<Segment>> {
+        if self.dst.is_ipv4() {
+            let n = (&self.sock).read(buf)?;
+            return Ok(wire::parse_ipv4_tcp(&buf[..n]).ok());
+        }
+        let r = crate::sys::recv_hoplimit(self.sock.as_fd(), buf)?;
+        // Without the hop limit the TTL is unknown: 0 rounds up to 32, which
+        // the OS guess calls unknown rather than guess from.
+        let hops = r.hop_limit.unwrap_or(0);
+        Ok(wire::parse_tcp(&buf[..r.len], r.from.into(), self.src, hops, None).ok())
     }
 
     /// One handshake: sends a SYN with sequence number `seq` and waits up
@@ -58,19 +78,24 @@ impl RawProbe {
         seq: u32,
         timeout: Duration,
     ) -> Result<Option<(Duration, Segment)>, HandshakeError> {
-        let reserve = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-        reserve.bind(&SockAddr::from(SocketAddrV4::new(self.src, 0)))?;
+        let reserve = Socket::new(
+            Domain::for_address(self.dst),
+            Type::STREAM,
+            Some(Protocol::TCP),
+        )?;
+        reserve.bind(&SockAddr::from(SocketAddr::new(self.src, 0)))?;
         let src_port = reserve.local_addr()?.as_socket().map_or(0, |a| a.port());
         let tsval = seq.rotate_left(13);
         let syn = wire::build_syn(
             self.src,
-            *self.dst.ip(),
+            self.dst.ip(),
             src_port,
             self.dst.port(),
             seq,
             tsval,
         );
-        let to = SockAddr::from(SocketAddrV4::new(*self.dst.ip(), 0));
+        // A raw socket's "port" is the protocol; 0 for both families.
+        let to = SockAddr::from(SocketAddr::new(self.dst.ip(), 0));
         let sent = Instant::now();
         self.sock.send_to(&syn, &to)?;
         let deadline = sent + timeout;
@@ -81,8 +106,9 @@ impl RawProbe {
                 return Ok(None);
             }
             self.sock.set_read_timeout(Some(left))?;
-            let n = match (&self.sock).read(&mut buf) {
-                Ok(n) => n,
+            let seg = match self.next(&mut buf) {
+                Ok(Some(seg)) => seg,
+                Ok(None) => continue,
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -94,10 +120,7 @@ impl RawProbe {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e.into()),
             };
-            let Ok(seg) = wire::parse_ipv4_tcp(&buf[..n]) else {
-                continue;
-            };
-            let ours = seg.src == *self.dst.ip()
+            let ours = seg.src == self.dst.ip()
                 && seg.src_port == self.dst.port()
                 && seg.dst_port == src_port
                 && seg.ack == seq.wrapping_add(1);

@@ -3,7 +3,8 @@
 //! This module owns every raw system call the crate makes: `getsockopt` /
 //! `setsockopt`, `read` / `write` / `recv` / `send`, the error queue that
 //! carries `MSG_ZEROCOPY` completions, `sendfile` / `splice` / `memfd_create`,
-//! `sendmmsg` / `recvmmsg` with their control messages, and the host queries
+//! `sendmmsg` / `recvmmsg` with their control messages, a raw IPv6 socket's
+//! `recvmsg` with its hop limit, and the host queries
 //! (`getrusage`, `uname`, `sched_setaffinity`, `sysconf`, `clock_gettime`),
 //! and the anonymous mappings behind the data path's buffers (`mmap`).
 //!
@@ -20,6 +21,7 @@
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod hoplimit;
 mod host;
 mod io;
 mod mem;
@@ -27,6 +29,7 @@ mod mmsg;
 mod sockopt;
 mod tcp_info;
 
+pub use hoplimit::{recv_hoplimit, Received};
 pub use host::{
     clock_monotonic, clock_pair, getrusage_self, online_cpus, sched_batch_self,
     sched_getaffinity_self, sched_policy_self, sched_setaffinity_self, uname, RawUname, Rusage,
