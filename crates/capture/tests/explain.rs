@@ -60,6 +60,35 @@ fn an_unscaled_17520_byte_window_is_the_receive_window() {
     assert!(f.window_limited_share.unwrap_or(0.0) > 0.5, "{f:?}");
 }
 
+/// The same flow captured beside the receiver: data→ACK there is only
+/// the receiver's delay, the handshake gives the rest; the window is named
+/// by its prediction, without the sender's window-limited time.
+#[test]
+fn the_window_is_named_from_the_receivers_end_too() {
+    let x = one(&Flow {
+        at_receiver: true,
+        ..Flow::default()
+    });
+    let f = &x.flow;
+    assert_eq!(f.position, Position::NearReceiver);
+    assert_eq!(f.max_window_bytes, Some(17_520));
+    let rtt = f.srtt_ms.expect("RTT under load");
+    assert!((rtt - 15.0).abs() < 0.2, "{rtt}");
+    assert_eq!(f.window_limited_share, None);
+    let d = &x.diagnosis;
+    assert_eq!(d.limit, Some(Limit::ReceiveWindow), "{}", d.summary);
+    assert!(
+        (f.measured_bps / 9.344e6 - 1.0).abs() < 0.05,
+        "{}",
+        f.measured_bps
+    );
+    assert!(
+        x.notes[0].starts_with("captured near the receiver"),
+        "{:?}",
+        x.notes
+    );
+}
+
 /// A receiver at zero window for 600 ms of a 1.5 s transfer.
 #[test]
 fn a_zero_window_episode_is_counted_with_its_time() {

@@ -31,6 +31,10 @@ pub struct Flow {
     pub zero: Option<(u64, u64)>,
     /// Every n-th send is a super-segment of this many MSS.
     pub super_every: Option<(u64, u32)>,
+    /// The capture sits beside the receiver instead: each segment is seen
+    /// half an RTT later (client's) or earlier (server's) than beside the
+    /// sender.
+    pub at_receiver: bool,
 }
 
 impl Default for Flow {
@@ -46,6 +50,7 @@ impl Default for Flow {
             handshake: true,
             zero: None,
             super_every: None,
+            at_receiver: false,
         }
     }
 }
@@ -155,6 +160,16 @@ impl Flow {
                 let (_, y) = self.zero.unwrap_or_default();
                 t = start + y;
                 out.push((t, Seg::v4(false, SISN + 1).ack(a as u32).win(self.window)));
+            }
+        }
+        if self.at_receiver {
+            let half = self.rtt_ns / 2;
+            for (ts, seg) in &mut out {
+                if seg.src.1 == 40000 {
+                    *ts += half;
+                } else {
+                    *ts -= half;
+                }
             }
         }
         out.sort_by_key(|(ts, _)| *ts);
