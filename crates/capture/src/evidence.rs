@@ -53,6 +53,9 @@ pub struct FlowSummary {
     pub srtt_ms: Option<f64>,
     /// Data→ACK samples behind it.
     pub rtt_samples: u64,
+    /// The receiver's advertised window averaged over the time with data in
+    /// flight, bytes (scale known): the window weighed by the rules.
+    pub window_bytes: Option<u64>,
     /// The receiver's largest advertised window, bytes (scale known).
     pub max_window_bytes: Option<u64>,
     /// The window's bounds when the scale is unknown, bytes.
@@ -157,7 +160,11 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         // The largest flight is the least the congestion window reached;
         // near the sender it is the sender's own.
         max_cwnd: near.then_some(data.flight.max).filter(|f| *f > 0),
-        max_snd_wnd: back.window.max_bytes.filter(|w| *w > 0),
+        // The window the sender faced while sending, not a passing peak.
+        max_snd_wnd: t
+            .mean_window_bytes
+            .or(back.window.max_bytes)
+            .filter(|w| *w > 0),
         retransmits: Some(data.retransmissions.total),
         bytes_retrans: Some(data.retransmissions.bytes),
         bytes_sent: t.new_bytes,
@@ -185,7 +192,8 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         min_rtt_ms: min_rtt.map(|r| r as f64 / 1e6),
         srtt_ms: srtt.map(|r| r as f64 / 1e6),
         rtt_samples: data.rtt.samples,
-        max_window_bytes: stream.max_snd_wnd,
+        window_bytes: stream.max_snd_wnd,
+        max_window_bytes: back.window.max_bytes,
         window_bounds: back
             .window
             .unknown_bounds

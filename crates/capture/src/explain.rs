@@ -114,7 +114,11 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
 
 /// The engine's words for TCP_INFO's counters, and what a capture's
 /// equivalents are: the same shares, measured on the wire.
-const WORDS: [(&str, &str); 3] = [
+const WORDS: [(&str, &str); 4] = [
+    (
+        "receiver's largest advertised window",
+        "receiver's advertised window (mean while data was in flight)",
+    ),
     (
         "time limited by the receive window (TCP_INFO rwnd_limited)",
         "time the flight stood at the receive window (capture)",

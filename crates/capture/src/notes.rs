@@ -68,7 +68,7 @@ pub fn notes(c: &Connection, fe: &FlowEvidence, os: Option<OsGuess<'_>>) -> Vec<
             .map(|(_, d)| d.sender.as_str())
             .collect();
         if !off.is_empty() {
-            let w = back.window.max_bytes.unwrap_or(UNSCALED_MAX);
+            let w = s.window_bytes.unwrap_or(UNSCALED_MAX);
             let at = rtt_s.map_or(String::new(), |r| {
                 format!(
                     "; at {:.0} ms that allows {}",
@@ -121,7 +121,7 @@ pub fn notes(c: &Connection, fe: &FlowEvidence, os: Option<OsGuess<'_>>) -> Vec<
             bytes(u64::from(data.largest_segment))
         ));
     }
-    n.extend(held_flight(fe, back));
+    n.extend(held_flight(fe));
     if let Some(guess) = os {
         for d in [&c.client, &c.server] {
             if let Some(g) = d.syn.as_ref().and_then(guess) {
@@ -155,10 +155,10 @@ fn position(c: &Connection, pos: Position) -> String {
 
 /// Near the sender: a flight that stayed well below the receiver's window
 /// with the sender idle part of the time was held by the sender itself.
-fn held_flight(fe: &FlowEvidence, back: &Direction) -> Option<String> {
+fn held_flight(fe: &FlowEvidence) -> Option<String> {
     let s = &fe.summary;
     let busy = s.busy_share?;
-    let w = back.window.max_bytes?;
+    let w = s.window_bytes?;
     let limited = s.window_limited_share.unwrap_or(0.0);
     if s.max_flight_bytes * 2 > w || limited >= 0.05 {
         return None;

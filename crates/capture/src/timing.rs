@@ -86,8 +86,15 @@ pub struct DataTiming {
     /// Payload of the largest segment no larger than the peer's MSS
     /// option: the segment size on the wire, never a super-segment.
     pub largest_wire_segment: u32,
+    /// The peer's advertised window averaged over the time with data in
+    /// flight (known scale only), bytes: the window the sender faced, which
+    /// a short-lived peak (a window that grows before a fixed receive
+    /// buffer clamps it) does not stand for.
+    pub mean_window_bytes: Option<u64>,
     #[serde(skip)]
     bin: (u64, u64),
+    #[serde(skip)]
+    window_sum: (u128, u64),
 }
 
 impl DataTiming {
@@ -117,8 +124,15 @@ impl DataTiming {
             return;
         }
         self.busy_ns += dt;
-        if window.is_some_and(|w| flight + u64::from(mss) >= w) {
+        let Some(w) = window else {
+            return;
+        };
+        if flight + u64::from(mss) >= w {
             self.window_limited_ns += dt;
         }
+        let (sum, time) = &mut self.window_sum;
+        *sum += u128::from(w) * u128::from(dt);
+        *time += dt;
+        self.mean_window_bytes = Some((*sum / u128::from((*time).max(1))) as u64);
     }
 }

@@ -30,6 +30,7 @@ fn an_unscaled_17520_byte_window_is_the_receive_window() {
     assert!(f.handshake);
     assert_eq!(f.position, Position::NearSender);
     assert_eq!(f.max_window_bytes, Some(17_520));
+    assert_eq!(f.window_bytes, Some(17_520));
     assert!(f.packets > 1000, "{}", f.packets);
     let rtt = f.srtt_ms.expect("RTT under load");
     assert!((rtt - 15.0).abs() < 0.2, "{rtt}");
