@@ -116,7 +116,7 @@ pub fn notes(c: &Connection, fe: &FlowEvidence, os: Option<OsGuess<'_>>) -> Vec<
     }
     if data.super_segments > 0 {
         n.push(format!(
-            "{} segments of up to {} are larger than the receiver's MSS: TSO/GSO super-segments, so the capture was taken on the sending host before segmentation; the MSS is taken from the handshake and the wire-size segments, not from them",
+            "{} segments of up to {} are larger than the receiver's MSS: super-segments (TSO/GSO before a sending NIC splits them, GRO after a receiving one merges them); the MSS is taken from the handshake and the wire-size segments, never from them",
             human_count(data.super_segments),
             bytes(u64::from(data.largest_segment))
         ));
