@@ -28,7 +28,7 @@ pub struct Handshake {
     /// SYN → ACK: the whole RTT (Wireshark's `tcp.analysis.initial_rtt`).
     pub rtt_ns: Option<u64>,
     #[serde(skip)]
-    server_isn: Option<u32>,
+    pub(crate) server_isn: Option<u32>,
 }
 
 impl Handshake {
@@ -63,6 +63,12 @@ pub struct Connection {
     pub icmp_mtu: Option<u32>,
     #[serde(skip)]
     pub(crate) client_addr: Option<std::net::SocketAddr>,
+    #[serde(skip)]
+    server_addr: Option<std::net::SocketAddr>,
+    /// The last segment's time, either direction: the flight and window
+    /// seen then held until this segment.
+    #[serde(skip)]
+    clock: Option<u64>,
 }
 
 impl Connection {
@@ -95,12 +101,25 @@ impl Connection {
         self.client.last_ns.max(self.server.last_ns)
     }
 
+    /// The client's address and port (see the module doc).
+    pub fn client_addr(&self) -> Option<std::net::SocketAddr> {
+        self.client_addr
+    }
+
+    /// The server's address and port.
+    pub fn server_addr(&self) -> Option<std::net::SocketAddr> {
+        self.server_addr
+    }
+
     /// Adds one segment with its capture time and wire length.
     pub(crate) fn segment(&mut self, ts: u64, wire_len: u32, seg: &Segment) {
         let client =
             *self
                 .client_addr
                 .get_or_insert(if seg.syn && seg.ack { seg.dst } else { seg.src });
+        self.server_addr
+            .get_or_insert(if seg.src == client { seg.dst } else { seg.src });
+        self.elapse(ts);
         self.handshake(ts, seg, seg.src == client);
         let (me, peer, my_scale) = if seg.src == client {
             let s = self.scale(true);
@@ -112,6 +131,9 @@ impl Connection {
         let prev_ts = if me.packets == 0 { ts } else { me.last_ns };
         me.count(ts, wire_len, seg);
         me.advertise(ts, seg, my_scale, peer.track.high_end);
+        if seg.ack && !seg.rst {
+            peer.rtt.acked(seg.ack_no, ts);
+        }
         let at = SendContext {
             ts,
             prev_ts,
@@ -122,6 +144,28 @@ impl Connection {
         let resent_before = me.retransmissions.total;
         me.send(seg, &at);
         crate::series::feed(me, peer, ts, seg, resent_before);
+    }
+
+    /// Accounts the time since the last segment to each direction's
+    /// flight as it stood.
+    fn elapse(&mut self, ts: u64) {
+        let last = self.clock.replace(ts.max(self.clock.unwrap_or(0)));
+        let Some(dt) = last.map(|l| ts.saturating_sub(l)).filter(|d| *d > 0) else {
+            return;
+        };
+        let mss = |d: &Direction| {
+            d.syn
+                .as_ref()
+                .and_then(|s| s.options.mss)
+                .map_or(1460, u32::from)
+        };
+        let (c_mss, s_mss) = (mss(&self.server), mss(&self.client));
+        let f = self.client.in_flight(&self.server.track);
+        let w = self.server.track.window_bytes;
+        self.client.timing.elapse(dt, f, w, c_mss);
+        let f = self.server.in_flight(&self.client.track);
+        let w = self.client.track.window_bytes;
+        self.server.timing.elapse(dt, f, w, s_mss);
     }
 
     /// The scale of the client's (or server's) window field.

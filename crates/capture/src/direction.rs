@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::holes::Holes;
 use crate::options::SynOptions;
 use crate::segment::Segment;
+use crate::timing::{DataTiming, RttSamples};
 use crate::window::{WindowScale, WindowStats};
 
 /// Silence before a retransmission that makes it timeout-like when the RTT
@@ -126,6 +127,10 @@ pub struct Direction {
     pub zero_window: ZeroWindow,
     /// Its data in flight against the peer's window.
     pub flight: Flight,
+    /// Its data→ACK round trips at the capture point.
+    pub rtt: RttSamples,
+    /// Its new data over time, busy and window-limited time.
+    pub timing: DataTiming,
     #[serde(skip)]
     pub(crate) track: Track,
 }
@@ -272,25 +277,35 @@ impl Direction {
     fn data(&mut self, seg: &Segment, end: u32, at: &SendContext<'_>) {
         let len = seg.payload_len;
         self.largest_segment = self.largest_segment.max(len);
+        self.timing.segment_size(len, at.peer_mss);
         if at.peer_mss.is_some_and(|m| len > u32::from(m)) {
             self.super_segments += 1;
         }
         let Some(high) = self.track.high_end else {
+            self.fresh(end, len, at.ts);
             return;
         };
         if seq_gt(seg.seq, high) {
             self.gaps += 1;
             self.track.holes.open(high, seg.seq, at.ts);
+            self.fresh(end, len, at.ts);
             return;
         }
         // A keep-alive resends the byte before the next one (or none): not
         // a retransmission.
         let keepalive = len <= 1 && seg.seq.wrapping_add(1) == high;
-        if seg.seq == high || keepalive {
+        if keepalive {
             return;
         }
+        if seg.seq == high {
+            self.fresh(end, len, at.ts);
+            return;
+        }
+        self.rtt.resent(seg.seq);
         let fast = at.peer.dup_run >= DUPACK_THRESHOLD;
         if let Some(opened) = self.track.holes.fill(seg.seq, end) {
+            // The first copy of these bytes the capture point saw.
+            self.timing.new_data(at.ts, len);
             let late = at.rtt_ns.unwrap_or(OUT_OF_ORDER_NS);
             if !fast && at.ts.saturating_sub(opened) <= late {
                 self.out_of_order += 1;
@@ -312,6 +327,21 @@ impl Direction {
             r.timeout += 1;
         } else {
             r.other += 1;
+        }
+    }
+
+    /// New data: counted, and timed if no segment is.
+    fn fresh(&mut self, end: u32, len: u32, ts: u64) {
+        self.timing.new_data(ts, len);
+        self.rtt.sent(end, ts);
+    }
+
+    /// Bytes in flight now (highest sequence sent − the peer's highest
+    /// ACK), 0 before the peer has acknowledged anything.
+    pub(crate) fn in_flight(&self, peer: &Track) -> u64 {
+        match (self.track.high_end, peer.high_ack) {
+            (Some(high), Some(acked)) if seq_gt(high, acked) => u64::from(high.wrapping_sub(acked)),
+            _ => 0,
         }
     }
 

@@ -4,7 +4,9 @@
 //! payload bytes, advertised windows (scaled), zero-window episodes,
 //! retransmissions (fast, timeout-like, spurious), duplicate ACKs, flight
 //! against the peer's window, super-segments and ICMP "too big" messages.
-//! See docs/capture.md.
+//! [`explain_all`] turns each connection that carried data into a verdict:
+//! its [`evidence`] weighed by `plumb-diagnose`'s rules, with what only a
+//! capture shows ([`Explanation::notes`]). See docs/capture.md.
 //!
 //! It reads record by record (memory is bounded by the largest record and
 //! the connection ceiling, [`Limits`]), and a broken container is a typed
@@ -27,14 +29,20 @@ mod analysis;
 mod connection;
 mod direction;
 mod error;
+mod evidence;
+mod explain;
+mod filter;
 mod holes;
 mod link;
+mod notes;
 mod options;
+mod position;
 mod segment;
 mod series;
 mod sniff;
 mod source;
 mod table;
+mod timing;
 mod window;
 
 pub use analysis::{
@@ -43,9 +51,15 @@ pub use analysis::{
 pub use connection::{Connection, Handshake};
 pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWindow};
 pub use error::Error;
+pub use evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
+pub use explain::{explain, explain_all, Explanation};
+pub use filter::CaptureFilters;
+pub use notes::{offer, OsGuess, UNSCALED_MAX};
 pub use options::SynOptions;
+pub use position::Position;
 pub use series::{AckPoint, Binned, DataPoint, Merge, RttPoint, SeqRange, Series, MIN_BUDGET};
 pub use sniff::{file_is_capture, is_capture};
 pub use source::{read_records, ReadStats, Record, MAX_RECORD};
 pub use table::{Dropped, Limits, DEFAULT_MAX_CONNECTIONS};
+pub use timing::{DataTiming, RttSamples};
 pub use window::{WindowScale, WindowStats};

@@ -1,5 +1,9 @@
 //! `plumb why`: runs a short test (or reads a saved `-J` document, or uses the
 //! model alone) and says what limits the transfer, with evidence and fixes.
+//! A packet capture given to `--from` is explained per connection by
+//! `capture`.
+
+pub mod capture;
 
 use std::io::Write;
 use std::net::ToSocketAddrs;
@@ -21,13 +25,13 @@ use crate::measure::{test_spec, MeasureArgs};
 /// Flags of `plumb why`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  plumb why 198.18.0.2 --link 1g          test for 5 s and explain\n  plumb why --port 873 --for 3            explain the running connections on port 873\n  plumb why --from result.json --link 1g  explain a saved plumb/iperf3 -J (or --json-stream) result\n  plumb why --rate 1g --rtt 15ms -w 17520  explain from the model alone"
+    after_help = "Examples:\n  plumb why 198.18.0.2 --link 1g          test for 5 s and explain\n  plumb why --port 873 --for 3            explain the running connections on port 873\n  plumb why --from result.json --link 1g  explain a saved plumb/iperf3 -J (or --json-stream) result\n  plumb why -r capture.pcap -p 873        explain the port-873 transfers in a tcpdump capture\n  plumb why --rate 1g --rtt 15ms -w 17520  explain from the model alone"
 )]
 pub struct WhyArgs {
     /// Server to test against (plumb or iperf3); leave out for --from or the model alone
     pub host: Option<String>,
-    /// Read a saved -J document instead of testing
-    #[arg(long, conflicts_with = "host")]
+    /// Read a saved -J document, or a packet capture (pcap/pcapng, maybe gzip: -r as in tcpdump), instead of testing
+    #[arg(long, short = 'r', value_name = "FILE", conflicts_with = "host")]
     pub from: Option<std::path::PathBuf>,
     /// Model alone: the link rate
     #[arg(long, value_parser = crate::args::rate, conflicts_with_all = ["host", "from"])]
@@ -74,8 +78,32 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     if let Some(path) = &a.from {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+            return Ok(usage_error(format!("{} is empty", path.display())));
+        }
+        if plumb_capture::file_is_capture(path) {
+            if a.measure.report.is_some() {
+                return Ok(usage_error(
+                    "--report draws a test's -J document; it does not take a capture",
+                ));
+            }
+            let f = match capture::filters(a.measure.port, &a.live) {
+                Ok(f) => f,
+                Err(msg) => return Ok(usage_error(msg)),
+            };
+            return capture::from_file(path, &f, a.measure.link, a.measure.json);
+        }
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            // Binary, and not a capture this reader knows.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Ok(usage_error(format!(
+                    "{} is neither a -J document nor a pcap/pcapng capture",
+                    path.display()
+                )))
+            }
+            Err(e) => return Ok(usage_error(format!("cannot read {}: {e}", path.display()))),
+        };
         // A -J document, or a saved --json-stream log of one test.
         let doc = match Document::parse(&text) {
             Ok(d) => d,

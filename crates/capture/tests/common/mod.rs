@@ -3,6 +3,8 @@
 //! and knows what the analysis must find.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod flow;
+
 use etherparse::{IpHeaders, LinuxSllPacketType, PacketBuilder, PacketBuilderStep, VlanId};
 
 /// The link layer a frame is built for.

@@ -1,0 +1,251 @@
+//! Diagnosis evidence from one captured connection: its data direction
+//! (the side that sent more payload) turned into `plumb-diagnose`'s
+//! [`Evidence`], with a typed summary of what it rests on
+//! ([`FlowSummary`]).
+//!
+//! What a capture cannot know is listed in `Evidence::unknown`, never
+//! guessed: the hosts' CPU, sysctls and socket buffers, the congestion
+//! control. What depends on where the capture was taken ([`Position`]) is
+//! filled only where it means what the rules take it to mean: the flight is
+//! the sender's only near the sender, so the busy and window-limited times
+//! (the counters TCP_INFO gives a sender) come from a capture taken there.
+
+use plumb_diagnose::evidence::{LinkRate, StreamTcp};
+use plumb_diagnose::Evidence;
+use serde::Serialize;
+
+use crate::connection::Connection;
+use crate::direction::Direction;
+use crate::position::Position;
+
+/// The numbers a capture's evidence rests on, for `-J` and the text.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct FlowSummary {
+    /// The side that sent the SYN (or was seen first).
+    pub client: String,
+    /// The other side.
+    pub server: String,
+    /// The data's sender.
+    pub sender: String,
+    /// The data's receiver.
+    pub receiver: String,
+    /// Segments, both directions.
+    pub packets: u64,
+    /// Payload bytes the sender sent for the first time.
+    pub data_bytes: u64,
+    /// Payload bytes the receiver sent back.
+    pub reverse_bytes: u64,
+    /// First to last data segment, seconds.
+    pub duration_s: f64,
+    /// `data_bytes` over `duration_s`, bit/s.
+    pub measured_bps: f64,
+    /// SYN, SYN-ACK and ACK were all captured.
+    pub handshake: bool,
+    /// SYN → ACK at the capture point, ms.
+    pub handshake_rtt_ms: Option<f64>,
+    /// Where the capture was taken.
+    pub position: Position,
+    /// Payload bytes per segment on the wire.
+    pub mss: Option<u64>,
+    /// The RTT used as the minimum, ms.
+    pub min_rtt_ms: Option<f64>,
+    /// The RTT under load, ms.
+    pub srtt_ms: Option<f64>,
+    /// Data→ACK samples behind it.
+    pub rtt_samples: u64,
+    /// The receiver's advertised window averaged over the time with data in
+    /// flight, bytes (scale known): the window weighed by the rules.
+    pub window_bytes: Option<u64>,
+    /// The receiver's largest advertised window, bytes (scale known).
+    pub max_window_bytes: Option<u64>,
+    /// The window's bounds when the scale is unknown, bytes.
+    pub window_bounds: Option<(u64, u64)>,
+    /// The largest flight seen at the capture point, bytes.
+    pub max_flight_bytes: u64,
+    /// Retransmitted data segments.
+    pub retransmits: u64,
+    /// Their payload bytes.
+    pub retransmitted_bytes: u64,
+    /// Zero-window episodes the receiver advertised.
+    pub zero_window_episodes: u64,
+    /// Their total time, seconds.
+    pub zero_window_s: f64,
+    /// Share of the data time with data in flight (near the sender only).
+    pub busy_share: Option<f64>,
+    /// Share of the data time the flight stood at the window (near the
+    /// sender only).
+    pub window_limited_share: Option<f64>,
+    /// Segments larger than the receiver's MSS (TSO/GSO super-segments).
+    pub super_segments: u64,
+    /// ICMP too-big messages quoting the connection.
+    pub icmp_too_big: u64,
+    /// The smallest MTU they reported.
+    pub icmp_mtu: Option<u32>,
+}
+
+/// A connection's evidence and its summary.
+#[derive(Debug, Clone)]
+pub struct FlowEvidence {
+    /// What the rules weigh.
+    pub evidence: Evidence,
+    /// The numbers behind it.
+    pub summary: FlowSummary,
+    /// The data's sender is the client.
+    pub client_sends: bool,
+}
+
+/// The data direction and the reverse one: the side that sent more.
+pub fn data_direction(c: &Connection) -> (&Direction, &Direction, bool) {
+    if c.client.payload_bytes >= c.server.payload_bytes {
+        (&c.client, &c.server, true)
+    } else {
+        (&c.server, &c.client, false)
+    }
+}
+
+/// The MSS the sender's segments have on the wire: the largest segment no
+/// larger than the receiver's MSS option (a super-segment never counts),
+/// else what the option allows; without the option, the largest segment if
+/// it could be a wire segment of a 1500-byte MTU.
+fn wire_mss(data: &Direction, back: &Direction) -> Option<u64> {
+    let seen = u64::from(data.timing.largest_wire_segment);
+    match back.syn.as_ref().and_then(|s| s.options.mss) {
+        Some(m) if seen > 0 => Some(seen.min(u64::from(m))),
+        Some(m) => Some(u64::from(m)),
+        None if seen > 0 && seen <= 1460 && data.super_segments == 0 => Some(seen),
+        None => None,
+    }
+}
+
+fn us(ns: u64) -> u64 {
+    ns / 1000
+}
+
+/// Builds the evidence of connection `c`, weighed with `link` when given.
+pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
+    let (data, back, client_sends) = data_direction(c);
+    let t = &data.timing;
+    let pos = Position::of(&c.handshake, client_sends);
+    let span_ns = t
+        .first_data_ns
+        .zip(t.last_data_ns)
+        .map_or(0, |(a, b)| b.saturating_sub(a));
+    let secs = span_ns as f64 / 1e9;
+    let measured = if secs > 0.0 {
+        t.new_bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    };
+    let best = if secs >= 1.0 {
+        t.best_second_bytes as f64 * 8.0
+    } else {
+        measured
+    };
+    let sender_half = pos.sender_half_ns(&c.handshake, client_sends);
+    let hs_rtt = c.handshake.rtt_ns;
+    // Data→ACK at the capture point covers the receiver's side of it; the
+    // sender's side is the handshake's (it holds no queue of this flow's).
+    let loaded = |ns: Option<u64>| ns.map(|n| n + sender_half.unwrap_or(0));
+    let min_rtt = match (hs_rtt, loaded(data.rtt.min_ns)) {
+        (Some(h), Some(d)) => Some(h.min(d)),
+        (h, d) => h.or(d),
+    };
+    let srtt = loaded(data.rtt.mean_ns);
+    let near = pos == Position::NearSender;
+    let share = |ns: u64| (secs > 0.0).then(|| (ns as f64 / 1e9 / secs).min(1.0));
+    let stream = StreamTcp {
+        mss: wire_mss(data, back),
+        min_rtt_us: min_rtt.map(us).filter(|r| *r > 0),
+        srtt_us: srtt.map(us).filter(|r| *r > 0),
+        // The largest flight is the least the congestion window reached;
+        // near the sender it is the sender's own.
+        max_cwnd: near.then_some(data.flight.max).filter(|f| *f > 0),
+        // The window the sender faced while sending, not a passing peak.
+        max_snd_wnd: t
+            .mean_window_bytes
+            .or(back.window.max_bytes)
+            .filter(|w| *w > 0),
+        retransmits: Some(data.retransmissions.total),
+        bytes_retrans: Some(data.retransmissions.bytes),
+        bytes_sent: t.new_bytes,
+        busy_us: near.then_some(us(t.busy_ns.min(span_ns))),
+        rwnd_limited_us: near.then_some(us(t.window_limited_ns.min(span_ns))),
+        sndbuf_limited_us: None,
+        sndbuf_actual: None,
+        sndbuf_set: false,
+        window_shrank_share: None,
+    };
+    let unknown = unknown(c, pos, link.is_none());
+    let summary = FlowSummary {
+        client: c.client.sender.clone(),
+        server: c.server.sender.clone(),
+        sender: data.sender.clone(),
+        receiver: back.sender.clone(),
+        packets: c.packets(),
+        data_bytes: t.new_bytes,
+        reverse_bytes: back.payload_bytes,
+        duration_s: secs,
+        measured_bps: measured,
+        handshake: c.handshake.complete,
+        handshake_rtt_ms: hs_rtt.map(|r| r as f64 / 1e6),
+        position: pos,
+        mss: stream.mss,
+        min_rtt_ms: min_rtt.map(|r| r as f64 / 1e6),
+        srtt_ms: srtt.map(|r| r as f64 / 1e6),
+        rtt_samples: data.rtt.samples,
+        window_bytes: stream.max_snd_wnd,
+        max_window_bytes: back.window.max_bytes,
+        window_bounds: back
+            .window
+            .unknown_bounds
+            .map(|(lo, hi)| (lo.max(data.flight.max), hi)),
+        max_flight_bytes: data.flight.max,
+        retransmits: data.retransmissions.total,
+        retransmitted_bytes: data.retransmissions.bytes,
+        zero_window_episodes: back.zero_window.episodes,
+        zero_window_s: back.zero_window.total_ns as f64 / 1e9,
+        busy_share: near.then(|| share(t.busy_ns)).flatten(),
+        window_limited_share: near.then(|| share(t.window_limited_ns)).flatten(),
+        super_segments: data.super_segments,
+        icmp_too_big: c.icmp_too_big,
+        icmp_mtu: c.icmp_mtu,
+    };
+    let evidence = Evidence {
+        tcp: true,
+        duration_s: secs,
+        measured_bps: measured,
+        best_interval_bps: best,
+        link,
+        streams: vec![stream],
+        sender_is_local: near,
+        unknown,
+        ..Evidence::default()
+    };
+    FlowEvidence {
+        evidence,
+        summary,
+        client_sends,
+    }
+}
+
+/// What a capture of `c` taken at `pos` cannot tell.
+fn unknown(c: &Connection, pos: Position, no_link: bool) -> Vec<String> {
+    let mut u = vec![
+        "the hosts' CPU: a capture holds packets, not processes".to_string(),
+        "the TCP sysctls and socket buffer sizes (SO_SNDBUF, SO_RCVBUF) at either end: they are not on the wire".into(),
+        "the sender's congestion window and congestion control: only its flight is on the wire".into(),
+    ];
+    if pos != Position::NearSender {
+        u.push(format!(
+            "the sender's busy and window-limited time: the capture was taken {}, where the flight seen is not the sender's",
+            pos.words()
+        ));
+    }
+    if !c.handshake.complete {
+        u.push("the handshake: not captured, so the window scale, the MSS offers and the handshake RTT are unknown".into());
+    }
+    if no_link {
+        u.push("the link rate: give --link (e.g. --link 1g)".into());
+    }
+    u
+}

@@ -1,0 +1,225 @@
+//! A capture's connections explained: each one that carried data, busiest
+//! first, weighed by the diagnosis rules over its [`evidence`], with what
+//! only a capture shows added the way `plumb-live` adds what only a live
+//! socket shows: numbers beside the finding they bear on, a zero window
+//! held long enough named as the receiving application, and a sender that
+//! held its own flight said to be the application or its send buffer,
+//! which one capture point cannot tell apart.
+
+use plumb_diagnose::evidence::LinkRate;
+use plumb_diagnose::rules::{lead, Confidence, EvidenceLine, Finding, Fix, Status, BINDING_SHARE};
+use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
+use serde::Serialize;
+
+use crate::analysis::Analysis;
+use crate::connection::Connection;
+use crate::evidence::{data_direction, evidence, FlowSummary};
+use crate::filter::CaptureFilters;
+use crate::notes::{notes, OsGuess};
+
+/// One connection explained.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    /// The numbers the evidence rests on.
+    pub flow: FlowSummary,
+    /// What only the capture shows, in sentences.
+    pub notes: Vec<String>,
+    /// The verdict, as for a test.
+    pub diagnosis: Diagnosis,
+    /// The evidence weighed (for the text's rendering).
+    #[serde(skip)]
+    pub evidence: Evidence,
+}
+
+/// Every connection of `a` that matches `f` and carried data, busiest
+/// (most new data) first, explained with `link` when given.
+pub fn explain_all(
+    a: &Analysis,
+    f: &CaptureFilters,
+    link: Option<&LinkRate>,
+    os: Option<OsGuess<'_>>,
+) -> Vec<Explanation> {
+    let mut conns: Vec<&Connection> = a
+        .connections
+        .iter()
+        .filter(|c| f.matches(c))
+        .filter(|c| data_direction(c).0.timing.new_bytes > 0)
+        .collect();
+    conns.sort_by_key(|c| std::cmp::Reverse(data_direction(c).0.timing.new_bytes));
+    conns
+        .into_iter()
+        .map(|c| explain(c, link.cloned(), os))
+        .collect()
+}
+
+/// Explains one connection.
+pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) -> Explanation {
+    let fe = evidence(c, link);
+    let mut dg = diagnose(&fe.evidence);
+    reword(&mut dg);
+    let (_, back, _) = data_direction(c);
+    let s = &fe.summary;
+    // Zero-window time and the ICMP MTU beside the findings they bear on.
+    let mut zero = Vec::new();
+    if back.zero_window.episodes > 0 {
+        zero.push(EvidenceLine::new(
+            "zero-window episodes (receiver)",
+            back.zero_window.episodes as f64,
+            "episodes",
+        ));
+        zero.push(EvidenceLine::new(
+            "time at zero window",
+            s.zero_window_s,
+            "s",
+        ));
+    }
+    add_lines(&mut dg, Limit::ReceiveWindow, &zero);
+    if let Some(m) = c.icmp_mtu {
+        let l = [EvidenceLine::new(
+            "smallest MTU in ICMP too-big messages",
+            f64::from(m),
+            "B",
+        )];
+        add_lines(&mut dg, Limit::PathMtu, &l);
+    }
+    // The receiver that did not scale its window, in the window's sentence.
+    let syns = [&c.client.syn, &c.server.syn];
+    let unscaled = syns.iter().all(|s| s.is_some())
+        && syns
+            .iter()
+            .any(|s| s.as_ref().is_some_and(|s| s.options.window_scale.is_none()));
+    if unscaled {
+        amend(
+            &mut dg,
+            Limit::ReceiveWindow,
+            "; the receiver advertises it without window scaling (the handshake did not agree on it), so it can never exceed 65,535 B",
+        );
+    }
+    amend(
+        &mut dg,
+        Limit::Application,
+        "; from one capture point an application that did not write and a full send buffer look alike (plumb why --port PORT on the sending host tells them apart)",
+    );
+    let share = s.zero_window_s / s.duration_s.max(1e-9);
+    if share >= BINDING_SHARE {
+        receiving_application(&mut dg, share, zero);
+    }
+    Explanation {
+        notes: notes(c, &fe, os),
+        flow: fe.summary,
+        diagnosis: dg,
+        evidence: fe.evidence,
+    }
+}
+
+/// The engine's words for TCP_INFO's counters, and what a capture's
+/// equivalents are: the same shares, measured on the wire.
+const WORDS: [(&str, &str); 4] = [
+    (
+        "receiver's largest advertised window",
+        "receiver's advertised window (mean while data was in flight)",
+    ),
+    (
+        "time limited by the receive window (TCP_INFO rwnd_limited)",
+        "time the flight stood at the receive window (capture)",
+    ),
+    (
+        "sender busy (TCP_INFO busy_time)",
+        "sender with data in flight (capture)",
+    ),
+    ("TCP counted", "the capture shows"),
+];
+
+/// Says the counters' shares are the capture's, not TCP_INFO's.
+fn reword(dg: &mut Diagnosis) {
+    let fix = |t: &mut String| {
+        for (from, to) in WORDS {
+            if t.contains(from) {
+                *t = t.replace(from, to);
+            }
+        }
+    };
+    fix(&mut dg.summary);
+    for f in &mut dg.findings {
+        fix(&mut f.sentence);
+        f.evidence.iter_mut().for_each(|e| fix(&mut e.what));
+    }
+    dg.evidence.iter_mut().for_each(|e| fix(&mut e.what));
+}
+
+/// Adds `lines` to the finding of `limit`, and to the answer's evidence
+/// when it is the answer.
+fn add_lines(dg: &mut Diagnosis, limit: Limit, lines: &[EvidenceLine]) {
+    if lines.is_empty() {
+        return;
+    }
+    for f in dg.findings.iter_mut().filter(|f| f.limit == limit) {
+        f.evidence.extend(lines.iter().cloned());
+    }
+    if dg.limit == Some(limit) {
+        let at = dg.findings[0].evidence.len().min(dg.evidence.len());
+        let at = at.saturating_sub(lines.len());
+        dg.evidence.splice(at..at, lines.iter().cloned());
+    }
+}
+
+/// Appends `clause` to the sentence of `limit`'s finding, and rewords the
+/// lead sentence when it is the answer.
+fn amend(dg: &mut Diagnosis, limit: Limit, clause: &str) {
+    let Some(i) = dg.findings.iter().position(|f| f.limit == limit) else {
+        return;
+    };
+    dg.findings[i].sentence += clause;
+    if dg.limit == Some(limit) && i == 0 {
+        dg.summary = lead(&dg.findings[0], &dg.figures);
+    }
+}
+
+/// A receiver at zero window for `share` of the data time: its application
+/// did not read. No rate model, so no prediction; the share binds as a
+/// TCP limit counter would.
+fn receiving_application(dg: &mut Diagnosis, share: f64, lines: Vec<EvidenceLine>) {
+    let share = share.min(1.0);
+    let f = Finding {
+        limit: Limit::Application,
+        what: "the receiving application".into(),
+        sentence: format!(
+            "it did not read: the receiver advertised a zero window {:.0}% of the transfer, so the sender had to stop (no rate model: plumb predicts no rate for it)",
+            share * 100.0
+        ),
+        predicted_bps: None,
+        tolerance: None,
+        explains: false,
+        binding_share: Some(share),
+        counters_bind: true,
+        status: Status::Primary,
+        confidence: share,
+        level: Confidence::of(share),
+        missing: vec!["the receiving host's CPU and its application's reads".into()],
+        evidence: lines,
+    };
+    for g in dg.findings.iter_mut() {
+        if g.status == Status::Primary {
+            g.status = if g.candidate() {
+                Status::Binding
+            } else {
+                Status::NotBinding
+            };
+        }
+    }
+    dg.limit = Some(Limit::Application);
+    dg.predicted_bps = None;
+    dg.tolerance = None;
+    dg.confidence = Some(f.confidence);
+    dg.confidence_level = Some(f.level);
+    dg.summary = lead(&f, &dg.figures);
+    dg.evidence = f.evidence.clone();
+    dg.fixes = vec![Fix {
+        os: "application".into(),
+        commands: vec!["read the socket sooner and in larger reads; move slow work (disk, decompression) off the reading thread".into()],
+        expected_bps: None,
+        note: "let the receiving application keep up".into(),
+    }];
+    dg.findings.insert(0, f);
+    dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
+}

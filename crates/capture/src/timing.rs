@@ -1,0 +1,138 @@
+//! A direction's data over time, as the capture point saw it: RTT samples
+//! (new data to the ACK that covers it, one timed segment at a time, none
+//! across a retransmission: Karn's rule), the span and volume of new data
+//! with its best second, and the time the sender had data in flight and the
+//! time its flight stood at the peer's advertised window.
+//!
+//! The times are accumulated between consecutive segments of the
+//! connection: between two segments nothing the capture point sees changes,
+//! so the flight and the window at one segment hold until the next. What
+//! they mean depends on where the capture was taken: at the sender the
+//! flight is the sender's; nearer the receiver the ACKs have not reached the
+//! sender yet and the flight seen is smaller than the sender's (see
+//! docs/capture.md).
+
+use serde::Serialize;
+
+/// Data→ACK round-trip samples at the capture point.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RttSamples {
+    /// Samples taken.
+    pub samples: u64,
+    /// Smallest, ns.
+    pub min_ns: Option<u64>,
+    /// Mean, ns.
+    pub mean_ns: Option<u64>,
+    #[serde(skip)]
+    sum_ns: u128,
+    /// The segment being timed: its end sequence and when it was seen.
+    #[serde(skip)]
+    timed: Option<(u32, u64)>,
+}
+
+impl RttSamples {
+    /// New data ending at `end` seen at `ts`: timed if nothing is.
+    pub(crate) fn sent(&mut self, end: u32, ts: u64) {
+        if self.timed.is_none() {
+            self.timed = Some((end, ts));
+        }
+    }
+
+    /// A retransmission starting at `seq`: a timed segment it covers could
+    /// be acknowledged for either copy, so it is not timed (Karn).
+    pub(crate) fn resent(&mut self, seq: u32) {
+        if self
+            .timed
+            .is_some_and(|(end, _)| crate::direction::seq_gt(end, seq))
+        {
+            self.timed = None;
+        }
+    }
+
+    /// The peer acknowledged up to `ack` at `ts`.
+    pub(crate) fn acked(&mut self, ack: u32, ts: u64) {
+        let Some((end, sent)) = self.timed else {
+            return;
+        };
+        if crate::direction::seq_gt(end, ack) {
+            return;
+        }
+        self.timed = None;
+        let s = ts.saturating_sub(sent);
+        self.samples += 1;
+        self.sum_ns += u128::from(s);
+        self.min_ns = Some(self.min_ns.map_or(s, |m| m.min(s)));
+        self.mean_ns = Some((self.sum_ns / u128::from(self.samples)) as u64);
+    }
+}
+
+/// New data over time, and the time the flight was up or at the window.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct DataTiming {
+    /// Payload bytes sent for the first time (retransmissions excluded).
+    pub new_bytes: u64,
+    /// First data segment's time, ns.
+    pub first_data_ns: Option<u64>,
+    /// Last data segment's time, ns.
+    pub last_data_ns: Option<u64>,
+    /// The most new data in one second (whole seconds from the first data
+    /// segment), bytes.
+    pub best_second_bytes: u64,
+    /// Time with data in flight at the capture point, ns.
+    pub busy_ns: u64,
+    /// Time the flight stood within one MSS of the peer's advertised
+    /// window (known scale only), ns.
+    pub window_limited_ns: u64,
+    /// Payload of the largest segment no larger than the peer's MSS
+    /// option: the segment size on the wire, never a super-segment.
+    pub largest_wire_segment: u32,
+    /// The peer's advertised window averaged over the time with data in
+    /// flight (known scale only), bytes: the window the sender faced, which
+    /// a short-lived peak (a window that grows before a fixed receive
+    /// buffer clamps it) does not stand for.
+    pub mean_window_bytes: Option<u64>,
+    #[serde(skip)]
+    bin: (u64, u64),
+    #[serde(skip)]
+    window_sum: (u128, u64),
+}
+
+impl DataTiming {
+    /// `len` new bytes seen at `ts`.
+    pub(crate) fn new_data(&mut self, ts: u64, len: u32) {
+        let first = *self.first_data_ns.get_or_insert(ts);
+        self.last_data_ns = Some(ts);
+        self.new_bytes += u64::from(len);
+        let second = ts.saturating_sub(first) / 1_000_000_000;
+        if second != self.bin.0 {
+            self.bin = (second, 0);
+        }
+        self.bin.1 += u64::from(len);
+        self.best_second_bytes = self.best_second_bytes.max(self.bin.1);
+    }
+
+    /// A data segment of `len` bytes against the peer's MSS option.
+    pub(crate) fn segment_size(&mut self, len: u32, peer_mss: Option<u16>) {
+        if peer_mss.is_none_or(|m| len <= u32::from(m)) {
+            self.largest_wire_segment = self.largest_wire_segment.max(len);
+        }
+    }
+
+    /// `dt` ns passed with `flight` bytes in flight against `window`.
+    pub(crate) fn elapse(&mut self, dt: u64, flight: u64, window: Option<u64>, mss: u32) {
+        if flight == 0 {
+            return;
+        }
+        self.busy_ns += dt;
+        let Some(w) = window else {
+            return;
+        };
+        if flight + u64::from(mss) >= w {
+            self.window_limited_ns += dt;
+        }
+        let (sum, time) = &mut self.window_sum;
+        *sum += u128::from(w) * u128::from(dt);
+        *time += dt;
+        self.mean_window_bytes = Some((*sum / u128::from((*time).max(1))) as u64);
+    }
+}

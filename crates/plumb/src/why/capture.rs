@@ -1,0 +1,198 @@
+//! `plumb why --from FILE` / `-r FILE` on a packet capture: the file is
+//! read by `plumb-capture`, every TCP connection that carried data is
+//! explained with the same verdict, fields and fixes as a test, busiest
+//! first. [`explain_analysis`] takes any [`Analysis`], so a live packet
+//! source feeds it the same way a file does.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use plumb_capture::{
+    Analysis, CaptureFilters, DecodeStats, Dropped, Explanation, Limits, ReadStats,
+};
+use plumb_diagnose::evidence::LinkRate;
+use plumb_diagnose::rules::{human_count, human_rate};
+use plumb_diagnose::LinkSource;
+use plumb_model::Rate;
+use serde::Serialize;
+
+use crate::cli::usage_error;
+
+/// Connections printed in the text; `-J` carries them all.
+const SHOWN: usize = 10;
+
+/// `plumb why -J` on a capture: the file's statistics and each connection
+/// explained.
+#[derive(Debug, Serialize)]
+pub struct CaptureDocument<'a> {
+    /// The file (or source) read.
+    pub source: &'a str,
+    /// The container: format, records, skipped records.
+    pub read: &'a ReadStats,
+    /// Packets the decoders skipped, by reason.
+    pub decode: &'a DecodeStats,
+    /// The ceiling on tracked connections.
+    pub limits: &'a Limits,
+    /// Connections the ceiling dropped.
+    pub dropped: &'a Dropped,
+    /// TCP connections tracked.
+    pub connections: usize,
+    /// Those that matched the filters and carried data, explained, busiest first.
+    pub explained: &'a [Explanation],
+}
+
+/// The filters of `plumb why` as they apply to a capture: `-p` only when
+/// given, `--peer` at either end, `--conn`; `--pid` is refused.
+pub fn filters(
+    port: Option<u16>,
+    live: &crate::live::LiveFilterArgs,
+) -> Result<CaptureFilters, String> {
+    if live.pid.is_some() {
+        return Err(
+            "--pid: a capture has no processes; filter it with -p PORT, --peer ADDR or --conn SRC:SPORT,DST:DPORT"
+                .into(),
+        );
+    }
+    Ok(CaptureFilters {
+        port,
+        peer: live
+            .peer
+            .as_deref()
+            .map(plumb_live::filter::parse_peer)
+            .transpose()?,
+        conn: live
+            .conn
+            .as_deref()
+            .map(plumb_live::filter::parse_conn)
+            .transpose()?,
+    })
+}
+
+/// Reads the capture at `path` and explains it.
+pub fn from_file(
+    path: &Path,
+    f: &CaptureFilters,
+    link: Option<Rate>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let a = match plumb_capture::analyze_file(path, Limits::default()) {
+        Ok(a) => a,
+        Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
+    };
+    if a.read.records == 0 {
+        return Ok(usage_error(format!(
+            "{}: the capture holds no packets",
+            path.display()
+        )));
+    }
+    explain_analysis(&path.display().to_string(), &a, f, link, json)
+}
+
+/// Explains every connection of `a` that matches `f` and carried data:
+/// the text (a header, then each connection's verdict, at most [`SHOWN`])
+/// or the `-J` document ([`CaptureDocument`]).
+pub fn explain_analysis(
+    source: &str,
+    a: &Analysis,
+    f: &CaptureFilters,
+    link: Option<Rate>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let link = link.map(|r| LinkRate {
+        bps: r.bps(),
+        source: LinkSource::Given,
+    });
+    let flows = plumb_capture::explain_all(a, f, link.as_ref(), None);
+    let mut out = std::io::stdout().lock();
+    if json {
+        let doc = CaptureDocument {
+            source,
+            read: &a.read,
+            decode: &a.decode,
+            limits: &a.limits,
+            dropped: &a.dropped,
+            connections: a.connections.len(),
+            explained: &flows,
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        write!(out, "{}", header(source, a, flows.len()))?;
+        for (i, x) in flows.iter().take(SHOWN).enumerate() {
+            write!(out, "\n{}", flow_text(i + 1, x))?;
+        }
+        if flows.len() > SHOWN {
+            writeln!(
+                out,
+                "\n... and {} more connection(s) that carried data (narrow with -p, --peer or --conn; -J lists them all)",
+                flows.len() - SHOWN
+            )?;
+        }
+    }
+    if flows.is_empty() {
+        eprintln!("plumb: no TCP connection in {source} that matches the filters carried data");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The capture's lines: format, packets, connections, what was skipped.
+fn header(source: &str, a: &Analysis, with_data: usize) -> String {
+    let d = &a.decode;
+    let skipped = [
+        (d.not_ip, "not IP"),
+        (d.other_ip, "other IP"),
+        (d.unknown_link, "unknown link type"),
+        (d.truncated, "cut short"),
+        (d.malformed, "malformed"),
+        (d.fragments, "fragments"),
+        (a.read.oversize_records, "oversize records"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, w)| format!("{} {w}", human_count(*n)))
+    .collect::<Vec<_>>();
+    let mut s = format!(
+        "Capture {source} ({}{}): {} packets, {} TCP segments; {} TCP connection(s), {} carried data{}.\n",
+        a.read.format,
+        if a.read.gzip { ", gzip" } else { "" },
+        human_count(a.read.records),
+        human_count(d.tcp),
+        human_count(a.connections.len() as u64),
+        human_count(with_data as u64),
+        if with_data > 1 { ", busiest first" } else { "" },
+    );
+    if !skipped.is_empty() {
+        s += &format!("Skipped: {}.\n", skipped.join(", "));
+    }
+    if a.dropped.connections > 0 {
+        s += &format!(
+            "Dropped: {} connection(s) ({} packets), the least busy past the ceiling of {} tracked.\n",
+            human_count(a.dropped.connections),
+            human_count(a.dropped.packets),
+            human_count(a.limits.max_connections as u64)
+        );
+    }
+    s
+}
+
+/// One connection: who sent what, the capture's notes, then the verdict as
+/// for a test.
+fn flow_text(n: usize, x: &Explanation) -> String {
+    let f = &x.flow;
+    let mut s = format!(
+        "{n}. {} -> {}: {} B in {:.2} s, {} ({} packets)\n",
+        f.sender,
+        f.receiver,
+        human_count(f.data_bytes),
+        f.duration_s,
+        human_rate(f.measured_bps),
+        human_count(f.packets)
+    );
+    for note in &x.notes {
+        s += &format!("   - {note}\n");
+    }
+    s += "\n";
+    s += &plumb_report::diagnosis::render(&x.diagnosis, &x.evidence);
+    s
+}

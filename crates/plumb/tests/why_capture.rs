@@ -1,0 +1,395 @@
+//! `plumb why --from FILE` / `-r FILE` on packet captures: bad files are
+//! one line and exit 2, the filters apply as a capture needs (`-p` only
+//! when given, `--pid` refused), and the seed scenario captured with
+//! tcpdump in the lab, at either end, names the receive window at the
+//! test's own rate. The lab tests need root, /dev/net/tun and tcpdump;
+//! elsewhere they are recorded as skipped (`plumb_testkit`).
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// An IPv4 TCP segment, raw IP (no link header): checksums are left zero,
+/// which the reader does not check.
+#[allow(clippy::too_many_arguments)]
+fn segment(
+    src: ([u8; 4], u16),
+    dst: ([u8; 4], u16),
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    window: u16,
+    options: &[u8],
+    len: usize,
+) -> Vec<u8> {
+    let tcp_len = 20 + options.len();
+    let total = 20 + tcp_len + len;
+    let mut p = vec![0x45, 0];
+    p.extend_from_slice(&(total as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
+    p.extend_from_slice(&src.0);
+    p.extend_from_slice(&dst.0);
+    p.extend_from_slice(&src.1.to_be_bytes());
+    p.extend_from_slice(&dst.1.to_be_bytes());
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(&ack.to_be_bytes());
+    p.push(((tcp_len / 4) as u8) << 4);
+    p.push(flags);
+    p.extend_from_slice(&window.to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0, 0]);
+    p.extend_from_slice(options);
+    p.resize(total, 0xab);
+    p
+}
+
+/// A pcap (raw IP, µs) of a 1 s bulk transfer from 10.0.0.1:40000 to
+/// 10.0.0.2:`port`, 17,520 B windows without scaling, 15 ms RTT.
+fn transfer(port: u16) -> Vec<u8> {
+    const SYN: u8 = 0x02;
+    const ACK: u8 = 0x10;
+    let (c, s) = (([10, 0, 0, 1], 40000), ([10, 0, 0, 2], port));
+    let mss = [2, 4, 0x05, 0xb4];
+    let ms = 1_000u64; // µs
+    let mut pkts: Vec<(u64, Vec<u8>)> = vec![
+        (0, segment(c, s, 1000, 0, SYN, 64240, &mss, 0)),
+        (
+            15 * ms,
+            segment(s, c, 5000, 1001, SYN | ACK, 17520, &mss, 0),
+        ),
+        (15 * ms + 20, segment(c, s, 1001, 5001, ACK, 502, &[], 0)),
+    ];
+    let mut next = 1001u32;
+    for round in 0..66u64 {
+        let t = 16 * ms + round * 15 * ms;
+        for k in 0..12u64 {
+            pkts.push((t + k * 10, segment(c, s, next, 5001, ACK, 502, &[], 1460)));
+            next += 1460;
+            if k % 2 == 1 {
+                pkts.push((
+                    t + 15 * ms - 1,
+                    segment(s, c, 5001, next, ACK, 17520, &[], 0),
+                ));
+            }
+        }
+    }
+    pkts.sort_by_key(|(t, _)| *t);
+    let mut f = 0xa1b2_c3d4u32.to_le_bytes().to_vec();
+    f.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    f.extend_from_slice(&65535u32.to_le_bytes());
+    f.extend_from_slice(&101u32.to_le_bytes());
+    for (t, p) in pkts {
+        let ts = 1_767_225_600_000_000 + t;
+        f.extend_from_slice(&((ts / 1_000_000) as u32).to_le_bytes());
+        f.extend_from_slice(&((ts % 1_000_000) as u32).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        f.extend_from_slice(&p);
+    }
+    f
+}
+
+fn why(args: &[&str]) -> Output {
+    let mut a = vec!["why"];
+    a.extend_from_slice(args);
+    run(plumb_bin(), &a, Duration::from_secs(60))
+}
+
+fn stderr_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bad_files_are_one_line_and_exit_2() {
+    let dir = TempDir::new("why-capture-bad");
+    let good = transfer(873);
+    let cases: [(&str, Vec<u8>); 5] = [
+        ("empty", Vec::new()),
+        ("truncated.pcap", good[..good.len() - 7].to_vec()),
+        ("header-only.pcap", good[..24].to_vec()),
+        // A gzip stream whose content is no capture.
+        (
+            "notpcap.gz",
+            vec![
+                0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            ],
+        ),
+        (
+            "binary",
+            vec![0xff, 0xfe, 0x00, 0x80, 0x81, 0x9f, 0x00, 0xc3],
+        ),
+    ];
+    for (name, bytes) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes).expect("write");
+        for flag in ["-r", "--from"] {
+            let o = why(&[flag, path.to_str().expect("utf-8 path")]);
+            assert_eq!(o.status.code(), Some(2), "{name}: {:?}", stderr_lines(&o));
+            let lines = stderr_lines(&o);
+            assert_eq!(lines.len(), 1, "{name}: {lines:?}");
+            assert!(lines[0].starts_with("plumb: "), "{name}: {lines:?}");
+            assert!(o.stdout.is_empty(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_port_default_does_not_filter_a_capture_and_pid_is_refused() {
+    let dir = TempDir::new("why-capture-filters");
+    let path = dir.join("rsync.pcap");
+    std::fs::write(&path, transfer(873)).expect("write");
+    let p = path.to_str().expect("utf-8 path");
+    // The premise: the file holds one transfer, on port 873.
+    let o = why(&["-r", p, "-J"]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let v = json(&o, "plumb why -r -J");
+    assert_eq!(v["explained"].as_array().map(Vec::len), Some(1));
+    assert_eq!(v["explained"][0]["flow"]["receiver"], "10.0.0.2:873");
+    assert_eq!(v["explained"][0]["diagnosis"]["limit"], "receive_window");
+    // No -p: not filtered by 5201.
+    let o = why(&["-r", p]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("10.0.0.1:40000 -> 10.0.0.2:873"), "{text}");
+    assert!(text.contains("Limited by the receive window"), "{text}");
+    // Given, -p filters: either end matches, another port does not.
+    for (port, found) in [("873", true), ("40000", true), ("5201", false)] {
+        let o = why(&["-r", p, "-p", port]);
+        assert_eq!(
+            o.status.success(),
+            found,
+            "-p {port}: {:?}",
+            stderr_lines(&o)
+        );
+    }
+    for (peer, found) in [
+        ("10.0.0.1", true),
+        ("10.0.0.2:873", true),
+        ("10.0.0.3", false),
+    ] {
+        let o = why(&["-r", p, "--peer", peer]);
+        assert_eq!(o.status.success(), found, "--peer {peer}");
+    }
+    let o = why(&["-r", p, "--conn", "10.0.0.2:873,10.0.0.1:40000"]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let o = why(&["-r", p, "--pid", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let lines = stderr_lines(&o);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("a capture has no processes"), "{lines:?}");
+}
+
+/// The explained connection carrying the data in `pcap`, after checking
+/// the premise: the capture holds the connection's handshake and at least
+/// `min_packets` of its segments.
+fn explained_transfer(pcap: &Path, min_packets: u64) -> Value {
+    let o = why(&["-r", pcap.to_str().expect("utf-8 path"), "-J"]);
+    assert!(
+        o.status.success(),
+        "{}: {:?}",
+        pcap.display(),
+        stderr_lines(&o)
+    );
+    let v = json(&o, "plumb why -r -J");
+    let x = v["explained"][0].clone();
+    assert_eq!(
+        x["flow"]["handshake"],
+        true,
+        "{}: no handshake",
+        pcap.display()
+    );
+    let packets = x["flow"]["packets"].as_u64().unwrap_or(0);
+    assert!(
+        packets >= min_packets,
+        "{}: {packets} packets",
+        pcap.display()
+    );
+    x
+}
+
+/// Runs `client` (a shell command) in the near namespace and `server` in
+/// the far one, each beside a tcpdump of its own side, and returns the two
+/// captures' paths. The far side stops its tcpdump when its server ends,
+/// before the near side ends the lab.
+fn captured(dir: &Path, client: &str, server: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let near = dir.join("near.pcap");
+    let far = dir.join("far.pcap");
+    let dump = |f: &Path| {
+        format!(
+            "tcpdump -i any -U -Z root -s 128 -w {} tcp 2>/dev/null & T=$!",
+            f.display()
+        )
+    };
+    let far_exec = format!("{}; {server}; sleep 0.5; kill -INT $T; wait $T", dump(&far));
+    let near_exec = format!(
+        "{}; sleep 2; {client}; sleep 2; kill -INT $T; wait $T; sleep 1",
+        dump(&near)
+    );
+    let out = run(
+        plumb_bin(),
+        &[
+            "lab",
+            "--rate",
+            "1g",
+            "--rtt",
+            "15ms",
+            "--far-exec",
+            &far_exec,
+            "--exec",
+            &near_exec,
+        ],
+        Duration::from_secs(120),
+    );
+    let left = leftovers();
+    assert!(left.is_empty(), "the lab left {left:?} behind");
+    assert!(
+        out.status.success(),
+        "plumb lab: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (near, far)
+}
+
+/// tshark's frames, both directions, for the conversation between `a` and
+/// `b` (`-z conv,tcp`), when tshark runs.
+fn tshark_frames(pcap: &Path, a: &str, b: &str) -> Option<u64> {
+    let o = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-q", "-z", "conv,tcp"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    let num = |s: &str| s.replace(',', "").parse::<u64>().ok();
+    text.lines().find_map(|l| {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        let ends = (*t.first()?, *t.get(2)?);
+        if ends != (a, b) && ends != (b, a) {
+            return None;
+        }
+        Some(num(t.get(3)?)? + num(t.get(6)?)?)
+    })
+}
+
+fn tcpdump_missing() -> bool {
+    let found = std::process::Command::new("tcpdump")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        plumb_testkit::skip_tool!("tcpdump is not installed");
+    }
+    !found
+}
+
+/// The seed scenario, `plumb -c … --rwin 17520`, captured at both ends:
+/// each capture names the receive window, and its measured rate is within
+/// 10 % of the test's own.
+#[test]
+fn the_seed_scenario_from_a_capture_at_either_end() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("why-capture-seed");
+    let test = dir.join("test.json");
+    let plumb = plumb_bin();
+    let client = format!(
+        "{plumb} -c $PLUMB_FAR --rwin 17520 -t 5 -J > {}",
+        test.display()
+    );
+    let server = format!("{plumb} -s -1 >/dev/null 2>&1");
+    let (near, far) = captured(&dir, &client, &server);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&test).expect("the test's -J"))
+        .expect("the test's -J parses");
+    let measured = num(&doc, "end.sum_received.bits_per_second");
+    assert!(measured > 5e6, "the test itself: {measured}");
+    for pcap in [&near, &far] {
+        let x = explained_transfer(pcap, 3000);
+        let d = &x["diagnosis"];
+        assert_eq!(
+            d["limit"],
+            "receive_window",
+            "{}: {}",
+            pcap.display(),
+            d["summary"]
+        );
+        let got = x["flow"]["measured_bps"].as_f64().unwrap_or(0.0);
+        assert!(
+            (got / measured - 1.0).abs() <= 0.10,
+            "{}: {got} vs the test's {measured}",
+            pcap.display()
+        );
+        // Wireshark counts the same segments for this connection.
+        let (snd, rcv) = (
+            x["flow"]["sender"].as_str().unwrap_or(""),
+            x["flow"]["receiver"].as_str().unwrap_or(""),
+        );
+        match tshark_frames(pcap, snd, rcv) {
+            Some(frames) => assert_eq!(
+                Some(frames),
+                x["flow"]["packets"].as_u64(),
+                "{}: tshark's frames",
+                pcap.display()
+            ),
+            None => plumb_testkit::skip_tool!("tshark is not installed: frames not compared"),
+        }
+        let predicted = d["predicted_bps"].as_f64().unwrap_or(0.0);
+        assert!(
+            (predicted / 9.344e6 - 1.0).abs() <= 0.10,
+            "{}: predicted {predicted}",
+            pcap.display()
+        );
+    }
+}
+
+/// The seed's own `iperf3 -c … -w 17520`: Linux grants about 21.7 kB for
+/// it, and the capture names the receive window at the test's rate.
+#[test]
+fn iperf3_with_a_17520_byte_window_from_a_capture() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let iperf3 = iperf3_bin();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("why-capture-iperf3");
+    let test = dir.join("test.json");
+    let client = format!(
+        "{iperf3} -c $PLUMB_FAR -w 17520 -t 5 -J > {}",
+        test.display()
+    );
+    let server = format!("{iperf3} -s -1 >/dev/null 2>&1");
+    let (near, far) = captured(&dir, &client, &server);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&test).expect("the test's -J"))
+        .expect("the test's -J parses");
+    let measured = num(&doc, "end.sum_received.bits_per_second");
+    assert!(measured > 5e6, "the test itself: {measured}");
+    for pcap in [&near, &far] {
+        let x = explained_transfer(pcap, 3000);
+        let d = &x["diagnosis"];
+        assert_eq!(
+            d["limit"],
+            "receive_window",
+            "{}: {}",
+            pcap.display(),
+            d["summary"]
+        );
+        let got = x["flow"]["measured_bps"].as_f64().unwrap_or(0.0);
+        assert!(
+            (got / measured - 1.0).abs() <= 0.10,
+            "{}: {got} vs the test's {measured}",
+            pcap.display()
+        );
+    }
+}
