@@ -45,6 +45,12 @@ pub struct WhyArgs {
     /// Live: sample the running connections for this many seconds [default: 3]
     #[arg(long = "for", value_name = "SECS", value_parser = crate::args::seconds, conflicts_with_all = ["host", "from"])]
     pub for_secs: Option<f64>,
+    /// Read TCP headers from this interface (a packet socket, root) for --for seconds [default: 3] and explain each connection seen
+    #[arg(long, value_name = "IFACE", conflicts_with_all = ["host", "from", "rate", "rtt", "loss"])]
+    pub capture: Option<String>,
+    /// With --capture: also save what was read as pcapng
+    #[arg(long, value_name = "FILE", requires = "capture")]
+    pub write: Option<std::path::PathBuf>,
     /// Live connection filters (with -p PORT, either end)
     #[command(flatten)]
     pub live: crate::live::LiveFilterArgs,
@@ -76,6 +82,9 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         return Ok(usage_error(
             "-A places a test's ends on CPUs: give plumb why a HOST to test",
         ));
+    }
+    if let Some(iface) = &a.capture {
+        return capture::from_interface(iface, a);
     }
     if let Some(path) = &a.from {
         if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {

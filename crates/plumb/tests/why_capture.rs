@@ -393,3 +393,85 @@ fn iperf3_with_a_17520_byte_window_from_a_capture() {
         );
     }
 }
+
+/// `--capture IFACE`: a plumb transfer on loopback, started once the packet
+/// socket reads, is explained as a file's connection is; `--write` saves
+/// what was read and `--from` reads it back; an unknown interface is one
+/// line and exit 2.
+#[test]
+fn a_live_capture_of_loopback_explains_its_transfer() {
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    if !root {
+        plumb_testkit::skip_lab!("--capture needs CAP_NET_RAW (root)");
+        return;
+    }
+    let bad = why(&["--capture", "nosuch0", "--for", "1"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(stderr_lines(&bad).len(), 1, "{:?}", stderr_lines(&bad));
+    let port = common::port();
+    let p = port.to_string();
+    let dir = std::env::temp_dir().join(format!("plumb-livecap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let saved = dir.join("lo.pcapng");
+    let saved_s = saved.display().to_string();
+    let mut srv = std::process::Command::new(plumb_bin())
+        .args(["-s", "-1", "-p", &p])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("server");
+    // The capture starts first; the client waits a second for it.
+    let client = std::thread::spawn({
+        let p = p.clone();
+        move || {
+            std::thread::sleep(Duration::from_secs(1));
+            run(
+                plumb_bin(),
+                &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-b", "20M"],
+                Duration::from_secs(20),
+            )
+        }
+    });
+    let out = why(&[
+        "--capture",
+        "lo",
+        "-p",
+        &p,
+        "--for",
+        "4",
+        "--write",
+        &saved_s,
+        "-J",
+    ]);
+    let c = client.join().expect("client thread");
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(
+        c.status.success(),
+        "the client failed: {}",
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("-J");
+    let flows = v["explained"].as_array().cloned().unwrap_or_default();
+    assert!(!flows.is_empty(), "{v:#}");
+    let back = why(&["-r", &saved_s, "-p", &p, "-J"]);
+    assert!(
+        back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&back.stderr)
+    );
+    let w: Value = serde_json::from_slice(&back.stdout).expect("-J of the saved file");
+    assert_eq!(
+        w["explained"].as_array().map(Vec::len),
+        Some(flows.len()),
+        "{w:#}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

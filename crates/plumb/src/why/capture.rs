@@ -89,6 +89,66 @@ pub fn from_file(
     explain_analysis(&path.display().to_string(), &a, f, link, json)
 }
 
+/// `--capture IFACE`: reads the interface for `--for` seconds (3 by
+/// default; Ctrl-C ends it early), filtered in the kernel by `-p` and
+/// `--peer`, and explains what it saw as a file's connections.
+pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCode> {
+    if a.live.pid.is_some() {
+        return Ok(usage_error(
+            "--pid: a packet capture sees no processes; filter with -p PORT, --peer ADDR or --conn",
+        ));
+    }
+    let f = match filters(a.measure.port, &a.live) {
+        Ok(f) => f,
+        Err(e) => return Ok(usage_error(e)),
+    };
+    let secs = a.for_secs.unwrap_or(3.0);
+    let mut spec =
+        plumb_net::packet::CaptureSpec::new(iface, std::time::Duration::from_secs_f64(secs));
+    spec.ports = f.port.into_iter().collect();
+    spec.peers = f.peer.map(|(ip, _)| ip).into_iter().collect();
+    spec.write = a.write.clone();
+    plumb_net::signals::install();
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Ctrl-C ends the capture early; the watcher ends with the capture.
+    let (stop, done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let watcher = std::thread::spawn({
+        let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
+        move || {
+            while !done.load(Ordering::Relaxed) {
+                if plumb_net::signals::interrupted() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+    });
+    let got = plumb_net::packet::capture(&spec, &stop);
+    done.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let live = match got {
+        Ok(l) => l,
+        Err(e) => return Ok(usage_error(format!("--capture {iface}: {e}"))),
+    };
+    eprintln!(
+        "plumb: read {} packets from {iface} in {:.1} s; the kernel dropped {}",
+        live.received,
+        live.elapsed.as_secs_f64(),
+        live.dropped
+    );
+    explain_analysis(
+        &format!("interface {iface}"),
+        &live.analysis,
+        &f,
+        a.measure.link,
+        a.measure.json,
+    )
+}
+
 /// Explains every connection of `a` that matches `f` and carried data:
 /// the text (a header, then each connection's verdict, at most [`SHOWN`])
 /// or the `-J` document ([`CaptureDocument`]).
