@@ -93,11 +93,6 @@ pub fn from_file(
 /// default; Ctrl-C ends it early), filtered in the kernel by `-p` and
 /// `--peer`, and explains what it saw as a file's connections.
 pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCode> {
-    if a.live.pid.is_some() {
-        return Ok(usage_error(
-            "--pid: a packet capture sees no processes; filter with -p PORT, --peer ADDR or --conn",
-        ));
-    }
     let f = match filters(a.measure.port, &a.live) {
         Ok(f) => f,
         Err(e) => return Ok(usage_error(e)),
@@ -108,28 +103,8 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
     spec.ports = f.port.into_iter().collect();
     spec.peers = f.peer.map(|(ip, _)| ip).into_iter().collect();
     spec.write = a.write.clone();
-    plumb_net::signals::install();
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-    // Ctrl-C ends the capture early; the watcher ends with the capture.
-    let (stop, done) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    let watcher = std::thread::spawn({
-        let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
-        move || {
-            while !done.load(Ordering::Relaxed) {
-                if plumb_net::signals::interrupted() {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-        }
-    });
-    let got = plumb_net::packet::capture(&spec, &stop);
-    done.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+    // Ctrl-C (the signal flag) ends the capture early.
+    let got = plumb_net::packet::capture(&spec, &plumb_net::signals::flag());
     let live = match got {
         Ok(l) => l,
         Err(e) => return Ok(usage_error(format!("--capture {iface}: {e}"))),
