@@ -111,7 +111,9 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
                     path.display()
                 )))
             }
-            Err(e) => return Ok(usage_error(format!("cannot read {}: {e}", path.display()))),
+            // A file that cannot be read is a run-time failure (exit 1), as
+            // in `plumb report`; only a file of the wrong kind is usage.
+            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
         };
         // A -J document, or a saved --json-stream log of one test.
         let doc = match Document::parse(&text) {

@@ -973,6 +973,8 @@ const NOT_NUMBERS: &[&str] = &[
     "deny",
     "report",
     "from",
+    "capture",
+    "write",
     "peer",
     "conn",
     "exec",
