@@ -110,9 +110,10 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         Err(e) => return Ok(usage_error(format!("--capture {iface}: {e}"))),
     };
     eprintln!(
-        "plumb: read {} packets from {iface} in {:.1} s; the kernel dropped {}",
+        "plumb: {iface}: {} packets in {:.1} s passed the filter; {} read, {} dropped by the kernel",
         live.received,
         live.elapsed.as_secs_f64(),
+        live.read,
         live.dropped
     );
     explain_analysis(
