@@ -1,9 +1,10 @@
 //! `plumb why`: runs a short test (or reads a saved `-J` document, or uses the
 //! model alone) and says what limits the transfer, with evidence and fixes.
 //! A packet capture given to `--from` is explained per connection by
-//! `capture`.
+//! `capture`, each end's operating system guessed by `os`.
 
 pub mod capture;
+pub mod os;
 
 use std::io::Write;
 use std::net::ToSocketAddrs;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use plumb_capture::{
-    Analysis, CaptureFilters, DecodeStats, Dropped, Explanation, Limits, ReadStats,
+    Analysis, CaptureFilters, DecodeStats, Dropped, Explanation, Limits, OsGuess, ReadStats,
 };
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{human_count, human_rate};
@@ -124,6 +124,12 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
     )
 }
 
+/// Each end's operating system, guessed from its SYN with
+/// `plumb_handshake`'s table.
+fn guesser() -> OsGuess<'static> {
+    &super::os::read_syn
+}
+
 /// Explains every connection of `a` that matches `f` and carried data:
 /// the text (a header, then each connection's verdict, at most [`SHOWN`])
 /// or the `-J` document ([`CaptureDocument`]).
@@ -138,7 +144,7 @@ pub fn explain_analysis(
         bps: r.bps(),
         source: LinkSource::Given,
     });
-    let flows = plumb_capture::explain_all(a, f, link.as_ref(), None);
+    let flows = plumb_capture::explain_all(a, f, link.as_ref(), Some(guesser()));
     let mut out = std::io::stdout().lock();
     if json {
         let doc = CaptureDocument {
