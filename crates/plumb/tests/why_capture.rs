@@ -342,6 +342,92 @@ fn each_end_is_guessed_from_its_syn_and_a_confident_guess_orders_the_fixes() {
     );
 }
 
+/// The verdicts a capture page shows, in page order, unescaped.
+fn page_verdicts(html: &str) -> Vec<String> {
+    html.split("data-slot=\"verdict\"><p class=\"summary\">")
+        .skip(1)
+        .filter_map(|v| v.split("</p>").next())
+        .map(|v| {
+            v.replace("&#39;", "'")
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
+#[test]
+fn a_capture_page_shows_each_flows_verdict() {
+    let dir = TempDir::new("why-capture-report");
+    let pcap = dir.join("backup.pcap");
+    std::fs::write(&pcap, transfer(873)).expect("write");
+    let p = pcap.to_str().expect("utf-8 path");
+    // The premise: plumb why names the receive window for this transfer.
+    let o = why(&["-r", p, "-J"]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let v = json(&o, "plumb why -r -J");
+    let summary = v["explained"][0]["diagnosis"]["summary"]
+        .as_str()
+        .expect("a summary")
+        .to_string();
+    assert!(
+        summary.starts_with("Limited by the receive window"),
+        "{summary}"
+    );
+
+    // plumb why --from CAPTURE --report: the verdict printed, and the page.
+    let page = dir.join("why.html");
+    let o = why(&["--from", p, "--report", page.to_str().expect("utf-8 path")]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Limited by the receive window"), "{text}");
+    assert!(
+        stderr_lines(&o)
+            .iter()
+            .any(|l| l.contains("report written to")),
+        "{:?}",
+        stderr_lines(&o)
+    );
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    assert!(html.contains("backup.pcap"));
+    assert!(html.contains("data-chart=\"tseq\""), "the flow's graph");
+    assert_eq!(page_verdicts(&html), std::slice::from_ref(&summary));
+    // Self-contained: nothing to load (the SVG namespace is a name, not a
+    // request).
+    assert!(!html.contains("src=") && !html.contains("href="));
+    assert!(!html.contains("url(") && !html.contains("@import"));
+
+    // plumb report CAPTURE gives the page the same verdict.
+    let out = dir.join("report.html");
+    let o = run(
+        plumb_bin(),
+        &["report", p, "-o", out.to_str().expect("utf-8 path")],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let html = std::fs::read_to_string(&out).expect("the page was written");
+    assert_eq!(page_verdicts(&html), std::slice::from_ref(&summary));
+
+    // A filter that leaves the flow out leaves its verdict off the page,
+    // and the exit says nothing was explained.
+    let o = why(&[
+        "-r",
+        p,
+        "-p",
+        "5201",
+        "--report",
+        page.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", stderr_lines(&o));
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    assert!(page_verdicts(&html).is_empty());
+    assert!(
+        html.contains("data-chart=\"tseq\""),
+        "the flow is still drawn"
+    );
+}
+
 /// The explained connection carrying the data in `pcap`, after checking
 /// the premise: the capture holds the connection's handshake and at least
 /// `min_packets` of its segments.

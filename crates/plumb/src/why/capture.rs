@@ -69,14 +69,26 @@ pub fn filters(
     })
 }
 
-/// Reads the capture at `path` and explains it.
+/// Reads the capture at `path` and explains it; with `report`, also
+/// writes its page (`plumb report`'s capture page), each explained flow
+/// with its verdict.
 pub fn from_file(
     path: &Path,
     f: &CaptureFilters,
     link: Option<Rate>,
     json: bool,
+    report: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let a = match plumb_capture::analyze_file(path, Limits::default()) {
+    // The page draws each flow's series; the verdicts do not need them.
+    let read = match report {
+        Some(_) => plumb_capture::analyze_file_with_series(
+            path,
+            Limits::default(),
+            crate::report::SERIES_BUDGET,
+        ),
+        None => plumb_capture::analyze_file(path, Limits::default()),
+    };
+    let a = match read {
         Ok(a) => a,
         Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
     };
@@ -86,7 +98,40 @@ pub fn from_file(
             path.display()
         )));
     }
-    explain_analysis(&path.display().to_string(), &a, f, link, json)
+    let code = explain_analysis(&path.display().to_string(), &a, f, link, json)?;
+    if let Some(out) = report {
+        let name = crate::report::display_name(path);
+        let input = crate::report::capture_input(name, a, f, link);
+        crate::report::write_captures_for(out, &[input])?;
+    }
+    Ok(code)
+}
+
+/// Each end's operating system, guessed from its SYN with
+/// `plumb_handshake`'s table.
+fn guesser() -> OsGuess<'static> {
+    &super::os::read_syn
+}
+
+/// The verdict of each connection of `a` (by index) that matches `f` and
+/// carried data, as the capture page shows it: the lead sentence
+/// `plumb why` prints for it.
+pub fn verdicts(a: &Analysis, f: &CaptureFilters, link: Option<Rate>) -> Vec<Option<String>> {
+    let link = link.map(|r| LinkRate {
+        bps: r.bps(),
+        source: LinkSource::Given,
+    });
+    a.connections
+        .iter()
+        .map(|c| {
+            let carried = plumb_capture::data_direction(c).0.timing.new_bytes > 0;
+            (carried && f.matches(c)).then(|| {
+                plumb_capture::explain(c, link.clone(), Some(guesser()))
+                    .diagnosis
+                    .summary
+            })
+        })
+        .collect()
 }
 
 /// `--capture IFACE`: reads the interface for `--for` seconds (3 by
@@ -122,12 +167,6 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         a.measure.link,
         a.measure.json,
     )
-}
-
-/// Each end's operating system, guessed from its SYN with
-/// `plumb_handshake`'s table.
-fn guesser() -> OsGuess<'static> {
-    &super::os::read_syn
 }
 
 /// Explains every connection of `a` that matches `f` and carried data:
