@@ -69,17 +69,22 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// memory whatever the capture's length (under 200 kB per direction).
 const CAPTURE_CONNECTIONS: usize = 256;
 /// Points of each kind per direction of a connection on a capture page.
-pub const SERIES_BUDGET: usize = 1000;
+const SERIES_BUDGET: usize = 1000;
+
+/// The capture's limits and series budget for a page.
+fn page_analysis(path: &Path) -> Result<Analysis, plumb_capture::Error> {
+    let limits = Limits {
+        max_connections: CAPTURE_CONNECTIONS,
+    };
+    analyze_file_with_series(path, limits, SERIES_BUDGET)
+}
 
 /// `plumb report` of packet captures: one page of their flows, each that
 /// carried data with the verdict `plumb why` gives it.
 fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let limits = Limits {
-        max_connections: CAPTURE_CONNECTIONS,
-    };
     let mut inputs = Vec::with_capacity(a.files.len());
     for path in &a.files {
-        match analyze_file_with_series(path, limits, SERIES_BUDGET) {
+        match page_analysis(path) {
             Ok(analysis) => inputs.push(capture_input(
                 display_name(path),
                 analysis,
@@ -106,7 +111,7 @@ fn finish(out: &Path, r: Result<(), WriteError>) -> anyhow::Result<ExitCode> {
 
 /// A capture for the page, with the verdicts of its connections that
 /// match `f` and carried data (weighed with `link` when given).
-pub fn capture_input(
+fn capture_input(
     name: String,
     analysis: Analysis,
     f: &CaptureFilters,
@@ -121,7 +126,7 @@ pub fn capture_input(
 }
 
 /// The name a file goes by on a page: its file name.
-pub fn display_name(path: &Path) -> String {
+fn display_name(path: &Path) -> String {
     path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into(),
@@ -196,9 +201,18 @@ fn write_html(out: &Path, html: &str) -> Result<(), WriteError> {
 }
 
 /// The `--report FILE` of `plumb why --from CAPTURE`: the capture page,
-/// and a line saying where it went.
-pub fn write_captures_for(out: &Path, inputs: &[CaptureInput]) -> anyhow::Result<()> {
-    match write_html(out, &render_captures(inputs)) {
+/// with verdicts for the connections that match `f`, and a line saying
+/// where it went.
+pub fn capture_page_for(
+    path: &Path,
+    f: &CaptureFilters,
+    link: Option<Rate>,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let analysis =
+        page_analysis(path).map_err(|e| anyhow::anyhow!("no report: {}: {e}", path.display()))?;
+    let input = capture_input(display_name(path), analysis, f, link);
+    match write_html(out, &render_captures(&[input])) {
         Ok(()) => {
             eprintln!("plumb: report written to {}", out.display());
             Ok(())

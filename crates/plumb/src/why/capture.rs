@@ -1,7 +1,8 @@
 //! `plumb why --from FILE` / `-r FILE` on a packet capture: the file is
 //! read by `plumb-capture`, every TCP connection that carried data is
 //! explained with the same verdict, fields and fixes as a test, busiest
-//! first. [`explain_analysis`] takes any [`Analysis`], so a live packet
+//! first; `--report` also writes the file's capture page with those
+//! verdicts. [`explain_analysis`] takes any [`Analysis`], so a live packet
 //! source feeds it the same way a file does.
 
 use std::io::Write;
@@ -79,16 +80,7 @@ pub fn from_file(
     json: bool,
     report: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    // The page draws each flow's series; the verdicts do not need them.
-    let read = match report {
-        Some(_) => plumb_capture::analyze_file_with_series(
-            path,
-            Limits::default(),
-            crate::report::SERIES_BUDGET,
-        ),
-        None => plumb_capture::analyze_file(path, Limits::default()),
-    };
-    let a = match read {
+    let a = match plumb_capture::analyze_file(path, Limits::default()) {
         Ok(a) => a,
         Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
     };
@@ -100,9 +92,11 @@ pub fn from_file(
     }
     let code = explain_analysis(&path.display().to_string(), &a, f, link, json)?;
     if let Some(out) = report {
-        let name = crate::report::display_name(path);
-        let input = crate::report::capture_input(name, a, f, link);
-        crate::report::write_captures_for(out, &[input])?;
+        // The page reads the file again as `plumb report` does: with each
+        // flow's series and its ceiling on connections, which bound the
+        // page's memory; the verdicts above keep every connection.
+        drop(a);
+        crate::report::capture_page_for(path, f, link, out)?;
     }
     Ok(code)
 }
