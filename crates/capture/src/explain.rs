@@ -18,7 +18,7 @@ use crate::connection::Connection;
 use crate::evidence::{data_direction, evidence, FlowSummary};
 use crate::filter::CaptureFilters;
 use crate::notes::notes;
-use crate::os::{fix_first, guesses, sentence, HostGuess, OsGuess};
+use crate::os::{caveat, fix_first, guesses, sentence, HostGuess, OsGuess};
 
 /// One connection explained.
 #[derive(Debug, Clone, Serialize)]
@@ -115,6 +115,7 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     let mut notes = notes(c, &fe);
     let os_guesses = os.map_or_else(Vec::new, |g| guesses(c, fe.client_sends, g));
     notes.extend(os_guesses.iter().map(sentence));
+    notes.extend(caveat(&os_guesses));
     let fixes_first_for = fix_first(&mut dg, &os_guesses);
     if let Some(os) = &fixes_first_for {
         notes.push(format!(

@@ -90,7 +90,7 @@ pub fn guesses(c: &Connection, client_sends: bool, os: OsGuess<'_>) -> Vec<HostG
     out
 }
 
-/// The sentence for one guess, worded as a guess.
+/// The sentence for one guess, worded as a guess, with its reasons.
 pub fn sentence(g: &HostGuess) -> String {
     let r = &g.guess;
     let from = if g.from_syn_ack { "SYN-ACK" } else { "SYN" };
@@ -105,12 +105,17 @@ pub fn sentence(g: &HostGuess) -> String {
         )
     };
     format!(
-        "{} ({}): {what} from its {from} ({}); {}",
+        "{} ({}): {what} from its {from}: {}",
         g.host,
         g.role.word(),
-        r.reasons.join("; "),
-        r.note
+        r.reasons.join("; ")
     )
+}
+
+/// What misleads the guesses, said once under them.
+pub fn caveat(guesses: &[HostGuess]) -> Option<String> {
+    let g = guesses.first()?;
+    Some(format!("each operating system above is {}", g.guess.note))
 }
 
 /// The end whose system the answer's fixes are made on: the receiver for a
@@ -224,9 +229,8 @@ mod tests {
             s.contains("operating system unknown, no confident guess"),
             "{s}"
         );
-        assert!(
-            s.contains("from its SYN-ACK") && s.contains("a guess"),
-            "{s}"
-        );
+        assert!(s.contains("from its SYN-ACK: initial TTL 128"), "{s}");
+        let once = caveat(&[g[0].clone(), unknown]).expect("a caveat");
+        assert_eq!(once, "each operating system above is a guess");
     }
 }

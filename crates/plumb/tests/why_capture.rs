@@ -337,7 +337,16 @@ fn each_end_is_guessed_from_its_syn_and_a_confident_guess_orders_the_fixes() {
     assert!(o.status.success(), "{:?}", stderr_lines(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("10.0.0.1:40000 (sender): Linux, a guess of high confidence"),
+        text.contains(
+            "10.0.0.1:40000 (sender): Linux, a guess of high confidence from its SYN: initial TTL 64"
+        ),
+        "{text}"
+    );
+    // What misleads a guess is said once.
+    assert_eq!(
+        text.matches("each operating system above is a guess")
+            .count(),
+        1,
         "{text}"
     );
 }
