@@ -75,6 +75,9 @@ pub struct FlowSummary {
     /// Share of the data time the flight stood at the window (near the
     /// sender only).
     pub window_limited_share: Option<f64>,
+    /// Share of the time with data in flight that the receiver's window
+    /// stood under 3/4 of the largest it had advertised (scale known).
+    pub window_shrank_share: Option<f64>,
     /// Segments larger than the receiver's MSS (TSO/GSO super-segments).
     pub super_segments: u64,
     /// ICMP too-big messages quoting the connection.
@@ -173,7 +176,9 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         sndbuf_limited_us: None,
         sndbuf_actual: None,
         sndbuf_set: false,
-        window_shrank_share: None,
+        // The receiver's window the sender faced, over the time with data
+        // in flight: shrunk when its application fell behind.
+        window_shrank_share: t.window_shrank_share(),
     };
     let unknown = unknown(c, pos, link.is_none());
     let summary = FlowSummary {
@@ -206,6 +211,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         zero_window_s: back.zero_window.total_ns as f64 / 1e9,
         busy_share: near.then(|| share(t.busy_ns)).flatten(),
         window_limited_share: near.then(|| share(t.window_limited_ns)).flatten(),
+        window_shrank_share: stream.window_shrank_share,
         super_segments: data.super_segments,
         icmp_too_big: c.icmp_too_big,
         icmp_mtu: c.icmp_mtu,

@@ -4,7 +4,9 @@
 //! socket shows: numbers beside the finding they bear on, a zero window
 //! held long enough named as the receiving application, and a sender that
 //! held its own flight said to be the application or its send buffer,
-//! which one capture point cannot tell apart.
+//! which one capture point cannot tell apart. With a guesser, each end's
+//! operating system guessed from its SYN is added, and a confident guess
+//! puts its system's fix first ([`crate::os`]).
 
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{lead, Confidence, EvidenceLine, Finding, Fix, Status, BINDING_SHARE};
@@ -15,7 +17,8 @@ use crate::analysis::Analysis;
 use crate::connection::Connection;
 use crate::evidence::{data_direction, evidence, FlowSummary};
 use crate::filter::CaptureFilters;
-use crate::notes::{notes, OsGuess};
+use crate::notes::notes;
+use crate::os::{caveat, fix_first, guesses, sentence, HostGuess, OsGuess};
 
 /// One connection explained.
 #[derive(Debug, Clone, Serialize)]
@@ -24,6 +27,11 @@ pub struct Explanation {
     pub flow: FlowSummary,
     /// What only the capture shows, in sentences.
     pub notes: Vec<String>,
+    /// Each end's operating system guessed from its SYN, sender first
+    /// (empty without a guesser or a captured SYN): always a guess.
+    pub os_guesses: Vec<HostGuess>,
+    /// The system whose fixes a confident guess put first, if any.
+    pub fixes_first_for: Option<String>,
     /// The verdict, as for a test.
     pub diagnosis: Diagnosis,
     /// The evidence weighed (for the text's rendering).
@@ -104,8 +112,20 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     if share >= BINDING_SHARE {
         receiving_application(&mut dg, share, zero);
     }
+    let mut notes = notes(c, &fe);
+    let os_guesses = os.map_or_else(Vec::new, |g| guesses(c, fe.client_sends, g));
+    notes.extend(os_guesses.iter().map(sentence));
+    notes.extend(caveat(&os_guesses));
+    let fixes_first_for = fix_first(&mut dg, &os_guesses);
+    if let Some(os) = &fixes_first_for {
+        notes.push(format!(
+            "the {os} fixes come first: the system guessed, with confidence, at the end they are made on"
+        ));
+    }
     Explanation {
-        notes: notes(c, &fe, os),
+        notes,
+        os_guesses,
+        fixes_first_for,
         flow: fe.summary,
         diagnosis: dg,
         evidence: fe.evidence,

@@ -3,19 +3,14 @@
 //! its SYN (RFC 7323 window scaling, SACK, timestamps) and what a side
 //! that did not offer scaling costs, zero-window episodes, ICMP too-big
 //! messages, super-segments, the window's bounds when the handshake was
-//! missed, a sender that held its own flight, and (when a guesser is
-//! given) each end's operating system guessed from its SYN.
+//! missed, and a sender that held its own flight.
 
 use plumb_diagnose::rules::{human_count, human_rate};
 
 use crate::connection::Connection;
-use crate::direction::{Direction, Syn};
+use crate::direction::Direction;
 use crate::evidence::{data_direction, FlowEvidence};
 use crate::position::Position;
-
-/// A guess of a host's operating system from its SYN (initial TTL, window,
-/// option order), when a guesser is plugged in; always worded as a guess.
-pub type OsGuess<'a> = &'a dyn Fn(&Syn) -> Option<String>;
 
 /// The largest window a side that does not scale can advertise.
 pub const UNSCALED_MAX: u64 = 65_535;
@@ -55,7 +50,7 @@ pub fn offer(d: &Direction) -> Option<String> {
 }
 
 /// The capture-only sentences for connection `c`.
-pub fn notes(c: &Connection, fe: &FlowEvidence, os: Option<OsGuess<'_>>) -> Vec<String> {
+pub fn notes(c: &Connection, fe: &FlowEvidence) -> Vec<String> {
     let (data, back, _) = data_direction(c);
     let s = &fe.summary;
     let rtt_s = fe.evidence.rtt_s();
@@ -122,13 +117,6 @@ pub fn notes(c: &Connection, fe: &FlowEvidence, os: Option<OsGuess<'_>>) -> Vec<
         ));
     }
     n.extend(held_flight(fe));
-    if let Some(guess) = os {
-        for d in [&c.client, &c.server] {
-            if let Some(g) = d.syn.as_ref().and_then(guess) {
-                n.push(format!("{}: {g} (a guess from its SYN)", d.sender));
-            }
-        }
-    }
     n
 }
 

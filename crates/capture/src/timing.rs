@@ -1,8 +1,9 @@
 //! A direction's data over time, as the capture point saw it: RTT samples
 //! (new data to the ACK that covers it, one timed segment at a time, none
 //! across a retransmission: Karn's rule), the span and volume of new data
-//! with its best second, and the time the sender had data in flight and the
-//! time its flight stood at the peer's advertised window.
+//! with its best second, the time the sender had data in flight, the time
+//! its flight stood at the peer's advertised window, and the time that
+//! window stood under 3/4 of the largest it had reached.
 //!
 //! The times are accumulated between consecutive segments of the
 //! connection: between two segments nothing the capture point sees changes,
@@ -91,6 +92,21 @@ pub struct DataTiming {
     /// a short-lived peak (a window that grows before a fixed receive
     /// buffer clamps it) does not stand for.
     pub mean_window_bytes: Option<u64>,
+    /// Time over the data transfer (from the first data segment to the
+    /// last, or while data is in flight) with the peer's window known, ns:
+    /// the time `window_shrank_ns` is a share of.
+    pub window_known_ns: u64,
+    /// Of that time, the peer's window stood under 3/4 of the largest it
+    /// had advertised over the transfer before, ns: its buffer held data
+    /// its application had not read (the test a live connection's samples
+    /// of the sender's window take). A zero window counts, flight or not.
+    pub window_shrank_ns: u64,
+    #[serde(skip)]
+    window_max: u64,
+    /// Window time with nothing in flight, counted once more data follows
+    /// (a stall inside the transfer, not the idle tail after it).
+    #[serde(skip)]
+    window_idle: (u64, u64),
     #[serde(skip)]
     bin: (u64, u64),
     #[serde(skip)]
@@ -102,6 +118,9 @@ impl DataTiming {
     pub(crate) fn new_data(&mut self, ts: u64, len: u32) {
         let first = *self.first_data_ns.get_or_insert(ts);
         self.last_data_ns = Some(ts);
+        let (known, shrank) = std::mem::take(&mut self.window_idle);
+        self.window_known_ns += known;
+        self.window_shrank_ns += shrank;
         self.new_bytes += u64::from(len);
         let second = ts.saturating_sub(first) / 1_000_000_000;
         if second != self.bin.0 {
@@ -120,6 +139,21 @@ impl DataTiming {
 
     /// `dt` ns passed with `flight` bytes in flight against `window`.
     pub(crate) fn elapse(&mut self, dt: u64, flight: u64, window: Option<u64>, mss: u32) {
+        if let Some(w) = window.filter(|_| self.first_data_ns.is_some()) {
+            let shrank = if w.saturating_mul(4) < self.window_max.saturating_mul(3) {
+                dt
+            } else {
+                0
+            };
+            if flight == 0 {
+                self.window_idle.0 += dt;
+                self.window_idle.1 += shrank;
+            } else {
+                self.window_known_ns += dt;
+                self.window_shrank_ns += shrank;
+            }
+            self.window_max = self.window_max.max(w);
+        }
         if flight == 0 {
             return;
         }
@@ -134,5 +168,66 @@ impl DataTiming {
         *sum += u128::from(w) * u128::from(dt);
         *time += dt;
         self.mean_window_bytes = Some((*sum / u128::from((*time).max(1))) as u64);
+    }
+
+    /// The share of the time with data in flight and a known window that
+    /// the window stood shrunk (see [`Self::window_shrank_ns`]); `None`
+    /// when no such time passed.
+    pub fn window_shrank_share(&self) -> Option<f64> {
+        (self.window_known_ns > 0)
+            .then(|| self.window_shrank_ns as f64 / self.window_known_ns as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `windows` in force for 10 ms each, with a full flight.
+    fn over(windows: &[u64]) -> DataTiming {
+        let mut t = DataTiming::default();
+        t.new_data(0, 1460);
+        for &w in windows {
+            t.elapse(10_000_000, 8000, Some(w), 1460);
+        }
+        t
+    }
+
+    #[test]
+    fn a_window_that_only_grows_never_shrank() {
+        let t = over(&[17_520, 32_000, 64_000, 64_000, 128_000]);
+        assert_eq!(t.window_known_ns, 50_000_000);
+        assert_eq!(t.window_shrank_share(), Some(0.0));
+    }
+
+    #[test]
+    fn a_window_under_three_quarters_of_its_largest_shrank() {
+        // 64 kB, then a receiver that falls behind: 40 kB (under 48 kB)
+        // twice, 50 kB (not under 3/4), 8 kB, then back to 64 kB.
+        let t = over(&[64_000, 40_000, 40_000, 50_000, 8_000, 64_000]);
+        assert_eq!(t.window_shrank_ns, 30_000_000);
+        assert_eq!(t.window_shrank_share(), Some(0.5));
+    }
+
+    #[test]
+    fn a_stall_inside_the_transfer_counts_and_the_idle_tail_does_not() {
+        let mut t = over(&[64_000]);
+        // A zero window with nothing in flight for 30 ms, then more data.
+        t.elapse(30_000_000, 0, Some(0), 1460);
+        t.new_data(40_000_000, 1460);
+        assert_eq!(t.window_shrank_ns, 30_000_000);
+        // After the last data: idle, the window half-open, never counted.
+        t.elapse(100_000_000, 0, Some(20_000), 1460);
+        assert_eq!(t.window_known_ns, 40_000_000);
+        assert_eq!(t.window_shrank_share(), Some(0.75));
+    }
+
+    #[test]
+    fn before_data_or_without_a_known_window_there_is_no_sample() {
+        let mut t = DataTiming::default();
+        t.elapse(10_000_000, 0, Some(64_000), 1460);
+        t.new_data(10_000_000, 1460);
+        t.elapse(10_000_000, 8000, None, 1460);
+        assert_eq!(t.window_shrank_share(), None);
     }
 }

@@ -32,6 +32,9 @@ fn an_unscaled_17520_byte_window_is_the_receive_window() {
     assert_eq!(f.max_window_bytes, Some(17_520));
     assert_eq!(f.window_bytes, Some(17_520));
     assert!(f.packets > 1000, "{}", f.packets);
+    // A window that never moved never shrank.
+    assert_eq!(f.window_shrank_share, Some(0.0));
+    assert_eq!(x.evidence.streams[0].window_shrank_share, Some(0.0));
     let rtt = f.srtt_ms.expect("RTT under load");
     assert!((rtt - 15.0).abs() < 0.2, "{rtt}");
     let d = &x.diagnosis;
@@ -105,6 +108,11 @@ fn a_zero_window_episode_is_counted_with_its_time() {
     assert_eq!(f.zero_window_episodes, 1, "{f:?}");
     assert!((f.zero_window_s - 0.6).abs() < 0.03, "{}", f.zero_window_s);
     assert!(x.notes.iter().any(|n| n.contains("zero window 1 time(s)")));
+    // The zero window is a shrunk one: 0.6 s of the 1.5 s with data in
+    // flight, and the diagnosis weighs that share.
+    let shrank = f.window_shrank_share.expect("the window is known");
+    assert!((shrank - 0.4).abs() < 0.05, "{shrank}");
+    assert_eq!(x.evidence.streams[0].window_shrank_share, Some(shrank));
     let d = &x.diagnosis;
     assert_eq!(d.limit, Some(Limit::Application), "{}", d.summary);
     assert!(d.summary.contains("receiving application"), "{}", d.summary);

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use plumb_capture::{analyze_file_with_series, file_is_capture, Limits};
+use plumb_capture::{analyze_file_with_series, file_is_capture, Analysis, CaptureFilters, Limits};
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_model::Rate;
@@ -71,19 +71,26 @@ const CAPTURE_CONNECTIONS: usize = 256;
 /// Points of each kind per direction of a connection on a capture page.
 const SERIES_BUDGET: usize = 1000;
 
-/// `plumb report` of packet captures: one page of their flows.
-fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+/// The capture's limits and series budget for a page.
+fn page_analysis(path: &Path) -> Result<Analysis, plumb_capture::Error> {
     let limits = Limits {
         max_connections: CAPTURE_CONNECTIONS,
     };
+    analyze_file_with_series(path, limits, SERIES_BUDGET)
+}
+
+/// `plumb report` of packet captures: one page of their flows, each that
+/// carried data with the verdict `plumb why` gives it.
+fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut inputs = Vec::with_capacity(a.files.len());
     for path in &a.files {
-        match analyze_file_with_series(path, limits, SERIES_BUDGET) {
-            Ok(analysis) => inputs.push(CaptureInput {
-                name: display_name(path),
+        match page_analysis(path) {
+            Ok(analysis) => inputs.push(capture_input(
+                display_name(path),
                 analysis,
-                verdicts: Vec::new(),
-            }),
+                &CaptureFilters::default(),
+                a.link,
+            )),
             Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
         }
     }
@@ -102,6 +109,23 @@ fn finish(out: &Path, r: Result<(), WriteError>) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// A capture for the page, with the verdicts of its connections that
+/// match `f` and carried data (weighed with `link` when given).
+fn capture_input(
+    name: String,
+    analysis: Analysis,
+    f: &CaptureFilters,
+    link: Option<Rate>,
+) -> CaptureInput {
+    let verdicts = crate::why::capture::verdicts(&analysis, f, link);
+    CaptureInput {
+        name,
+        analysis,
+        verdicts,
+    }
+}
+
+/// The name a file goes by on a page: its file name.
 fn display_name(path: &Path) -> String {
     path.file_name().map_or_else(
         || path.display().to_string(),
@@ -174,6 +198,28 @@ fn write_html(out: &Path, html: &str) -> Result<(), WriteError> {
         let _ = std::fs::remove_file(&tmp);
         WriteError::Io(anyhow::anyhow!("cannot write {}: {e}", out.display()))
     })
+}
+
+/// The `--report FILE` of `plumb why --from CAPTURE`: the capture page,
+/// with verdicts for the connections that match `f`, and a line saying
+/// where it went.
+pub fn capture_page_for(
+    path: &Path,
+    f: &CaptureFilters,
+    link: Option<Rate>,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let analysis =
+        page_analysis(path).map_err(|e| anyhow::anyhow!("no report: {}: {e}", path.display()))?;
+    let input = capture_input(display_name(path), analysis, f, link);
+    match write_html(out, &render_captures(&[input])) {
+        Ok(()) => {
+            eprintln!("plumb: report written to {}", out.display());
+            Ok(())
+        }
+        Err(WriteError::Bad(msg)) => Err(anyhow::anyhow!("no report: {msg}")),
+        Err(WriteError::Io(e)) => Err(e),
+    }
 }
 
 /// The `--report FILE` of the measuring commands: one page from the

@@ -1,9 +1,10 @@
 //! `plumb why`: runs a short test (or reads a saved `-J` document, or uses the
 //! model alone) and says what limits the transfer, with evidence and fixes.
 //! A packet capture given to `--from` is explained per connection by
-//! `capture`.
+//! `capture`, each end's operating system guessed by `os`.
 
 pub mod capture;
+pub mod os;
 
 use std::io::Write;
 use std::net::ToSocketAddrs;
@@ -91,16 +92,17 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             return Ok(usage_error(format!("{} is empty", path.display())));
         }
         if plumb_capture::file_is_capture(path) {
-            if a.measure.report.is_some() {
-                return Ok(usage_error(
-                    "--report draws a test's -J document; it does not take a capture",
-                ));
-            }
             let f = match capture::filters(a.measure.port, &a.live) {
                 Ok(f) => f,
                 Err(msg) => return Ok(usage_error(msg)),
             };
-            return capture::from_file(path, &f, a.measure.link, a.measure.json);
+            return capture::from_file(
+                path,
+                &f,
+                a.measure.link,
+                a.measure.json,
+                a.measure.report.as_deref(),
+            );
         }
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,

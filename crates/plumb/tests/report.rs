@@ -960,13 +960,28 @@ fn a_capture_draws_each_flows_time_sequence_graph() {
         );
     }
     assert!(!html.contains("src=") && !html.contains("href="));
+    // Both connections carried data: each shows its verdict, as plumb why
+    // gives it.
+    assert_eq!(html.matches("data-slot=\"verdict\"").count(), 2, "{html}");
+    let verdict = html
+        .split("data-slot=\"verdict\"><p class=\"summary\">")
+        .nth(1)
+        .and_then(|v| v.split([':', '<', '&']).next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(verdict.len() > 10, "{verdict:?}");
     let (charts, series) = counts(&html);
     let shot = format!("{TARGET}/report-capture.png");
     if let Some(seen) = browse(
         &out,
         charts,
         series,
-        &["Time-sequence graph", "127.0.0.1", "advertised window"],
+        &[
+            "Time-sequence graph",
+            "127.0.0.1",
+            "advertised window",
+            &verdict,
+        ],
         Some(&shot),
         // The data connection's section only (a later height wins).
         &["--screenshot-height", "1880"],

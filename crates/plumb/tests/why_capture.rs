@@ -50,20 +50,49 @@ fn segment(
     p
 }
 
+/// What one end's SYN (or SYN-ACK) carries: its TTL as it arrived, its
+/// window field and its option bytes.
+struct Hello<'a> {
+    ttl: u8,
+    window: u16,
+    options: &'a [u8],
+}
+
+/// The MSS option alone (1460 B).
+const MSS_ONLY: [u8; 4] = [2, 4, 0x05, 0xb4];
+
 /// A pcap (raw IP, µs) of a 1 s bulk transfer from 10.0.0.1:40000 to
 /// 10.0.0.2:`port`, 17,520 B windows without scaling, 15 ms RTT.
 fn transfer(port: u16) -> Vec<u8> {
+    let syn = Hello {
+        ttl: 64,
+        window: 64240,
+        options: &MSS_ONLY,
+    };
+    let syn_ack = Hello {
+        ttl: 64,
+        window: 17520,
+        options: &MSS_ONLY,
+    };
+    transfer_between(port, &syn, &syn_ack)
+}
+
+/// [`transfer`] with the client's SYN and the server's SYN-ACK given. The
+/// receiver's window stays 17,520 B unscaled: the SYN-ACK must not offer
+/// window scaling.
+fn transfer_between(port: u16, syn: &Hello, syn_ack: &Hello) -> Vec<u8> {
     const SYN: u8 = 0x02;
     const ACK: u8 = 0x10;
     let (c, s) = (([10, 0, 0, 1], 40000), ([10, 0, 0, 2], port));
-    let mss = [2, 4, 0x05, 0xb4];
     let ms = 1_000u64; // µs
+    let hello = |h: &Hello, from, to, seq, ack, flags| {
+        let mut p = segment(from, to, seq, ack, flags, h.window, h.options, 0);
+        p[8] = h.ttl;
+        p
+    };
     let mut pkts: Vec<(u64, Vec<u8>)> = vec![
-        (0, segment(c, s, 1000, 0, SYN, 64240, &mss, 0)),
-        (
-            15 * ms,
-            segment(s, c, 5000, 1001, SYN | ACK, 17520, &mss, 0),
-        ),
+        (0, hello(syn, c, s, 1000, 0, SYN)),
+        (15 * ms, hello(syn_ack, s, c, 5000, 1001, SYN | ACK)),
         (15 * ms + 20, segment(c, s, 1001, 5001, ACK, 502, &[], 0)),
     ];
     let mut next = 1001u32;
@@ -187,6 +216,225 @@ fn the_port_default_does_not_filter_a_capture_and_pid_is_refused() {
     let lines = stderr_lines(&o);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("a capture has no processes"), "{lines:?}");
+}
+
+/// Linux's SYN: MSS, SACK-permitted, timestamps, NOP, window scale 7.
+const LINUX_SYN: [u8; 20] = [
+    2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7,
+];
+/// Windows XP / 2003's SYN-ACK: MSS, NOP, NOP, SACK-permitted, no scaling.
+const WINDOWS_LEGACY_SYN_ACK: [u8; 8] = [2, 4, 0x05, 0xb4, 1, 1, 4, 2];
+/// A layout no stack in the table writes: timestamps first.
+const ODD_SYN_ACK: [u8; 16] = [8, 10, 0, 0, 0, 9, 0, 0, 0, 1, 2, 4, 0x05, 0xb4, 4, 2];
+
+/// `plumb why -r -J` on `pcap` (checked to explain one receive-window
+/// transfer): its one explanation.
+fn explained_window(dir: &TempDir, name: &str, pcap: &[u8]) -> Value {
+    let path = dir.join(name);
+    std::fs::write(&path, pcap).expect("write");
+    let o = why(&["-r", path.to_str().expect("utf-8 path"), "-J"]);
+    assert!(o.status.success(), "{name}: {:?}", stderr_lines(&o));
+    let v = json(&o, "plumb why -r -J");
+    assert_eq!(v["explained"].as_array().map(Vec::len), Some(1), "{name}");
+    let x = v["explained"][0].clone();
+    assert_eq!(x["diagnosis"]["limit"], "receive_window", "{name}");
+    x
+}
+
+fn fix_order(x: &Value) -> Vec<String> {
+    x["diagnosis"]["fixes"]
+        .as_array()
+        .expect("fixes")
+        .iter()
+        .map(|f| f["os"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn each_end_is_guessed_from_its_syn_and_a_confident_guess_orders_the_fixes() {
+    let dir = TempDir::new("why-capture-os");
+    let linux = Hello {
+        ttl: 62,
+        window: 64240,
+        options: &LINUX_SYN,
+    };
+    let windows = Hello {
+        ttl: 126,
+        window: 17520,
+        options: &WINDOWS_LEGACY_SYN_ACK,
+    };
+    let odd = Hello {
+        ttl: 126,
+        window: 17520,
+        options: &ODD_SYN_ACK,
+    };
+    let known = explained_window(
+        &dir,
+        "windows.pcap",
+        &transfer_between(445, &linux, &windows),
+    );
+    let unknown = explained_window(&dir, "odd.pcap", &transfer_between(445, &linux, &odd));
+    // The premise: without a confident guess the rules' own order does
+    // not start with the legacy Windows fix, and holds it.
+    let plain = fix_order(&unknown);
+    assert_ne!(
+        plain.first().map(String::as_str),
+        Some("windows-legacy"),
+        "{plain:?}"
+    );
+    assert!(plain.iter().any(|o| o == "windows-legacy"), "{plain:?}");
+
+    // Both ends guessed, sender first, each labelled a guess.
+    let g = &known["os_guesses"];
+    assert_eq!(g.as_array().map(Vec::len), Some(2), "{g}");
+    assert_eq!(g[0]["host"], "10.0.0.1:40000");
+    assert_eq!(g[0]["role"], "sender");
+    assert_eq!(g[0]["os"], "Linux");
+    assert_eq!(g[0]["fix_os"], "linux");
+    assert_eq!(g[1]["host"], "10.0.0.2:445");
+    assert_eq!(g[1]["role"], "receiver");
+    assert_eq!(g[1]["from_syn_ack"], true);
+    assert_eq!(g[1]["os"], "Windows XP / Server 2003 or older");
+    assert_eq!(g[1]["fix_os"], "windows-legacy");
+    for e in g.as_array().expect("guesses") {
+        assert!(e["note"].as_str().unwrap_or("").contains("a guess"), "{e}");
+    }
+    // The window is the receiver's: its system's fix comes first, the
+    // others keep their order.
+    assert_eq!(known["fixes_first_for"], "windows-legacy");
+    let order = fix_order(&known);
+    assert_eq!(order[0], "windows-legacy", "{order:?}");
+    let rest: Vec<&String> = plain.iter().filter(|o| *o != "windows-legacy").collect();
+    assert_eq!(order[1..].iter().collect::<Vec<_>>(), rest);
+    let notes: Vec<&str> = known["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        notes.iter().any(|n| n
+            .starts_with("10.0.0.2:445 (receiver): Windows XP / Server 2003 or older, a guess of")),
+        "{notes:?}"
+    );
+
+    // An unknown fingerprint: guessed, but nothing confident, and the
+    // fixes stay as the rules ordered them.
+    let u = &unknown["os_guesses"][1];
+    assert_eq!(u["role"], "receiver");
+    assert_eq!(u["os"], "unknown");
+    assert_eq!(u["confidence"], "low");
+    assert!(u["fix_os"].is_null(), "{u}");
+    assert!(unknown["fixes_first_for"].is_null());
+    let text = unknown["notes"].to_string();
+    assert!(
+        text.contains("10.0.0.2:445 (receiver): operating system unknown, no confident guess"),
+        "{text}"
+    );
+
+    // The text names the guesses too.
+    let o = why(&["-r", dir.join("windows.pcap").to_str().expect("utf-8 path")]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "10.0.0.1:40000 (sender): Linux, a guess of high confidence from its SYN: initial TTL 64"
+        ),
+        "{text}"
+    );
+    // What misleads a guess is said once.
+    assert_eq!(
+        text.matches("each operating system above is a guess")
+            .count(),
+        1,
+        "{text}"
+    );
+}
+
+/// The verdicts a capture page shows, in page order, unescaped.
+fn page_verdicts(html: &str) -> Vec<String> {
+    html.split("data-slot=\"verdict\"><p class=\"summary\">")
+        .skip(1)
+        .filter_map(|v| v.split("</p>").next())
+        .map(|v| {
+            v.replace("&#39;", "'")
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
+#[test]
+fn a_capture_page_shows_each_flows_verdict() {
+    let dir = TempDir::new("why-capture-report");
+    let pcap = dir.join("backup.pcap");
+    std::fs::write(&pcap, transfer(873)).expect("write");
+    let p = pcap.to_str().expect("utf-8 path");
+    // The premise: plumb why names the receive window for this transfer.
+    let o = why(&["-r", p, "-J"]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let v = json(&o, "plumb why -r -J");
+    let summary = v["explained"][0]["diagnosis"]["summary"]
+        .as_str()
+        .expect("a summary")
+        .to_string();
+    assert!(
+        summary.starts_with("Limited by the receive window"),
+        "{summary}"
+    );
+
+    // plumb why --from CAPTURE --report: the verdict printed, and the page.
+    let page = dir.join("why.html");
+    let o = why(&["--from", p, "--report", page.to_str().expect("utf-8 path")]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Limited by the receive window"), "{text}");
+    assert!(
+        stderr_lines(&o)
+            .iter()
+            .any(|l| l.contains("report written to")),
+        "{:?}",
+        stderr_lines(&o)
+    );
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    assert!(html.contains("backup.pcap"));
+    assert!(html.contains("data-chart=\"tseq\""), "the flow's graph");
+    assert_eq!(page_verdicts(&html), std::slice::from_ref(&summary));
+    // Self-contained: nothing to load (the SVG namespace is a name, not a
+    // request).
+    assert!(!html.contains("src=") && !html.contains("href="));
+    assert!(!html.contains("url(") && !html.contains("@import"));
+
+    // plumb report CAPTURE gives the page the same verdict.
+    let out = dir.join("report.html");
+    let o = run(
+        plumb_bin(),
+        &["report", p, "-o", out.to_str().expect("utf-8 path")],
+        Duration::from_secs(60),
+    );
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let html = std::fs::read_to_string(&out).expect("the page was written");
+    assert_eq!(page_verdicts(&html), std::slice::from_ref(&summary));
+
+    // A filter that leaves the flow out leaves its verdict off the page,
+    // and the exit says nothing was explained.
+    let o = why(&[
+        "-r",
+        p,
+        "-p",
+        "5201",
+        "--report",
+        page.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", stderr_lines(&o));
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    assert!(page_verdicts(&html).is_empty());
+    assert!(
+        html.contains("data-chart=\"tseq\""),
+        "the flow is still drawn"
+    );
 }
 
 /// The explained connection carrying the data in `pcap`, after checking

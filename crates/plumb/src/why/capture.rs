@@ -1,7 +1,8 @@
 //! `plumb why --from FILE` / `-r FILE` on a packet capture: the file is
 //! read by `plumb-capture`, every TCP connection that carried data is
 //! explained with the same verdict, fields and fixes as a test, busiest
-//! first. [`explain_analysis`] takes any [`Analysis`], so a live packet
+//! first; `--report` also writes the file's capture page with those
+//! verdicts. [`explain_analysis`] takes any [`Analysis`], so a live packet
 //! source feeds it the same way a file does.
 
 use std::io::Write;
@@ -9,7 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use plumb_capture::{
-    Analysis, CaptureFilters, DecodeStats, Dropped, Explanation, Limits, ReadStats,
+    Analysis, CaptureFilters, DecodeStats, Dropped, Explanation, Limits, OsGuess, ReadStats,
 };
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{human_count, human_rate};
@@ -69,12 +70,15 @@ pub fn filters(
     })
 }
 
-/// Reads the capture at `path` and explains it.
+/// Reads the capture at `path` and explains it; with `report`, also
+/// writes its page (`plumb report`'s capture page), each explained flow
+/// with its verdict.
 pub fn from_file(
     path: &Path,
     f: &CaptureFilters,
     link: Option<Rate>,
     json: bool,
+    report: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     let a = match plumb_capture::analyze_file(path, Limits::default()) {
         Ok(a) => a,
@@ -86,7 +90,42 @@ pub fn from_file(
             path.display()
         )));
     }
-    explain_analysis(&path.display().to_string(), &a, f, link, json)
+    let code = explain_analysis(&path.display().to_string(), &a, f, link, json)?;
+    if let Some(out) = report {
+        // The page reads the file again as `plumb report` does: with each
+        // flow's series and its ceiling on connections, which bound the
+        // page's memory; the verdicts above keep every connection.
+        drop(a);
+        crate::report::capture_page_for(path, f, link, out)?;
+    }
+    Ok(code)
+}
+
+/// Each end's operating system, guessed from its SYN with
+/// `plumb_handshake`'s table.
+fn guesser() -> OsGuess<'static> {
+    &super::os::read_syn
+}
+
+/// The verdict of each connection of `a` (by index) that matches `f` and
+/// carried data, as the capture page shows it: the lead sentence
+/// `plumb why` prints for it.
+pub fn verdicts(a: &Analysis, f: &CaptureFilters, link: Option<Rate>) -> Vec<Option<String>> {
+    let link = link.map(|r| LinkRate {
+        bps: r.bps(),
+        source: LinkSource::Given,
+    });
+    a.connections
+        .iter()
+        .map(|c| {
+            let carried = plumb_capture::data_direction(c).0.timing.new_bytes > 0;
+            (carried && f.matches(c)).then(|| {
+                plumb_capture::explain(c, link.clone(), Some(guesser()))
+                    .diagnosis
+                    .summary
+            })
+        })
+        .collect()
 }
 
 /// `--capture IFACE`: reads the interface for `--for` seconds (3 by
@@ -139,7 +178,7 @@ pub fn explain_analysis(
         bps: r.bps(),
         source: LinkSource::Given,
     });
-    let flows = plumb_capture::explain_all(a, f, link.as_ref(), None);
+    let flows = plumb_capture::explain_all(a, f, link.as_ref(), Some(guesser()));
     let mut out = std::io::stdout().lock();
     if json {
         let doc = CaptureDocument {
