@@ -19,10 +19,38 @@ pub struct SynOptions {
     pub sack_permitted: bool,
     /// Timestamps (TSopt) present.
     pub timestamps: bool,
-    /// The options in order, comma-separated, by tcpdump's names (`mss`,
-    /// `nop`, `wscale`, `sackOK`, `TS`, `eol`, `sack`, or the kind number):
-    /// one string, so a table of connections holds one allocation per SYN.
-    pub order: String,
+    /// The options' kind numbers (RFC 793/7323/2018) in order, up to an
+    /// end-of-list, for whoever compares layouts (an OS guesser); written
+    /// as `order`, tcpdump's names comma-separated ([`SynOptions::order`]).
+    #[serde(rename = "order", serialize_with = "as_names")]
+    pub kinds: Vec<u8>,
+}
+
+impl SynOptions {
+    /// The options in order by tcpdump's names (`mss`, `nop`, `wscale`,
+    /// `sackOK`, `TS`, `eol`, `sack`, or the kind number), comma-separated.
+    pub fn order(&self) -> String {
+        let names: Vec<String> = self.kinds.iter().map(|&k| name(k)).collect();
+        names.join(",")
+    }
+}
+
+fn name(kind: u8) -> String {
+    match kind {
+        0 => "eol".into(),
+        1 => "nop".into(),
+        2 => "mss".into(),
+        3 => "wscale".into(),
+        4 => "sackOK".into(),
+        5 => "sack".into(),
+        8 => "TS".into(),
+        k => k.to_string(),
+    }
+}
+
+fn as_names<S: serde::Serializer>(kinds: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    let names: Vec<String> = kinds.iter().map(|&k| name(k)).collect();
+    s.serialize_str(&names.join(","))
 }
 
 /// A list of options that overruns its header or has a wrong length.
@@ -33,13 +61,10 @@ pub struct Malformed;
 pub fn parse(mut bytes: &[u8]) -> Result<SynOptions, Malformed> {
     let mut o = SynOptions::default();
     while let Some(&kind) = bytes.first() {
+        o.kinds.push(kind);
         match kind {
-            0 => {
-                push(&mut o.order, "eol");
-                break;
-            }
+            0 => break,
             1 => {
-                push(&mut o.order, "nop");
                 bytes = &bytes[1..];
                 continue;
             }
@@ -50,42 +75,17 @@ pub fn parse(mut bytes: &[u8]) -> Result<SynOptions, Malformed> {
             return Err(Malformed);
         }
         let body = &bytes[2..len];
-        let name = match (kind, len) {
-            (2, 4) => {
-                o.mss = Some(u16::from_be_bytes([body[0], body[1]]));
-                "mss"
-            }
-            (3, 3) => {
-                o.window_scale = Some(body[0].min(MAX_SHIFT));
-                "wscale"
-            }
-            (4, 2) => {
-                o.sack_permitted = true;
-                "sackOK"
-            }
-            (8, 10) => {
-                o.timestamps = true;
-                "TS"
-            }
-            (5, _) => "sack",
+        match (kind, len) {
+            (2, 4) => o.mss = Some(u16::from_be_bytes([body[0], body[1]])),
+            (3, 3) => o.window_scale = Some(body[0].min(MAX_SHIFT)),
+            (4, 2) => o.sack_permitted = true,
+            (8, 10) => o.timestamps = true,
             (2 | 3 | 4 | 8, _) => return Err(Malformed),
-            _ => "",
-        };
-        if name.is_empty() {
-            push(&mut o.order, &kind.to_string());
-        } else {
-            push(&mut o.order, name);
+            _ => {}
         }
         bytes = &bytes[len..];
     }
     Ok(o)
-}
-
-fn push(order: &mut String, name: &str) {
-    if !order.is_empty() {
-        order.push(',');
-    }
-    order.push_str(name);
 }
 
 #[cfg(test)]
@@ -101,7 +101,8 @@ mod tests {
         assert_eq!(o.mss, Some(1460));
         assert_eq!(o.window_scale, Some(7));
         assert!(o.sack_permitted && o.timestamps);
-        assert_eq!(o.order, "mss,sackOK,TS,nop,wscale");
+        assert_eq!(o.order(), "mss,sackOK,TS,nop,wscale");
+        assert_eq!(o.kinds, [2, 4, 8, 1, 3]);
     }
 
     #[test]
@@ -111,6 +112,6 @@ mod tests {
         assert_eq!(parse(&[30, 0]), Err(Malformed)); // length 0 would loop
         assert_eq!(parse(&[3]), Err(Malformed)); // no length byte
         assert_eq!(parse(&[3, 3, 200]).map(|o| o.window_scale), Ok(Some(14)));
-        assert_eq!(parse(&[1, 0, 2]).map(|o| o.order), Ok("nop,eol".into())); // eol ends
+        assert_eq!(parse(&[1, 0, 2]).map(|o| o.order()), Ok("nop,eol".into())); // eol ends
     }
 }

@@ -19,7 +19,7 @@ fn handshake_options_ttl_and_rtt() {
     assert_eq!(cs.options.mss, Some(1460));
     assert_eq!(cs.options.window_scale, Some(7));
     assert!(cs.options.sack_permitted && cs.options.timestamps);
-    assert_eq!(cs.options.order, "mss,sackOK,TS,nop,wscale");
+    assert_eq!(cs.options.order(), "mss,sackOK,TS,nop,wscale");
     assert_eq!((cs.window, cs.ttl, cs.initial_ttl), (64240, 61, 64));
     let ss = c.server.syn.as_ref().unwrap();
     assert_eq!(
