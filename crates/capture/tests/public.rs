@@ -7,14 +7,17 @@
 //! 2) of the frames tshark flags as a retransmission of any kind; its
 //! handshake RTT within 2 % of `tcp.analysis.initial_rtt`. Where the two
 //! differ for a reason the README gives, the test asserts that difference
-//! (the `Known` table), so a change on either side shows.
+//! (the `Known` table), so a change on either side shows. And each file's
+//! connections that carried data are explained (what `plumb why -r FILE`
+//! prints): a verdict, or a sentence saying why there is none.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use plumb_capture::{Analysis, Limits};
+use plumb_capture::{explain_all, Analysis, CaptureFilters, Limits};
+use plumb_diagnose::Limit;
 
 /// A direction: "sender -> receiver", both as `SocketAddr` prints them.
 type Key = (String, String);
@@ -411,4 +414,52 @@ fn public_captures_agree_with_tshark() {
     assert!(directions >= 2 * FILES.len(), "{directions} directions");
     assert!(rtts >= FILES.len() / 2, "{rtts} handshake RTTs compared");
     eprintln!("{directions} directions and {rtts} handshake RTTs agree with tshark");
+}
+
+/// Every connection that carried data gets a verdict or a stated reason
+/// for none; a flow whose data passed at one instant is not given a rate
+/// of 0 bit/s; the one file whose cause the capture shows plainly (an
+/// unscaled 64 kB window at 73 ms, with zero windows) names it.
+#[test]
+fn public_captures_are_explained() {
+    let mut instant = 0;
+    for name in FILES {
+        let a = plumb_capture::analyze_file(&public(name), Limits::default()).unwrap();
+        let with_data = a
+            .connections
+            .iter()
+            .filter(|c| c.client.payload_bytes + c.server.payload_bytes > 0)
+            .count();
+        let x = explain_all(&a, &CaptureFilters::default(), None, None);
+        assert_eq!(x.len(), with_data, "{name}: connections with data");
+        for e in &x {
+            let d = &e.diagnosis;
+            assert!(!d.summary.is_empty() && !e.notes.is_empty(), "{name}");
+            if e.flow.duration_s == 0.0 {
+                instant += 1;
+                assert!(
+                    d.summary.starts_with("No rate to explain: all "),
+                    "{name}: {}",
+                    d.summary
+                );
+            } else {
+                assert!(e.flow.measured_bps > 0.0, "{name}: {}", d.summary);
+            }
+            assert!(!d.summary.contains(" 0 bit/s"), "{name}: {}", d.summary);
+        }
+    }
+    // ml-dsa-44-cert's timestamps are all equal: at least its flow.
+    assert!(instant >= 1, "no flow at one instant");
+    let a =
+        plumb_capture::analyze_file(&public("206_example_b.pcap.gz"), Limits::default()).unwrap();
+    let x = explain_all(&a, &CaptureFilters::default(), None, None);
+    let f = &x[0].flow;
+    assert_eq!(f.window_bytes.map(|w| w <= 65_535), Some(true), "{f:?}");
+    assert!(f.zero_window_episodes >= 2, "{f:?}");
+    assert_eq!(
+        x[0].diagnosis.limit,
+        Some(Limit::ReceiveWindow),
+        "{}",
+        x[0].diagnosis.summary
+    );
 }
