@@ -8,10 +8,16 @@ capture? Usage: capture-check.py PLUMB_JSON TSHARK_OUT TCPTRACE_OUT PACKETS
   columns to whole kB/MB/GB, so within one unit of its figure);
 - tcptrace traced as many connections and TCP packets as plumb.
 
-plumb's output is read wherever it holds connections as objects with a
-`client` and a `server` direction, each with `sender`, `packets` and
-`wire_bytes` (the analyze example's evidence, and any document that embeds
-it). Prints one line per check; exits 1 when one fails."""
+plumb's output is read in either of two shapes:
+- `plumb why -J -r FILE` (the bench's default command): the number of
+  connections, and per connection that carried data (`explained[].flow`)
+  its two ends and its frames both ways. Those are checked against tshark
+  (count; frames per connection, both ways together) and tcptrace (count;
+  TCP packets, when every connection carried data);
+- any document holding connections as objects with a `client` and a
+  `server` direction, each with `sender`, `packets` and `wire_bytes` (the
+  analyze example's evidence): frames and bytes each way are checked too.
+Prints one line per check; exits 1 when one fails."""
 
 import json
 import re
@@ -66,6 +72,42 @@ def tshark_connections(text):
     return convs
 
 
+def why_document(doc):
+    """`plumb why -J -r`: (connections, {frozenset(ends): frames}) or None."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("connections"), int):
+        return None
+    flows = {}
+    for x in doc.get("explained") or []:
+        f = x.get("flow") or {}
+        if {"client", "server", "packets"} <= f.keys():
+            flows[frozenset((f["client"], f["server"]))] = f["packets"]
+    return doc["connections"], flows
+
+
+def check_why(say, why, ts, tcptrace_text):
+    count, flows = why
+    say(len(ts) == count, "TCP connections: tshark %d, plumb %d" % (len(ts), count))
+    by_ends = {frozenset(t): t for t in ts}
+    off, missing = [], 0
+    for ends, frames in flows.items():
+        t = by_ends.get(ends)
+        if t is None:
+            missing += 1
+            continue
+        theirs = sum(v[0] for v in t.values())
+        if theirs != frames:
+            off.append("%s: %d vs %d" % (" <-> ".join(sorted(ends)), theirs, frames))
+    say(missing == 0, "plumb's explained connections tshark does not list: %d" % missing)
+    say(not off, "frames per connection, tshark vs plumb: %s" % ("; ".join(off[:3]) or "all equal"))
+    tpk, tcn = tcptrace_counts(tcptrace_text)
+    say(tcn == count, "TCP connections: tcptrace %s, plumb %d" % (tcn, count))
+    if len(flows) == count:
+        ppk = sum(flows.values())
+        say(tpk == ppk, "TCP packets: tcptrace %s, plumb %d" % (tpk, ppk))
+    else:
+        print("check: TCP packets: not compared (%d of %d connections carried data)" % (len(flows), count))
+
+
 def tcptrace_counts(text):
     pk = re.search(r"(\d+) TCP packets traced", text)
     cn = re.search(r"(\d+) TCP connections? traced", text)
@@ -84,10 +126,15 @@ def main():
     n = int(packets) if packets.isdigit() else 0
     say(n >= 1_000_000, "the 1x capture holds %d packets (>= 1,000,000 wanted)" % n)
     try:
-        pl = plumb_connections(json.load(open(plumb_path)))
+        doc = json.load(open(plumb_path))
     except (OSError, ValueError) as e:
         say(False, "cannot read plumb's output as JSON: %s" % e)
         return 1
+    pl = plumb_connections(doc)
+    why = why_document(doc)
+    if not pl and why is not None:
+        check_why(say, why, tshark_connections(open(tshark_path).read()), open(tcptrace_path).read())
+        return 0 if ok else 1
     if not pl:
         say(False, "plumb's output holds no per-connection counts (client/server sender, packets, wire_bytes)")
         return 1

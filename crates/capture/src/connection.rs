@@ -14,7 +14,10 @@ use crate::window::WindowScale;
 pub struct Handshake {
     /// SYN, SYN-ACK and the ACK of the SYN-ACK were all seen.
     pub complete: bool,
-    /// First SYN's time, ns since the epoch.
+    /// The time of the SYN the SYN-ACK answers, ns since the epoch: the last
+    /// one seen before the SYN-ACK (a resent SYN's wait is no part of the
+    /// path's RTT; Wireshark's `initial_rtt` starts there too), else the
+    /// first one seen.
     pub syn_ns: Option<u64>,
     /// First SYN-ACK's time.
     pub syn_ack_ns: Option<u64>,
@@ -187,7 +190,14 @@ impl Connection {
     fn handshake(&mut self, ts: u64, seg: &Segment, from_client: bool) {
         let h = &mut self.handshake;
         if seg.syn && !seg.ack && from_client {
-            h.syn_ns.get_or_insert(ts);
+            match h.syn_ns {
+                // A SYN resent before any answer restarts the handshake's
+                // clock; one seen after the SYN-ACK (or out of order) does
+                // not.
+                Some(t) if h.syn_ack_ns.is_none() && ts >= t => h.syn_ns = Some(ts),
+                Some(_) => return,
+                None => h.syn_ns = Some(ts),
+            }
         } else if seg.syn && seg.ack && !from_client {
             if h.syn_ack_ns.is_none() {
                 h.syn_ack_ns = Some(ts);
@@ -217,5 +227,51 @@ impl Connection {
     pub(crate) fn finish(&mut self) {
         self.client.finish();
         self.server.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::SynOptions;
+
+    fn seg(from_client: bool, syn: bool, ack: bool, seq: u32, ack_no: u32) -> Segment {
+        let c = std::net::SocketAddr::from(([10, 0, 0, 1], 40000));
+        let s = std::net::SocketAddr::from(([10, 0, 0, 2], 80));
+        let (src, dst) = if from_client { (c, s) } else { (s, c) };
+        Segment {
+            src,
+            dst,
+            ttl: 64,
+            seq,
+            ack_no,
+            syn,
+            ack,
+            fin: false,
+            rst: false,
+            window: 64240,
+            payload_len: 0,
+            syn_options: syn.then(SynOptions::default),
+        }
+    }
+
+    /// A SYN resent after 1 s: the RTT runs from the resent SYN, not from
+    /// the first (which would add the retransmission timeout to it); a copy
+    /// of the SYN seen after the SYN-ACK changes nothing.
+    #[test]
+    fn the_handshake_rtt_starts_at_the_last_syn_before_the_syn_ack() {
+        const MS: u64 = 1_000_000;
+        let mut c = Connection::default();
+        c.segment(0, 60, &seg(true, true, false, 100, 0));
+        c.segment(1_000 * MS, 60, &seg(true, true, false, 100, 0));
+        c.segment(1_020 * MS, 60, &seg(false, true, true, 500, 101));
+        c.segment(1_030 * MS, 60, &seg(true, true, false, 100, 0));
+        c.segment(1_040 * MS, 60, &seg(true, false, true, 101, 501));
+        let h = &c.handshake;
+        assert!(h.complete);
+        assert_eq!(h.syn_ns, Some(1_000 * MS));
+        assert_eq!(h.syn_to_syn_ack_ns, Some(20 * MS));
+        assert_eq!(h.rtt_ns, Some(40 * MS));
+        assert_eq!(c.client.syn.as_ref().map(|s| s.retransmitted), Some(2));
     }
 }

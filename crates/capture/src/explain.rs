@@ -112,6 +112,14 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     if share >= BINDING_SHARE {
         receiving_application(&mut dg, share, zero);
     }
+    if s.duration_s <= 0.0 && dg.limit.is_none() {
+        // One segment, or one burst within the capture's clock: a rate of
+        // "0 bit/s" would be a figure the capture never showed.
+        dg.summary = format!(
+            "No rate to explain: all {} B of data passed the capture point at one instant (one segment, or a burst within the clock's resolution); a longer transfer is needed to name a limit.",
+            plumb_diagnose::rules::human_count(s.data_bytes)
+        );
+    }
     let mut notes = notes(c, &fe);
     let os_guesses = os.map_or_else(Vec::new, |g| guesses(c, fe.client_sends, g));
     notes.extend(os_guesses.iter().map(sentence));

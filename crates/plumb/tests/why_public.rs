@@ -1,0 +1,72 @@
+//! `plumb why -r FILE` on captures no one on this project made
+//! (`crates/capture/tests/public/`, described in its README): gzip, pcapng
+//! with many interfaces, Linux cooked v1 and v2, raw IP, IPv6 and VLAN
+//! tags. Each run exits 0; its document counts the file's connections and
+//! gives each one that carried data a verdict sentence; the text form says
+//! the same to a reader.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::*;
+
+const FILES: &[(&str, u64)] = &[
+    // (file, TCP connections in it, as tshark -z conv,tcp lists them)
+    ("iso-download.pcap.gz", 1),
+    ("206_example_b.pcap.gz", 2),
+    ("ssh-dups.pcap", 1),
+    ("reassembly.pcap", 1),
+    ("gap-data-missing.pcapng", 1),
+    ("irc-starttls.pcap", 1),
+    ("openjdk-zeek.org.pcap", 1),
+    ("ml-dsa-44-cert.pcap", 1),
+    ("ipv6-http-atomic-frag.pcap", 4),
+    ("vlan-collisions.pcap", 1),
+];
+
+fn public(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../capture/tests/public")
+        .join(name)
+}
+
+#[test]
+fn every_public_capture_gets_a_verdict() {
+    for (name, connections) in FILES {
+        let file = public(name);
+        assert!(file.is_file(), "{}: missing", file.display());
+        let path = file.to_str().expect("utf-8 path");
+        let o = run(
+            plumb_bin(),
+            &["why", "-r", path, "-J"],
+            Duration::from_secs(60),
+        );
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v = json(&o, name);
+        assert_eq!(v["connections"].as_u64(), Some(*connections), "{name}");
+        let explained = v["explained"].as_array().expect("explained flows");
+        assert!(!explained.is_empty(), "{name}: nothing explained");
+        for x in explained {
+            let summary = x["diagnosis"]["summary"].as_str().unwrap_or("");
+            assert!(
+                summary.starts_with("Limited by")
+                    || summary.starts_with("Unexplained: ")
+                    || summary.starts_with("No rate to explain: "),
+                "{name}: {summary}"
+            );
+            assert!(!summary.contains(" 0 bit/s"), "{name}: {summary}");
+        }
+        let t = run(plumb_bin(), &["why", "-r", path], Duration::from_secs(60));
+        assert!(t.status.success(), "{name}: text form");
+        let text = String::from_utf8_lossy(&t.stdout);
+        let first = explained[0]["diagnosis"]["summary"].as_str().unwrap_or("");
+        let lead: String = first.chars().take(20).collect();
+        assert!(text.contains(&lead), "{name}: text lacks {lead:?}:\n{text}");
+    }
+}
