@@ -33,6 +33,9 @@ pub struct FlowSummary {
     pub packets: u64,
     /// Payload bytes the sender sent for the first time.
     pub data_bytes: u64,
+    /// Payload bytes the sender's segments carried at the capture point,
+    /// retransmissions included (what tshark's `tcp.len` adds up to).
+    pub payload_bytes: u64,
     /// Payload bytes the receiver sent back.
     pub reverse_bytes: u64,
     /// First to last data segment, seconds.
@@ -75,6 +78,9 @@ pub struct FlowSummary {
     /// Share of the data time the flight stood at the window (near the
     /// sender only).
     pub window_limited_share: Option<f64>,
+    /// The share of eighth-RTT slots, first data segment to last, in which
+    /// data passed the capture point (see `timing`).
+    pub continuity: Option<f64>,
     /// Segments larger than the receiver's MSS (TSO/GSO super-segments).
     pub super_segments: u64,
     /// ICMP too-big messages quoting the connection.
@@ -183,6 +189,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         receiver: back.sender.clone(),
         packets: c.packets(),
         data_bytes: t.new_bytes,
+        payload_bytes: data.payload_bytes,
         reverse_bytes: back.payload_bytes,
         duration_s: secs,
         measured_bps: measured,
@@ -206,6 +213,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         zero_window_s: back.zero_window.total_ns as f64 / 1e9,
         busy_share: near.then(|| share(t.busy_ns)).flatten(),
         window_limited_share: near.then(|| share(t.window_limited_ns)).flatten(),
+        continuity: t.continuity(),
         super_segments: data.super_segments,
         icmp_too_big: c.icmp_too_big,
         icmp_mtu: c.icmp_mtu,

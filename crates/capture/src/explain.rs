@@ -13,7 +13,8 @@ use serde::Serialize;
 
 use crate::analysis::Analysis;
 use crate::connection::Connection;
-use crate::evidence::{data_direction, evidence, FlowSummary};
+use crate::continuity;
+use crate::evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
 use crate::filter::CaptureFilters;
 use crate::notes::{notes, OsGuess};
 
@@ -54,8 +55,12 @@ pub fn explain_all(
 
 /// Explains one connection.
 pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) -> Explanation {
-    let fe = evidence(c, link);
+    let link_given = link.is_some();
+    let mut fe = evidence(c, link);
     let mut dg = diagnose(&fe.evidence);
+    if continuity::worth_inferring(&dg, link_given) {
+        infer_path(&mut fe, &mut dg);
+    }
     reword(&mut dg);
     let (_, back, _) = data_direction(c);
     let s = &fe.summary;
@@ -104,12 +109,36 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     if share >= BINDING_SHARE {
         receiving_application(&mut dg, share, zero);
     }
+    continuity::sender_held(&mut dg, &fe);
     Explanation {
         notes: notes(c, &fe, os),
         flow: fe.summary,
         diagnosis: dg,
         evidence: fe.evidence,
     }
+}
+
+/// Weighs `fe` again with the path [`continuity::full_path`] infers from the
+/// data's spacing; the path stands (in `fe` and `dg`) only when the answer
+/// then is the link, as the diagnosis's own inference does.
+fn infer_path(fe: &mut FlowEvidence, dg: &mut Diagnosis) {
+    let Some(path) = continuity::full_path(fe) else {
+        return;
+    };
+    let mut e = fe.evidence.clone();
+    e.link = Some(path);
+    e.unknown.retain(|u| !u.starts_with("the link rate"));
+    e.unknown.push(
+        "the link rate: inferred from the data's spacing in the capture, not stated (--link states it)"
+            .into(),
+    );
+    let d = diagnose(&e);
+    if d.limit != Some(Limit::Link) {
+        return;
+    }
+    *dg = d;
+    fe.evidence = e;
+    amend(dg, Limit::Link, &continuity::full_path_clause(fe));
 }
 
 /// The engine's words for TCP_INFO's counters, and what a capture's

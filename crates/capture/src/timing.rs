@@ -1,8 +1,11 @@
 //! A direction's data over time, as the capture point saw it: RTT samples
 //! (new data to the ACK that covers it, one timed segment at a time, none
 //! across a retransmission: Karn's rule), the span and volume of new data
-//! with its best second, and the time the sender had data in flight and the
-//! time its flight stood at the peer's advertised window.
+//! with its best second, the time the sender had data in flight and the
+//! time its flight stood at the peer's advertised window, and how
+//! continuously data passed the capture point (the round trip cut in eighths:
+//! a path that is full carries data in every one, a sender held by its
+//! window, buffer or application sends a burst a round trip and pauses).
 //!
 //! The times are accumulated between consecutive segments of the
 //! connection: between two segments nothing the capture point sees changes,
@@ -91,11 +94,25 @@ pub struct DataTiming {
     /// a short-lived peak (a window that grows before a fixed receive
     /// buffer clamps it) does not stand for.
     pub mean_window_bytes: Option<u64>,
+    /// Eighths of the handshake RTT from the first data segment to the
+    /// last (handshake known only).
+    pub slots: u64,
+    /// Of them, those in which a data segment passed the capture point.
+    pub slots_with_data: u64,
     #[serde(skip)]
     bin: (u64, u64),
     #[serde(skip)]
     window_sum: (u128, u64),
+    /// The slots' length, the first data segment's time and the last slot
+    /// with data, ns, ns, index.
+    #[serde(skip)]
+    slot: Option<(u64, u64, u64)>,
 }
+
+/// Slots per round trip for [`DataTiming::continuity`].
+pub const SLOTS_PER_RTT: u64 = 8;
+/// The fewest slots (two round trips) a continuity share is given for.
+pub const MIN_SLOTS: u64 = 2 * SLOTS_PER_RTT;
 
 impl DataTiming {
     /// `len` new bytes seen at `ts`.
@@ -109,6 +126,28 @@ impl DataTiming {
         }
         self.bin.1 += u64::from(len);
         self.best_second_bytes = self.best_second_bytes.max(self.bin.1);
+    }
+
+    /// A data segment (new or resent) seen at `ts`, the handshake RTT being
+    /// `rtt_ns`: marks its slot as holding data.
+    pub(crate) fn passed(&mut self, ts: u64, rtt_ns: Option<u64>) {
+        let Some(rtt) = rtt_ns.filter(|r| *r >= SLOTS_PER_RTT) else {
+            return;
+        };
+        let (len, t0, last) = *self.slot.get_or_insert((rtt / SLOTS_PER_RTT, ts, 0));
+        let i = ts.saturating_sub(t0) / len;
+        if self.slots_with_data == 0 || i > last {
+            self.slots_with_data += 1;
+            self.slot = Some((len, t0, i));
+            self.slots = i + 1;
+        }
+    }
+
+    /// The share of eighth-RTT slots, first data segment to last, in which
+    /// data passed the capture point; `None` under [`MIN_SLOTS`] slots or
+    /// without the handshake's RTT.
+    pub fn continuity(&self) -> Option<f64> {
+        (self.slots >= MIN_SLOTS).then(|| self.slots_with_data as f64 / self.slots as f64)
     }
 
     /// A data segment of `len` bytes against the peer's MSS option.

@@ -35,6 +35,9 @@ pub struct Flow {
     /// half an RTT later (client's) or earlier (server's) than beside the
     /// sender.
     pub at_receiver: bool,
+    /// The time between two segments sent back to back, ns: a bottleneck's
+    /// spacing (none: 1 µs, a fast path's).
+    pub pace_ns: Option<u64>,
 }
 
 impl Default for Flow {
@@ -51,6 +54,7 @@ impl Default for Flow {
             zero: None,
             super_every: None,
             at_receiver: false,
+            pace_ns: None,
         }
     }
 }
@@ -140,7 +144,7 @@ impl Flow {
                     acks.push_back((t + self.rtt_ns, next));
                     unacked_segs = 0;
                 }
-                t += 1_000;
+                t += self.pace_ns.unwrap_or(1_000);
             }
             let Some((at, a)) = acks.pop_front() else {
                 // Nothing outstanding: the next ACK flushes the odd segment.
