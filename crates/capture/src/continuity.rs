@@ -13,7 +13,7 @@
 //! a common link's.
 
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::path::common_link;
+use plumb_diagnose::path::{common_link, QUEUE_BIG_SHARE};
 use plumb_diagnose::rules::{efficiency, human_count, lead, Confidence, Finding, Fix, Status};
 use plumb_diagnose::{Diagnosis, Limit, LinkSource};
 
@@ -22,7 +22,7 @@ use crate::evidence::FlowEvidence;
 /// The least share of eighth-RTT slots with data for a full path: slow
 /// start's first bursty round trips and the end of a short test cost a
 /// few, a pause each round trip costs most.
-pub const FULL_SHARE: f64 = 0.85;
+pub const FULL_SHARE: f64 = 0.75;
 /// The most share of slots with data for a sender that held its data.
 pub const HELD_SHARE: f64 = 0.5;
 /// How far above the measured rate the receiver's window must allow for a
@@ -47,6 +47,21 @@ pub fn full_path(fe: &FlowEvidence) -> Option<LinkRate> {
         bps: common_link(s.measured_bps, eff).unwrap_or(s.measured_bps / eff),
         source: LinkSource::Inferred,
     })
+}
+
+/// Whether the data passed the capture point in bursts, pausing every
+/// round trip: then no bottleneck was kept busy, and an RTT above its
+/// minimum is not a standing queue (near the sender, the receiver's delayed
+/// ACKs lift the data→ACK samples by a few milliseconds).
+/// A rise of half the minimum RTT or more is a queue whatever the spacing
+/// ([`QUEUE_BIG_SHARE`]): delayed ACKs add milliseconds, not that.
+pub fn bursts(fe: &FlowEvidence) -> bool {
+    let e = &fe.evidence;
+    let small_rise = match (e.rtt_s(), e.min_rtt_s()) {
+        (Some(r), Some(m)) => r - m < QUEUE_BIG_SHARE * m,
+        _ => true,
+    };
+    small_rise && fe.summary.continuity.is_some_and(|c| c <= HELD_SHARE)
 }
 
 /// The clause the link's sentence gains when [`full_path`] inferred it.

@@ -69,6 +69,10 @@ pub struct FlowSummary {
     pub retransmits: u64,
     /// Their payload bytes.
     pub retransmitted_bytes: u64,
+    /// Data segments that filled a gap within an RTT of its opening without
+    /// duplicate ACKs: seen late, or resent when the first copy was lost
+    /// before the capture point (which one capture point cannot tell).
+    pub out_of_order: u64,
     /// Zero-window episodes the receiver advertised.
     pub zero_window_episodes: u64,
     /// Their total time, seconds.
@@ -209,6 +213,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         max_flight_bytes: data.flight.max,
         retransmits: data.retransmissions.total,
         retransmitted_bytes: data.retransmissions.bytes,
+        out_of_order: data.out_of_order,
         zero_window_episodes: back.zero_window.episodes,
         zero_window_s: back.zero_window.total_ns as f64 / 1e9,
         busy_share: near.then(|| share(t.busy_ns)).flatten(),

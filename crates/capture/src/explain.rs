@@ -58,6 +58,9 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     let link_given = link.is_some();
     let mut fe = evidence(c, link);
     let mut dg = diagnose(&fe.evidence);
+    if continuity::bursts(&fe) && dg.link_source.as_deref() == Some("inferred") {
+        no_path(&mut fe, &mut dg);
+    }
     if continuity::worth_inferring(&dg, link_given) {
         infer_path(&mut fe, &mut dg);
     }
@@ -116,6 +119,17 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
         diagnosis: dg,
         evidence: fe.evidence,
     }
+}
+
+/// Weighs `fe` again without the path the diagnosis inferred from its RTT
+/// above the minimum, when the data passed in bursts ([`continuity::bursts`]):
+/// the inference reads the flight as the sender's congestion window, which
+/// is withheld here, since no bottleneck was kept busy.
+fn no_path(fe: &mut FlowEvidence, dg: &mut Diagnosis) {
+    let mut e = fe.evidence.clone();
+    e.streams.iter_mut().for_each(|s| s.max_cwnd = None);
+    *dg = diagnose(&e);
+    fe.evidence = e;
 }
 
 /// Weighs `fe` again with the path [`continuity::full_path`] infers from the

@@ -239,7 +239,9 @@ fn data_without_pauses_is_a_full_path_from_either_end() {
         assert_eq!(d.link_source.as_deref(), Some("inferred"));
         assert!(d.summary.contains("the path is full"), "{}", d.summary);
         assert!(
-            d.fixes.iter().all(|f| !f.commands.join(" ").contains("rmem")),
+            d.fixes
+                .iter()
+                .all(|f| !f.commands.join(" ").contains("rmem")),
             "{:?}",
             d.fixes
         );
