@@ -286,3 +286,27 @@ fn bursts_under_a_larger_window_are_the_sender_from_either_end() {
         assert_eq!(seed.diagnosis.limit, Some(Limit::ReceiveWindow));
     }
 }
+
+/// The same held sender, its ACKs delayed 3 ms by the receiver: near the
+/// sender the data→ACK RTT sits 20 % above the handshake's, which alone
+/// would read as a standing queue on a full path. The bursts say no
+/// bottleneck was kept busy: it is still the sender, not the link.
+#[test]
+fn delayed_acks_under_bursts_are_not_a_full_path() {
+    let x = one(&Flow {
+        window: 65_535,
+        shift: Some(4),
+        cap: Some(65_536),
+        ack_delay_ns: 3 * MS,
+        ..Flow::default()
+    });
+    let f = &x.flow;
+    // The scenario holds: near the sender, the RTT 3 ms over its minimum.
+    assert_eq!(f.position, Position::NearSender);
+    let rise = f.srtt_ms.unwrap_or(0.0) - f.min_rtt_ms.unwrap_or(0.0);
+    assert!((rise - 3.0).abs() < 0.5, "{f:?}");
+    assert!(f.continuity.unwrap_or(1.0) < 0.3, "{:?}", f.continuity);
+    let d = &x.diagnosis;
+    assert_eq!(d.limit, Some(Limit::Application), "{}", d.summary);
+    assert!(d.summary.contains("look alike"), "{}", d.summary);
+}

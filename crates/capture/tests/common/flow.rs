@@ -38,6 +38,8 @@ pub struct Flow {
     /// The time between two segments sent back to back, ns: a bottleneck's
     /// spacing (none: 1 µs, a fast path's).
     pub pace_ns: Option<u64>,
+    /// The receiver holds each ACK this long (delayed ACKs), ns.
+    pub ack_delay_ns: u64,
 }
 
 impl Default for Flow {
@@ -55,6 +57,7 @@ impl Default for Flow {
             super_every: None,
             at_receiver: false,
             pace_ns: None,
+            ack_delay_ns: 0,
         }
     }
 }
@@ -141,14 +144,14 @@ impl Flow {
                 next += len;
                 unacked_segs += n;
                 if unacked_segs >= 2 {
-                    acks.push_back((t + self.rtt_ns, next));
+                    acks.push_back((t + self.rtt_ns + self.ack_delay_ns, next));
                     unacked_segs = 0;
                 }
                 t += self.pace_ns.unwrap_or(1_000);
             }
             let Some((at, a)) = acks.pop_front() else {
                 // Nothing outstanding: the next ACK flushes the odd segment.
-                acks.push_back((t + self.rtt_ns, next));
+                acks.push_back((t + self.rtt_ns + self.ack_delay_ns, next));
                 unacked_segs = 0;
                 continue;
             };
