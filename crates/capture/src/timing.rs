@@ -103,10 +103,12 @@ pub struct DataTiming {
     bin: (u64, u64),
     #[serde(skip)]
     window_sum: (u128, u64),
-    /// The slots' length, the first data segment's time and the last slot
-    /// with data, ns, ns, index.
+    /// The first data segment's time, ns (the slots' origin).
     #[serde(skip)]
-    slot: Option<(u64, u64, u64)>,
+    slot_t0: u64,
+    /// The slots' length, ns (0 until the first data segment).
+    #[serde(skip)]
+    slot_ns: u32,
 }
 
 /// Slots per round trip for [`DataTiming::continuity`].
@@ -134,11 +136,16 @@ impl DataTiming {
         let Some(rtt) = rtt_ns.filter(|r| *r >= SLOTS_PER_RTT) else {
             return;
         };
-        let (len, t0, last) = *self.slot.get_or_insert((rtt / SLOTS_PER_RTT, ts, 0));
-        let i = ts.saturating_sub(t0) / len;
-        if self.slots_with_data == 0 || i > last {
+        if self.slot_ns == 0 {
+            // An eighth of an RTT past 34 s does not fit: no share then.
+            let Ok(len) = u32::try_from(rtt / SLOTS_PER_RTT) else {
+                return;
+            };
+            (self.slot_ns, self.slot_t0) = (len, ts);
+        }
+        let i = ts.saturating_sub(self.slot_t0) / u64::from(self.slot_ns);
+        if self.slots_with_data == 0 || i >= self.slots {
             self.slots_with_data += 1;
-            self.slot = Some((len, t0, i));
             self.slots = i + 1;
         }
     }
