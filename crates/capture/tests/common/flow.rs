@@ -114,7 +114,16 @@ impl Flow {
             let zero = self
                 .zero
                 .is_some_and(|(a, b)| t >= start + a && t < start + b);
-            while !zero && next - acked + mss <= limit {
+            while !zero && t < end && next - acked + mss <= limit {
+                // Paced, the sender takes each ACK as it comes rather than
+                // when its window is full.
+                while self.pace_ns.is_some() && acks.front().is_some_and(|(at, _)| *at <= t) {
+                    let Some((at, a)) = acks.pop_front() else {
+                        break;
+                    };
+                    acked = a;
+                    out.push((at, Seg::v4(false, SISN + 1).ack(a as u32).win(self.window)));
+                }
                 sent += 1;
                 let n = match self.super_every {
                     Some((every, k))
