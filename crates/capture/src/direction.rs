@@ -276,6 +276,7 @@ impl Direction {
 
     fn data(&mut self, seg: &Segment, end: u32, at: &SendContext<'_>) {
         let len = seg.payload_len;
+        self.timing.passed(at.ts, at.rtt_ns);
         self.largest_segment = self.largest_segment.max(len);
         self.timing.segment_size(len, at.peer_mss);
         if at.peer_mss.is_some_and(|m| len > u32::from(m)) {

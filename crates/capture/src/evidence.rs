@@ -33,6 +33,9 @@ pub struct FlowSummary {
     pub packets: u64,
     /// Payload bytes the sender sent for the first time.
     pub data_bytes: u64,
+    /// Payload bytes the sender's segments carried at the capture point,
+    /// retransmissions included (what tshark's `tcp.len` adds up to).
+    pub payload_bytes: u64,
     /// Payload bytes the receiver sent back.
     pub reverse_bytes: u64,
     /// First to last data segment, seconds.
@@ -66,6 +69,10 @@ pub struct FlowSummary {
     pub retransmits: u64,
     /// Their payload bytes.
     pub retransmitted_bytes: u64,
+    /// Data segments that filled a gap within an RTT of its opening without
+    /// duplicate ACKs: seen late, or resent when the first copy was lost
+    /// before the capture point (which one capture point cannot tell).
+    pub out_of_order: u64,
     /// Zero-window episodes the receiver advertised.
     pub zero_window_episodes: u64,
     /// Their total time, seconds.
@@ -78,6 +85,9 @@ pub struct FlowSummary {
     /// Share of the time with data in flight that the receiver's window
     /// stood under 3/4 of the largest it had advertised (scale known).
     pub window_shrank_share: Option<f64>,
+    /// The share of eighth-RTT slots, first data segment to last, in which
+    /// data passed the capture point (see `timing`).
+    pub continuity: Option<f64>,
     /// Segments larger than the receiver's MSS (TSO/GSO super-segments).
     pub super_segments: u64,
     /// ICMP too-big messages quoting the connection.
@@ -188,6 +198,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         receiver: back.sender.clone(),
         packets: c.packets(),
         data_bytes: t.new_bytes,
+        payload_bytes: data.payload_bytes,
         reverse_bytes: back.payload_bytes,
         duration_s: secs,
         measured_bps: measured,
@@ -207,11 +218,13 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         max_flight_bytes: data.flight.max,
         retransmits: data.retransmissions.total,
         retransmitted_bytes: data.retransmissions.bytes,
+        out_of_order: data.out_of_order,
         zero_window_episodes: back.zero_window.episodes,
         zero_window_s: back.zero_window.total_ns as f64 / 1e9,
         busy_share: near.then(|| share(t.busy_ns)).flatten(),
         window_limited_share: near.then(|| share(t.window_limited_ns)).flatten(),
         window_shrank_share: stream.window_shrank_share,
+        continuity: t.continuity(),
         super_segments: data.super_segments,
         icmp_too_big: c.icmp_too_big,
         icmp_mtu: c.icmp_mtu,

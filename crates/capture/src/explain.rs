@@ -15,7 +15,8 @@ use serde::Serialize;
 
 use crate::analysis::Analysis;
 use crate::connection::Connection;
-use crate::evidence::{data_direction, evidence, FlowSummary};
+use crate::continuity;
+use crate::evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
 use crate::filter::CaptureFilters;
 use crate::notes::notes;
 use crate::os::{caveat, fix_first, guesses, sentence, HostGuess, OsGuess};
@@ -62,9 +63,33 @@ pub fn explain_all(
 
 /// Explains one connection.
 pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) -> Explanation {
-    let fe = evidence(c, link);
+    let link_given = link.is_some();
+    let mut fe = evidence(c, link);
     let mut dg = diagnose(&fe.evidence);
+    if continuity::bursts(&fe) && dg.link_source.as_deref() == Some("inferred") {
+        no_path(&mut fe, &mut dg);
+    }
+    if continuity::worth_inferring(&dg, link_given) {
+        infer_path(&mut fe, &mut dg);
+    }
     reword(&mut dg);
+    capture_findings(c, &fe, &mut dg);
+    let (notes, os_guesses, fixes_first_for) = notes_and_guesses(c, &fe, &mut dg, os);
+    Explanation {
+        notes,
+        os_guesses,
+        fixes_first_for,
+        flow: fe.summary,
+        diagnosis: dg,
+        evidence: fe.evidence,
+    }
+}
+
+/// What only a capture shows, put beside the findings it bears on: the
+/// zero-window time, the ICMP MTU, a receiver that did not scale, the
+/// sender-side causes one capture point cannot tell apart, and a flow too
+/// short to have a rate.
+fn capture_findings(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
     let (_, back, _) = data_direction(c);
     let s = &fe.summary;
     // Zero-window time and the ICMP MTU beside the findings they bear on.
@@ -81,14 +106,14 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
             "s",
         ));
     }
-    add_lines(&mut dg, Limit::ReceiveWindow, &zero);
+    add_lines(dg, Limit::ReceiveWindow, &zero);
     if let Some(m) = c.icmp_mtu {
         let l = [EvidenceLine::new(
             "smallest MTU in ICMP too-big messages",
             f64::from(m),
             "B",
         )];
-        add_lines(&mut dg, Limit::PathMtu, &l);
+        add_lines(dg, Limit::PathMtu, &l);
     }
     // The receiver that did not scale its window, in the window's sentence.
     let syns = [&c.client.syn, &c.server.syn];
@@ -98,20 +123,21 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
             .any(|s| s.as_ref().is_some_and(|s| s.options.window_scale.is_none()));
     if unscaled {
         amend(
-            &mut dg,
+            dg,
             Limit::ReceiveWindow,
             "; the receiver advertises it without window scaling (the handshake did not agree on it), so it can never exceed 65,535 B",
         );
     }
     amend(
-        &mut dg,
+        dg,
         Limit::Application,
         "; from one capture point an application that did not write and a full send buffer look alike (plumb why --port PORT on the sending host tells them apart)",
     );
     let share = s.zero_window_s / s.duration_s.max(1e-9);
     if share >= BINDING_SHARE {
-        receiving_application(&mut dg, share, zero);
+        receiving_application(dg, share, zero);
     }
+    continuity::sender_held(dg, fe);
     if s.duration_s <= 0.0 && dg.limit.is_none() {
         // One segment, or one burst within the capture's clock: a rate of
         // "0 bit/s" would be a figure the capture never showed.
@@ -120,24 +146,61 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
             plumb_diagnose::rules::human_count(s.data_bytes)
         );
     }
-    let mut notes = notes(c, &fe);
+}
+
+/// The capture's notes, each end's OS guess and, when one is confident,
+/// its system's fixes put first.
+fn notes_and_guesses(
+    c: &Connection,
+    fe: &FlowEvidence,
+    dg: &mut Diagnosis,
+    os: Option<OsGuess<'_>>,
+) -> (Vec<String>, Vec<HostGuess>, Option<String>) {
+    let mut notes = notes(c, fe);
     let os_guesses = os.map_or_else(Vec::new, |g| guesses(c, fe.client_sends, g));
     notes.extend(os_guesses.iter().map(sentence));
     notes.extend(caveat(&os_guesses));
-    let fixes_first_for = fix_first(&mut dg, &os_guesses);
+    let fixes_first_for = fix_first(dg, &os_guesses);
     if let Some(os) = &fixes_first_for {
         notes.push(format!(
             "the {os} fixes come first: the system guessed, with confidence, at the end they are made on"
         ));
     }
-    Explanation {
-        notes,
-        os_guesses,
-        fixes_first_for,
-        flow: fe.summary,
-        diagnosis: dg,
-        evidence: fe.evidence,
+    (notes, os_guesses, fixes_first_for)
+}
+
+/// Weighs `fe` again without the path the diagnosis inferred from its RTT
+/// above the minimum, when the data passed in bursts ([`continuity::bursts`]):
+/// the inference reads the flight as the sender's congestion window, which
+/// is withheld here, since no bottleneck was kept busy.
+fn no_path(fe: &mut FlowEvidence, dg: &mut Diagnosis) {
+    let mut e = fe.evidence.clone();
+    e.streams.iter_mut().for_each(|s| s.max_cwnd = None);
+    *dg = diagnose(&e);
+    fe.evidence = e;
+}
+
+/// Weighs `fe` again with the path [`continuity::full_path`] infers from the
+/// data's spacing; the path stands (in `fe` and `dg`) only when the answer
+/// then is the link, as the diagnosis's own inference does.
+fn infer_path(fe: &mut FlowEvidence, dg: &mut Diagnosis) {
+    let Some(path) = continuity::full_path(fe) else {
+        return;
+    };
+    let mut e = fe.evidence.clone();
+    e.link = Some(path);
+    e.unknown.retain(|u| !u.starts_with("the link rate"));
+    e.unknown.push(
+        "the link rate: inferred from the data's spacing in the capture, not stated (--link states it)"
+            .into(),
+    );
+    let d = diagnose(&e);
+    if d.limit != Some(Limit::Link) {
+        return;
     }
+    *dg = d;
+    fe.evidence = e;
+    amend(dg, Limit::Link, &continuity::full_path_clause(fe));
 }
 
 /// The engine's words for TCP_INFO's counters, and what a capture's

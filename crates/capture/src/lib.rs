@@ -27,6 +27,7 @@
 
 mod analysis;
 mod connection;
+mod continuity;
 mod direction;
 mod error;
 mod evidence;

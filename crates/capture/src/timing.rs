@@ -2,8 +2,11 @@
 //! (new data to the ACK that covers it, one timed segment at a time, none
 //! across a retransmission: Karn's rule), the span and volume of new data
 //! with its best second, the time the sender had data in flight, the time
-//! its flight stood at the peer's advertised window, and the time that
-//! window stood under 3/4 of the largest it had reached.
+//! its flight stood at the peer's advertised window, the time that window
+//! stood under 3/4 of the largest it had reached, and how continuously
+//! data passed the capture point (the round trip cut in eighths: a path
+//! that is full carries data in every one, a sender held by its window,
+//! buffer or application sends a burst a round trip and pauses).
 //!
 //! The times are accumulated between consecutive segments of the
 //! connection: between two segments nothing the capture point sees changes,
@@ -107,11 +110,27 @@ pub struct DataTiming {
     /// (a stall inside the transfer, not the idle tail after it).
     #[serde(skip)]
     window_idle: (u64, u64),
+    /// Eighths of the handshake RTT from the first data segment to the
+    /// last (handshake known only).
+    pub slots: u64,
+    /// Of them, those in which a data segment passed the capture point.
+    pub slots_with_data: u64,
     #[serde(skip)]
     bin: (u64, u64),
     #[serde(skip)]
     window_sum: (u128, u64),
+    /// The first data segment's time, ns (the slots' origin).
+    #[serde(skip)]
+    slot_t0: u64,
+    /// The slots' length, ns (0 until the first data segment).
+    #[serde(skip)]
+    slot_ns: u32,
 }
+
+/// Slots per round trip for [`DataTiming::continuity`].
+pub const SLOTS_PER_RTT: u64 = 8;
+/// The fewest slots (two round trips) a continuity share is given for.
+pub const MIN_SLOTS: u64 = 2 * SLOTS_PER_RTT;
 
 impl DataTiming {
     /// `len` new bytes seen at `ts`.
@@ -128,6 +147,33 @@ impl DataTiming {
         }
         self.bin.1 += u64::from(len);
         self.best_second_bytes = self.best_second_bytes.max(self.bin.1);
+    }
+
+    /// A data segment (new or resent) seen at `ts`, the handshake RTT being
+    /// `rtt_ns`: marks its slot as holding data.
+    pub(crate) fn passed(&mut self, ts: u64, rtt_ns: Option<u64>) {
+        let Some(rtt) = rtt_ns.filter(|r| *r >= SLOTS_PER_RTT) else {
+            return;
+        };
+        if self.slot_ns == 0 {
+            // An eighth of an RTT past 34 s does not fit: no share then.
+            let Ok(len) = u32::try_from(rtt / SLOTS_PER_RTT) else {
+                return;
+            };
+            (self.slot_ns, self.slot_t0) = (len, ts);
+        }
+        let i = ts.saturating_sub(self.slot_t0) / u64::from(self.slot_ns);
+        if self.slots_with_data == 0 || i >= self.slots {
+            self.slots_with_data += 1;
+            self.slots = i + 1;
+        }
+    }
+
+    /// The share of eighth-RTT slots, first data segment to last, in which
+    /// data passed the capture point; `None` under [`MIN_SLOTS`] slots or
+    /// without the handshake's RTT.
+    pub fn continuity(&self) -> Option<f64> {
+        (self.slots >= MIN_SLOTS).then(|| self.slots_with_data as f64 / self.slots as f64)
     }
 
     /// A data segment of `len` bytes against the peer's MSS option.

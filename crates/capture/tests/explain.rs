@@ -218,3 +218,103 @@ fn filters_pick_connections() {
     };
     assert_eq!(explain_all(&a, &conn, None, None).len(), 1);
 }
+
+/// A path kept full: segments leave at a 100 Mbit/s bottleneck's spacing
+/// (120 µs per 1,460 B) under a window allowing 140 Mbit/s. With no link
+/// rate given and no standing queue to see, the data in every eighth of
+/// the round trip names the path, from either end.
+#[test]
+fn data_without_pauses_is_a_full_path_from_either_end() {
+    for at_receiver in [false, true] {
+        let x = one(&Flow {
+            window: 65_535,
+            shift: Some(2),
+            pace_ns: Some(120_000),
+            at_receiver,
+            ..Flow::default()
+        });
+        let f = &x.flow;
+        // The scenario holds: the bottleneck's rate, and a window above it.
+        assert!(
+            (f.measured_bps / 97.3e6 - 1.0).abs() < 0.03,
+            "{}",
+            f.measured_bps
+        );
+        assert!(f.window_bytes.unwrap_or(0) > 200_000, "{f:?}");
+        assert!(f.continuity.unwrap_or(0.0) > 0.95, "{:?}", f.continuity);
+        let d = &x.diagnosis;
+        assert_eq!(d.limit, Some(Limit::Link), "{at_receiver}: {}", d.summary);
+        assert_eq!(d.link_source.as_deref(), Some("inferred"));
+        assert!(d.summary.contains("the path is full"), "{}", d.summary);
+        assert!(
+            d.fixes
+                .iter()
+                .all(|f| !f.commands.join(" ").contains("rmem")),
+            "{:?}",
+            d.fixes
+        );
+    }
+}
+
+/// A sender that keeps 64 KiB in flight under a 1 MiB window: a burst a
+/// round trip, then a pause. From either end it is the sender, said to be
+/// its application or its send buffer, which one capture cannot tell apart.
+#[test]
+fn bursts_under_a_larger_window_are_the_sender_from_either_end() {
+    for at_receiver in [false, true] {
+        let x = one(&Flow {
+            window: 65_535,
+            shift: Some(4),
+            cap: Some(65_536),
+            at_receiver,
+            ..Flow::default()
+        });
+        let f = &x.flow;
+        // The scenario holds: the cap's rate, far under the window's.
+        assert!(
+            (f.measured_bps / 33.1e6 - 1.0).abs() < 0.1,
+            "{}",
+            f.measured_bps
+        );
+        assert!(f.continuity.unwrap_or(1.0) < 0.3, "{:?}", f.continuity);
+        let d = &x.diagnosis;
+        assert_eq!(
+            d.limit,
+            Some(Limit::Application),
+            "{at_receiver}: {}",
+            d.summary
+        );
+        assert!(d.summary.contains("look alike"), "{}", d.summary);
+        assert_eq!(d.predicted_bps, None);
+        // The seed's window-limited flow is not the sender.
+        let seed = one(&Flow {
+            at_receiver,
+            ..Flow::default()
+        });
+        assert_eq!(seed.diagnosis.limit, Some(Limit::ReceiveWindow));
+    }
+}
+
+/// The same held sender, its ACKs delayed 3 ms by the receiver: near the
+/// sender the data→ACK RTT sits 20 % above the handshake's, which alone
+/// would read as a standing queue on a full path. The bursts say no
+/// bottleneck was kept busy: it is still the sender, not the link.
+#[test]
+fn delayed_acks_under_bursts_are_not_a_full_path() {
+    let x = one(&Flow {
+        window: 65_535,
+        shift: Some(4),
+        cap: Some(65_536),
+        ack_delay_ns: 3 * MS,
+        ..Flow::default()
+    });
+    let f = &x.flow;
+    // The scenario holds: near the sender, the RTT 3 ms over its minimum.
+    assert_eq!(f.position, Position::NearSender);
+    let rise = f.srtt_ms.unwrap_or(0.0) - f.min_rtt_ms.unwrap_or(0.0);
+    assert!((rise - 3.0).abs() < 0.5, "{f:?}");
+    assert!(f.continuity.unwrap_or(1.0) < 0.3, "{:?}", f.continuity);
+    let d = &x.diagnosis;
+    assert_eq!(d.limit, Some(Limit::Application), "{}", d.summary);
+    assert!(d.summary.contains("look alike"), "{}", d.summary);
+}

@@ -7,7 +7,8 @@
 
 mod common;
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -465,13 +466,23 @@ fn explained_transfer(pcap: &Path, min_packets: u64) -> Value {
     x
 }
 
-/// Runs `client` (a shell command) in the near namespace and `server` in
-/// the far one, each beside a tcpdump of its own side, and returns the two
-/// captures' paths. The far side stops its tcpdump when its server ends,
-/// before the near side ends the lab.
-fn captured(dir: &Path, client: &str, server: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+/// A lab run captured at both ends: the test's own `-J` document and
+/// tcpdump's files beside the client (near: the data's sender) and beside
+/// the server (far: its receiver).
+struct Captured {
+    doc: Value,
+    near: PathBuf,
+    far: PathBuf,
+}
+
+/// Builds the lab with `lab` (its flags), runs `client` (a shell command
+/// writing its `-J` to stdout) in the near namespace and `server` in the far
+/// one, each beside a tcpdump of its own side. The far side stops its
+/// tcpdump when its server ends, before the near side ends the lab.
+fn captured(dir: &Path, lab: &[&str], client: &str, server: &str) -> Captured {
     let near = dir.join("near.pcap");
     let far = dir.join("far.pcap");
+    let test = dir.join("test.json");
     let dump = |f: &Path| {
         format!(
             "tcpdump -i any -U -Z root -s 128 -w {} tcp 2>/dev/null & T=$!",
@@ -480,24 +491,14 @@ fn captured(dir: &Path, client: &str, server: &str) -> (std::path::PathBuf, std:
     };
     let far_exec = format!("{}; {server}; sleep 0.5; kill -INT $T; wait $T", dump(&far));
     let near_exec = format!(
-        "{}; sleep 2; {client}; sleep 2; kill -INT $T; wait $T; sleep 1",
-        dump(&near)
+        "{}; sleep 2; {client} > {}; sleep 2; kill -INT $T; wait $T; sleep 1",
+        dump(&near),
+        test.display()
     );
-    let out = run(
-        plumb_bin(),
-        &[
-            "lab",
-            "--rate",
-            "1g",
-            "--rtt",
-            "15ms",
-            "--far-exec",
-            &far_exec,
-            "--exec",
-            &near_exec,
-        ],
-        Duration::from_secs(120),
-    );
+    let mut args = vec!["lab"];
+    args.extend_from_slice(lab);
+    args.extend(["--far-exec", &far_exec, "--exec", &near_exec]);
+    let out = run(plumb_bin(), &args, Duration::from_secs(120));
     let left = leftovers();
     assert!(left.is_empty(), "the lab left {left:?} behind");
     assert!(
@@ -505,29 +506,202 @@ fn captured(dir: &Path, client: &str, server: &str) -> (std::path::PathBuf, std:
         "plumb lab: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (near, far)
+    let doc = serde_json::from_slice(&std::fs::read(&test).expect("the test's -J"))
+        .expect("the test's -J parses");
+    Captured { doc, near, far }
 }
 
-/// tshark's frames, both directions, for the conversation between `a` and
-/// `b` (`-z conv,tcp`), when tshark runs.
-fn tshark_frames(pcap: &Path, a: &str, b: &str) -> Option<u64> {
-    let o = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(pcap)
-        .args(["-q", "-z", "conv,tcp"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let text = String::from_utf8_lossy(&o.stdout);
-    let num = |s: &str| s.replace(',', "").parse::<u64>().ok();
-    text.lines().find_map(|l| {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        let ends = (*t.first()?, *t.get(2)?);
-        if ends != (a, b) && ends != (b, a) {
-            return None;
+/// A plumb client with `flags` against a plumb server across a lab of
+/// `rate` and `rtt` (and `lab`'s further flags). The client runs `--why
+/// --link RATE -J`: its document carries the test's own diagnosis, weighed
+/// against the link the lab really has.
+fn plumb_captured(dir: &Path, rate: &str, rtt: &str, lab: &[&str], flags: &str) -> Captured {
+    let plumb = plumb_bin();
+    let client = format!("{plumb} -c $PLUMB_FAR {flags} --why --link {rate} -J");
+    let server = format!("{plumb} -s -1 >/dev/null 2>&1");
+    let mut args = vec!["--rate", rate, "--rtt", rtt];
+    args.extend_from_slice(lab);
+    captured(dir, &args, &client, &server)
+}
+
+/// What the capture must say of a scenario's cause.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Verdict {
+    /// The test's own limit.
+    TheTests,
+    /// A sender-side cause (the application or the send buffer), saying
+    /// that from one capture point the two cannot be told apart.
+    SenderSide,
+}
+
+/// Checks `pcap` against the test it captured: the capture's limit is the
+/// test's (or, for `Verdict::SenderSide`, one of the sender's causes and
+/// it says so), its measured rate within 10 % of the test's, and tshark's
+/// analysis agrees with its counts. Returns the explained connection.
+fn agrees(pcap: &Path, test: &Value, verdict: Verdict, min_packets: u64) -> Value {
+    let x = explained_transfer(pcap, min_packets);
+    let d = &x["diagnosis"];
+    let at = pcap.display();
+    match verdict {
+        Verdict::TheTests => {
+            assert_eq!(
+                d["limit"], test["diagnosis"]["limit"],
+                "{at}: {} (the test: {}; continuity {})",
+                d["summary"], test["diagnosis"]["summary"], x["flow"]["continuity"]
+            );
         }
-        Some(num(t.get(3)?)? + num(t.get(6)?)?)
-    })
+        Verdict::SenderSide => {
+            let limit = d["limit"].as_str().unwrap_or("none");
+            assert!(
+                ["application", "send_buffer"].contains(&limit),
+                "{at}: {limit}: {} (continuity {})",
+                d["summary"],
+                x["flow"]["continuity"]
+            );
+            assert!(
+                d["summary"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("cannot be told apart") || s.contains("look alike")),
+                "{at}: {}",
+                d["summary"]
+            );
+        }
+    }
+    let measured = num(test, "end.sum_received.bits_per_second");
+    let got = x["flow"]["measured_bps"].as_f64().unwrap_or(0.0);
+    assert!(
+        (got / measured - 1.0).abs() <= 0.10,
+        "{at}: {got} vs the test's {measured}"
+    );
+    match tshark_analysis(pcap) {
+        Some(t) => tshark_agrees(pcap, &x["flow"], &t),
+        None => plumb_testkit::skip_tool!("tshark is not installed: its analysis not compared"),
+    }
+    x
+}
+
+/// What tshark's analysis counts for one connection.
+#[derive(Debug, Default)]
+struct TsharkFlow {
+    /// Frames, both directions.
+    frames: u64,
+    /// Per sender ("ADDR:PORT"): payload bytes (`tcp.len`), frames flagged
+    /// `tcp.analysis.zero_window`, frames flagged as resent data of any
+    /// kind (`retransmission`, `fast_retransmission`,
+    /// `spurious_retransmission`, `out_of_order`: a frame may carry several,
+    /// it counts once). Wireshark calls a segment below the highest sequence
+    /// seen "out-of-order" when it comes within its out-of-order threshold
+    /// (the initial RTT) of the highest one; the lab reorders nothing, so
+    /// each is a retransmission, which is what a bulk sender's are.
+    by_sender: HashMap<String, (u64, u64, u64)>,
+    /// `tcp.analysis.initial_rtt`, seconds.
+    initial_rtt: Option<f64>,
+}
+
+/// tshark's per-packet analysis of `pcap` (one run, `-T fields`), per
+/// connection keyed by its ends sorted; `None` when tshark cannot run.
+fn tshark_analysis(pcap: &Path) -> Option<HashMap<(String, String), TsharkFlow>> {
+    let fields = [
+        "ip.src",
+        "tcp.srcport",
+        "ip.dst",
+        "tcp.dstport",
+        "tcp.len",
+        "tcp.analysis.zero_window",
+        "tcp.analysis.retransmission",
+        "tcp.analysis.fast_retransmission",
+        "tcp.analysis.spurious_retransmission",
+        "tcp.analysis.out_of_order",
+        "tcp.analysis.initial_rtt",
+    ];
+    let mut cmd = std::process::Command::new("tshark");
+    cmd.arg("-r")
+        .arg(pcap)
+        .args(["-Y", "tcp", "-T", "fields", "-E", "separator=;"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let o = cmd.output().ok().filter(|o| o.status.success())?;
+    let mut flows: HashMap<(String, String), TsharkFlow> = HashMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split(';').collect();
+        assert_eq!(f.len(), fields.len(), "tshark: {line}");
+        let (src, dst) = (format!("{}:{}", f[0], f[1]), format!("{}:{}", f[2], f[3]));
+        let key = if src <= dst {
+            (src.clone(), dst)
+        } else {
+            (dst, src.clone())
+        };
+        let flow = flows.entry(key).or_default();
+        flow.frames += 1;
+        let e = flow.by_sender.entry(src).or_default();
+        e.0 += f[4].parse::<u64>().unwrap_or(0);
+        e.1 += u64::from(!f[5].is_empty());
+        e.2 += u64::from(f[6..10].iter().any(|s| !s.is_empty()));
+        if let Ok(r) = f[10].parse::<f64>() {
+            flow.initial_rtt = Some(r);
+        }
+    }
+    Some(flows)
+}
+
+/// plumb's `flow` (from `why -r -J`) against tshark's analysis of the same
+/// file: frames and payload bytes per direction equal; zero-window
+/// episodes equal to the frames flagged zero window; retransmissions
+/// within 5 % (or 2); the handshake RTT within 2 %. See
+/// crates/capture/tests/README.md for what each side counts.
+fn tshark_agrees(pcap: &Path, flow: &Value, t: &HashMap<(String, String), TsharkFlow>) {
+    let at = pcap.display();
+    let s = |k: &str| flow[k].as_str().unwrap_or("").to_string();
+    let n = |k: &str| flow[k].as_u64().unwrap_or(0);
+    let (snd, rcv) = (s("sender"), s("receiver"));
+    let key = if snd <= rcv {
+        (snd.clone(), rcv.clone())
+    } else {
+        (rcv.clone(), snd.clone())
+    };
+    let Some(theirs) = t.get(&key) else {
+        panic!("{at}: tshark has no connection {key:?}");
+    };
+    let dir = |who: &str| theirs.by_sender.get(who).copied().unwrap_or_default();
+    let (sent, rcvd) = (dir(&snd), dir(&rcv));
+    assert_eq!(n("packets"), theirs.frames, "{at}: frames");
+    assert_eq!(
+        n("payload_bytes"),
+        sent.0,
+        "{at}: the sender's payload bytes"
+    );
+    assert_eq!(
+        n("reverse_bytes"),
+        rcvd.0,
+        "{at}: the receiver's payload bytes"
+    );
+    assert_eq!(
+        n("zero_window_episodes"),
+        rcvd.1,
+        "{at}: zero-window episodes vs frames"
+    );
+    // Wireshark flags a segment filling a gap as out-of-order or resent by
+    // the same clock; plumb counts one that came within an RTT without
+    // duplicate ACKs apart, as seen late (the lab reorders nothing, so
+    // here each was resent after a loss before the capture point).
+    let (mine, theirs_rx) = (n("retransmits") + n("out_of_order"), sent.2);
+    assert!(
+        mine.abs_diff(theirs_rx) <= 2.max(theirs_rx / 20),
+        "{at}: retransmissions {mine} vs tshark's {theirs_rx}"
+    );
+    match (flow["handshake_rtt_ms"].as_f64(), theirs.initial_rtt) {
+        (Some(mine), Some(t)) => assert!(
+            (mine / (t * 1e3) - 1.0).abs() <= 0.02,
+            "{at}: handshake RTT {mine} ms vs tshark's {} ms",
+            t * 1e3
+        ),
+        other => panic!("{at}: handshake RTT (plumb, tshark): {other:?}"),
+    }
+    eprintln!(
+        "{at}: tshark agrees: {} frames, {} B sent, {} retransmissions (tshark {theirs_rx}), RTT {:?} s",
+        theirs.frames, sent.0, mine, theirs.initial_rtt
+    );
 }
 
 fn tcpdump_missing() -> bool {
@@ -551,52 +725,22 @@ fn the_seed_scenario_from_a_capture_at_either_end() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("why-capture-seed");
-    let test = dir.join("test.json");
-    let plumb = plumb_bin();
-    let client = format!(
-        "{plumb} -c $PLUMB_FAR --rwin 17520 -t 5 -J > {}",
-        test.display()
-    );
-    let server = format!("{plumb} -s -1 >/dev/null 2>&1");
-    let (near, far) = captured(&dir, &client, &server);
-    let doc: Value = serde_json::from_slice(&std::fs::read(&test).expect("the test's -J"))
-        .expect("the test's -J parses");
-    let measured = num(&doc, "end.sum_received.bits_per_second");
+    let run = plumb_captured(&dir, "1g", "15ms", &[], "--rwin 17520 -t 5");
+    let measured = num(&run.doc, "end.sum_received.bits_per_second");
     assert!(measured > 5e6, "the test itself: {measured}");
-    for pcap in [&near, &far] {
-        let x = explained_transfer(pcap, 3000);
-        let d = &x["diagnosis"];
-        assert_eq!(
-            d["limit"],
-            "receive_window",
-            "{}: {}",
-            pcap.display(),
-            d["summary"]
-        );
-        let got = x["flow"]["measured_bps"].as_f64().unwrap_or(0.0);
+    assert_eq!(run.doc["diagnosis"]["limit"], "receive_window");
+    for pcap in [&run.near, &run.far] {
+        let x = agrees(pcap, &run.doc, Verdict::TheTests, 500);
+        // The prediction is the window over the RTT, each side's own: the
+        // test's is TCP's smoothed RTT, which the receiver's delayed ACKs
+        // lift 1-2 ms above the path's 15 ms; far from the sender the
+        // capture has the handshake's RTT and the receiver's short
+        // data→ACK delay, so its prediction runs up to ~14 % higher.
+        let theirs = num(&run.doc, "diagnosis.predicted_bps");
+        let predicted = x["diagnosis"]["predicted_bps"].as_f64().unwrap_or(0.0);
         assert!(
-            (got / measured - 1.0).abs() <= 0.10,
-            "{}: {got} vs the test's {measured}",
-            pcap.display()
-        );
-        // Wireshark counts the same segments for this connection.
-        let (snd, rcv) = (
-            x["flow"]["sender"].as_str().unwrap_or(""),
-            x["flow"]["receiver"].as_str().unwrap_or(""),
-        );
-        match tshark_frames(pcap, snd, rcv) {
-            Some(frames) => assert_eq!(
-                Some(frames),
-                x["flow"]["packets"].as_u64(),
-                "{}: tshark's frames",
-                pcap.display()
-            ),
-            None => plumb_testkit::skip_tool!("tshark is not installed: frames not compared"),
-        }
-        let predicted = d["predicted_bps"].as_f64().unwrap_or(0.0);
-        assert!(
-            (predicted / 9.344e6 - 1.0).abs() <= 0.10,
-            "{}: predicted {predicted}",
+            (predicted / theirs - 1.0).abs() <= 0.15,
+            "{}: predicted {predicted}, the test {theirs}",
             pcap.display()
         );
     }
@@ -612,18 +756,12 @@ fn iperf3_with_a_17520_byte_window_from_a_capture() {
     let iperf3 = iperf3_bin();
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("why-capture-iperf3");
-    let test = dir.join("test.json");
-    let client = format!(
-        "{iperf3} -c $PLUMB_FAR -w 17520 -t 5 -J > {}",
-        test.display()
-    );
+    let client = format!("{iperf3} -c $PLUMB_FAR -w 17520 -t 5 -J");
     let server = format!("{iperf3} -s -1 >/dev/null 2>&1");
-    let (near, far) = captured(&dir, &client, &server);
-    let doc: Value = serde_json::from_slice(&std::fs::read(&test).expect("the test's -J"))
-        .expect("the test's -J parses");
-    let measured = num(&doc, "end.sum_received.bits_per_second");
+    let run = captured(&dir, &["--rate", "1g", "--rtt", "15ms"], &client, &server);
+    let measured = num(&run.doc, "end.sum_received.bits_per_second");
     assert!(measured > 5e6, "the test itself: {measured}");
-    for pcap in [&near, &far] {
+    for pcap in [&run.near, &run.far] {
         let x = explained_transfer(pcap, 3000);
         let d = &x["diagnosis"];
         assert_eq!(
@@ -637,6 +775,161 @@ fn iperf3_with_a_17520_byte_window_from_a_capture() {
         assert!(
             (got / measured - 1.0).abs() <= 0.10,
             "{}: {got} vs the test's {measured}",
+            pcap.display()
+        );
+    }
+}
+
+/// A 64 KiB send buffer (`--sndbuf 64K`, cubic) at 1 Gbit/s, 15 ms: from
+/// either end the capture names a sender-side cause and says that the
+/// application and the send buffer cannot be told apart from there.
+#[test]
+fn a_small_send_buffer_from_a_capture_is_the_sender() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("why-capture-sndbuf");
+    let run = plumb_captured(&dir, "1g", "15ms", &[], "--sndbuf 64K -C cubic -t 4");
+    // The premise: the buffer held the transfer far below the link, and
+    // the test itself names it (under cubic the rate varies from run to
+    // run, 64-92 Mbit/s here, and at the top of that range the buffer's
+    // model no longer explains it: the test is then unexplained).
+    let measured = num(&run.doc, "end.sum_received.bits_per_second");
+    let limit = run.doc["diagnosis"]["limit"].as_str().unwrap_or("none");
+    if !(1e6..300e6).contains(&measured) || limit != "send_buffer" {
+        plumb_testkit::skip_premise!(
+            "a 64 KiB send buffer carried {measured} bit/s, the test named {limit}"
+        );
+        return;
+    }
+    for pcap in [&run.near, &run.far] {
+        agrees(pcap, &run.doc, Verdict::SenderSide, 500);
+    }
+}
+
+/// An application capped at 50 Mbit/s (`-b 50M`) on a 1 Gbit/s, 15 ms
+/// path: from either end a sender-side cause, said to be indistinguishable
+/// from the send buffer there.
+#[test]
+fn a_rate_capped_application_from_a_capture_is_the_sender() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("why-capture-cap");
+    let run = plumb_captured(&dir, "1g", "15ms", &[], "-b 50M -t 4");
+    // The premise: the cap held, at 50 Mbit/s within 10 %.
+    let measured = num(&run.doc, "end.sum_received.bits_per_second");
+    if (measured / 50e6 - 1.0).abs() > 0.10 {
+        plumb_testkit::skip_premise!("-b 50M carried {measured} bit/s");
+        return;
+    }
+    assert_eq!(
+        run.doc["diagnosis"]["limit"], "application",
+        "{}",
+        run.doc["diagnosis"]["summary"]
+    );
+    for pcap in [&run.near, &run.far] {
+        agrees(pcap, &run.doc, Verdict::SenderSide, 500);
+    }
+}
+
+/// Reno across 1 % random loss (1 Gbit/s, 20 ms, seeded): each capture
+/// names the loss, as the test does.
+#[test]
+fn a_lossy_link_from_a_capture_is_the_loss() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("why-capture-loss");
+    let run = plumb_captured(
+        &dir,
+        "1g",
+        "20ms",
+        &["--loss", "1%", "--seed", "7"],
+        "-C reno -t 5",
+    );
+    // The premise: the sender retransmitted.
+    let retransmits = num(&run.doc, "end.sum_sent.retransmits");
+    if retransmits < 10.0 {
+        plumb_testkit::skip_premise!("1 % loss: {retransmits} retransmissions");
+        return;
+    }
+    assert_eq!(
+        run.doc["diagnosis"]["limit"], "loss",
+        "{}",
+        run.doc["diagnosis"]["summary"]
+    );
+    for pcap in [&run.near, &run.far] {
+        agrees(pcap, &run.doc, Verdict::TheTests, 500);
+    }
+}
+
+/// A full 200 Mbit/s, 15 ms path (plumb's default bbr): the capture, given no link rate,
+/// names the link from either end, as the test does with the lab's rate.
+#[test]
+fn a_full_path_from_a_capture_is_the_link() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("why-capture-full");
+    let run = plumb_captured(&dir, "200m", "15ms", &[], "-t 4");
+    // The premise: the transfer filled the link (its TCP goodput: 1448 of
+    // every 1514 + 24 wire bytes, about 188 Mbit/s).
+    let measured = num(&run.doc, "end.sum_received.bits_per_second");
+    if measured < 0.85 * 188e6 {
+        plumb_testkit::skip_premise!("the 200 Mbit/s path carried {measured} bit/s");
+        return;
+    }
+    assert_eq!(
+        run.doc["diagnosis"]["limit"], "link",
+        "{}",
+        run.doc["diagnosis"]["summary"]
+    );
+    for pcap in [&run.near, &run.far] {
+        agrees(pcap, &run.doc, Verdict::TheTests, 500);
+    }
+}
+
+/// A 100 ms drop-tail queue on a 200 Mbit/s, 15 ms path, filled by cubic
+/// with room to (64 MB buffers): for throughput the path is the limit and
+/// no window fix is offered, from either end.
+#[test]
+fn a_deep_queue_from_a_capture_is_the_link_with_no_window_fix() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("why-capture-queue");
+    let run = plumb_captured(
+        &dir,
+        "200m",
+        "15ms",
+        &["--queue", "100ms", "--tcp-buffer-max", "64M"],
+        "-C cubic -t 5",
+    );
+    // The premise: the path was full and its queue stood deep (the mean
+    // smoothed RTT at least 50 ms above the 15 ms path).
+    let measured = num(&run.doc, "end.sum_received.bits_per_second");
+    let rtt_ms = num(&run.doc, "end.streams.0.sender.mean_rtt") / 1e3;
+    if measured < 0.85 * 188e6 || rtt_ms < 65.0 {
+        plumb_testkit::skip_premise!("the queue: {measured} bit/s, mean RTT {rtt_ms} ms");
+        return;
+    }
+    assert_eq!(
+        run.doc["diagnosis"]["limit"], "link",
+        "{}",
+        run.doc["diagnosis"]["summary"]
+    );
+    for pcap in [&run.near, &run.far] {
+        let x = agrees(pcap, &run.doc, Verdict::TheTests, 500);
+        let fixes = x["diagnosis"]["fixes"].to_string();
+        assert!(
+            !fixes.contains("rmem") && !fixes.contains("wmem"),
+            "{}: {fixes}",
             pcap.display()
         );
     }

@@ -35,6 +35,11 @@ pub struct Flow {
     /// half an RTT later (client's) or earlier (server's) than beside the
     /// sender.
     pub at_receiver: bool,
+    /// The time between two segments sent back to back, ns: a bottleneck's
+    /// spacing (none: 1 µs, a fast path's).
+    pub pace_ns: Option<u64>,
+    /// The receiver holds each ACK this long (delayed ACKs), ns.
+    pub ack_delay_ns: u64,
 }
 
 impl Default for Flow {
@@ -51,6 +56,8 @@ impl Default for Flow {
             zero: None,
             super_every: None,
             at_receiver: false,
+            pace_ns: None,
+            ack_delay_ns: 0,
         }
     }
 }
@@ -107,7 +114,16 @@ impl Flow {
             let zero = self
                 .zero
                 .is_some_and(|(a, b)| t >= start + a && t < start + b);
-            while !zero && next - acked + mss <= limit {
+            while !zero && t < end && next - acked + mss <= limit {
+                // Paced, the sender takes each ACK as it comes rather than
+                // when its window is full.
+                while self.pace_ns.is_some() && acks.front().is_some_and(|(at, _)| *at <= t) {
+                    let Some((at, a)) = acks.pop_front() else {
+                        break;
+                    };
+                    acked = a;
+                    out.push((at, Seg::v4(false, SISN + 1).ack(a as u32).win(self.window)));
+                }
                 sent += 1;
                 let n = match self.super_every {
                     Some((every, k))
@@ -137,14 +153,14 @@ impl Flow {
                 next += len;
                 unacked_segs += n;
                 if unacked_segs >= 2 {
-                    acks.push_back((t + self.rtt_ns, next));
+                    acks.push_back((t + self.rtt_ns + self.ack_delay_ns, next));
                     unacked_segs = 0;
                 }
-                t += 1_000;
+                t += self.pace_ns.unwrap_or(1_000);
             }
             let Some((at, a)) = acks.pop_front() else {
                 // Nothing outstanding: the next ACK flushes the odd segment.
-                acks.push_back((t + self.rtt_ns, next));
+                acks.push_back((t + self.rtt_ns + self.ack_delay_ns, next));
                 unacked_segs = 0;
                 continue;
             };
