@@ -104,17 +104,18 @@ pub struct DataTiming {
     /// its application had not read (the test a live connection's samples
     /// of the sender's window take). A zero window counts, flight or not.
     pub window_shrank_ns: u64,
+    /// The largest window so far (a scaled window is at most 2^30 B).
     #[serde(skip)]
-    window_max: u64,
+    window_max: u32,
     /// Window time with nothing in flight, counted once more data follows
     /// (a stall inside the transfer, not the idle tail after it).
     #[serde(skip)]
     window_idle: (u64, u64),
     /// Eighths of the handshake RTT from the first data segment to the
     /// last (handshake known only).
-    pub slots: u64,
+    pub slots: u32,
     /// Of them, those in which a data segment passed the capture point.
-    pub slots_with_data: u64,
+    pub slots_with_data: u32,
     #[serde(skip)]
     bin: (u64, u64),
     #[serde(skip)]
@@ -163,8 +164,10 @@ impl DataTiming {
             (self.slot_ns, self.slot_t0) = (len, ts);
         }
         let i = ts.saturating_sub(self.slot_t0) / u64::from(self.slot_ns);
+        // u32 slots: 136 years of 1 s round trips, 15 h of 100 µs ones.
+        let i = u32::try_from(i).unwrap_or(u32::MAX - 1);
         if self.slots_with_data == 0 || i >= self.slots {
-            self.slots_with_data += 1;
+            self.slots_with_data = self.slots_with_data.saturating_add(1);
             self.slots = i + 1;
         }
     }
@@ -173,7 +176,8 @@ impl DataTiming {
     /// data passed the capture point; `None` under [`MIN_SLOTS`] slots or
     /// without the handshake's RTT.
     pub fn continuity(&self) -> Option<f64> {
-        (self.slots >= MIN_SLOTS).then(|| self.slots_with_data as f64 / self.slots as f64)
+        (u64::from(self.slots) >= MIN_SLOTS)
+            .then(|| f64::from(self.slots_with_data) / f64::from(self.slots))
     }
 
     /// A data segment of `len` bytes against the peer's MSS option.
@@ -186,7 +190,7 @@ impl DataTiming {
     /// `dt` ns passed with `flight` bytes in flight against `window`.
     pub(crate) fn elapse(&mut self, dt: u64, flight: u64, window: Option<u64>, mss: u32) {
         if let Some(w) = window.filter(|_| self.first_data_ns.is_some()) {
-            let shrank = if w.saturating_mul(4) < self.window_max.saturating_mul(3) {
+            let shrank = if w.saturating_mul(4) < u64::from(self.window_max).saturating_mul(3) {
                 dt
             } else {
                 0
@@ -198,7 +202,7 @@ impl DataTiming {
                 self.window_known_ns += dt;
                 self.window_shrank_ns += shrank;
             }
-            self.window_max = self.window_max.max(w);
+            self.window_max = self.window_max.max(u32::try_from(w).unwrap_or(u32::MAX));
         }
         if flight == 0 {
             return;
