@@ -1002,6 +1002,15 @@ fn a_live_capture_of_loopback_explains_its_transfer() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("-J");
     let flows = v["explained"].as_array().cloned().unwrap_or_default();
     assert!(!flows.is_empty(), "{v:#}");
+    // The socket's counts: every packet the filter passed was read or is
+    // counted as dropped, and the file's packets are the ones read.
+    let k = &v["kernel"];
+    let (received, read, dropped) = (
+        k["received"].as_u64().expect("kernel.received"),
+        k["read"].as_u64().expect("kernel.read"),
+        k["dropped"].as_u64().expect("kernel.dropped"),
+    );
+    assert_eq!(read + dropped, received, "{k}");
     let back = why(&["-r", &saved_s, "-p", &p, "-J"]);
     assert!(
         back.status.success(),
@@ -1009,6 +1018,8 @@ fn a_live_capture_of_loopback_explains_its_transfer() {
         String::from_utf8_lossy(&back.stderr)
     );
     let w: Value = serde_json::from_slice(&back.stdout).expect("-J of the saved file");
+    assert_eq!(w["read"]["records"].as_u64(), Some(read), "{w:#}");
+    assert!(w.get("kernel").is_none(), "a file has no socket counts");
     assert_eq!(
         w["explained"].as_array().map(Vec::len),
         Some(flows.len()),

@@ -37,10 +37,40 @@ pub struct CaptureDocument<'a> {
     pub limits: &'a Limits,
     /// Connections the ceiling dropped.
     pub dropped: &'a Dropped,
+    /// From an interface: the packet socket's counts (absent for a file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelCounts>,
     /// TCP connections tracked.
     pub connections: usize,
     /// Those that matched the filters and carried data, explained, busiest first.
     pub explained: &'a [Explanation],
+}
+
+/// What the kernel passed to a live capture, and what it dropped for want
+/// of room in the ring: every figure of the analysis misses the dropped
+/// packets.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct KernelCounts {
+    /// Packets the socket's filter passed (those dropped included).
+    pub received: u64,
+    /// Packets read and analysed.
+    pub read: u64,
+    /// Packets dropped before they were read.
+    pub dropped: u64,
+}
+
+impl KernelCounts {
+    /// The sentence a reader needs when packets were dropped.
+    fn warning(&self) -> Option<String> {
+        (self.dropped > 0).then(|| {
+            format!(
+                "The kernel dropped {} of the {} packets the filter passed ({:.1} %) before plumb read them: the rates below read low and the missing segments look like losses; capture for less time, filter more narrowly (-p, --peer), or give plumb more CPU.",
+                human_count(self.dropped),
+                human_count(self.received),
+                100.0 * self.dropped as f64 / self.received.max(1) as f64
+            )
+        })
+    }
 }
 
 /// The filters of `plumb why` as they apply to a capture: `-p` only when
@@ -90,7 +120,7 @@ pub fn from_file(
             path.display()
         )));
     }
-    let code = explain_analysis(&path.display().to_string(), &a, f, link, json)?;
+    let code = explain_analysis(&path.display().to_string(), &a, None, f, link, json)?;
     if let Some(out) = report {
         // The page reads the file again as `plumb report` does: with each
         // flow's series and its ceiling on connections, which bound the
@@ -155,9 +185,15 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         live.read,
         live.dropped
     );
+    let kernel = KernelCounts {
+        received: live.received,
+        read: live.read,
+        dropped: live.dropped,
+    };
     explain_analysis(
         &format!("interface {iface}"),
         &live.analysis,
+        Some(kernel),
         &f,
         a.measure.link,
         a.measure.json,
@@ -170,6 +206,7 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
 pub fn explain_analysis(
     source: &str,
     a: &Analysis,
+    kernel: Option<KernelCounts>,
     f: &CaptureFilters,
     link: Option<Rate>,
     json: bool,
@@ -187,12 +224,16 @@ pub fn explain_analysis(
             decode: &a.decode,
             limits: &a.limits,
             dropped: &a.dropped,
+            kernel,
             connections: a.connections.len(),
             explained: &flows,
         };
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         write!(out, "{}", header(source, a, flows.len()))?;
+        if let Some(w) = kernel.and_then(|k| k.warning()) {
+            writeln!(out, "{w}")?;
+        }
         for (i, x) in flows.iter().take(SHOWN).enumerate() {
             write!(out, "\n{}", flow_text(i + 1, x))?;
         }
@@ -270,4 +311,24 @@ fn flow_text(n: usize, x: &Explanation) -> String {
     s += "\n";
     s += &plumb_report::diagnosis::render(&x.diagnosis, &x.evidence);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelCounts;
+
+    #[test]
+    fn drops_are_said_with_their_share_and_none_says_nothing() {
+        let k = |dropped| KernelCounts {
+            received: 1000,
+            read: 1000 - dropped,
+            dropped,
+        };
+        assert_eq!(k(0).warning(), None);
+        let w = k(250).warning().expect("a warning");
+        assert!(
+            w.contains("dropped 250 of the 1,000") && w.contains("25.0 %"),
+            "{w}"
+        );
+    }
 }
