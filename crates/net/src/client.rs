@@ -277,11 +277,10 @@ impl<'c> ClientRun<'c> {
 
     /// The congestion control this end's TCP uses.
     fn local_cc(&self) -> Option<String> {
-        self.params.congestion.clone().or_else(|| {
-            host::tcp_sysctls()
-                .get("net.ipv4.tcp_congestion_control")
-                .cloned()
-        })
+        self.params
+            .congestion
+            .clone()
+            .or_else(host::default_congestion_control)
     }
 
     /// Writes what the machine has to send; whether there was any.

@@ -54,6 +54,7 @@ pub mod errors;
 pub mod handshake;
 pub mod host;
 pub mod pacing;
+pub mod procfs;
 pub mod rr;
 pub mod server;
 pub mod session;

@@ -129,13 +129,33 @@ impl SinkMap {
     }
 }
 
+/// Makes every thread allocate from the one main heap (glibc's
+/// `M_ARENA_MAX` of 1).
+///
+/// Why: glibc gives each thread that allocates a heap of its own (up to 8
+/// per CPU), each mapped and grown by its own system calls and each keeping
+/// pages resident; a `-P 8` end has 8 data threads and a reporter, and
+/// every end's peak resident memory and its start-up (exec to the first
+/// data write, which the parsing thread's heap delayed by a mapping and a
+/// dozen `mprotect`s) count them (`bench/run`). The data threads do not
+/// allocate per block, so one heap's lock is never contended in the data
+/// path. Call it first, before any thread starts. Other C libraries:
+/// nothing to do.
+pub fn one_heap_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt takes no pointers; it sets a limit the allocator
+    // reads when a thread first allocates.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Hands the allocator's free memory back to the kernel (glibc's
 /// `malloc_trim`: whole free pages in every arena, not only the top).
 ///
-/// Why: the command line is parsed on a thread of its own, whose arena keeps
-/// clap's freed command tree (about 300 KiB) resident for the whole test
-/// otherwise; every `-P 8` end's peak resident memory counts it. Other C
-/// libraries: nothing to do.
+/// Why: clap's freed command tree (about 300 KiB) would otherwise stay
+/// resident in the heap for the whole test; every `-P 8` end's peak
+/// resident memory counts it. Other C libraries: nothing to do.
 pub fn release_free_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes no pointers; it only returns free pages of
