@@ -64,10 +64,7 @@ fn fill_payload(out: &mut [u8], repeating: bool) {
     // Random filler so that compressing links and dedup can't flatter the
     // result; xorshift seeded from the kernel is plenty for that.
     let mut seed = [0u8; 8];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| io::Read::read_exact(&mut f, &mut seed))
-        .is_err()
-    {
+    if crate::sys::fill_random(&mut seed).is_err() {
         seed = (Instant::now().elapsed().as_nanos() as u64 | 1).to_le_bytes();
     }
     let mut x = u64::from_le_bytes(seed) | 1;

@@ -106,7 +106,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Ok(cli) => cli,
         Err(code) => return Ok(code),
     };
-    // The parsing thread's freed command tree goes back before any test.
+    // clap's freed command tree goes back before any test.
     plumb_net::sys::release_free_heap();
     if cli.version {
         println!("{}", version_line());
@@ -139,31 +139,25 @@ pub fn run() -> anyhow::Result<ExitCode> {
 /// The parsed command line, or the exit code of help, version or a usage
 /// error (already printed).
 ///
-/// Parsing runs on a short-lived thread: building clap's command tree for
-/// every subcommand takes frames of up to 28 KiB each, about 100 KiB of stack
-/// in all, and stack the main thread touches stays resident for the whole
-/// test, while a finished thread's stack goes back to the system (glibc
-/// releases it on exit). That is part of what every `-P 8` end's peak
-/// resident memory counts (`bench/run`).
+/// Building clap's command tree for every subcommand takes about 100 KiB
+/// of stack, which would stay resident for the whole test: it goes back
+/// once parsing is done (`release_stack_below`), as the tree's heap does
+/// (`release_free_heap`, in [`run`]). That is part of what every `-P 8`
+/// end's peak resident memory counts (`bench/run`).
 fn parse() -> Result<Cli, ExitCode> {
-    let work = || {
-        command()
-            .try_get_matches()
-            .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
-            .map_err(clap_exit)
-    };
-    std::thread::scope(|s| {
-        match std::thread::Builder::new()
-            .name("plumb-args".into())
-            .stack_size(1 << 20)
-            .spawn_scoped(s, work)
-        {
-            // A panic in clap is a panic here too, with its message.
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            // No thread to be had: parse here, as before.
-            Err(_) => work(),
-        }
-    })
+    let parsed = parse_deep();
+    plumb_net::sys::release_stack_below();
+    parsed
+}
+
+/// The parsing itself, in a frame of its own so that its stack lies below
+/// [`parse`]'s.
+#[inline(never)]
+fn parse_deep() -> Result<Cli, ExitCode> {
+    command()
+        .try_get_matches()
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
+        .map_err(clap_exit)
 }
 
 /// Prints help and version as clap does, but a usage error as one line.
