@@ -46,39 +46,45 @@ mod tests {
     #[test]
     fn a_proc_file_reads_as_std_reads_it() {
         // /proc/self/cmdline is this test binary's: the same at both reads.
-        let std = std::fs::read_to_string("/proc/self/cmdline").unwrap();
+        let std = std::fs::read_to_string("/proc/self/cmdline").expect("the scenario's file");
         assert!(!std.is_empty(), "the scenario needs a non-empty file");
-        assert_eq!(read_text("/proc/self/cmdline").unwrap(), std);
+        assert_eq!(
+            read_text("/proc/self/cmdline").expect("the scenario's file"),
+            std
+        );
     }
 
     #[test]
     fn a_file_longer_than_the_first_read_is_read_whole() {
         let dir = std::env::temp_dir().join(format!("plumb-procfs-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).expect("the scenario's file");
         let path = dir.join("long");
         let text: String = (0..3 * FIRST_READ)
             .map(|i| char::from(b'a' + (i % 26) as u8))
             .collect();
-        std::fs::write(&path, &text).unwrap();
+        std::fs::write(&path, &text).expect("the scenario's file");
         assert!(
             text.len() > 2 * FIRST_READ,
             "the scenario needs more than two first reads"
         );
         let got = read_text(&path);
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(got.unwrap(), text);
+        std::fs::remove_dir_all(&dir).expect("the scenario's file");
+        assert_eq!(got.expect("the scenario's file"), text);
     }
 
     #[test]
     fn errors_are_those_of_std() {
-        let missing = read_text("/proc/self/no-such-file").unwrap_err();
+        let missing = read_text("/proc/self/no-such-file").expect_err("an error");
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
         let dir = std::env::temp_dir().join(format!("plumb-procfs-bin-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir).expect("the scenario's file");
         let path = dir.join("bin");
-        std::fs::write(&path, [0xff, 0xfe, 0x00]).unwrap();
+        std::fs::write(&path, [0xff, 0xfe, 0x00]).expect("the scenario's file");
         let got = read_text(&path);
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(got.unwrap_err().kind(), io::ErrorKind::InvalidData);
+        std::fs::remove_dir_all(&dir).expect("the scenario's file");
+        assert_eq!(
+            got.expect_err("an error").kind(),
+            io::ErrorKind::InvalidData
+        );
     }
 }
