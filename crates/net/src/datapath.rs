@@ -46,8 +46,8 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
 
 /// [`payload`] written straight into a page-aligned buffer: a TCP sender's
 /// block. Made in place, not copied from a `Vec`, so that a stream holds one
-/// block, not two: the `Vec` stayed resident in each thread's malloc arena
-/// for the whole test (1 MiB of a `-P 8` client's peak).
+/// block, not two: a `Vec` would stay resident in the allocator's heap for
+/// the whole test (1 MiB of a `-P 8` client's peak).
 pub fn payload_block(len: usize, repeating: bool) -> PageBuf {
     let mut out = PageBuf::zeroed(len);
     fill_payload(&mut out, repeating);
