@@ -151,13 +151,48 @@ fn parse() -> Result<Cli, ExitCode> {
 }
 
 /// The parsing itself, in a frame of its own so that its stack lies below
-/// [`parse`]'s.
+/// [`parse`]'s. iperf3's form (the first argument a flag) is tried first
+/// without the subcommands ([`Plain`]); anything it does not take (help, a
+/// subcommand, a usage error) goes to the whole command line, so what is
+/// printed is the same.
 #[inline(never)]
 fn parse_deep() -> Result<Cli, ExitCode> {
+    let flag_first = std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a.as_encoded_bytes().starts_with(b"-"));
+    if flag_first {
+        if let Ok(p) = Plain::command()
+            .try_get_matches()
+            .and_then(|mut m| Plain::from_arg_matches_mut(&mut m))
+        {
+            return Ok(Cli {
+                command: None,
+                measure: p.measure,
+                version: p.version,
+                generate: p.generate,
+            });
+        }
+    }
     command()
         .try_get_matches()
         .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
         .map_err(clap_exit)
+}
+
+/// [`Cli`] without its subcommands: clap builds the arguments of every
+/// subcommand when it builds a command, and for `plumb -c HOST` that code and
+/// its memory are all a test would run of them (every `-P 8` end's peak
+/// resident memory counts it, `bench/run`). No help flag: help goes to
+/// [`Cli`].
+#[derive(Debug, Parser)]
+#[command(name = "plumb", disable_version_flag = true, disable_help_flag = true)]
+struct Plain {
+    #[command(flatten)]
+    measure: MeasureArgs,
+    #[arg(short = 'v', long = "version")]
+    version: bool,
+    #[arg(long, hide = true, num_args = 2, value_names = ["WHAT", "DIR"])]
+    generate: Option<Vec<String>>,
 }
 
 /// Prints help and version as clap does, but a usage error as one line.
@@ -208,6 +243,7 @@ mod tests {
         Cli::command().debug_assert();
         // mut_arg panics on an id that no longer exists: the lists stay true.
         command().debug_assert();
+        Plain::command().debug_assert();
     }
 
     /// The option lines of a subcommand's help (not its examples).
