@@ -11,8 +11,8 @@
 //!
 //! The buffers are mapped directly ([`sys::AnonMap`]) so that a test's
 //! buffers go back to the kernel when it ends: through malloc, the 2 MiB
-//! receive buffers stayed in per-thread arenas and a long-running server's
-//! resident memory crept up test after test. If a mapping fails, a heap
+//! receive buffers would stay in the allocator's heap and a long-running
+//! server's resident memory would creep up test after test. If a mapping fails, a heap
 //! buffer with its start moved to a page boundary stands in.
 
 use std::ops::{Deref, DerefMut};

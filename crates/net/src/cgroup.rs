@@ -16,6 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::procfs::read_text;
+
 pub use plumb_proto::results::CgroupCpu;
 
 /// How far up the hierarchy a quota is looked for: a container's limit is
@@ -63,18 +65,23 @@ impl CgroupCpuReading {
     }
 
     fn of(proc_entry: &str) -> Option<CgroupCpuReading> {
-        let cgroup = std::fs::read_to_string(format!("/proc/{proc_entry}/cgroup")).ok()?;
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let cgroup = read_text(format!("/proc/{proc_entry}/cgroup")).ok()?;
+        let mountinfo = read_text("/proc/self/mountinfo").ok()?;
         // `ip netns exec` (and so `plumb lab`'s far side) mounts a sysfs of
         // the namespace's own over /sys, which hides /sys/fs/cgroup; the
         // cgroup file systems are still reachable through the mounts an
         // ancestor (the shell or lab that ran `ip netns exec`) or init sees,
-        // where this process may look into them (`/proc/PID/root`).
+        // where this process may look into them (`/proc/PID/root`). The
+        // ancestors are looked up only when this process's own view has no
+        // cgroup mount: most runs never need them.
         let views = std::iter::once((mountinfo, PathBuf::from("/"))).chain(
-            ancestors().into_iter().chain([1]).filter_map(|pid| {
-                let theirs = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).ok()?;
-                Some((theirs, PathBuf::from(format!("/proc/{pid}/root"))))
-            }),
+            std::iter::once_with(ancestors)
+                .flatten()
+                .chain([1])
+                .filter_map(|pid| {
+                    let theirs = read_text(format!("/proc/{pid}/mountinfo")).ok()?;
+                    Some((theirs, PathBuf::from(format!("/proc/{pid}/root"))))
+                }),
         );
         for (mounts, root) in views {
             let Some((point, dir)) = own_cpu_dir(&cgroup, &mounts) else {
@@ -144,7 +151,7 @@ fn ancestors() -> Vec<u32> {
     let mut pid = std::os::unix::process::parent_id();
     while pid > 1 && out.len() < MAX_DEPTH {
         out.push(pid);
-        pid = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        pid = match read_text(format!("/proc/{pid}/stat")) {
             Ok(t) => match parse_ppid(&t) {
                 Some(p) => p,
                 None => break,
@@ -165,7 +172,7 @@ pub fn parse_ppid(stat: &str) -> Option<u32> {
 
 /// The quota and counters of one directory, if it has a quota.
 fn read_dir(dir: &Path) -> Option<CgroupLevel> {
-    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    let read = |f: &str| read_text(dir.join(f)).ok();
     // v2: cpu.max; v1: cfs_quota_us and cfs_period_us.
     let quota_pct = match read("cpu.max") {
         Some(t) => parse_cpu_max(&t)?,

@@ -146,10 +146,7 @@ fn requested_rate(s: &crate::config::TestSpec) -> u64 {
 
 fn random_cookie() -> Cookie {
     let mut r = [0u8; 36];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut r))
-        .is_err()
-    {
+    if crate::sys::fill_random(&mut r).is_err() {
         // Uniqueness per test is all that matters; the clock is unique enough.
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -277,11 +274,10 @@ impl<'c> ClientRun<'c> {
 
     /// The congestion control this end's TCP uses.
     fn local_cc(&self) -> Option<String> {
-        self.params.congestion.clone().or_else(|| {
-            host::tcp_sysctls()
-                .get("net.ipv4.tcp_congestion_control")
-                .cloned()
-        })
+        self.params
+            .congestion
+            .clone()
+            .or_else(host::default_congestion_control)
     }
 
     /// Writes what the machine has to send; whether there was any.
@@ -652,7 +648,10 @@ fn connect_streams(
 fn udp_hello(s: &UdpSocket, receiving: bool) -> io::Result<()> {
     s.send(&udp::HELLO)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut buf = [0u8; 65_536];
+    // On the heap: a 64 KiB array here, inlined into the client's loop, made
+    // its frame 64 KiB larger and, by the stack probes of large frames,
+    // resident for every test, TCP ones too.
+    let mut buf = vec![0u8; 65_536];
     for _ in 0..(if receiving { 3 } else { 1 }) {
         let n = s.recv(&mut buf).map_err(|e| {
             io::Error::new(

@@ -46,8 +46,8 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
 
 /// [`payload`] written straight into a page-aligned buffer: a TCP sender's
 /// block. Made in place, not copied from a `Vec`, so that a stream holds one
-/// block, not two: the `Vec` stayed resident in each thread's malloc arena
-/// for the whole test (1 MiB of a `-P 8` client's peak).
+/// block, not two: a `Vec` would stay resident in the allocator's heap for
+/// the whole test (1 MiB of a `-P 8` client's peak).
 pub fn payload_block(len: usize, repeating: bool) -> PageBuf {
     let mut out = PageBuf::zeroed(len);
     fill_payload(&mut out, repeating);
@@ -64,10 +64,7 @@ fn fill_payload(out: &mut [u8], repeating: bool) {
     // Random filler so that compressing links and dedup can't flatter the
     // result; xorshift seeded from the kernel is plenty for that.
     let mut seed = [0u8; 8];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| io::Read::read_exact(&mut f, &mut seed))
-        .is_err()
-    {
+    if crate::sys::fill_random(&mut seed).is_err() {
         seed = (Instant::now().elapsed().as_nanos() as u64 | 1).to_le_bytes();
     }
     let mut x = u64::from_le_bytes(seed) | 1;

@@ -145,7 +145,7 @@ impl CpuSnapshot {
     /// [`system`](Self::system) `None`.
     pub fn take() -> Result<Self, HostError> {
         let ru = sys::getrusage_self().map_err(HostError::Rusage)?;
-        let system = std::fs::read_to_string("/proc/stat")
+        let system = crate::procfs::read_text("/proc/stat")
             .ok()
             .and_then(|t| parse_proc_stat(&t));
         Ok(Self {
@@ -215,12 +215,21 @@ pub const TCP_SYSCTLS: &[&str] = &[
 pub fn tcp_sysctls_under(root: &Path) -> BTreeMap<String, String> {
     TCP_SYSCTLS
         .iter()
-        .filter_map(|rel| {
-            let text = std::fs::read_to_string(root.join(rel)).ok()?;
-            let value = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            Some((rel.replace('/', "."), value))
-        })
+        .filter_map(|rel| Some((rel.replace('/', "."), sysctl_under(root, rel)?)))
         .collect()
+}
+
+/// One sysctl, `rel` under `root` (`net/ipv4/tcp_congestion_control`), as
+/// [`tcp_sysctls_under`] gives it; `None` where it is missing or unreadable.
+fn sysctl_under(root: &Path, rel: &str) -> Option<String> {
+    let text = crate::procfs::read_text(root.join(rel)).ok()?;
+    Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// The host's default congestion control (`net.ipv4.tcp_congestion_control`),
+/// one file read rather than all of [`TCP_SYSCTLS`].
+pub fn default_congestion_control() -> Option<String> {
+    sysctl_under(Path::new("/proc/sys"), "net/ipv4/tcp_congestion_control")
 }
 
 /// [`tcp_sysctls_under`] for `/proc/sys`.
@@ -459,7 +468,7 @@ pub fn route_interface(dst: IpAddr) -> Option<String> {
 /// with it).
 pub fn thread_schedstat() -> Option<(u64, u64)> {
     std::thread::yield_now();
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let text = crate::procfs::read_text("/proc/thread-self/schedstat").ok()?;
     let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
     Some((f.next()??, f.next()??))
 }
@@ -569,6 +578,11 @@ intr 12345\n";
         assert!(map.contains_key("net.ipv4.tcp_congestion_control"));
         let none = tcp_sysctls_under(Path::new("/nonexistent-plumb-test"));
         assert!(none.is_empty());
+        // The one-file read gives what the whole map has.
+        assert_eq!(
+            default_congestion_control().as_ref(),
+            map.get("net.ipv4.tcp_congestion_control")
+        );
     }
 
     #[test]

@@ -61,6 +61,7 @@ pub mod handshake;
 pub mod host;
 pub mod pacing;
 pub mod packet;
+pub mod procfs;
 pub mod rr;
 pub mod server;
 pub mod session;

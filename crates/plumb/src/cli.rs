@@ -106,7 +106,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Ok(cli) => cli,
         Err(code) => return Ok(code),
     };
-    // The parsing thread's freed command tree goes back before any test.
+    // clap's freed command tree goes back before any test.
     plumb_net::sys::release_free_heap();
     if cli.version {
         println!("{}", version_line());
@@ -139,31 +139,60 @@ pub fn run() -> anyhow::Result<ExitCode> {
 /// The parsed command line, or the exit code of help, version or a usage
 /// error (already printed).
 ///
-/// Parsing runs on a short-lived thread: building clap's command tree for
-/// every subcommand takes frames of up to 28 KiB each, about 100 KiB of stack
-/// in all, and stack the main thread touches stays resident for the whole
-/// test, while a finished thread's stack goes back to the system (glibc
-/// releases it on exit). That is part of what every `-P 8` end's peak
-/// resident memory counts (`bench/run`).
+/// Building clap's command tree for every subcommand takes about 100 KiB
+/// of stack, which would stay resident for the whole test: it goes back
+/// once parsing is done (`release_stack_below`), as the tree's heap does
+/// (`release_free_heap`, in [`run`]). That is part of what every `-P 8`
+/// end's peak resident memory counts (`bench/run`).
 fn parse() -> Result<Cli, ExitCode> {
-    let work = || {
-        command()
+    let parsed = parse_deep();
+    plumb_net::sys::release_stack_below();
+    parsed
+}
+
+/// The parsing itself, in a frame of its own so that its stack lies below
+/// [`parse`]'s. iperf3's form (the first argument a flag) is tried first
+/// without the subcommands ([`Plain`]); anything it does not take (help, a
+/// subcommand, a usage error) goes to the whole command line, so what is
+/// printed is the same.
+#[inline(never)]
+fn parse_deep() -> Result<Cli, ExitCode> {
+    let flag_first = std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a.as_encoded_bytes().starts_with(b"-"));
+    if flag_first {
+        if let Ok(p) = Plain::command()
             .try_get_matches()
-            .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
-            .map_err(clap_exit)
-    };
-    std::thread::scope(|s| {
-        match std::thread::Builder::new()
-            .name("plumb-args".into())
-            .stack_size(1 << 20)
-            .spawn_scoped(s, work)
+            .and_then(|mut m| Plain::from_arg_matches_mut(&mut m))
         {
-            // A panic in clap is a panic here too, with its message.
-            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            // No thread to be had: parse here, as before.
-            Err(_) => work(),
+            return Ok(Cli {
+                command: None,
+                measure: p.measure,
+                version: p.version,
+                generate: p.generate,
+            });
         }
-    })
+    }
+    command()
+        .try_get_matches()
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m))
+        .map_err(clap_exit)
+}
+
+/// [`Cli`] without its subcommands: clap builds the arguments of every
+/// subcommand when it builds a command, and for `plumb -c HOST` that code and
+/// its memory are all a test would run of them (every `-P 8` end's peak
+/// resident memory counts it, `bench/run`). No help flag: help goes to
+/// [`Cli`].
+#[derive(Debug, Parser)]
+#[command(name = "plumb", disable_version_flag = true, disable_help_flag = true)]
+struct Plain {
+    #[command(flatten)]
+    measure: MeasureArgs,
+    #[arg(short = 'v', long = "version")]
+    version: bool,
+    #[arg(long, hide = true, num_args = 2, value_names = ["WHAT", "DIR"])]
+    generate: Option<Vec<String>>,
 }
 
 /// Prints help and version as clap does, but a usage error as one line.
@@ -214,6 +243,7 @@ mod tests {
         Cli::command().debug_assert();
         // mut_arg panics on an id that no longer exists: the lists stay true.
         command().debug_assert();
+        Plain::command().debug_assert();
     }
 
     /// The option lines of a subcommand's help (not its examples).

@@ -22,6 +22,8 @@ mod why;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Before any thread starts: one heap for all of them.
+    plumb_net::sys::one_heap_arena();
     match cli::run() {
         Ok(code) => code,
         Err(e) => {

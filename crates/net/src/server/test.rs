@@ -789,11 +789,11 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             .session
             .as_ref()
             .ok_or_else(|| TestError::Protocol("results before a test".into()))?;
-        let cc = self.params.congestion.clone().or_else(|| {
-            host::tcp_sysctls()
-                .get("net.ipv4.tcp_congestion_control")
-                .cloned()
-        });
+        let cc = self
+            .params
+            .congestion
+            .clone()
+            .or_else(host::default_congestion_control);
         let mut end = s.end_record(r, cc.clone());
         let mut local = s.local_results(cc);
         let others = self.slot.concurrent();

@@ -129,13 +129,96 @@ impl SinkMap {
     }
 }
 
+/// Hands back the pages of the calling thread's stack below the caller's
+/// frame, which earlier, deeper calls touched and left resident.
+///
+/// Why: building clap's command tree for every subcommand takes frames of
+/// up to 28 KiB each, about 100 KiB of the main thread's stack in all, and
+/// stack a thread touched stays resident for its life; every `-P 8` end's
+/// peak resident memory counts it (`bench/run`). Parsing on a thread of its
+/// own would give its stack back too, but at the price of about 25 system
+/// calls between exec and the first data write (a thread, its stack and
+/// signal stack, its heap), which `bench/run`'s start-up row counts.
+///
+/// Call it from a shallow frame, after the deep calls returned. Pages that
+/// are not resident, or not mapped, are skipped.
+#[inline(never)]
+pub fn release_stack_below() {
+    /// Left alone below this frame: this call's own frames and the C
+    /// library's `madvise` wrapper live there.
+    const KEEP: usize = 16 * 1024;
+    /// How far below that the pages go back. Within 1 MiB of a growing-down
+    /// stack Linux maps nothing else (its stack guard gap), so the range
+    /// holds this stack's pages and unmapped addresses only.
+    const SPAN: usize = 512 * 1024;
+    let marker = 0u8;
+    let here = std::hint::black_box(std::ptr::addr_of!(marker)) as usize;
+    let page = 4096;
+    let top = (here.saturating_sub(KEEP)) & !(page - 1);
+    let Some(bottom) = top.checked_sub(SPAN) else {
+        return;
+    };
+    #[cfg(target_os = "linux")]
+    // SAFETY: the range lies wholly below this frame's stack pointer less
+    // 16 KiB: on a stack that grows down, only frames of calls that have
+    // returned were there, and no reference into them is live. Within it
+    // there is this stack's mapping or the unmapped guard gap below it, never
+    // another mapping (see SPAN). MADV_DONTNEED makes the stack's pages read
+    // as zero on their next touch, as fresh stack does; on unmapped parts it
+    // fails with ENOMEM after doing the mapped ones, which is ignored.
+    unsafe {
+        libc::madvise(bottom as *mut libc::c_void, SPAN, libc::MADV_DONTNEED);
+    }
+}
+
+/// Fills `out` from the kernel's random number generator (`getrandom(2)`:
+/// one system call, where reading `/dev/urandom` takes three).
+pub fn fill_random(out: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < out.len() {
+        let rest = &mut out[done..];
+        // SAFETY: `rest` is writable for its length; getrandom writes at most
+        // that many bytes.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Makes every thread allocate from the one main heap (glibc's
+/// `M_ARENA_MAX` of 1).
+///
+/// Why: glibc gives each thread that allocates a heap of its own (up to 8
+/// per CPU), each mapped and grown by its own system calls and each keeping
+/// pages resident; a `-P 8` end has 8 data threads and a reporter, and
+/// every end's peak resident memory and its start-up (exec to the first
+/// data write, which the parsing thread's heap delayed by a mapping and a
+/// dozen `mprotect`s) count them (`bench/run`). The data threads do not
+/// allocate per block, so one heap's lock is never contended in the data
+/// path. Call it first, before any thread starts. Other C libraries:
+/// nothing to do.
+pub fn one_heap_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt takes no pointers; it sets a limit the allocator
+    // reads when a thread first allocates.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Hands the allocator's free memory back to the kernel (glibc's
 /// `malloc_trim`: whole free pages in every arena, not only the top).
 ///
-/// Why: the command line is parsed on a thread of its own, whose arena keeps
-/// clap's freed command tree (about 300 KiB) resident for the whole test
-/// otherwise; every `-P 8` end's peak resident memory counts it. Other C
-/// libraries: nothing to do.
+/// Why: clap's freed command tree (about 300 KiB) would otherwise stay
+/// resident in the heap for the whole test; every `-P 8` end's peak
+/// resident memory counts it. Other C libraries: nothing to do.
 pub fn release_free_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes no pointers; it only returns free pages of

@@ -39,7 +39,9 @@ pub use io::{
     send_flags, sendfile, set_pipe_size, splice, tee, write, ExtendedErr,
     SO_EE_CODE_ZEROCOPY_COPIED, SO_EE_ORIGIN_ZEROCOPY,
 };
-pub use mem::{release_free_heap, AnonMap, SinkMap};
+pub use mem::{
+    fill_random, one_heap_arena, release_free_heap, release_stack_below, AnonMap, SinkMap,
+};
 pub use mmsg::{recvmmsg, sendmmsg, MmsgScratch, RecvMeta};
 pub use sockopt::{getsockopt_bytes, getsockopt_int, setsockopt_bytes, setsockopt_int};
 pub use tcp_info::{tcp_info_raw, RawTcpInfo};
