@@ -14,10 +14,11 @@
 
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::path::{common_link, QUEUE_BIG_SHARE};
-use plumb_diagnose::rules::{efficiency, human_count, lead, Confidence, Finding, Fix, Status};
+use plumb_diagnose::rules::{efficiency, human_count, Confidence, Finding, Fix, Status};
 use plumb_diagnose::{Diagnosis, Limit, LinkSource};
 
 use crate::evidence::FlowEvidence;
+use crate::headline::put_first;
 
 /// The least share of eighth-RTT slots with data for a full path: slow
 /// start's first bursty round trips and the end of a short test cost a
@@ -115,14 +116,7 @@ pub fn sender_held(dg: &mut Diagnosis, fe: &FlowEvidence) {
         ],
         evidence: Vec::new(),
     };
-    dg.limit = Some(Limit::Application);
-    dg.predicted_bps = None;
-    dg.tolerance = None;
-    dg.confidence = Some(f.confidence);
-    dg.confidence_level = Some(f.level);
-    dg.summary = lead(&f, &dg.figures);
-    dg.evidence = f.evidence.clone();
-    dg.fixes = vec![Fix {
+    let fix = Fix {
         os: "application".into(),
         commands: vec![
             "on the sending host: plumb why --port PORT (its TCP_INFO tells the send buffer from the application)".into(),
@@ -130,9 +124,8 @@ pub fn sender_held(dg: &mut Diagnosis, fe: &FlowEvidence) {
         ],
         expected_bps: None,
         note: "let the sender keep data in flight".into(),
-    }];
-    dg.findings.insert(0, f);
-    dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
+    };
+    put_first(dg, f, fix);
 }
 
 /// Whether `dg` should be weighed again with the path [`full_path`]

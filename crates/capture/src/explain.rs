@@ -18,6 +18,7 @@ use crate::connection::Connection;
 use crate::continuity;
 use crate::evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
 use crate::filter::CaptureFilters;
+use crate::headline::put_first;
 use crate::notes::notes;
 use crate::os::{caveat, fix_first, guesses, sentence, HostGuess, OsGuess};
 
@@ -289,28 +290,11 @@ fn receiving_application(dg: &mut Diagnosis, share: f64, lines: Vec<EvidenceLine
         missing: vec!["the receiving host's CPU and its application's reads".into()],
         evidence: lines,
     };
-    for g in dg.findings.iter_mut() {
-        if g.status == Status::Primary {
-            g.status = if g.candidate() {
-                Status::Binding
-            } else {
-                Status::NotBinding
-            };
-        }
-    }
-    dg.limit = Some(Limit::Application);
-    dg.predicted_bps = None;
-    dg.tolerance = None;
-    dg.confidence = Some(f.confidence);
-    dg.confidence_level = Some(f.level);
-    dg.summary = lead(&f, &dg.figures);
-    dg.evidence = f.evidence.clone();
-    dg.fixes = vec![Fix {
+    let fix = Fix {
         os: "application".into(),
         commands: vec!["read the socket sooner and in larger reads; move slow work (disk, decompression) off the reading thread".into()],
         expected_bps: None,
         note: "let the receiving application keep up".into(),
-    }];
-    dg.findings.insert(0, f);
-    dg.secondary = dg.findings.iter().skip(1).map(|f| f.limit).collect();
+    };
+    put_first(dg, f, fix);
 }

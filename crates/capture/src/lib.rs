@@ -33,6 +33,7 @@ mod error;
 mod evidence;
 mod explain;
 mod filter;
+mod headline;
 mod holes;
 mod link;
 mod notes;
