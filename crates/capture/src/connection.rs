@@ -146,7 +146,7 @@ impl Connection {
         };
         let resent_before = me.retransmissions.total;
         me.send(seg, &at);
-        crate::series::feed(me, peer, ts, seg, resent_before);
+        feed_series(me, peer, ts, seg, resent_before);
     }
 
     /// Accounts the time since the last segment to each direction's
@@ -227,6 +227,34 @@ impl Connection {
     pub(crate) fn finish(&mut self) {
         self.client.finish();
         self.server.finish();
+    }
+}
+
+/// Feeds a segment `me` sent at `ts` to the series: its data to `me`'s
+/// (a retransmission when `me` counted one more than `resent_before`), its
+/// ACK and window to the peer's.
+fn feed_series(
+    me: &mut Direction,
+    peer: &mut Direction,
+    ts: u64,
+    seg: &Segment,
+    resent_before: u64,
+) {
+    let resent = me.retransmissions.total > resent_before;
+    if let Some(s) = me.series.as_deref_mut() {
+        if seg.syn {
+            s.syn(seg.seq);
+        }
+        if seg.payload_len > 0 {
+            s.sent(ts, seg.seq, seg.payload_len, resent);
+        }
+    }
+    if seg.ack && !seg.rst {
+        if let Some(s) = peer.series.as_deref_mut() {
+            // A SYN's window is never scaled: no edge from it.
+            let window = if seg.syn { None } else { me.track.window_bytes };
+            s.acked(ts, seg.ack_no, window);
+        }
     }
 }
 

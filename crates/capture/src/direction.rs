@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::holes::Holes;
 use crate::options::SynOptions;
 use crate::segment::Segment;
+use crate::seq::seq_gt;
 use crate::timing::{DataTiming, RttSamples};
 use crate::window::{WindowScale, WindowStats};
 
@@ -161,11 +162,6 @@ pub(crate) struct SendContext<'a> {
     pub peer: &'a Track,
     pub peer_mss: Option<u16>,
     pub rtt_ns: Option<u64>,
-}
-
-/// `a` after `b` in sequence space.
-pub(crate) fn seq_gt(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
 }
 
 /// Rounds a seen TTL up to the usual initial values.

@@ -6,7 +6,7 @@
 //! the capture point. A few gaps are kept per direction (the oldest is
 //! forgotten), so memory stays fixed.
 
-use crate::direction::seq_gt;
+use crate::seq::seq_gt;
 
 /// Gaps kept per direction.
 const MAX: usize = 4;

@@ -41,6 +41,7 @@ mod options;
 mod os;
 mod position;
 mod segment;
+mod seq;
 mod series;
 mod sniff;
 mod source;

@@ -16,9 +16,6 @@
 
 use serde::Serialize;
 
-use crate::direction::Direction;
-use crate::segment::Segment;
-
 /// The first bin width: one microsecond, the resolution of most captures.
 const FIRST_WIDTH_NS: u64 = 1_000;
 /// The smallest budget accepted (a smaller one is raised to it).
@@ -314,34 +311,6 @@ impl Series {
                 window,
             },
         );
-    }
-}
-
-/// Feeds a segment `me` sent at `ts` to the series: its data to `me`'s
-/// (a retransmission when `me` counted one more than `resent_before`), its
-/// ACK and window to the peer's.
-pub(crate) fn feed(
-    me: &mut Direction,
-    peer: &mut Direction,
-    ts: u64,
-    seg: &Segment,
-    resent_before: u64,
-) {
-    let resent = me.retransmissions.total > resent_before;
-    if let Some(s) = me.series.as_deref_mut() {
-        if seg.syn {
-            s.syn(seg.seq);
-        }
-        if seg.payload_len > 0 {
-            s.sent(ts, seg.seq, seg.payload_len, resent);
-        }
-    }
-    if seg.ack && !seg.rst {
-        if let Some(s) = peer.series.as_deref_mut() {
-            // A SYN's window is never scaled: no edge from it.
-            let window = if seg.syn { None } else { me.track.window_bytes };
-            s.acked(ts, seg.ack_no, window);
-        }
     }
 }
 

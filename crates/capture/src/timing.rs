@@ -47,7 +47,7 @@ impl RttSamples {
     pub(crate) fn resent(&mut self, seq: u32) {
         if self
             .timed
-            .is_some_and(|(end, _)| crate::direction::seq_gt(end, seq))
+            .is_some_and(|(end, _)| crate::seq::seq_gt(end, seq))
         {
             self.timed = None;
         }
@@ -58,7 +58,7 @@ impl RttSamples {
         let Some((end, sent)) = self.timed else {
             return;
         };
-        if crate::direction::seq_gt(end, ack) {
+        if crate::seq::seq_gt(end, ack) {
             return;
         }
         self.timed = None;
