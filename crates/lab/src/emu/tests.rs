@@ -549,6 +549,7 @@ fn a_gso_packet_loses_only_its_segments_over_max_packet() {
     assert_eq!(s.delivered.segments, 1);
     // At a limit the full-size segments fit under, the packet passes whole.
     let mut cfg = LinkConfig::new(gbps(1), Duration::ZERO);
+    cfg.queue_bytes = 1 << 20;
     cfg.max_packet = Some(1500);
     let mut link = Link::new(cfg).expect("config");
     assert_eq!(
@@ -559,7 +560,7 @@ fn a_gso_packet_loses_only_its_segments_over_max_packet() {
 
 #[test]
 fn max_packet_below_68_bytes_is_refused() {
-    let mut cfg = LinkConfig::new(gbps(1), Duration::ZERO);
+    let mut cfg = LinkConfig::new(gbps(1), Duration::from_millis(1));
     cfg.max_packet = Some(67);
     assert_eq!(Link::new(cfg.clone()).err(), Some(ConfigError::MaxPacket(67)));
     cfg.max_packet = Some(68);
