@@ -40,6 +40,7 @@ mod link;
 mod notes;
 mod options;
 mod os;
+mod pmtu;
 mod position;
 mod segment;
 mod seq;

@@ -562,7 +562,10 @@ fn a_gso_packet_loses_only_its_segments_over_max_packet() {
 fn max_packet_below_68_bytes_is_refused() {
     let mut cfg = LinkConfig::new(gbps(1), Duration::from_millis(1));
     cfg.max_packet = Some(67);
-    assert_eq!(Link::new(cfg.clone()).err(), Some(ConfigError::MaxPacket(67)));
+    assert_eq!(
+        Link::new(cfg.clone()).err(),
+        Some(ConfigError::MaxPacket(67))
+    );
     cfg.max_packet = Some(68);
     assert!(Link::new(cfg).is_ok());
 }
