@@ -56,6 +56,13 @@ pub struct BlackHole {
     /// passes it.
     #[serde(skip)]
     fell_back: Option<(u32, u32)>,
+    /// The smallest size the sender resent its head in after larger copies:
+    /// its MSS from then on. A larger segment captured on the sending host
+    /// after it is a TSO/GSO packet cut to that size on the wire (a 1448 B
+    /// resend goes out as 1024 + 424 once the MSS is 1024), so it says
+    /// nothing about the larger size.
+    #[serde(skip)]
+    shrunk_to: Option<u32>,
 }
 
 /// A data segment as the tracker takes it.
@@ -87,6 +94,8 @@ struct Run {
     /// The first copy's time in ms, modulo 2^32 (49 days: a run is seconds
     /// long), so that a connection stays small.
     first_ms: u32,
+    /// A wire segment, not a TSO/GSO packet: its ACK says its size passed.
+    wire: bool,
 }
 
 /// A capture time, ns, in wrapping milliseconds.
@@ -113,13 +122,16 @@ impl BlackHole {
         let end = s.seq.wrapping_add(s.len);
         // Karn's rule: an ACK over bytes sent again in another segment does
         // not say which copy passed (the same segment again does).
+        let wire = s.wire && self.shrunk_to.is_none_or(|m| s.len <= m);
         if let Some(w) = self.waiting {
-            let same = w.seq == s.seq && w.len == s.len;
+            // The same segment on the wire: a larger one after the sender
+            // shrank its segments went out cut up.
+            let same = wire && w.seq == s.seq && w.len == s.len;
             if !same && seq_gt(end, w.seq) && seq_gt(w.end, s.seq) {
                 self.waiting = None;
             }
         }
-        if s.wire && self.waiting.is_none_or(|w| s.len >= w.len) {
+        if wire && self.waiting.is_none_or(|w| s.len >= w.len) {
             self.waiting = Some(Waiting {
                 seq: s.seq,
                 end,
@@ -127,11 +139,11 @@ impl BlackHole {
             });
         }
         if s.resent && s.head == Some(s.seq) {
-            self.resent_head(s.ts, s.seq, s.len);
+            self.resent_head(s.ts, s.seq, s.len, wire);
         }
     }
 
-    fn resent_head(&mut self, ts: u64, seq: u32, len: u32) {
+    fn resent_head(&mut self, ts: u64, seq: u32, len: u32, wire: bool) {
         let mut sends = 2;
         match self.run {
             Some(r) if r.seq == seq && r.len == len => {
@@ -146,6 +158,7 @@ impl BlackHole {
                 // The sender gave up on the size: the copies were lost.
                 self.close(r, ms(r.first_ms, ts));
                 self.fell_back = Some((seq, len));
+                self.shrunk_to = Some(self.shrunk_to.map_or(len, |m| m.min(len)));
                 // The first copy at this size.
                 sends = 1;
             }
@@ -159,6 +172,7 @@ impl BlackHole {
             sends,
             span_ms: 0,
             first_ms: wrap_ms(ts),
+            wire,
         });
     }
 
@@ -184,7 +198,9 @@ impl BlackHole {
         }
         if let Some(r) = self.run.filter(|r| seq_gt(ack, r.seq)) {
             // Acknowledged at the size resent: not a black hole for it.
-            self.acked_max = self.acked_max.max(r.len);
+            if r.wire {
+                self.acked_max = self.acked_max.max(r.len);
+            }
             self.run = None;
         }
         if let Some((_, len)) = self.fell_back.filter(|(s, _)| seq_gt(ack, *s)) {
