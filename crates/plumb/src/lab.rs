@@ -614,6 +614,34 @@ mod tests {
         Cli::try_parse_from(argv).expect("lab flags").lab
     }
 
+    /// `--drop-over` sets the black hole in both directions, from 68 B to
+    /// one byte under the MTU; outside that, one line saying the range.
+    #[test]
+    fn drop_over_is_both_directions_and_below_the_mtu() {
+        let c = lab_config(&lab_args(&["--drop-over", "1400"])).expect("config");
+        assert_eq!(c.near_to_far.max_packet, Some(1400));
+        assert_eq!(c.far_to_near.max_packet, Some(1400));
+        assert_eq!(
+            lab_config(&lab_args(&[]))
+                .expect("config")
+                .near_to_far
+                .max_packet,
+            None
+        );
+        for bad in ["1500", "67", "0"] {
+            let e = lab_config(&lab_args(&["--drop-over", bad])).expect_err(bad);
+            assert_eq!(
+                e,
+                format!("invalid --drop-over {bad}: expected 68 to 1499 bytes (below the lab's MTU of 1500 B, or nothing is dropped)")
+            );
+        }
+        let line = lab_line(&lab_args(&["--drop-over", "1400"]), None);
+        assert!(
+            line.ends_with(", packets over 1400 B dropped without ICMP"),
+            "{line}"
+        );
+    }
+
     /// The `model` and `lab` objects and the lines, key for key and digit
     /// for digit as `plumb lab` prints them (tests/lab.rs reads these keys).
     #[test]
