@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{linux_syn_options, pcap_of, Seg, MS, T0};
+use common::{linux_syn_options, pcap_of, Link, Pcap, Seg, CLIENT_V4, MS, T0};
 use plumb_capture::{explain_all, CaptureFilters, Explanation, BLACK_HOLE_SENDS};
 use plumb_diagnose::Limit;
 
@@ -68,7 +68,8 @@ fn stalled() -> Vec<(u64, Seg)> {
 /// last timeout, each acknowledged, and a second of data at that size. As
 /// a capture on the sending host shows it, the last full-size segment of
 /// the first window is resent whole: a GSO packet the device cuts to the
-/// new size, which is why it passes.
+/// new size, which is why it passes. Last, a GSO packet at the new size
+/// is resent at the head and acknowledged.
 fn recovered() -> Vec<(u64, Seg)> {
     let mut s = stalled();
     let mut seq = HEAD;
@@ -89,6 +90,11 @@ fn recovered() -> Vec<(u64, Seg)> {
         }
         t += 2;
     }
+    // A GSO packet of three segments at the new size, resent at the head
+    // after a timeout and acknowledged: no full-size segment passed.
+    s.push(data(t + 20, seq, 3 * SMALL));
+    s.push(data(t + 320, seq, 3 * SMALL));
+    s.push(ack(t + 335, seq + 3 * SMALL));
     s.sort_by_key(|(ts, _)| *ts);
     s
 }
@@ -217,4 +223,34 @@ fn two_copies_are_not_enough() {
     assert_eq!(c.client.retransmissions.timeout, 1);
     assert_eq!(c.client.black_hole.lost, None);
     assert_ne!(x.diagnosis.limit, Some(Limit::PathMtu));
+}
+
+/// With an ICMP "fragmentation needed" quoting the connection in the
+/// capture the sender was told: the ICMP evidence stands, and the segments
+/// are not called a black hole.
+#[test]
+fn an_icmp_too_big_in_the_capture_is_no_black_hole() {
+    let mut p = Pcap::new(1, false);
+    for (ts, s) in stalled() {
+        p.record(ts, &s.frame(Link::Ethernet));
+    }
+    let quoted = Seg::v4(true, HEAD)
+        .ack(5001)
+        .len(FULL as usize)
+        .frame(Link::Raw);
+    let mut icmp = Vec::new();
+    etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
+        .ipv4([192, 0, 2, 1], CLIENT_V4, 64)
+        .icmpv4_raw(3, 4, [0, 0, 0x05, 0x78])
+        .write(&mut icmp, &quoted[..28])
+        .expect("an ICMP frame");
+    p.record(T0 + 33 * MS, &icmp);
+    let a = common::analyze(&p.buf);
+    let c = &a.connections[0];
+    // The scenario: the same lost run, and the ICMP message for it.
+    assert_eq!(c.icmp_too_big, 1);
+    assert_eq!(c.client.black_hole.lost.map(|l| l.sends), Some(5));
+    let x = explain_all(&a, &CaptureFilters::default(), None, None);
+    let d = &x[0].diagnosis;
+    assert!(!d.summary.contains("black hole"), "{}", d.summary);
 }
