@@ -32,8 +32,10 @@ struct Run {
     far: PathBuf,
 }
 
-/// A plumb test across a 100 Mbit/s, 15 ms lab with the black hole, the
-/// sender's `tcp_mtu_probing` set to `probing`, tcpdump beside each end.
+/// A plumb test across a 100 Mbit/s, 15 ms lab with the black hole (both
+/// directions), `tcp_mtu_probing` set to `probing` in both namespaces (the
+/// server's results, over 1400 B, cross the hole the other way), tcpdump
+/// beside each end.
 /// The client is stopped with SIGINT after 15 s if it has not ended (a
 /// stalled test cannot exchange its results either); the far side marks
 /// when its capture is closed and the near side waits for it (bounded).
@@ -48,7 +50,7 @@ fn black_hole_run(dir: &Path, probing: u8) -> Run {
         )
     };
     let far_exec = format!(
-        "{}; timeout 25 {plumb} -s -1 >/dev/null 2>&1; sleep 0.5; kill -INT $T; wait $T; touch {}",
+        "sysctl -qw net.ipv4.tcp_mtu_probing={probing} && {}; timeout 25 {plumb} -s -1 >/dev/null 2>&1; sleep 0.5; kill -INT $T; wait $T; touch {}",
         dump(&far),
         done.display()
     );
@@ -312,6 +314,10 @@ fn a_sender_with_mtu_probing_recovers_and_the_capture_names_the_size_that_passed
         .unwrap_or(0.0);
     assert!((500.0..1400.0).contains(&passed), "{passed}");
     let far = data_connection(&why_json(&r.far), f["client"].as_str());
+    // The test itself completed (both ends fell back), and its own --why,
+    // from TCP_INFO, is recorded: it sees retransmissions, not the hole.
+    let doc = r.doc.as_ref().expect("the test's -J");
+    assert!(doc["error"].is_null(), "{}", doc["error"]);
     eprintln!(
         "probing: {dropped} dropped; near: {summary}; far: {} ({}); the test's --why: {}",
         far["diagnosis"]["limit"],
