@@ -52,10 +52,10 @@ pub struct BlackHole {
     run: Option<Run>,
     #[serde(skip)]
     waiting: Option<Waiting>,
-    /// The head of a lost run replaced by a smaller segment, until the ACK
-    /// passes it.
+    /// The head of a lost run replaced by a smaller segment (of
+    /// `shrunk_to` bytes), until the ACK passes it.
     #[serde(skip)]
-    fell_back: Option<(u32, u32)>,
+    fell_back: Option<u32>,
     /// The smallest size the sender resent its head in after larger copies:
     /// its MSS from then on. A larger segment captured on the sending host
     /// after it is a TSO/GSO packet cut to that size on the wire (a 1448 B
@@ -157,7 +157,7 @@ impl BlackHole {
             Some(r) if r.seq == seq && len < r.len => {
                 // The sender gave up on the size: the copies were lost.
                 self.close(r, ms(r.first_ms, ts));
-                self.fell_back = Some((seq, len));
+                self.fell_back = Some(seq);
                 self.shrunk_to = Some(self.shrunk_to.map_or(len, |m| m.min(len)));
                 // The first copy at this size.
                 sends = 1;
@@ -203,7 +203,11 @@ impl BlackHole {
             }
             self.run = None;
         }
-        if let Some((_, len)) = self.fell_back.filter(|(s, _)| seq_gt(ack, *s)) {
+        if let Some(len) = self
+            .fell_back
+            .filter(|s| seq_gt(ack, *s))
+            .and(self.shrunk_to)
+        {
             self.fallback = Some(self.fallback.map_or(len, |f| f.max(len)));
             self.fell_back = None;
         }
