@@ -136,6 +136,7 @@ impl Connection {
         me.advertise(ts, seg, my_scale, peer.track.high_end);
         if seg.ack && !seg.rst {
             peer.rtt.acked(seg.ack_no, ts);
+            peer.black_hole.acked(seg.ack_no);
         }
         let at = SendContext {
             ts,

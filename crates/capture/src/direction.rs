@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::blackhole::{BlackHole, Sent};
 use crate::holes::Holes;
 use crate::options::SynOptions;
 use crate::segment::Segment;
@@ -132,6 +133,9 @@ pub struct Direction {
     pub rtt: RttSamples,
     /// Its new data over time, busy and window-limited time.
     pub timing: DataTiming,
+    /// Its head segment resent at full size without an ACK, against the
+    /// sizes that passed: a path-MTU black hole.
+    pub black_hole: BlackHole,
     #[serde(skip)]
     pub(crate) track: Track,
 }
@@ -272,6 +276,14 @@ impl Direction {
 
     fn data(&mut self, seg: &Segment, end: u32, at: &SendContext<'_>) {
         let len = seg.payload_len;
+        self.black_hole.sent(Sent {
+            ts: at.ts,
+            seq: seg.seq,
+            len,
+            resent: self.track.high_end.is_some_and(|h| seq_gt(h, seg.seq)),
+            head: at.peer.high_ack,
+            wire: at.peer_mss.is_none_or(|m| len <= u32::from(m)),
+        });
         self.timing.passed(at.ts, at.rtt_ns);
         self.largest_segment = self.largest_segment.max(len);
         self.timing.segment_size(len, at.peer_mss);
@@ -367,6 +379,7 @@ impl Direction {
     /// flight's mean (here, once, rather than a 128-bit division per data
     /// segment on the hot path).
     pub(crate) fn finish(&mut self) {
+        self.black_hole.finish();
         if self.flight.samples > 0 {
             self.flight.mean = (self.flight.sum / u128::from(self.flight.samples)) as f64;
         }

@@ -6,7 +6,8 @@
 //! held its own flight said to be the application or its send buffer,
 //! which one capture point cannot tell apart. With a guesser, each end's
 //! operating system guessed from its SYN is added, and a confident guess
-//! puts its system's fix first ([`crate::os`]).
+//! puts its system's fix first ([`crate::os`]). A path-MTU black hole,
+//! when the segments show one, heads the answer ([`crate::pmtu`]).
 
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{lead, Confidence, EvidenceLine, Finding, Fix, Status, BINDING_SHARE};
@@ -21,6 +22,7 @@ use crate::filter::CaptureFilters;
 use crate::headline::put_first;
 use crate::notes::notes;
 use crate::os::{caveat, fix_first, guesses, sentence, HostGuess, OsGuess};
+use crate::pmtu;
 
 /// One connection explained.
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +77,7 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     }
     reword(&mut dg);
     capture_findings(c, &fe, &mut dg);
+    pmtu::black_hole(c, &fe, &mut dg);
     let (notes, os_guesses, fixes_first_for) = notes_and_guesses(c, &fe, &mut dg, os);
     Explanation {
         notes,

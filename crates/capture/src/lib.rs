@@ -26,6 +26,7 @@
 #![warn(clippy::too_many_lines)]
 
 mod analysis;
+mod blackhole;
 mod connection;
 mod continuity;
 mod direction;
@@ -39,6 +40,7 @@ mod link;
 mod notes;
 mod options;
 mod os;
+mod pmtu;
 mod position;
 mod segment;
 mod seq;
@@ -52,6 +54,7 @@ mod window;
 pub use analysis::{
     analyze, analyze_file, analyze_file_with_series, Analysis, Analyzer, DecodeStats,
 };
+pub use blackhole::{BlackHole, LostRun, BLACK_HOLE_SENDS};
 pub use connection::{Connection, Handshake};
 pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWindow};
 pub use error::Error;

@@ -13,17 +13,20 @@
 //! packet stands for `ceil(payload / gso_size)` segments, see
 //! [`Layout`](crate::wire::Layout)):
 //!
-//! 1. the **loss model** ([`LossModel`]) — a lost segment uses no link time;
-//! 2. the **drop-tail queue** of [`LinkConfig::queue_bytes`] *wire* bytes. The
+//! 1. the **size limit** [`LinkConfig::max_packet`] — a segment of more IP
+//!    bytes is dropped without a word (no ICMP "fragmentation needed" goes
+//!    back), as a path-MTU black hole does; it uses no link time;
+//! 2. the **loss model** ([`LossModel`]) — a lost segment uses no link time;
+//! 3. the **drop-tail queue** of [`LinkConfig::queue_bytes`] *wire* bytes. The
 //!    backlog is the work still ahead of the serialiser, including the unsent
 //!    part of the frame on the wire; a segment that would push it past the limit
 //!    is dropped. Counting wire bytes makes "a queue of Q bytes" the same thing as
 //!    "at most Q × 8 / rate of queueing delay";
-//! 3. **serialisation** at [`LinkConfig::rate`]: a segment of `L` IP bytes
+//! 4. **serialisation** at [`LinkConfig::rate`]: a segment of `L` IP bytes
 //!    holds the link for `(L + 38) × 8 / rate` (38 B of Ethernet framing, see
 //!    [`ETHERNET_OVERHEAD`]). Time is tracked exactly, as a rational number of
 //!    nanoseconds, so rounding never accumulates;
-//! 4. **propagation delay** [`LinkConfig::delay`], plus optional jitter
+//! 5. **propagation delay** [`LinkConfig::delay`], plus optional jitter
 //!    `U(0, jitter)` that never lets a packet overtake the one before it.
 //!
 //! A packet is released once its last surviving segment has arrived, the way a
@@ -283,6 +286,10 @@ pub struct LinkConfig {
     pub duplicate: f64,
     /// RNG seed; the same seed and inputs give the same run.
     pub seed: u64,
+    /// Silently drop every wire-sized segment of more IP bytes than this (a
+    /// GSO packet is judged per segment: `gso_size` + headers), sending no
+    /// ICMP back: a path-MTU black hole. `None` = off.
+    pub max_packet: Option<u32>,
 }
 
 impl LinkConfig {
@@ -298,6 +305,7 @@ impl LinkConfig {
             reorder: None,
             duplicate: 0.0,
             seed: 1,
+            max_packet: None,
         }
     }
 
@@ -326,9 +334,18 @@ impl LinkConfig {
         if self.queue_bytes == 0 {
             return Err(ConfigError::ZeroQueue);
         }
+        if let Some(m) = self.max_packet {
+            if m < MIN_IP_PACKET {
+                return Err(ConfigError::MaxPacket(m));
+            }
+        }
         Ok(())
     }
 }
+
+/// The smallest IP packet every host must be able to pass (RFC 791's 68 B):
+/// a size limit below it would block any IPv4 path.
+pub const MIN_IP_PACKET: u32 = 68;
 
 /// A [`LinkConfig`] that makes no sense.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -359,6 +376,9 @@ pub enum ConfigError {
     /// A queue that holds nothing.
     #[error("queue limit is 0 bytes; nothing could ever pass")]
     ZeroQueue,
+    /// A packet-size limit below what IPv4 requires every link to carry.
+    #[error("largest packet {0} B is below the 68 B every IPv4 link must carry")]
+    MaxPacket(u32),
 }
 
 /// What the link did with an offered packet.
@@ -373,11 +393,16 @@ pub enum Verdict {
         lost: u32,
         /// Segments dropped because the queue was full.
         overflowed: u32,
+        /// Segments dropped for being over [`LinkConfig::max_packet`].
+        too_big: u32,
     },
     /// Every segment was dropped and at least one because the queue was full.
     DroppedQueueFull,
-    /// Every segment was lost to the loss model.
+    /// Every segment was dropped, at least one lost to the loss model and
+    /// none because the queue was full.
     DroppedLoss,
+    /// Every segment was over [`LinkConfig::max_packet`].
+    DroppedTooBig,
 }
 
 /// Segments and IP bytes (headers counted once per segment).
@@ -405,7 +430,7 @@ impl AddAssign for Counter {
 /// What one direction of the link has done so far.
 ///
 /// Conservation: `offered = delivered + dropped_queue + dropped_loss +
-/// (in flight) − duplicated`.
+/// dropped_too_big + (in flight) − duplicated`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LinkStats {
     /// Packets offered (a GSO packet counts once).
@@ -420,6 +445,8 @@ pub struct LinkStats {
     pub dropped_queue: Counter,
     /// Dropped by the loss model.
     pub dropped_loss: Counter,
+    /// Dropped for being over [`LinkConfig::max_packet`] (no ICMP sent).
+    pub dropped_too_big: Counter,
     /// Extra copies made by duplication.
     pub duplicated: Counter,
     /// Packets that skipped ahead.
@@ -438,6 +465,7 @@ impl AddAssign for LinkStats {
         self.delivered += o.delivered;
         self.dropped_queue += o.dropped_queue;
         self.dropped_loss += o.dropped_loss;
+        self.dropped_too_big += o.dropped_too_big;
         self.duplicated += o.duplicated;
         self.reordered += o.reordered;
         self.gso_split += o.gso_split;
@@ -550,6 +578,7 @@ pub struct Link {
     reorder: Chance,
     reorder_advance_ns: u64,
     duplicate: Chance,
+    max_packet: Option<u32>,
     rng: Rng,
     /// The serialiser is busy until `busy_ns + busy_frac / rate_bps` ns.
     busy_ns: u64,
@@ -579,6 +608,7 @@ impl Link {
             reorder,
             reorder_advance_ns,
             duplicate: Chance::new(cfg.duplicate),
+            max_packet: cfg.max_packet,
             rng: Rng::new(cfg.seed),
             busy_ns: 0,
             busy_frac: 0,
@@ -642,10 +672,18 @@ impl Link {
             self.busy_frac = 0;
         }
         let rate = u128::from(self.rate_bps);
-        let (mut lost, mut overflowed) = (0u32, 0u32);
+        let (mut lost, mut overflowed, mut too_big) = (0u32, 0u32, 0u32);
         let (mut kept, mut kept_bytes) = (0u32, 0u64);
         for i in 0..layout.segments {
             let ip_len = u64::from(layout.segment_ip_len(i));
+            // Before the loss model, so that a black hole leaves the random
+            // loss of the segments that fit as it would be without it.
+            if self.max_packet.is_some_and(|m| ip_len > u64::from(m)) {
+                too_big += 1;
+                self.stats.dropped_too_big.add(1, ip_len);
+                pkt.mark_dropped(i);
+                continue;
+            }
             if self.loss.lose(&mut self.rng) {
                 lost += 1;
                 self.stats.dropped_loss.add(1, ip_len);
@@ -674,8 +712,10 @@ impl Link {
             self.pool.give(pkt);
             return if overflowed > 0 {
                 Verdict::DroppedQueueFull
-            } else {
+            } else if lost > 0 {
                 Verdict::DroppedLoss
+            } else {
+                Verdict::DroppedTooBig
             };
         }
         if kept < layout.segments {
@@ -723,7 +763,11 @@ impl Link {
             }
         }
         if kept < layout.segments {
-            Verdict::Partial { lost, overflowed }
+            Verdict::Partial {
+                lost,
+                overflowed,
+                too_big,
+            }
         } else {
             Verdict::Queued
         }

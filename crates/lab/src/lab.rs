@@ -206,6 +206,14 @@ impl LabConfig {
         self
     }
 
+    /// Drops, in both directions, every packet of more than `bytes` IP
+    /// bytes without an ICMP reply: a path-MTU black hole.
+    pub fn with_max_packet(mut self, bytes: u32) -> LabConfig {
+        self.near_to_far.max_packet = Some(bytes);
+        self.far_to_near.max_packet = Some(bytes);
+        self
+    }
+
     /// Seeds both directions' RNGs from one number.
     pub fn with_seed(mut self, seed: u64) -> LabConfig {
         self.near_to_far.seed = seed;
@@ -245,6 +253,15 @@ impl LabConfig {
                 return Err(LabError::Invalid(format!(
                     "{name} queue of {} B cannot hold one {frame} B frame",
                     l.queue_bytes
+                )));
+            }
+            // A limit at or above the MTU never drops anything: the TUN
+            // device hands the link nothing larger (GSO packets are judged
+            // per MTU-sized segment).
+            if let Some(m) = l.max_packet.filter(|m| *m >= self.mtu) {
+                return Err(LabError::Invalid(format!(
+                    "{name} largest packet {m} B is not below the MTU of {} B, so it would drop nothing",
+                    self.mtu
                 )));
             }
         }
@@ -1119,6 +1136,22 @@ mod tests {
         assert_eq!(c.far_to_near.queue_bytes, 1_250_000);
         let c = c.with_queue(QueueLimit::Bytes(100));
         assert!(matches!(c.validate(), Err(LabError::Invalid(_))));
+    }
+
+    /// A black hole must sit below the MTU (else it drops nothing) and at
+    /// or above IPv4's 68 B.
+    #[test]
+    fn max_packet_must_be_below_the_mtu() {
+        let rate = Rate::from_gbps(1.0).expect("rate");
+        let c = LabConfig::new(rate, Duration::from_millis(15));
+        assert!(c.clone().with_max_packet(1400).validate().is_ok());
+        let e = c.clone().with_max_packet(1500).validate();
+        assert!(
+            matches!(&e, Err(LabError::Invalid(m)) if m.contains("not below the MTU")),
+            "{e:?}"
+        );
+        let low = c.with_max_packet(60);
+        assert!(Link::new(low.near_to_far.clone()).is_err());
     }
 
     #[test]

@@ -122,7 +122,9 @@ impl Lab {
             + cfg.far_to_near.rate.wire_time(cfg.far_to_near.queue_bytes);
         let ping_timeout = (rtt * 2 + max_queue).max(Duration::from_millis(200));
         let wire = (BURST_PAYLOAD + 28) as u64 + u64::from(ETHERNET_OVERHEAD);
-        let mtu_ok = cfg.mtu as usize >= BURST_PAYLOAD + 28;
+        // A black hole below the burst's size would swallow it whole.
+        let fits = |n: u32| n as usize >= BURST_PAYLOAD + 28;
+        let mtu_ok = fits(cfg.mtu) && link.max_packet.is_none_or(fits);
         let by_time = link.rate.bytes_in(Duration::from_millis(20)) / wire;
         let by_queue = link.queue_bytes * 8 / 10 / wire;
         let burst = if mtu_ok {

@@ -92,6 +92,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         jitter: None,
         reorder: None,
         duplicate: None,
+        drop_over: None,
         seed: None,
         exec: None,
         far_exec: None,

@@ -62,6 +62,11 @@ pub struct LabArgs {
     /// Duplicate this share of packets
     #[arg(long, value_parser = crate::args::packet_share)]
     pub duplicate: Option<LossRate>,
+    /// Drop every packet over this many IP bytes, both directions, with no
+    /// ICMP "fragmentation needed" sent back: a path-MTU black hole (68 to
+    /// the MTU 1500 less one)
+    #[arg(long, value_name = "BYTES", value_parser = crate::args::whole::<u32>)]
+    pub drop_over: Option<u32>,
     /// Seed of the loss and jitter random numbers, to repeat a run
     #[arg(long, value_parser = crate::args::whole::<u64>)]
     pub seed: Option<u64>,
@@ -143,6 +148,17 @@ pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
     }
     if let Some(seed) = a.seed {
         cfg = cfg.with_seed(seed);
+    }
+    if let Some(m) = a.drop_over {
+        if !(plumb_lab::emu::MIN_IP_PACKET..cfg.mtu).contains(&m) {
+            return Err(format!(
+                "invalid --drop-over {m}: expected {} to {} bytes (below the lab's MTU of {} B, or nothing is dropped)",
+                plumb_lab::emu::MIN_IP_PACKET,
+                cfg.mtu - 1,
+                cfg.mtu
+            ));
+        }
+        cfg = cfg.with_max_packet(m);
     }
     cfg.far_cpu = a.far_cpu.map(LossRate::probability);
     cfg.far_cpu_period = Duration::from_secs_f64(a.far_cpu_period.secs());
@@ -479,6 +495,9 @@ pub(crate) fn lab_line(a: &LabArgs, probe: Option<&plumb_lab::measure::Probe>) -
             s += &format!(" in bursts of {b}");
         }
     }
+    if let Some(m) = a.drop_over {
+        s += &format!(", packets over {m} B dropped without ICMP");
+    }
     if let Some(p) = probe {
         s += &format!(
             "; measured before the test: RTT {} (min of {}), rate {}",
@@ -514,16 +533,30 @@ fn report_emulator(lab: &Lab, json: bool) {
     note(
         json,
         &format!(
-            "Emulator near->far: {} segments delivered, {} dropped by the queue, {} by loss; {}",
+            "Emulator near->far: {} segments delivered, {} dropped by the queue, {} by loss{}; {}",
             d.link.delivered.segments,
             d.link.dropped_queue.segments,
             d.link.dropped_loss.segments,
+            too_big(lab),
             release_error_us(&d.release_error).map_or_else(
                 || "nothing released, so no release error".to_string(),
                 |e| format!("release error p99 {} us", sig(e[1], 3))
             )
         ),
     );
+}
+
+/// The black hole's drops, both directions, when `--drop-over` set one.
+fn too_big(lab: &Lab) -> String {
+    let s = lab.stats();
+    let (n, f) = (&s.near_to_far.link, &s.far_to_near.link);
+    match lab.config().near_to_far.max_packet {
+        Some(m) => format!(
+            ", {} over {m} B (no ICMP sent; far->near: {})",
+            n.dropped_too_big.segments, f.dropped_too_big.segments
+        ),
+        None => String::new(),
+    }
 }
 
 fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
@@ -579,6 +612,34 @@ mod tests {
         let mut argv = vec!["lab"];
         argv.extend_from_slice(flags);
         Cli::try_parse_from(argv).expect("lab flags").lab
+    }
+
+    /// `--drop-over` sets the black hole in both directions, from 68 B to
+    /// one byte under the MTU; outside that, one line saying the range.
+    #[test]
+    fn drop_over_is_both_directions_and_below_the_mtu() {
+        let c = lab_config(&lab_args(&["--drop-over", "1400"])).expect("config");
+        assert_eq!(c.near_to_far.max_packet, Some(1400));
+        assert_eq!(c.far_to_near.max_packet, Some(1400));
+        assert_eq!(
+            lab_config(&lab_args(&[]))
+                .expect("config")
+                .near_to_far
+                .max_packet,
+            None
+        );
+        for bad in ["1500", "67", "0"] {
+            let e = lab_config(&lab_args(&["--drop-over", bad])).expect_err(bad);
+            assert_eq!(
+                e,
+                format!("invalid --drop-over {bad}: expected 68 to 1499 bytes (below the lab's MTU of 1500 B, or nothing is dropped)")
+            );
+        }
+        let line = lab_line(&lab_args(&["--drop-over", "1400"]), None);
+        assert!(
+            line.ends_with(", packets over 1400 B dropped without ICMP"),
+            "{line}"
+        );
     }
 
     /// The `model` and `lab` objects and the lines, key for key and digit

@@ -289,7 +289,8 @@ fn gso_tail_overflow_keeps_the_head() {
         v,
         Verdict::Partial {
             lost: 0,
-            overflowed: 42
+            overflowed: 42,
+            too_big: 0
         }
     );
     let mut out = Vec::new();
@@ -342,8 +343,12 @@ fn gso_loss_drops_single_segments() {
         }
         match v {
             Verdict::Queued => assert_eq!(frames, 45),
-            Verdict::Partial { lost, overflowed } => {
-                assert_eq!(overflowed, 0);
+            Verdict::Partial {
+                lost,
+                overflowed,
+                too_big,
+            } => {
+                assert_eq!((overflowed, too_big), (0, 0));
                 assert_eq!(frames, 45 - u64::from(lost));
             }
             Verdict::DroppedLoss => assert_eq!(frames, 0),
@@ -480,4 +485,87 @@ proptest! {
         );
         prop_assert!(st.max_queue_bytes <= queue_frames * 1538);
     }
+}
+
+/// The black hole: a packet one byte over the limit is dropped and counted,
+/// one at the limit passes, and nothing else about the link changes.
+#[test]
+fn a_packet_over_max_packet_is_dropped_silently_and_counted() {
+    let mut cfg = LinkConfig::new(gbps(1), Duration::from_millis(1));
+    cfg.max_packet = Some(1400);
+    let mut link = Link::new(cfg).expect("config");
+    assert_eq!(
+        link.enqueue(Time::ZERO, plain(1401, 1)),
+        Verdict::DroppedTooBig
+    );
+    assert_eq!(link.enqueue(Time::ZERO, plain(1400, 2)), Verdict::Queued);
+    let got = drain(&mut link, Time(10 * MS));
+    assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), vec![2]);
+    let s = *link.stats();
+    assert_eq!(
+        s.dropped_too_big,
+        Counter {
+            segments: 1,
+            bytes: 1401
+        }
+    );
+    assert_eq!(s.dropped_loss.segments + s.dropped_queue.segments, 0);
+    // The dropped packet used no link time: the one that fit left first.
+    assert_eq!(got[0].0, Time(1438 * 8 + MS));
+}
+
+/// A GSO packet is judged per wire segment: its full-size segments are
+/// over the limit, its short tail is not.
+#[test]
+fn a_gso_packet_loses_only_its_segments_over_max_packet() {
+    let frame = build(&Spec::default()); // 6 × 1500 B segments + a 1364 B tail
+    let mut cfg = LinkConfig::new(gbps(1), Duration::ZERO);
+    cfg.queue_bytes = 1 << 20;
+    cfg.max_packet = Some(1400);
+    let mut link = Link::new(cfg).expect("config");
+    assert_eq!(
+        link.enqueue(Time::ZERO, Packet::from_frame(&frame, true)),
+        Verdict::Partial {
+            lost: 0,
+            overflowed: 0,
+            too_big: 6
+        }
+    );
+    let mut out = Vec::new();
+    link.release_due(Time(MS), |_, p| out.push(p));
+    let mut seqs = Vec::new();
+    let mut scratch = Vec::new();
+    for p in &out {
+        p.for_each_frame::<()>(&mut scratch, |f| {
+            seqs.extend(resegment(f).iter().map(|s| seq_of(s)));
+            Ok(())
+        })
+        .expect("infallible");
+    }
+    assert_eq!(seqs, vec![Spec::default().seq.wrapping_add(6 * 1448)]);
+    let s = *link.stats();
+    assert_eq!(s.dropped_too_big.segments, 6);
+    assert_eq!(s.dropped_too_big.bytes, 6 * 1500);
+    assert_eq!(s.delivered.segments, 1);
+    // At a limit the full-size segments fit under, the packet passes whole.
+    let mut cfg = LinkConfig::new(gbps(1), Duration::ZERO);
+    cfg.queue_bytes = 1 << 20;
+    cfg.max_packet = Some(1500);
+    let mut link = Link::new(cfg).expect("config");
+    assert_eq!(
+        link.enqueue(Time::ZERO, Packet::from_frame(&frame, true)),
+        Verdict::Queued
+    );
+}
+
+#[test]
+fn max_packet_below_68_bytes_is_refused() {
+    let mut cfg = LinkConfig::new(gbps(1), Duration::from_millis(1));
+    cfg.max_packet = Some(67);
+    assert_eq!(
+        Link::new(cfg.clone()).err(),
+        Some(ConfigError::MaxPacket(67))
+    );
+    cfg.max_packet = Some(68);
+    assert!(Link::new(cfg).is_ok());
 }

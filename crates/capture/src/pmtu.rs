@@ -1,0 +1,128 @@
+//! The path-MTU black hole named from a capture: the data's head segment
+//! sent [`BLACK_HOLE_SENDS`] times or more at full size and never
+//! acknowledged at that size, while something smaller passed (a smaller
+//! segment acknowledged, the sender's smaller resend of the same bytes, or
+//! at least the handshake), and no ICMP "too big" message quoting the
+//! connection in the capture (with one, the ICMP MTU stands beside the
+//! rules' own path-MTU finding instead). It heads the diagnosis: a sender
+//! that waits seconds for segments that can never pass is limited by the
+//! path's MTU whatever else the numbers show.
+
+use plumb_diagnose::fixes::for_limit;
+use plumb_diagnose::rules::{Confidence, EvidenceLine, Finding, Status};
+use plumb_diagnose::{Diagnosis, Limit};
+
+use crate::blackhole::{LostRun, BLACK_HOLE_SENDS};
+use crate::connection::Connection;
+use crate::evidence::{data_direction, FlowEvidence};
+use crate::headline::put_first;
+
+/// What passed while the full-size segments did not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Passed {
+    /// The sender resent the lost bytes in segments of this size, and the
+    /// ACK moved past them.
+    Fallback(u32),
+    /// A smaller segment of this size was acknowledged.
+    Acked(u32),
+    /// Only the handshake: no data segment was acknowledged.
+    Handshake,
+}
+
+/// Makes a black hole in `c`'s data direction the answer of `dg`.
+pub fn black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
+    let (data, _, _) = data_direction(c);
+    let b = &data.black_hole;
+    let Some(lost) = b.lost else { return };
+    // Full size: the largest the sender put on the wire, and larger than
+    // any segment that passed. An ICMP message says what happened itself.
+    if c.icmp_too_big > 0
+        || lost.sends < BLACK_HOLE_SENDS
+        || lost.len < data.timing.largest_wire_segment
+        || lost.len <= b.acked_max
+    {
+        return;
+    }
+    let passed = match (b.fallback, b.acked_max) {
+        (Some(f), _) => Passed::Fallback(f),
+        (None, a) if a > 0 => Passed::Acked(a),
+        _ if c.handshake.complete => Passed::Handshake,
+        _ => return,
+    };
+    let f = finding(lost, passed, fe.summary.duration_s);
+    dg.findings.retain(|f| f.limit != Limit::PathMtu);
+    let fixes = for_limit(Limit::PathMtu, &fe.evidence, &dg.figures, &dg.findings);
+    let Some(first) = fixes.first().cloned() else {
+        return;
+    };
+    put_first(dg, f, first);
+    // Both systems' fixes, with no rate promised: the capture holds no
+    // model of what the path carries once the segments fit.
+    dg.fixes = fixes
+        .into_iter()
+        .map(|mut x| {
+            x.expected_bps = None;
+            x
+        })
+        .collect();
+}
+
+/// The finding, in what the capture showed.
+fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
+    let stalled_s = f64::from(lost.stalled_ms) / 1e3;
+    let (what_passed, size) = match passed {
+        Passed::Fallback(p) => (
+            format!("then the sender resent them as {p}-byte ones, which passed (as Linux does with net.ipv4.tcp_mtu_probing=1)"),
+            Some(p),
+        ),
+        Passed::Acked(p) => (format!("while {p}-byte ones passed"), Some(p)),
+        Passed::Handshake => ("while the handshake passed".to_string(), None),
+    };
+    let mut evidence = vec![
+        EvidenceLine::new(
+            "full-size segment sent without an ACK",
+            f64::from(lost.sends),
+            "times",
+        ),
+        EvidenceLine::new("its payload", f64::from(lost.len), "B"),
+        EvidenceLine::new("first copy to the last", stalled_s, "s"),
+    ];
+    if let Some(p) = size {
+        evidence.push(EvidenceLine::new(
+            "largest segment that passed",
+            f64::from(p),
+            "B",
+        ));
+    }
+    evidence.push(EvidenceLine::new(
+        "ICMP too-big messages in the capture",
+        0.0,
+        "",
+    ));
+    let share = if duration_s > 0.0 {
+        (stalled_s / duration_s).min(1.0)
+    } else {
+        1.0
+    };
+    let confidence = if size.is_some() { 0.8 } else { 0.6 };
+    Finding {
+        limit: Limit::PathMtu,
+        what: "a path-MTU black hole".into(),
+        sentence: format!(
+            "{}-byte segments were sent {} times and never acknowledged {what_passed}: a path-MTU black hole — ICMP 'fragmentation needed' is probably filtered (no rate model: plumb predicts no rate for it)",
+            lost.len, lost.sends
+        ),
+        predicted_bps: None,
+        tolerance: None,
+        explains: false,
+        binding_share: Some(share),
+        counters_bind: true,
+        status: Status::Primary,
+        confidence,
+        level: Confidence::of(confidence),
+        missing: vec![
+            "the path's MTU: tracepath from the sender finds where it drops".into(),
+        ],
+        evidence,
+    }
+}

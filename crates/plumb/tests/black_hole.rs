@@ -1,0 +1,339 @@
+//! A path-MTU black hole in the lab (`plumb lab --drop-over 1400`: packets
+//! over 1400 B dropped, no ICMP sent back), captured with tcpdump at both
+//! ends of a plumb test, and `plumb why -r` on each capture. With
+//! `net.ipv4.tcp_mtu_probing=0` in the sender's namespace the transfer
+//! stalls after the handshake and its first small write; with `=1` Linux
+//! gives up on the full size after a few timeouts and goes on with smaller
+//! segments. The lab tests need root, /dev/net/tun and tcpdump; elsewhere
+//! they are recorded as skipped (`plumb_testkit`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The black hole's limit, IP bytes: full-size segments (1500 B) are over
+/// it, the handshake and Linux's fallback segments (tcp_base_mss 1024) are
+/// under it.
+const DROP_OVER: &str = "1400";
+
+/// One lab run: the lab's own notes, the client's `-J` if it
+/// wrote one, and the two captures.
+struct Run {
+    notes: String,
+    doc: Option<Value>,
+    near: PathBuf,
+    far: PathBuf,
+}
+
+/// A plumb test across a 100 Mbit/s, 15 ms lab with the black hole (both
+/// directions), `tcp_mtu_probing` set to `probing` in both namespaces (the
+/// server's results, over 1400 B, cross the hole the other way), tcpdump
+/// beside each end.
+/// The client is stopped with SIGINT after 15 s if it has not ended (a
+/// stalled test cannot exchange its results either); the far side marks
+/// when its capture is closed and the near side waits for it (bounded).
+fn black_hole_run(dir: &Path, probing: u8) -> Run {
+    let (near, far) = (dir.join("near.pcap"), dir.join("far.pcap"));
+    let (test, done) = (dir.join("test.json"), dir.join("far.done"));
+    let plumb = plumb_bin();
+    let dump = |f: &Path| {
+        format!(
+            "tcpdump -i any -U -Z root -s 128 -w {} tcp 2>/dev/null & T=$!",
+            f.display()
+        )
+    };
+    let far_exec = format!(
+        "sysctl -qw net.ipv4.tcp_mtu_probing={probing} && {}; timeout 25 {plumb} -s -1 >/dev/null 2>&1; sleep 0.5; kill -INT $T; wait $T; touch {}",
+        dump(&far),
+        done.display()
+    );
+    let near_exec = format!(
+        "sysctl -qw net.ipv4.tcp_mtu_probing={probing} && {}; sleep 2; \
+         timeout -s INT 15 {plumb} -c $PLUMB_FAR -t 5 --why --link 100m -J > {}; \
+         sleep 2; kill -INT $T; wait $T; \
+         for i in $(seq 40); do [ -e {} ] && break; sleep 0.5; done",
+        dump(&near),
+        test.display(),
+        done.display()
+    );
+    let args = [
+        "lab",
+        "--rate",
+        "100m",
+        "--rtt",
+        "15ms",
+        "--drop-over",
+        DROP_OVER,
+        "--far-exec",
+        &far_exec,
+        "--exec",
+        &near_exec,
+    ];
+    let out = run(plumb, &args, Duration::from_secs(120));
+    let left = leftovers();
+    assert!(left.is_empty(), "the lab left {left:?} behind");
+    // Without -J the lab's notes go to stdout, after the program's output.
+    let notes = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() || !notes.is_empty(),
+        "plumb lab: {notes}"
+    );
+    let doc = std::fs::read(&test)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    Run {
+        notes,
+        doc,
+        near,
+        far,
+    }
+}
+
+/// The near→far segments the black hole dropped, from the lab's note
+/// ("… N over 1400 B (no ICMP sent; …").
+fn dropped_too_big(notes: &str) -> u64 {
+    let at = format!(" over {DROP_OVER} B (no ICMP sent");
+    notes
+        .lines()
+        .find_map(|l| {
+            let head = &l[..l.find(&at)?];
+            head.rsplit(' ').next()?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no black-hole count in the lab's notes: {notes}"))
+}
+
+fn why_json(pcap: &Path) -> Value {
+    let o = run(
+        plumb_bin(),
+        &["why", "-r", pcap.to_str().expect("utf-8 path"), "-J"],
+        Duration::from_secs(60),
+    );
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        pcap.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o, "plumb why -r -J")
+}
+
+/// The test's data connection: the one whose client sent the most new
+/// data (the control connection carries a few hundred bytes), or, given
+/// `sender`, the one that sender ("ADDR:PORT") sent from.
+fn data_connection(v: &Value, sender: Option<&str>) -> Value {
+    let all = v["explained"].as_array().expect("explained");
+    match sender {
+        Some(s) => all.iter().find(|x| x["flow"]["client"] == s),
+        None => all
+            .iter()
+            .max_by_key(|x| x["flow"]["data_bytes"].as_u64().unwrap_or(0)),
+    }
+    .cloned()
+    .unwrap_or_else(|| panic!("no data connection {sender:?} in {v}"))
+}
+
+/// tshark's count of `sender`'s ("ADDR:PORT") frames flagged as resent
+/// data of any kind, as why_capture.rs's oracle counts them (Wireshark
+/// calls a resend that fills a gap soon after it opened out-of-order);
+/// `None` when tshark cannot run.
+fn tshark_retransmissions(pcap: &Path, sender: &str) -> Option<u64> {
+    let o = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args([
+            "-Y",
+            "tcp.analysis.retransmission || tcp.analysis.fast_retransmission \
+             || tcp.analysis.spurious_retransmission || tcp.analysis.out_of_order",
+            "-T",
+            "fields",
+            "-E",
+            "separator=:",
+            "-e",
+            "ip.src",
+            "-e",
+            "tcp.srcport",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    Some(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| *l == sender)
+            .count() as u64,
+    )
+}
+
+/// The near capture's verdict on the data connection: path_mtu, from the
+/// full-size segments resent without an ACK, its numbers in the evidence,
+/// and tshark counting the same retransmissions (within 5 % or 2).
+fn names_the_black_hole(pcap: &Path) -> Value {
+    let x = data_connection(&why_json(pcap), None);
+    let f = &x["flow"];
+    let d = &x["diagnosis"];
+    let at = pcap.display();
+    assert_eq!(f["handshake"], true, "{at}: the handshake was captured");
+    assert_eq!(f["icmp_too_big"], 0, "{at}: no ICMP came back");
+    assert_eq!(d["limit"], "path_mtu", "{at}: {}", d["summary"]);
+    let summary = d["summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("1448-byte segments were sent")
+            && summary.contains("never acknowledged")
+            && summary.contains("a path-MTU black hole"),
+        "{at}: {summary}"
+    );
+    let line = |what: &str| {
+        d["evidence"]
+            .as_array()
+            .and_then(|e| e.iter().find(|l| l["what"] == what))
+            .and_then(|l| l["value"].as_f64())
+    };
+    assert!(
+        line("full-size segment sent without an ACK").unwrap_or(0.0) >= 3.0,
+        "{at}: {}",
+        d["evidence"]
+    );
+    assert_eq!(line("its payload"), Some(1448.0), "{at}");
+    let sender = f["sender"].as_str().unwrap_or("");
+    match tshark_retransmissions(pcap, sender) {
+        Some(t) => {
+            let mine =
+                f["retransmits"].as_u64().unwrap_or(0) + f["out_of_order"].as_u64().unwrap_or(0);
+            assert!(
+                mine.abs_diff(t) <= 2.max(t / 20),
+                "{at}: retransmissions {mine} vs tshark's {t}"
+            );
+        }
+        None => plumb_testkit::skip_tool!("tshark is not installed: its analysis not compared"),
+    }
+    x
+}
+
+fn tcpdump_missing() -> bool {
+    let found = std::process::Command::new("tcpdump")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        plumb_testkit::skip_tool!("tcpdump is not installed");
+    }
+    !found
+}
+
+/// tcp_mtu_probing=0: the sender resends its full-size head segment at
+/// each timeout and the transfer stalls. Near the sender the capture names
+/// the black hole; beside the receiver no full-size segment ever arrived,
+/// so that capture holds only the handshake and the 37-byte first write,
+/// and it names no black hole (what it cannot see, it does not claim).
+#[test]
+fn a_black_hole_stalls_the_transfer_and_the_senders_capture_names_it() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("black-hole-stall");
+    let r = black_hole_run(&dir, 0);
+    // The premise: the black hole dropped full-size segments.
+    let dropped = dropped_too_big(&r.notes);
+    assert!(dropped > 0, "{}", r.notes);
+    let x = names_the_black_hole(&r.near);
+    let f = &x["flow"];
+    // Stalled: next to nothing new got through.
+    assert!(
+        f["data_bytes"].as_u64().unwrap_or(u64::MAX) < 100_000,
+        "{}",
+        f["data_bytes"]
+    );
+    let summary = x["diagnosis"]["summary"].as_str().unwrap_or("");
+    assert!(summary.contains("37-byte ones passed"), "{summary}");
+    let far = data_connection(&why_json(&r.far), f["client"].as_str());
+    assert_eq!(far["flow"]["handshake"], true);
+    assert!(
+        far["flow"]["data_bytes"].as_u64().unwrap_or(u64::MAX) <= 37,
+        "the far end saw no full-size segment: {}",
+        far["flow"]
+    );
+    assert_ne!(
+        far["diagnosis"]["limit"], "path_mtu",
+        "{}",
+        far["diagnosis"]
+    );
+    eprintln!(
+        "stall: {dropped} dropped; near: {summary}; far: {}; the test's --why: {}",
+        far["diagnosis"]["summary"],
+        r.doc
+            .as_ref()
+            .map_or(Value::Null, |d| d["diagnosis"]["summary"].clone())
+    );
+}
+
+/// tcp_mtu_probing=1: after the full-size timeouts Linux resends the head
+/// in smaller segments, which pass, and the transfer goes on. Near the
+/// sender the capture names the black hole and the size that got through.
+#[test]
+fn a_sender_with_mtu_probing_recovers_and_the_capture_names_the_size_that_passed() {
+    if !can_lab() || tcpdump_missing() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("black-hole-probing");
+    let r = black_hole_run(&dir, 1);
+    let dropped = dropped_too_big(&r.notes);
+    assert!(dropped > 0, "{}", r.notes);
+    let x = names_the_black_hole(&r.near);
+    let f = &x["flow"];
+    // Recovered: data flowed after the fallback.
+    assert!(
+        f["data_bytes"].as_u64().unwrap_or(0) > 1_000_000,
+        "{}",
+        f["data_bytes"]
+    );
+    let summary = x["diagnosis"]["summary"].as_str().unwrap_or("").to_string();
+    assert!(
+        summary.contains("then the sender resent them as") && summary.contains("which passed"),
+        "{summary}"
+    );
+    let passed = x["diagnosis"]["evidence"]
+        .as_array()
+        .and_then(|e| {
+            e.iter()
+                .find(|l| l["what"] == "largest segment that passed")
+        })
+        .and_then(|l| l["value"].as_f64())
+        .unwrap_or(0.0);
+    assert!((500.0..1400.0).contains(&passed), "{passed}");
+    let far = data_connection(&why_json(&r.far), f["client"].as_str());
+    // The test itself completed (both ends fell back), and its own --why,
+    // from TCP_INFO, is recorded: it sees retransmissions, not the hole.
+    let doc = r.doc.as_ref().expect("the test's -J");
+    assert!(doc["error"].is_null(), "{}", doc["error"]);
+    eprintln!(
+        "probing: {dropped} dropped; near: {summary}; far: {} ({}); the test's --why: {}",
+        far["diagnosis"]["limit"],
+        far["diagnosis"]["summary"],
+        r.doc
+            .as_ref()
+            .map_or(Value::Null, |d| d["diagnosis"]["summary"].clone())
+    );
+    // Beside the receiver no full-size copy ever arrived (GRO merges the
+    // smaller segments back to 1448 B there, so the sizes cannot say it
+    // either): no black hole is claimed from there.
+    assert_eq!(far["flow"]["handshake"], true);
+    assert_eq!(far["flow"]["icmp_too_big"], 0);
+    assert_ne!(
+        far["diagnosis"]["limit"], "path_mtu",
+        "{}",
+        far["diagnosis"]
+    );
+}
