@@ -614,7 +614,10 @@ fn live_agrees(pcap: &Path, x: &Value, test: &Value, verdict: Verdict) {
     };
     let flows = live["explained"].as_array().cloned().unwrap_or_default();
     let Some(y) = flows.iter().find(same) else {
-        panic!("{at}: no {} -> {}: {err}", x["flow"]["sender"], x["flow"]["receiver"]);
+        panic!(
+            "{at}: no {} -> {}: {err}",
+            x["flow"]["sender"], x["flow"]["receiver"]
+        );
     };
     assert_eq!(y["flow"]["handshake"], true, "{at}: no handshake");
     names_the_cause(&at, y, test, verdict);
@@ -1019,8 +1022,8 @@ fn a_deep_queue_from_a_capture_is_the_link_with_no_window_fix() {
 /// `--capture IFACE`: a plumb transfer on loopback, started once the packet
 /// socket reads, is explained as a file's connection is; `--write` saves
 /// what was read and `--from` reads it back; `--report` writes the capture
-/// page with the flow's verdict; an unknown interface is one line and exit
-/// 2.
+/// page with the flow's verdict; an unknown interface, and tcpdump's
+/// `any`, is one line and exit 2.
 #[test]
 fn a_live_capture_of_loopback_explains_its_transfer() {
     let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
@@ -1031,9 +1034,11 @@ fn a_live_capture_of_loopback_explains_its_transfer() {
         plumb_testkit::skip_lab!("--capture needs CAP_NET_RAW (root)");
         return;
     }
-    let bad = why(&["--capture", "nosuch0", "--for", "1"]);
-    assert_eq!(bad.status.code(), Some(2));
-    assert_eq!(stderr_lines(&bad).len(), 1, "{:?}", stderr_lines(&bad));
+    for iface in ["nosuch0", "any"] {
+        let bad = why(&["--capture", iface, "--for", "1"]);
+        assert_eq!(bad.status.code(), Some(2), "{iface}");
+        assert_eq!(stderr_lines(&bad).len(), 1, "{:?}", stderr_lines(&bad));
+    }
     let port = common::port();
     let p = port.to_string();
     let dir = std::env::temp_dir().join(format!("plumb-livecap-{}", std::process::id()));
@@ -1116,9 +1121,43 @@ fn a_live_capture_of_loopback_explains_its_transfer() {
     let html = std::fs::read_to_string(&page).expect("the page was written");
     let shown = page_verdicts(&html);
     assert_eq!(shown.len(), flows.len(), "{shown:?}");
-    let summary = flows[0]["diagnosis"]["summary"].as_str().expect("a summary");
+    let summary = flows[0]["diagnosis"]["summary"]
+        .as_str()
+        .expect("a summary");
     assert!(shown.iter().any(|v| v == summary), "{summary}: {shown:?}");
     assert!(html.contains("interface lo"));
     assert!(html.contains("data-chart=\"tseq\""), "the flow's graph");
+    // Without --write the page comes from a scratch file, removed after;
+    // a port nothing uses gives a page with no verdict and exit 1.
+    let scratch = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .starts_with("plumb-capture-")
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let before = scratch();
+    let idle = common::port().to_string();
+    let empty = dir.join("idle.html");
+    let o = why(&[
+        "--capture",
+        "lo",
+        "-p",
+        &idle,
+        "--for",
+        "0.3",
+        "--report",
+        empty.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", stderr_lines(&o));
+    let html = std::fs::read_to_string(&empty).expect("the page was written");
+    assert!(html.contains("interface lo") && page_verdicts(&html).is_empty());
+    assert_eq!(scratch(), before, "the scratch capture was left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }

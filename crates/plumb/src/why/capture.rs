@@ -165,15 +165,21 @@ pub fn verdicts(a: &Analysis, f: &CaptureFilters, link: Option<Rate>) -> Vec<Opt
 /// `--write` file, else a scratch file removed afterwards), as `--from
 /// FILE --report` draws it.
 pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCode> {
+    if iface == "any" {
+        // A packet socket bound to no interface has no one link type to
+        // record: tcpdump's pseudo-device is refused, not guessed at.
+        return Ok(usage_error(
+            "--capture any: plumb reads one interface; name it (see `ip link`)",
+        ));
+    }
     let f = match filters(a.measure.port, &a.live) {
         Ok(f) => f,
         Err(e) => return Ok(usage_error(e)),
     };
     let scratch = match (&a.measure.report, &a.write) {
-        (Some(_), None) => Some(Scratch(std::env::temp_dir().join(format!(
-            "plumb-capture-{}.pcapng",
-            std::process::id()
-        )))),
+        (Some(_), None) => Some(Scratch(
+            std::env::temp_dir().join(format!("plumb-capture-{}.pcapng", std::process::id())),
+        )),
         _ => None,
     };
     let secs = a.for_secs.unwrap_or(3.0);
@@ -181,7 +187,10 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         plumb_net::packet::CaptureSpec::new(iface, std::time::Duration::from_secs_f64(secs));
     spec.ports = f.port.into_iter().collect();
     spec.peers = f.peer.map(|(ip, _)| ip).into_iter().collect();
-    spec.write = a.write.clone().or_else(|| scratch.as_ref().map(|s| s.0.clone()));
+    spec.write = a
+        .write
+        .clone()
+        .or_else(|| scratch.as_ref().map(|s| s.0.clone()));
     // Ctrl-C (the signal flag) ends the capture early.
     let got = plumb_net::packet::capture(&spec, &plumb_net::signals::flag());
     let live = match got {
@@ -359,7 +368,11 @@ mod tests {
             rate_text(0.0, 0.0),
             "no rate (its data passed at one instant)"
         );
-        assert!(rate_text(1.0, 8e6).contains("Mbit/s"), "{}", rate_text(1.0, 8e6));
+        assert!(
+            rate_text(1.0, 8e6).contains("Mbit/s"),
+            "{}",
+            rate_text(1.0, 8e6)
+        );
     }
 
     #[test]
