@@ -494,6 +494,10 @@ const LAB_PORT: u16 = 5201;
 /// the client and end on a signal once it is done (SIGTERM ends plumb's
 /// capture early, and it explains what it read). The far side stops its
 /// captures when its server ends, before the near side ends the lab.
+/// Both wait 1.5 s or more before stopping tcpdump: libpcap hands packets
+/// over a ring block at a time, a block at the latest a second after it
+/// opened, and SIGINT loses the block not yet handed over (the end of the
+/// transfer).
 fn captured(dir: &Path, lab: &[&str], client: &str, server: &str) -> Captured {
     let near = dir.join("near.pcap");
     let far = dir.join("far.pcap");
@@ -512,7 +516,7 @@ fn captured(dir: &Path, lab: &[&str], client: &str, server: &str) -> Captured {
         )
     };
     let stop = "kill -INT $T; kill -TERM $L; wait $T; wait $L";
-    let far_exec = format!("{}; {server}; sleep 0.5; {stop}", dump(&far));
+    let far_exec = format!("{}; {server}; sleep 1.5; {stop}", dump(&far));
     let near_exec = format!(
         "{}; sleep 2; {client} > {}; sleep 2; {stop}; sleep 1",
         dump(&near),
