@@ -21,8 +21,6 @@ const DUPACK_THRESHOLD: u32 = 3;
 /// How soon a segment filling a gap counts as seen late rather than resent,
 /// when the RTT is unknown (Wireshark's out-of-order threshold).
 const OUT_OF_ORDER_NS: u64 = 3_000_000;
-/// The MSS assumed for "window full" when no SYN announced one.
-const DEFAULT_MSS: u32 = 1460;
 
 /// A side's SYN (or SYN-ACK).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -67,8 +65,10 @@ pub struct Flight {
     pub max: u64,
     /// Mean flight, bytes.
     pub mean: f64,
-    /// Samples where the flight came within one MSS of the receiver's
-    /// advertised window (known scale only).
+    /// Data segments that reach exactly the edge of the receiver's window:
+    /// their end equals the receiver's last ACK plus its last advertised
+    /// window (scale known; no SYN, FIN or RST), Wireshark's
+    /// `tcp.analysis.window_full`.
     pub window_full: u64,
     #[serde(skip)]
     sum: u128,
@@ -178,6 +178,16 @@ pub fn initial_ttl(ttl: u8) -> u8 {
     }
 }
 
+impl Track {
+    /// The right edge of the window this side last advertised: its last
+    /// ACK plus that window, when the scale is known.
+    fn window_edge(&self) -> Option<u32> {
+        let (ack, _) = self.last_ack?;
+        let w = u32::try_from(self.window_bytes?).ok()?;
+        Some(ack.wrapping_add(w))
+    }
+}
+
 impl Direction {
     /// Counts a segment sent by this side.
     pub(crate) fn count(&mut self, ts: u64, wire_len: u32, seg: &Segment) {
@@ -262,6 +272,10 @@ impl Direction {
         }
         if seg.payload_len > 0 {
             self.data(seg, end, at);
+            let plain = !seg.syn && !seg.fin && !seg.rst;
+            if plain && at.peer.window_edge() == Some(end) {
+                self.flight.window_full += 1;
+            }
         }
         if seg.fin {
             end = end.wrapping_add(1);
@@ -367,12 +381,6 @@ impl Direction {
         f.samples += 1;
         f.max = f.max.max(flight);
         f.sum += u128::from(flight);
-        let mss = at.peer_mss.map_or(DEFAULT_MSS, u32::from);
-        if let Some(win) = at.peer.window_bytes {
-            if flight + u64::from(mss) >= win {
-                f.window_full += 1;
-            }
-        }
     }
 
     /// Closes what the end of the capture leaves open, and takes the

@@ -65,6 +65,10 @@ pub struct FlowSummary {
     pub window_bounds: Option<(u64, u64)>,
     /// The largest flight seen at the capture point, bytes.
     pub max_flight_bytes: u64,
+    /// The sender's data segments that reached exactly the edge of the
+    /// receiver's advertised window (Wireshark's
+    /// `tcp.analysis.window_full`).
+    pub window_full: u64,
     /// Retransmitted data segments.
     pub retransmits: u64,
     /// Their payload bytes.
@@ -216,6 +220,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
             .unknown_bounds
             .map(|(lo, hi)| (lo.max(data.flight.max), hi)),
         max_flight_bytes: data.flight.max,
+        window_full: data.flight.window_full,
         retransmits: data.retransmissions.total,
         retransmitted_bytes: data.retransmissions.bytes,
         out_of_order: data.out_of_order,

@@ -4,8 +4,9 @@
 //! the reader's frames and wire bytes must equal tshark's `-z conv,tcp`;
 //! its zero-window episodes must equal the runs of frames tshark flags
 //! `tcp.analysis.zero_window`; its retransmissions must be within 5 % (or
-//! 2) of the frames tshark flags as a retransmission of any kind; its
-//! handshake RTT within 2 % of `tcp.analysis.initial_rtt`. Where the two
+//! 2) of the frames tshark flags as a retransmission of any kind, its
+//! window-full segments within 5 % (or 2) of `tcp.analysis.window_full`;
+//! its handshake RTT within 2 % of `tcp.analysis.initial_rtt`. Where the two
 //! differ for a reason the README gives, the test asserts that difference
 //! (the `Known` table), so a change on either side shows. And each file's
 //! connections that carried data are explained (what `plumb why -r FILE`
@@ -40,6 +41,8 @@ struct Theirs {
     /// Runs of frames flagged `zero_window`, ended by a frame of the same
     /// side advertising an open window.
     zero_window_episodes: u64,
+    /// Frames flagged `window_full`.
+    window_full: u64,
 }
 
 /// What plumb says of one direction (summed over connections that share
@@ -51,6 +54,7 @@ struct Mine {
     retransmissions: u64,
     syn_retransmissions: u64,
     zero_window_episodes: u64,
+    window_full: u64,
 }
 
 /// A difference the README explains, asserted as it stands.
@@ -133,7 +137,7 @@ fn first(field: &str) -> &str {
 /// Per direction from tshark's per-frame fields, and the initial RTTs per
 /// connection (sorted ends), in ns.
 fn tshark_frames(file: &Path) -> (HashMap<Key, Theirs>, HashMap<Key, Vec<u64>>) {
-    const FIELDS: [&str; 20] = [
+    const FIELDS: [&str; 21] = [
         "ip.src",
         "ipv6.src",
         "tcp.srcport",
@@ -147,6 +151,7 @@ fn tshark_frames(file: &Path) -> (HashMap<Key, Theirs>, HashMap<Key, Vec<u64>>) 
         "tcp.analysis.spurious_retransmission",
         "tcp.analysis.out_of_order",
         "tcp.analysis.zero_window",
+        "tcp.analysis.window_full",
         "tcp.window_size_value",
         "tcp.flags.syn",
         "tcp.flags.fin",
@@ -196,6 +201,7 @@ fn tshark_frames(file: &Path) -> (HashMap<Key, Theirs>, HashMap<Key, Vec<u64>>) 
             d.retransmissions += 1;
         }
         d.out_of_order += u64::from(set("tcp.analysis.out_of_order"));
+        d.window_full += u64::from(set("tcp.analysis.window_full"));
         // Wireshark flags each zero-window frame; plumb counts episodes,
         // from the first zero window to the next open one from that side.
         let o = open.entry(key.clone()).or_default();
@@ -288,6 +294,7 @@ fn mine(a: &Analysis) -> HashMap<Key, Mine> {
             d.retransmissions += me.retransmissions.total;
             d.syn_retransmissions += me.syn.as_ref().map_or(0, |s| s.retransmitted);
             d.zero_window_episodes += me.zero_window.episodes;
+            d.window_full += me.flight.window_full;
         }
     }
     out
@@ -349,6 +356,12 @@ fn compare(name: &str) -> (usize, usize) {
         assert_eq!(
             m.zero_window_episodes, t.zero_window_episodes,
             "{name} {dir}: zero-window episodes"
+        );
+        assert!(
+            within(m.window_full, t.window_full),
+            "{name} {dir}: window-full segments {} vs tshark's {}",
+            m.window_full,
+            t.window_full
         );
         match KNOWN.iter().find(|k| k.file == name && k.direction == dir) {
             Some(k) => assert_eq!(

@@ -135,12 +135,37 @@ fn flight_against_the_window_and_super_segments() {
     let f = &c.client.flight;
     assert_eq!(f.samples, 4);
     assert_eq!(f.max, 5800);
-    // 3000 + MSS 1400 ≥ 4096 and 5800 ≥ 4096: two samples at the window.
-    assert_eq!(f.window_full, 2);
+    // The window's edge is 1001 + 4096 = 5097: the super-segment runs past
+    // it (to 6801) and none ends on it, so none filled the window exactly.
+    assert_eq!(f.window_full, 0);
     assert_eq!(c.client.largest_segment, 2800);
     assert_eq!(c.client.super_segments, 1);
     // The MSS stays the SYN's.
     assert_eq!(c.server.syn.as_ref().unwrap().options.mss, Some(1400));
+}
+
+#[test]
+fn a_segment_ending_at_the_window_edge_fills_the_window() {
+    let mut segs = handshake();
+    // Server window 8 << 9 = 4096 bytes from ACK 1001: its edge is 5097.
+    segs.push((T0 + 15 * MS, Seg::v4(false, 5001).ack(1001).win(8)));
+    let mut seq = 1001;
+    for (i, len) in [1000usize, 1000, 1000, 1096].into_iter().enumerate() {
+        segs.push((
+            T0 + (20 + i as u64) * MS,
+            Seg::v4(true, seq).ack(5001).len(len),
+        ));
+        seq += len as u32;
+    }
+    // The ACK of the first 2000 bytes moves the edge to 7097; the same
+    // last segment resent ends short of it.
+    segs.push((T0 + 30 * MS, Seg::v4(false, 5001).ack(3001).win(8)));
+    segs.push((T0 + 31 * MS, Seg::v4(true, 4001).ack(5001).len(1096)));
+    let a = analyze(&pcap_of(&segs));
+    let c = &a.connections[0];
+    // The premise: every segment was read as sent.
+    assert_eq!(c.client.payload_bytes, 4096 + 1096);
+    assert_eq!(c.client.flight.window_full, 1);
 }
 
 #[test]

@@ -202,16 +202,19 @@ fn write_html(out: &Path, html: &str) -> Result<(), WriteError> {
 
 /// The `--report FILE` of `plumb why --from CAPTURE`: the capture page,
 /// with verdicts for the connections that match `f`, and a line saying
-/// where it went.
+/// where it went. `name` names the capture on the page (the file's name
+/// when `None`).
 pub fn capture_page_for(
     path: &Path,
+    name: Option<&str>,
     f: &CaptureFilters,
     link: Option<Rate>,
     out: &Path,
 ) -> anyhow::Result<()> {
     let analysis =
         page_analysis(path).map_err(|e| anyhow::anyhow!("no report: {}: {e}", path.display()))?;
-    let input = capture_input(display_name(path), analysis, f, link);
+    let name = name.map_or_else(|| display_name(path), str::to_string);
+    let input = capture_input(name, analysis, f, link);
     match write_html(out, &render_captures(&[input])) {
         Ok(()) => {
             eprintln!("plumb: report written to {}", out.display());

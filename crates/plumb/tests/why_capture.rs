@@ -468,30 +468,57 @@ fn explained_transfer(pcap: &Path, min_packets: u64) -> Value {
 
 /// A lab run captured at both ends: the test's own `-J` document and
 /// tcpdump's files beside the client (near: the data's sender) and beside
-/// the server (far: its receiver).
+/// the server (far: its receiver). Beside each file, [`live_of`] names the
+/// `-J` of `plumb why --capture` on the same namespace's device, run at
+/// the same time.
 struct Captured {
     doc: Value,
     near: PathBuf,
     far: PathBuf,
 }
 
+/// The `-J` document `plumb why --capture` wrote beside the capture
+/// `pcap` in [`captured`].
+fn live_of(pcap: &Path) -> PathBuf {
+    pcap.with_extension("live.json")
+}
+
+/// The lab's port: plumb's server and iperf3's both listen on 5201.
+const LAB_PORT: u16 = 5201;
+
 /// Builds the lab with `lab` (its flags), runs `client` (a shell command
 /// writing its `-J` to stdout) in the near namespace and `server` in the far
-/// one, each beside a tcpdump of its own side. The far side stops its
-/// tcpdump when its server ends, before the near side ends the lab.
+/// one, each beside a tcpdump of its own side and a `plumb why --capture`
+/// of the namespace's lab device (its one interface besides lo), filtered
+/// to the lab's port and saving what it read. Both captures start before
+/// the client and end on a signal once it is done (SIGTERM ends plumb's
+/// capture early, and it explains what it read). The far side stops its
+/// captures when its server ends, before the near side ends the lab.
+/// Both wait 1.5 s or more before stopping tcpdump: libpcap hands packets
+/// over a ring block at a time, a block at the latest a second after it
+/// opened, and SIGINT loses the block not yet handed over (the end of the
+/// transfer).
 fn captured(dir: &Path, lab: &[&str], client: &str, server: &str) -> Captured {
     let near = dir.join("near.pcap");
     let far = dir.join("far.pcap");
     let test = dir.join("test.json");
+    let plumb = plumb_bin();
     let dump = |f: &Path| {
+        let live = live_of(f);
         format!(
-            "tcpdump -i any -U -Z root -s 128 -w {} tcp 2>/dev/null & T=$!",
-            f.display()
+            "tcpdump -i any -U -Z root -s 128 -w {} tcp 2>/dev/null & T=$!; \
+             DEV=$(ip -o link show | awk -F': ' '$2 != \"lo\" {{print $2; exit}}'); \
+             {plumb} why --capture $DEV --for 100 -p {LAB_PORT} -J --write {} > {} 2> {} & L=$!",
+            f.display(),
+            f.with_extension("live.pcapng").display(),
+            live.display(),
+            live.with_extension("err").display()
         )
     };
-    let far_exec = format!("{}; {server}; sleep 0.5; kill -INT $T; wait $T", dump(&far));
+    let stop = "kill -INT $T; kill -TERM $L; wait $T; wait $L";
+    let far_exec = format!("{}; {server}; sleep 1.5; {stop}", dump(&far));
     let near_exec = format!(
-        "{}; sleep 2; {client} > {}; sleep 2; kill -INT $T; wait $T; sleep 1",
+        "{}; sleep 2; {client} > {}; sleep 2; {stop}; sleep 1",
         dump(&near),
         test.display()
     );
@@ -534,14 +561,11 @@ enum Verdict {
     SenderSide,
 }
 
-/// Checks `pcap` against the test it captured: the capture's limit is the
-/// test's (or, for `Verdict::SenderSide`, one of the sender's causes and
-/// it says so), its measured rate within 10 % of the test's, and tshark's
-/// analysis agrees with its counts. Returns the explained connection.
-fn agrees(pcap: &Path, test: &Value, verdict: Verdict, min_packets: u64) -> Value {
-    let x = explained_transfer(pcap, min_packets);
+/// The limit `x` (an explained connection) names is the test's, or for
+/// `Verdict::SenderSide` one of the sender's causes, saying that the two
+/// cannot be told apart.
+fn names_the_cause(at: &str, x: &Value, test: &Value, verdict: Verdict) {
     let d = &x["diagnosis"];
-    let at = pcap.display();
     match verdict {
         Verdict::TheTests => {
             assert_eq!(
@@ -567,6 +591,56 @@ fn agrees(pcap: &Path, test: &Value, verdict: Verdict, min_packets: u64) -> Valu
             );
         }
     }
+}
+
+/// `plumb why --capture`'s document beside `pcap` (see [`captured`]): the
+/// socket's counts add up (read + dropped = passed; drops are reported,
+/// not ruled out: a loaded machine drops), it saw the connection `x` the
+/// file explains, handshake included, and names its cause as the file
+/// does.
+fn live_agrees(pcap: &Path, x: &Value, test: &Value, verdict: Verdict) {
+    let path = live_of(pcap);
+    let at = path.display().to_string();
+    let err = std::fs::read_to_string(path.with_extension("err")).unwrap_or_default();
+    let live: Value = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| panic!("{at}: no -J from plumb why --capture: {err}"));
+    let k = &live["kernel"];
+    let (received, read, dropped) = (
+        k["received"].as_u64().expect("kernel.received"),
+        k["read"].as_u64().expect("kernel.read"),
+        k["dropped"].as_u64().expect("kernel.dropped"),
+    );
+    assert_eq!(read + dropped, received, "{at}: {k}");
+    let same = |y: &&Value| {
+        y["flow"]["sender"] == x["flow"]["sender"] && y["flow"]["receiver"] == x["flow"]["receiver"]
+    };
+    let flows = live["explained"].as_array().cloned().unwrap_or_default();
+    let Some(y) = flows.iter().find(same) else {
+        panic!(
+            "{at}: no {} -> {}: {err}",
+            x["flow"]["sender"], x["flow"]["receiver"]
+        );
+    };
+    assert_eq!(y["flow"]["handshake"], true, "{at}: no handshake");
+    names_the_cause(&at, y, test, verdict);
+    eprintln!(
+        "{at}: live: {}, {} packets ({read} read, {dropped} dropped by the kernel)",
+        y["diagnosis"]["limit"], y["flow"]["packets"]
+    );
+}
+
+/// Checks `pcap` against the test it captured: the capture's limit is the
+/// test's (or, for `Verdict::SenderSide`, one of the sender's causes and
+/// it says so), its measured rate within 10 % of the test's, and tshark's
+/// analysis agrees with its counts; the live capture beside it names the
+/// same cause ([`live_agrees`]). Returns the explained connection.
+fn agrees(pcap: &Path, test: &Value, verdict: Verdict, min_packets: u64) -> Value {
+    let x = explained_transfer(pcap, min_packets);
+    let at = pcap.display();
+    names_the_cause(&at.to_string(), &x, test, verdict);
+    live_agrees(pcap, &x, test, verdict);
     let measured = num(test, "end.sum_received.bits_per_second");
     let got = x["flow"]["measured_bps"].as_f64().unwrap_or(0.0);
     assert!(
@@ -592,8 +666,9 @@ struct TsharkFlow {
     /// it counts once). Wireshark calls a segment below the highest sequence
     /// seen "out-of-order" when it comes within its out-of-order threshold
     /// (the initial RTT) of the highest one; the lab reorders nothing, so
-    /// each is a retransmission, which is what a bulk sender's are.
-    by_sender: HashMap<String, (u64, u64, u64)>,
+    /// each is a retransmission, which is what a bulk sender's are. Last,
+    /// frames flagged `tcp.analysis.window_full`.
+    by_sender: HashMap<String, (u64, u64, u64, u64)>,
     /// `tcp.analysis.initial_rtt`, seconds.
     initial_rtt: Option<f64>,
 }
@@ -613,6 +688,7 @@ fn tshark_analysis(pcap: &Path) -> Option<HashMap<(String, String), TsharkFlow>>
         "tcp.analysis.spurious_retransmission",
         "tcp.analysis.out_of_order",
         "tcp.analysis.initial_rtt",
+        "tcp.analysis.window_full",
     ];
     let mut cmd = std::process::Command::new("tshark");
     cmd.arg("-r")
@@ -638,6 +714,7 @@ fn tshark_analysis(pcap: &Path) -> Option<HashMap<(String, String), TsharkFlow>>
         e.0 += f[4].parse::<u64>().unwrap_or(0);
         e.1 += u64::from(!f[5].is_empty());
         e.2 += u64::from(f[6..10].iter().any(|s| !s.is_empty()));
+        e.3 += u64::from(!f[11].is_empty());
         if let Ok(r) = f[10].parse::<f64>() {
             flow.initial_rtt = Some(r);
         }
@@ -647,8 +724,8 @@ fn tshark_analysis(pcap: &Path) -> Option<HashMap<(String, String), TsharkFlow>>
 
 /// plumb's `flow` (from `why -r -J`) against tshark's analysis of the same
 /// file: frames and payload bytes per direction equal; zero-window
-/// episodes equal to the frames flagged zero window; retransmissions
-/// within 5 % (or 2); the handshake RTT within 2 %. See
+/// episodes equal to the frames flagged zero window; retransmissions and
+/// window-full segments within 5 % (or 2); the handshake RTT within 2 %. See
 /// crates/capture/tests/README.md for what each side counts.
 fn tshark_agrees(pcap: &Path, flow: &Value, t: &HashMap<(String, String), TsharkFlow>) {
     let at = pcap.display();
@@ -690,6 +767,14 @@ fn tshark_agrees(pcap: &Path, flow: &Value, t: &HashMap<(String, String), Tshark
         mine.abs_diff(theirs_rx) <= 2.max(theirs_rx / 20),
         "{at}: retransmissions {mine} vs tshark's {theirs_rx}"
     );
+    // Both flag a data segment ending exactly at the receiver's last ACK
+    // plus its window.
+    let full = n("window_full");
+    assert!(
+        full.abs_diff(sent.3) <= 2.max(sent.3 / 20),
+        "{at}: window-full segments {full} vs tshark's {}",
+        sent.3
+    );
     match (flow["handshake_rtt_ms"].as_f64(), theirs.initial_rtt) {
         (Some(mine), Some(t)) => assert!(
             (mine / (t * 1e3) - 1.0).abs() <= 0.02,
@@ -699,8 +784,8 @@ fn tshark_agrees(pcap: &Path, flow: &Value, t: &HashMap<(String, String), Tshark
         other => panic!("{at}: handshake RTT (plumb, tshark): {other:?}"),
     }
     eprintln!(
-        "{at}: tshark agrees: {} frames, {} B sent, {} retransmissions (tshark {theirs_rx}), RTT {:?} s",
-        theirs.frames, sent.0, mine, theirs.initial_rtt
+        "{at}: tshark agrees: {} frames, {} B sent, {} retransmissions (tshark {theirs_rx}), {full} window-full (tshark {}), RTT {:?} s",
+        theirs.frames, sent.0, mine, sent.3, theirs.initial_rtt
     );
 }
 
@@ -761,6 +846,8 @@ fn iperf3_with_a_17520_byte_window_from_a_capture() {
     let run = captured(&dir, &["--rate", "1g", "--rtt", "15ms"], &client, &server);
     let measured = num(&run.doc, "end.sum_received.bits_per_second");
     assert!(measured > 5e6, "the test itself: {measured}");
+    // iperf3's document carries no diagnosis: the cause is the window.
+    let window = serde_json::json!({ "diagnosis": { "limit": "receive_window" } });
     for pcap in [&run.near, &run.far] {
         let x = explained_transfer(pcap, 3000);
         let d = &x["diagnosis"];
@@ -771,6 +858,7 @@ fn iperf3_with_a_17520_byte_window_from_a_capture() {
             pcap.display(),
             d["summary"]
         );
+        live_agrees(pcap, &x, &window, Verdict::TheTests);
         let got = x["flow"]["measured_bps"].as_f64().unwrap_or(0.0);
         assert!(
             (got / measured - 1.0).abs() <= 0.10,
@@ -937,8 +1025,9 @@ fn a_deep_queue_from_a_capture_is_the_link_with_no_window_fix() {
 
 /// `--capture IFACE`: a plumb transfer on loopback, started once the packet
 /// socket reads, is explained as a file's connection is; `--write` saves
-/// what was read and `--from` reads it back; an unknown interface is one
-/// line and exit 2.
+/// what was read and `--from` reads it back; `--report` writes the capture
+/// page with the flow's verdict; an unknown interface, and tcpdump's
+/// `any`, is one line and exit 2.
 #[test]
 fn a_live_capture_of_loopback_explains_its_transfer() {
     let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
@@ -949,15 +1038,19 @@ fn a_live_capture_of_loopback_explains_its_transfer() {
         plumb_testkit::skip_lab!("--capture needs CAP_NET_RAW (root)");
         return;
     }
-    let bad = why(&["--capture", "nosuch0", "--for", "1"]);
-    assert_eq!(bad.status.code(), Some(2));
-    assert_eq!(stderr_lines(&bad).len(), 1, "{:?}", stderr_lines(&bad));
+    for iface in ["nosuch0", "any"] {
+        let bad = why(&["--capture", iface, "--for", "1"]);
+        assert_eq!(bad.status.code(), Some(2), "{iface}");
+        assert_eq!(stderr_lines(&bad).len(), 1, "{:?}", stderr_lines(&bad));
+    }
     let port = common::port();
     let p = port.to_string();
     let dir = std::env::temp_dir().join(format!("plumb-livecap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let saved = dir.join("lo.pcapng");
     let saved_s = saved.display().to_string();
+    let page = dir.join("lo.html");
+    let page_s = page.display().to_string();
     let mut srv = std::process::Command::new(plumb_bin())
         .args(["-s", "-1", "-p", &p])
         .stdout(std::process::Stdio::null())
@@ -984,6 +1077,8 @@ fn a_live_capture_of_loopback_explains_its_transfer() {
         "4",
         "--write",
         &saved_s,
+        "--report",
+        &page_s,
         "-J",
     ]);
     let c = client.join().expect("client thread");
@@ -1025,5 +1120,48 @@ fn a_live_capture_of_loopback_explains_its_transfer() {
         Some(flows.len()),
         "{w:#}"
     );
+    // The page, drawn from what was read, shows each flow's verdict, the
+    // busiest's as the live run gave it, under the interface's name.
+    let html = std::fs::read_to_string(&page).expect("the page was written");
+    let shown = page_verdicts(&html);
+    assert_eq!(shown.len(), flows.len(), "{shown:?}");
+    let summary = flows[0]["diagnosis"]["summary"]
+        .as_str()
+        .expect("a summary");
+    assert!(shown.iter().any(|v| v == summary), "{summary}: {shown:?}");
+    assert!(html.contains("interface lo"));
+    assert!(html.contains("data-chart=\"tseq\""), "the flow's graph");
+    // Without --write the page comes from a scratch file, removed after;
+    // a port nothing uses gives a page with no verdict and exit 1.
+    let scratch = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .starts_with("plumb-capture-")
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let before = scratch();
+    let idle = common::port().to_string();
+    let empty = dir.join("idle.html");
+    let o = why(&[
+        "--capture",
+        "lo",
+        "-p",
+        &idle,
+        "--for",
+        "0.3",
+        "--report",
+        empty.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", stderr_lines(&o));
+    let html = std::fs::read_to_string(&empty).expect("the page was written");
+    assert!(html.contains("interface lo") && page_verdicts(&html).is_empty());
+    assert_eq!(scratch(), before, "the scratch capture was left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }

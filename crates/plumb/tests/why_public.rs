@@ -34,6 +34,7 @@ fn public(name: &str) -> PathBuf {
 
 #[test]
 fn every_public_capture_gets_a_verdict() {
+    let mut instant = 0;
     for (name, connections) in FILES {
         let file = public(name);
         assert!(file.is_file(), "{}: missing", file.display());
@@ -68,5 +69,20 @@ fn every_public_capture_gets_a_verdict() {
         let first = explained[0]["diagnosis"]["summary"].as_str().unwrap_or("");
         let lead: String = first.chars().take(20).collect();
         assert!(text.contains(&lead), "{name}: text lacks {lead:?}:\n{text}");
+        // A flow whose data passed at one instant has no rate, in its
+        // header line too.
+        assert!(!text.contains(" 0 bit/s"), "{name}:\n{text}");
+        if explained
+            .iter()
+            .any(|x| x["flow"]["duration_s"].as_f64() == Some(0.0))
+        {
+            instant += 1;
+            assert!(
+                text.contains("no rate (its data passed at one instant)"),
+                "{name}:\n{text}"
+            );
+        }
     }
+    // ml-dsa-44-cert's timestamps are all equal: at least its flow.
+    assert!(instant >= 1, "no flow at one instant");
 }

@@ -19,11 +19,17 @@ fn rate(b: f64) -> String {
 /// The line under the summary: the measurement, and how the answer stands
 /// against it.
 fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
-    let mut s = format!(
-        "Measured {} over {} s",
-        rate(d.measured_bps),
-        sig(ev.duration_s, 3)
-    );
+    // Data that passed at one instant has no rate: none is printed rather
+    // than 0 bit/s.
+    let mut s = if ev.duration_s > 0.0 {
+        format!(
+            "Measured {} over {} s",
+            rate(d.measured_bps),
+            sig(ev.duration_s, 3)
+        )
+    } else {
+        "No rate measured: the data passed at one instant".to_string()
+    };
     let Some(f) = d.primary() else {
         return s + "; nothing plumb models predicts this rate, so no fix is offered.";
     };

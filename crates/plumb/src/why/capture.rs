@@ -126,7 +126,7 @@ pub fn from_file(
         // flow's series and its ceiling on connections, which bound the
         // page's memory; the verdicts above keep every connection.
         drop(a);
-        crate::report::capture_page_for(path, f, link, out)?;
+        crate::report::capture_page_for(path, None, f, link, out)?;
     }
     Ok(code)
 }
@@ -160,18 +160,37 @@ pub fn verdicts(a: &Analysis, f: &CaptureFilters, link: Option<Rate>) -> Vec<Opt
 
 /// `--capture IFACE`: reads the interface for `--for` seconds (3 by
 /// default; Ctrl-C ends it early), filtered in the kernel by `-p` and
-/// `--peer`, and explains what it saw as a file's connections.
+/// `--peer`, and explains what it saw as a file's connections. With
+/// `--report` the page is drawn from the pcapng the capture saves (the
+/// `--write` file, else a scratch file removed afterwards), as `--from
+/// FILE --report` draws it.
 pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCode> {
+    if iface == "any" {
+        // A packet socket bound to no interface has no one link type to
+        // record: tcpdump's pseudo-device is refused, not guessed at.
+        return Ok(usage_error(
+            "--capture any: plumb reads one interface; name it (see `ip link`)",
+        ));
+    }
     let f = match filters(a.measure.port, &a.live) {
         Ok(f) => f,
         Err(e) => return Ok(usage_error(e)),
+    };
+    let scratch = match (&a.measure.report, &a.write) {
+        (Some(_), None) => Some(Scratch(
+            std::env::temp_dir().join(format!("plumb-capture-{}.pcapng", std::process::id())),
+        )),
+        _ => None,
     };
     let secs = a.for_secs.unwrap_or(3.0);
     let mut spec =
         plumb_net::packet::CaptureSpec::new(iface, std::time::Duration::from_secs_f64(secs));
     spec.ports = f.port.into_iter().collect();
     spec.peers = f.peer.map(|(ip, _)| ip).into_iter().collect();
-    spec.write = a.write.clone();
+    spec.write = a
+        .write
+        .clone()
+        .or_else(|| scratch.as_ref().map(|s| s.0.clone()));
     // Ctrl-C (the signal flag) ends the capture early.
     let got = plumb_net::packet::capture(&spec, &plumb_net::signals::flag());
     let live = match got {
@@ -190,14 +209,30 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         read: live.read,
         dropped: live.dropped,
     };
-    explain_analysis(
+    let code = explain_analysis(
         &format!("interface {iface}"),
         &live.analysis,
         Some(kernel),
         &f,
         a.measure.link,
         a.measure.json,
-    )
+    )?;
+    if let (Some(out), Some(saved)) = (&a.measure.report, &spec.write) {
+        drop(live);
+        // Named for the interface, as the text names it.
+        let name = format!("interface {iface}");
+        crate::report::capture_page_for(saved, Some(&name), &f, a.measure.link, out)?;
+    }
+    Ok(code)
+}
+
+/// A file of this run's own, removed when dropped (also on an error).
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Explains every connection of `a` that matches `f` and carried data:
@@ -302,7 +337,7 @@ fn flow_text(n: usize, x: &Explanation) -> String {
         f.receiver,
         human_count(f.data_bytes),
         f.duration_s,
-        human_rate(f.measured_bps),
+        rate_text(f.duration_s, f.measured_bps),
         human_count(f.packets)
     );
     for note in &x.notes {
@@ -313,9 +348,32 @@ fn flow_text(n: usize, x: &Explanation) -> String {
     s
 }
 
+/// A flow's rate for its header line: none when its data passed at one
+/// instant (no time to divide by), rather than a rate of 0.
+fn rate_text(duration_s: f64, bps: f64) -> String {
+    if duration_s > 0.0 {
+        human_rate(bps)
+    } else {
+        "no rate (its data passed at one instant)".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::KernelCounts;
+    use super::{rate_text, KernelCounts};
+
+    #[test]
+    fn a_flow_at_one_instant_has_no_rate_in_its_header() {
+        assert_eq!(
+            rate_text(0.0, 0.0),
+            "no rate (its data passed at one instant)"
+        );
+        assert!(
+            rate_text(1.0, 8e6).contains("Mbit/s"),
+            "{}",
+            rate_text(1.0, 8e6)
+        );
+    }
 
     #[test]
     fn drops_are_said_with_their_share_and_none_says_nothing() {
