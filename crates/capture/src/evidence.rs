@@ -172,6 +172,8 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
     let share = |ns: u64| (secs > 0.0).then(|| (ns as f64 / 1e9 / secs).min(1.0));
     let stream = StreamTcp {
         mss: wire_mss(data, back),
+        // A capture sees packets, not the sender's path-MTU state.
+        pmtu: None,
         min_rtt_us: min_rtt.map(us).filter(|r| *r > 0),
         srtt_us: srtt.map(us).filter(|r| *r > 0),
         // The largest flight is the least the congestion window reached;

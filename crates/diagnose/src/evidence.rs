@@ -39,6 +39,9 @@ pub struct LinkRate {
 pub struct StreamTcp {
     /// Payload bytes per segment (`tcpi_snd_mss`).
     pub mss: Option<u64>,
+    /// The path MTU TCP works with (`tcpi_pmtu`): the interface's MTU until
+    /// an ICMP "fragmentation needed" lowers it.
+    pub pmtu: Option<u64>,
     /// Smallest RTT TCP saw, µs.
     pub min_rtt_us: Option<u64>,
     /// Smoothed RTT, µs (mean over the intervals when known).

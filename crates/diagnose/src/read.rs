@@ -142,6 +142,7 @@ fn stream_tcp(sender: Option<&TcpEndSide>, plumb: Option<&PlumbStream>) -> Strea
     let snd = |pick: fn(&TcpEndSide) -> Option<u64>| sender.and_then(pick);
     let mut st = StreamTcp {
         mss: info.snd_mss,
+        pmtu: info.pmtu,
         min_rtt_us: info.min_rtt_us.or_else(|| snd(|s| s.min_rtt)),
         srtt_us: snd(|s| s.mean_rtt).filter(|r| *r > 0).or(info.rtt_us),
         max_cwnd: snd(|s| s.max_snd_cwnd).or(info.snd_cwnd_bytes),

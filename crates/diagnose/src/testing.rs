@@ -18,6 +18,7 @@ pub(crate) fn gig() -> Option<LinkRate> {
 pub(crate) fn stream(wnd: u64, rtt_us: u64, secs: f64) -> StreamTcp {
     StreamTcp {
         mss: Some(1448),
+        pmtu: Some(1500),
         min_rtt_us: Some(rtt_us),
         srtt_us: Some(rtt_us),
         max_cwnd: Some(4 << 20),

@@ -306,6 +306,7 @@ mod tests {
                     let us = |x: f64| Some((x * 5e6) as u64).filter(|_| known);
                     StreamTcp {
                         mss: Some(mss),
+                        pmtu: None,
                         min_rtt_us: Some(rtt),
                         srtt_us: Some((rtt as f64 * (1.0 + f)) as u64),
                         max_cwnd: Some(cwnd),

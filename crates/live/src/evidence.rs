@@ -87,6 +87,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         let fixed = !tr.sndbuf_moved && tr.sq_full * 2 >= tr.samples;
         StreamTcp {
             mss: Some(u64::from(t.snd_mss)).filter(|m| *m > 0),
+            pmtu: Some(u64::from(t.pmtu)).filter(|m| *m > 0),
             min_rtt_us: min_rtt,
             srtt_us: tr.mean_rtt_us(),
             max_cwnd: Some(tr.max_cwnd_bytes),

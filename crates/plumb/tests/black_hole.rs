@@ -315,9 +315,21 @@ fn a_sender_with_mtu_probing_recovers_and_the_capture_names_the_size_that_passed
     assert!((500.0..1400.0).contains(&passed), "{passed}");
     let far = data_connection(&why_json(&r.far), f["client"].as_str());
     // The test itself completed (both ends fell back), and its own --why,
-    // from TCP_INFO, is recorded: it sees retransmissions, not the hole.
+    // from TCP_INFO, is recorded. TCP_INFO holds no history of the stall,
+    // only the segments the sender shrank while the path MTU stayed
+    // 1500 B: a path-MTU finding beside the answer, not the answer.
     let doc = r.doc.as_ref().expect("the test's -J");
     assert!(doc["error"].is_null(), "{}", doc["error"]);
+    let shrunk = doc["diagnosis"]["findings"]
+        .as_array()
+        .and_then(|fs| fs.iter().find(|f| f["limit"] == "path_mtu"))
+        .unwrap_or_else(|| panic!("no path_mtu finding: {}", doc["diagnosis"]));
+    assert!(
+        shrunk["sentence"]
+            .as_str()
+            .is_some_and(|s| s.contains("black hole")),
+        "{shrunk}"
+    );
     eprintln!(
         "probing: {dropped} dropped; near: {summary}; far: {} ({}); the test's --why: {}",
         far["diagnosis"]["limit"],

@@ -101,6 +101,7 @@ fn observe(cx: &Context, unknown: &mut Vec<String>) -> Vec<Seen> {
     seen.extend(udp_loss::seen(cx));
     seen.extend(cpu::seen(cx));
     seen.extend(path_mtu::seen(cx));
+    seen.extend(path_mtu::lowered(cx));
     seen.extend(loss::seen(cx));
     seen.extend(link::seen(cx, unknown));
     seen
