@@ -417,8 +417,6 @@ impl Session {
 
     /// Starts every stream's thread; `now` is TEST_RUNNING.
     pub fn start(&mut self, now: Instant, drain: Drain) {
-        self.cpu0 = CpuSnapshot::take().ok();
-        self.cgroup0 = CgroupCpuReading::take();
         self.started = Some(now);
         self.counted_from = if self.plan.omit > 0.0 {
             None
@@ -428,7 +426,13 @@ impl Session {
         self.next_tick = self.interval.map(|i| now + i);
         let plan = self.plan.clone();
         let pacers = self.pacers();
-        let cpus = host::online_cpus();
+        // Only receivers size anything by the CPU count; a sender's start
+        // does not wait for the sysfs read.
+        let cpus = if self.streams.iter().any(|s| !s.sender) {
+            host::online_cpus()
+        } else {
+            1
+        };
         let (block, sinks) = self.landing(cpus);
         let mut next_sink = sinks.iter().cycle();
         for s in &mut self.streams {
@@ -517,6 +521,13 @@ impl Session {
                 }
             }
         }
+        // The CPU and cgroup baselines (/proc/stat, the cgroup's files) are
+        // read while the streams start, not before their first block: the
+        // streams' first fraction of a millisecond of CPU falls before the
+        // baseline as the reading's own did after it, and the test's first
+        // byte does not wait for some twenty system calls.
+        self.cpu0 = CpuSnapshot::take().ok();
+        self.cgroup0 = CgroupCpuReading::take();
     }
 
     /// What this end's TCP streams share: one payload block for every
