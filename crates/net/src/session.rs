@@ -458,10 +458,17 @@ impl Session {
             // paced sender (-b) too: it sleeps between grants, and a batch
             // thread's wake-up waits for the running thread's slice (128
             // KiB blocks at -b 1G moved 266 Mbit/s on an idle machine).
+            //
+            // A sender enters the class after its first block rather than
+            // at its start: on two CPUs busy with idle-priority builds (in a
+            // cgroup of their own), a sender in the class from its start
+            // waited for a CPU a 4 ms tick at a time before its first write
+            // (perf sched: five such waits, 41 ms from exec to the write).
             let batch = tcp && plan.rr.is_none() && pacer.is_none();
+            let batch_after_first = batch && sender;
             let handle = datathread::spawn_stream(
                 format!("plumb-stream-{}", s.id),
-                batch,
+                batch && !batch_after_first,
                 Arc::clone(&c),
                 move || match (sock, sender) {
                     (sock, client) if plan.rr.is_some() => {
@@ -484,7 +491,7 @@ impl Session {
                         } else {
                             TcpSource::Copy(buf)
                         };
-                        datapath::tcp_send(&t, src, &shared, &c, pacer);
+                        datapath::tcp_send(&t, src, &shared, &c, pacer, batch_after_first);
                     }
                     (StreamSocket::Tcp(t), false) => {
                         let how = datapath::TcpRecv {
