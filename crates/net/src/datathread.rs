@@ -323,7 +323,7 @@ pub(crate) fn spawn_stream(
         if batch {
             let _ = host::batch_current_thread();
         }
-        let sched0 = host::thread_schedstat();
+        let sched0 = host::new_thread_schedstat();
         body();
         if let (Some((c0, w0)), Some((c1, w1))) = (sched0, host::thread_schedstat()) {
             c.thread_cpu_us.store(c1.saturating_sub(c0) / 1000, Relaxed);

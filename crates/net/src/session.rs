@@ -417,8 +417,6 @@ impl Session {
 
     /// Starts every stream's thread; `now` is TEST_RUNNING.
     pub fn start(&mut self, now: Instant, drain: Drain) {
-        self.cpu0 = CpuSnapshot::take().ok();
-        self.cgroup0 = CgroupCpuReading::take();
         self.started = Some(now);
         self.counted_from = if self.plan.omit > 0.0 {
             None
@@ -428,7 +426,13 @@ impl Session {
         self.next_tick = self.interval.map(|i| now + i);
         let plan = self.plan.clone();
         let pacers = self.pacers();
-        let cpus = host::online_cpus();
+        // Only receivers size anything by the CPU count; a sender's start
+        // does not wait for the sysfs read.
+        let cpus = if self.streams.iter().any(|s| !s.sender) {
+            host::online_cpus()
+        } else {
+            1
+        };
         let (block, sinks) = self.landing(cpus);
         let mut next_sink = sinks.iter().cycle();
         for s in &mut self.streams {
@@ -454,10 +458,17 @@ impl Session {
             // paced sender (-b) too: it sleeps between grants, and a batch
             // thread's wake-up waits for the running thread's slice (128
             // KiB blocks at -b 1G moved 266 Mbit/s on an idle machine).
+            //
+            // A sender enters the class after its first block rather than
+            // at its start: on two CPUs busy with idle-priority builds (in a
+            // cgroup of their own), a sender in the class from its start
+            // waited for a CPU a 4 ms tick at a time before its first write
+            // (perf sched: five such waits, 41 ms from exec to the write).
             let batch = tcp && plan.rr.is_none() && pacer.is_none();
+            let batch_after_first = batch && sender;
             let handle = datathread::spawn_stream(
                 format!("plumb-stream-{}", s.id),
-                batch,
+                batch && !batch_after_first,
                 Arc::clone(&c),
                 move || match (sock, sender) {
                     (sock, client) if plan.rr.is_some() => {
@@ -480,7 +491,7 @@ impl Session {
                         } else {
                             TcpSource::Copy(buf)
                         };
-                        datapath::tcp_send(&t, src, &shared, &c, pacer);
+                        datapath::tcp_send(&t, src, &shared, &c, pacer, batch_after_first);
                     }
                     (StreamSocket::Tcp(t), false) => {
                         let how = datapath::TcpRecv {
@@ -517,6 +528,13 @@ impl Session {
                 }
             }
         }
+        // The CPU and cgroup baselines (/proc/stat, the cgroup's files) are
+        // read while the streams start, not before their first block: the
+        // streams' first fraction of a millisecond of CPU falls before the
+        // baseline as the reading's own did after it, and the test's first
+        // byte does not wait for some twenty system calls.
+        self.cpu0 = CpuSnapshot::take().ok();
+        self.cgroup0 = CgroupCpuReading::take();
     }
 
     /// What this end's TCP streams share: one payload block for every
