@@ -14,7 +14,7 @@
 
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::path::{common_link, QUEUE_BIG_SHARE};
-use plumb_diagnose::rules::{efficiency, human_count, Confidence, Finding, Fix, Status};
+use plumb_diagnose::rules::{efficiency, human_count, Finding, Fix};
 use plumb_diagnose::{Diagnosis, Limit, LinkSource};
 
 use crate::evidence::FlowEvidence;
@@ -94,27 +94,23 @@ pub fn sender_held(dg: &mut Diagnosis, fe: &FlowEvidence) {
         return;
     }
     let share = 1.0 - c;
+    let sentence = format!(
+        "its data passed the capture point in bursts, in {:.0}% of the round trip's eighths, while the receiver's {} B window allowed {:.1} Mbit/s: the sender had no more to send; from one capture point an application that did not write and a full send buffer look alike (plumb why --port PORT on the sending host tells them apart)",
+        c * 100.0,
+        human_count(w),
+        allows / 1e6
+    );
     let f = Finding {
-        limit: Limit::Application,
-        what: "the sender (its application or its send buffer)".into(),
-        sentence: format!(
-            "its data passed the capture point in bursts, in {:.0}% of the round trip's eighths, while the receiver's {} B window allowed {:.1} Mbit/s: the sender had no more to send; from one capture point an application that did not write and a full send buffer look alike (plumb why --port PORT on the sending host tells them apart) (no rate model: plumb predicts no rate for it)",
-            c * 100.0,
-            human_count(w),
-            allows / 1e6
-        ),
-        predicted_bps: None,
-        tolerance: None,
-        explains: false,
-        binding_share: Some(share),
-        counters_bind: true,
-        status: Status::Primary,
-        confidence: 0.5,
-        level: Confidence::of(0.5),
         missing: vec![
             "which of the sender's application and send buffer held it: TCP_INFO's send-buffer-limited time on the sending host".into(),
         ],
-        evidence: Vec::new(),
+        ..Finding::unmodelled(
+            Limit::Application,
+            "the sender (its application or its send buffer)",
+            &sentence,
+            share,
+            0.5,
+        )
     };
     let fix = Fix {
         os: "application".into(),

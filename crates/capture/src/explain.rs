@@ -10,7 +10,7 @@
 //! when the segments show one, heads the answer ([`crate::pmtu`]).
 
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::rules::{lead, Confidence, EvidenceLine, Finding, Fix, Status, BINDING_SHARE};
+use plumb_diagnose::rules::{lead, EvidenceLine, Finding, Fix, BINDING_SHARE};
 use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
 use serde::Serialize;
 
@@ -275,23 +275,20 @@ fn amend(dg: &mut Diagnosis, limit: Limit, clause: &str) {
 /// TCP limit counter would.
 fn receiving_application(dg: &mut Diagnosis, share: f64, lines: Vec<EvidenceLine>) {
     let share = share.min(1.0);
+    let sentence = format!(
+        "it did not read: the receiver advertised a zero window {:.0}% of the transfer, so the sender had to stop",
+        share * 100.0
+    );
     let f = Finding {
-        limit: Limit::Application,
-        what: "the receiving application".into(),
-        sentence: format!(
-            "it did not read: the receiver advertised a zero window {:.0}% of the transfer, so the sender had to stop (no rate model: plumb predicts no rate for it)",
-            share * 100.0
-        ),
-        predicted_bps: None,
-        tolerance: None,
-        explains: false,
-        binding_share: Some(share),
-        counters_bind: true,
-        status: Status::Primary,
-        confidence: share,
-        level: Confidence::of(share),
         missing: vec!["the receiving host's CPU and its application's reads".into()],
         evidence: lines,
+        ..Finding::unmodelled(
+            Limit::Application,
+            "the receiving application",
+            &sentence,
+            share,
+            share,
+        )
     };
     let fix = Fix {
         os: "application".into(),

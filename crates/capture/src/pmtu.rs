@@ -9,7 +9,7 @@
 //! path's MTU whatever else the numbers show.
 
 use plumb_diagnose::fixes::for_limit;
-use plumb_diagnose::rules::{Confidence, EvidenceLine, Finding, Status};
+use plumb_diagnose::rules::{EvidenceLine, Finding};
 use plumb_diagnose::{Diagnosis, Limit};
 
 use crate::blackhole::{LostRun, BLACK_HOLE_SENDS};
@@ -105,24 +105,19 @@ fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
         1.0
     };
     let confidence = if size.is_some() { 0.8 } else { 0.6 };
+    let sentence = format!(
+        "{}-byte segments were sent {} times and never acknowledged {what_passed}: a path-MTU black hole — ICMP 'fragmentation needed' is probably filtered",
+        lost.len, lost.sends
+    );
     Finding {
-        limit: Limit::PathMtu,
-        what: "a path-MTU black hole".into(),
-        sentence: format!(
-            "{}-byte segments were sent {} times and never acknowledged {what_passed}: a path-MTU black hole — ICMP 'fragmentation needed' is probably filtered (no rate model: plumb predicts no rate for it)",
-            lost.len, lost.sends
-        ),
-        predicted_bps: None,
-        tolerance: None,
-        explains: false,
-        binding_share: Some(share),
-        counters_bind: true,
-        status: Status::Primary,
-        confidence,
-        level: Confidence::of(confidence),
-        missing: vec![
-            "the path's MTU: tracepath from the sender finds where it drops".into(),
-        ],
+        missing: vec!["the path's MTU: tracepath from the sender finds where it drops".into()],
         evidence,
+        ..Finding::unmodelled(
+            Limit::PathMtu,
+            "a path-MTU black hole",
+            &sentence,
+            share,
+            confidence,
+        )
     }
 }

@@ -235,6 +235,34 @@ impl Finding {
     pub fn candidate(&self) -> bool {
         self.explains || self.counters_bind
     }
+
+    /// The answer for a cause plumb has no rate model for, seen binding
+    /// for `share` of the transfer (a capture's evidence: a zero window, a
+    /// sender holding its data, a black hole): no prediction, and the
+    /// sentence says so. `missing` and `evidence` start empty.
+    pub fn unmodelled(
+        limit: Limit,
+        what: &str,
+        sentence: &str,
+        share: f64,
+        confidence: f64,
+    ) -> Finding {
+        Finding {
+            limit,
+            what: what.into(),
+            sentence: format!("{sentence} (no rate model: plumb predicts no rate for it)"),
+            predicted_bps: None,
+            tolerance: None,
+            explains: false,
+            binding_share: Some(share),
+            counters_bind: true,
+            status: Status::Primary,
+            confidence,
+            level: Confidence::of(confidence),
+            missing: Vec::new(),
+            evidence: Vec::new(),
+        }
+    }
 }
 
 /// A change to make, and what the model expects from it.

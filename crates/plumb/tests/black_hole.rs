@@ -220,17 +220,6 @@ fn names_the_black_hole(pcap: &Path) -> Value {
     x
 }
 
-fn tcpdump_missing() -> bool {
-    let found = std::process::Command::new("tcpdump")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        plumb_testkit::skip_tool!("tcpdump is not installed");
-    }
-    !found
-}
-
 /// tcp_mtu_probing=0: the sender resends its full-size head segment at
 /// each timeout and the transfer stalls. Near the sender the capture names
 /// the black hole; beside the receiver no full-size segment ever arrived,

@@ -789,17 +789,6 @@ fn tshark_agrees(pcap: &Path, flow: &Value, t: &HashMap<(String, String), Tshark
     );
 }
 
-fn tcpdump_missing() -> bool {
-    let found = std::process::Command::new("tcpdump")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        plumb_testkit::skip_tool!("tcpdump is not installed");
-    }
-    !found
-}
-
 /// The seed scenario, `plumb -c … --rwin 17520`, captured at both ends:
 /// each capture names the receive window, and its measured rate is within
 /// 10 % of the test's own.

@@ -328,6 +328,19 @@ pub fn can_lab() -> bool {
     }
 }
 
+/// Whether tcpdump is missing; when it is, the calling test is recorded as
+/// skipped and should return (the lab capture tests need it at each end).
+pub fn tcpdump_missing() -> bool {
+    let found = Command::new("tcpdump")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        plumb_testkit::skip_tool!("tcpdump is not installed");
+    }
+    !found
+}
+
 /// Namespaces (`plumb-<pid>-…`) and TUN devices (`plumb<pid in base 36>…`)
 /// of labs whose process is gone: what a finished lab left behind. A lab of
 /// a process still alive — another test binary's, run at the same time — is
