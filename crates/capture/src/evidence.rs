@@ -195,6 +195,8 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         // The receiver's window the sender faced, over the time with data
         // in flight: shrunk when its application fell behind.
         window_shrank_share: t.window_shrank_share(),
+        stalled_us: None,
+        bytes_acked: None,
     };
     let unknown = unknown(c, pos, link.is_none());
     let summary = FlowSummary {

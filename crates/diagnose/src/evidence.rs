@@ -71,6 +71,15 @@ pub struct StreamTcp {
     /// buffer held data its application had not read. Known where the
     /// window is sampled over time (a live connection, a capture).
     pub window_shrank_share: Option<f64>,
+    /// Time the sender stalled in retransmission timeouts, µs: reporting
+    /// intervals in which it could write nothing while its congestion
+    /// window was down to one or two segments (what a timeout leaves).
+    /// Known where the sender's intervals are (a client's own `-J`).
+    pub stalled_us: Option<u64>,
+    /// Sequence space the receiver acknowledged (`tcpi_bytes_acked`, the
+    /// SYN's byte included): what reached it, also when its own count never
+    /// came back.
+    pub bytes_acked: Option<u64>,
 }
 
 /// One end's CPU over the test.

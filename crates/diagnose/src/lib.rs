@@ -53,6 +53,7 @@ mod explained;
 mod figures;
 mod finding;
 pub mod fixes;
+mod headline;
 mod human;
 pub mod latency;
 pub mod path;
@@ -60,6 +61,7 @@ mod payload;
 mod read;
 pub mod rules;
 mod seen;
+mod stall;
 mod summary;
 #[cfg(test)]
 mod testing;
@@ -68,6 +70,7 @@ mod weigh;
 
 pub use evidence::{Evidence, LinkSource};
 pub use explained::Explained;
+pub use headline::put_first;
 pub use rules::{
     diagnose, Confidence, Diagnosis, EvidenceKind, EvidenceLine, Figures, Finding, Fix, Limit,
     Status,

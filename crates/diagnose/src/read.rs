@@ -9,7 +9,8 @@
 //! [`Evidence::unknown`], never guessed.
 
 use plumb_record::{
-    CgroupCpu, Document, End, EndStream, PlumbSide, PlumbStream, Real, TcpEndSide, TestStart,
+    CgroupCpu, Document, End, EndStream, Interval, PlumbSide, PlumbStream, Real, TcpEndSide,
+    TestStart,
 };
 
 use crate::evidence::{Cpu, Evidence, LinkRate, StreamTcp, UdpEvidence};
@@ -118,16 +119,79 @@ fn cgroup_quota(g: Option<&CgroupCpu>) -> (Option<f64>, Option<f64>) {
 }
 
 /// The diagnosed direction's streams: in bidir the client's sending ones.
-/// `snd` is the sending end's `end.plumb` object.
-fn sending_streams(end: &End, snd: Option<&PlumbSide>, bidir: bool) -> Vec<StreamTcp> {
+/// `snd` is the sending end's `end.plumb` object; `intervals` the sender's
+/// own reporting intervals, when the document is the sender's.
+fn sending_streams(
+    end: &End,
+    snd: Option<&PlumbSide>,
+    bidir: bool,
+    intervals: Option<&[Interval]>,
+) -> Vec<StreamTcp> {
     let plumb_streams = snd.and_then(|s| s.streams.as_deref()).unwrap_or_default();
     end.streams
         .iter()
         .flatten()
         .enumerate()
         .filter(|(_, s)| !bidir || sends(s))
-        .map(|(i, s)| stream_tcp(s.sender.as_ref(), plumb_streams.get(i)))
+        .map(|(i, s)| {
+            let mut st = stream_tcp(s.sender.as_ref(), plumb_streams.get(i));
+            let socket = s.sender.as_ref().map(|x| x.socket);
+            st.stalled_us = intervals.and_then(|iv| stalled_us(iv, socket, st.mss));
+            st
+        })
         .collect()
+}
+
+/// A test that ended without the receiving end's results (interrupted, or
+/// they never came back): its received count is zero for want of one. The
+/// sender's own clock (`sent_s`) and what it saw acknowledged stand in for
+/// them, and the unknowns say so.
+fn answered_alone(ev: &mut Evidence, sent_s: f64) {
+    if ev.duration_s <= 0.0 {
+        ev.duration_s = sent_s;
+    }
+    let acked: Option<u64> = ev
+        .streams
+        .iter()
+        .map(|s| s.bytes_acked.map(|b| b.saturating_sub(1)))
+        .sum();
+    match acked.filter(|_| ev.sender_is_local && ev.duration_s > 0.0) {
+        Some(b) => {
+            ev.measured_bps = b as f64 * 8.0 / ev.duration_s;
+            ev.unknown.push(
+                "the receiver's count: the test ended without its results; the rate is what the sender saw acknowledged (TCP_INFO bytes_acked)".into(),
+            );
+        }
+        None => ev
+            .unknown
+            .push("the receiver's count: the test ended without its results".into()),
+    }
+}
+
+/// Time the sending stream on `socket` stalled in retransmission timeouts,
+/// µs, from its own reporting intervals: those in which it could write
+/// nothing while its congestion window was at most two segments (of `mss`,
+/// 1448 B when unknown). An application that pauses keeps its window; a
+/// timeout takes it down to one segment. `None` when no interval of the
+/// stream reports its window (a stock iperf3 receiver's document).
+fn stalled_us(intervals: &[Interval], socket: Option<i32>, mss: Option<u64>) -> Option<u64> {
+    let small = 2 * mss.unwrap_or(1448);
+    let mut seen = false;
+    let mut us = 0.0;
+    for iv in intervals {
+        let stream = iv
+            .streams
+            .iter()
+            .find(|s| socket.is_none_or(|k| s.socket == k) && s.sender != Some(false));
+        let Some((s, cwnd)) = stream.and_then(|s| Some((s, s.snd_cwnd?))) else {
+            continue;
+        };
+        seen = true;
+        if !s.omitted && s.bytes == 0 && cwnd <= small {
+            us += real(s.seconds).unwrap_or(0.0).max(0.0) * 1e6;
+        }
+    }
+    seen.then_some(us.round() as u64)
 }
 
 /// The stream's `sender` side says the local end sends it.
@@ -156,6 +220,8 @@ fn stream_tcp(sender: Option<&TcpEndSide>, plumb: Option<&PlumbStream>) -> Strea
         sndbuf_actual: plumb.and_then(|p| p.sndbuf_actual),
         sndbuf_set: plumb.is_some_and(|p| p.sndbuf_set == Some(true)),
         window_shrank_share: None,
+        stalled_us: None,
+        bytes_acked: info.bytes_acked,
     };
     // A sender that cannot count may report a huge number.
     if st.retransmits.is_some_and(|r| r > u64::from(u32::MAX)) {
@@ -166,7 +232,8 @@ fn stream_tcp(sender: Option<&TcpEndSide>, plumb: Option<&PlumbStream>) -> Strea
 
 /// What the document could not tell, from what [`Evidence::from_document`]
 /// found in it.
-fn unknowns(ev: &Evidence) -> Vec<String> {
+/// `alone`: the test ended without the peer's results.
+fn unknowns(ev: &Evidence, alone: bool) -> Vec<String> {
     let mut unknown = Vec::new();
     if ev.tcp && ev.streams.iter().all(|s| s.busy_us.is_none()) {
         unknown.push(if ev.peer_is_plumb || ev.sender_is_local {
@@ -176,7 +243,11 @@ fn unknowns(ev: &Evidence) -> Vec<String> {
             "the sender's TCP limit counters: the sending server is not plumb".into()
         });
     }
-    if !ev.peer_is_plumb {
+    if alone {
+        unknown.push(
+            "the remote host's TCP settings, buffers and system CPU: its results never came".into(),
+        );
+    } else if !ev.peer_is_plumb {
         unknown.push(
             "the remote host's TCP settings, buffers and system CPU: the peer is not plumb".into(),
         );
@@ -277,8 +348,15 @@ impl Evidence {
         };
         ev.cpu_sender = end_cpu(snd_pct, snd, ev.duration_s);
         ev.cpu_receiver = end_cpu(rcv_pct, rcv, ev.duration_s);
-        ev.streams = sending_streams(end, snd, ev.bidir);
-        ev.unknown = unknowns(&ev);
+        let own_intervals = doc.intervals.as_deref().filter(|_| ev.sender_is_local);
+        ev.streams = sending_streams(end, snd, ev.bidir, own_intervals);
+
+        let alone = doc.error.is_some() && received.bytes() == 0;
+        ev.unknown = unknowns(&ev, alone);
+        if alone {
+            let sent = end.sum_sent.as_ref().and_then(|s| real(s.seconds()));
+            answered_alone(&mut ev, sent.unwrap_or(0.0));
+        }
         Ok(ev)
     }
 }
@@ -311,6 +389,57 @@ mod tests {
         );
         let empty = Document::parse(r#"{"end": {}}"#).expect("document");
         assert_eq!(LatencyEvidence::from_document(&empty), None);
+    }
+
+    #[test]
+    fn a_senders_stall_is_read_from_its_intervals() {
+        // The lab's black hole with tcp_mtu_probing=1: intervals 1-3 s
+        // wrote nothing with a one-segment window, then the transfer went on.
+        let ev = fixture("lab-black-hole-probing.json", None);
+        let s = &ev.streams[0];
+        // Two whole intervals, as the clock measured them.
+        let stalled = s.stalled_us.unwrap_or(0);
+        assert!(stalled.abs_diff(2_000_000) < 10_000, "{s:?}");
+        assert_eq!((s.mss, s.pmtu), (Some(1347), Some(1500)));
+        assert!(ev.measured_bps > 1e6);
+        // The same scenario seen from the server's side of a -R test has
+        // no sender intervals: no stall is claimed.
+        let mut doc = Document::parse(
+            &std::fs::read_to_string(format!(
+                "{}/tests/fixtures/lab-black-hole-probing.json",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .expect("fixture"),
+        )
+        .expect("a -J document");
+        for iv in doc.intervals.iter_mut().flatten() {
+            for s in &mut iv.streams {
+                s.snd_cwnd = None;
+            }
+        }
+        let ev = Evidence::from_document(&doc, None).expect("evidence");
+        assert_eq!(ev.streams[0].stalled_us, None);
+    }
+
+    #[test]
+    fn an_interrupted_test_is_read_from_the_senders_own_state() {
+        // tcp_mtu_probing=0: stalled after the 37-byte cookie, interrupted
+        // while its results were black-holed too.
+        let ev = fixture("lab-black-hole-stall.json", None);
+        let s = &ev.streams[0];
+        assert_eq!(s.bytes_acked, Some(38));
+        // Intervals 1-4 s; the empty last one is not emitted.
+        let stalled = s.stalled_us.unwrap_or(0);
+        assert!(stalled.abs_diff(3_000_000) < 10_000, "{s:?}");
+        assert!((ev.duration_s - 5.0).abs() < 0.1, "{}", ev.duration_s);
+        // 37 B acknowledged over 5 s.
+        assert!((ev.measured_bps - 37.0 * 8.0 / ev.duration_s).abs() < 1.0);
+        assert!(
+            ev.unknown.iter().any(|u| u.contains("without its results")),
+            "{:?}",
+            ev.unknown
+        );
+        assert!(!ev.unknown.iter().any(|u| u.contains("not plumb")));
     }
 
     #[test]

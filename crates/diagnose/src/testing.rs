@@ -32,6 +32,8 @@ pub(crate) fn stream(wnd: u64, rtt_us: u64, secs: f64) -> StreamTcp {
         sndbuf_actual: Some(4 << 20),
         sndbuf_set: false,
         window_shrank_share: None,
+        stalled_us: None,
+        bytes_acked: None,
     }
 }
 

@@ -320,6 +320,8 @@ mod tests {
                         sndbuf_actual: buf,
                         sndbuf_set: set,
                         window_shrank_share: None,
+                        stalled_us: None,
+                        bytes_acked: None,
                     }
                 },
             )

@@ -102,6 +102,9 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
             sndbuf_set: fixed,
             window_shrank_share: (tr.samples >= 2)
                 .then(|| f64::from(tr.snd_wnd_shrank) / f64::from(tr.samples)),
+            // A live connection is sampled, not reported per interval.
+            stalled_us: None,
+            bytes_acked: None,
         }
     } else {
         // The receiver sees the window it advertises, not the sender's cwnd,

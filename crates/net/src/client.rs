@@ -316,18 +316,22 @@ impl<'c> ClientRun<'c> {
             if signals::interrupted() {
                 let _ = self.machine.terminate();
                 self.transmit_last();
-                self.session.finish(now, sink);
+                self.end_alone(now, sink);
                 return Err(TestError::Interrupted);
             }
             if self.session.running() {
                 if self.end_if_due(now, sink)? {
                     continue;
                 }
-                // After the end check: at the deadline the last interval is the one finish() emits.
-                self.session.tick(now, sink);
+                // After the end check: at the deadline the last interval is
+                // the one finish() emits. After TEST_END no interval is due:
+                // the wait for the results is not part of the test.
+                if !self.ended {
+                    self.session.tick(now, sink);
+                }
             }
             if now > self.step_deadline && (!self.session.running() || self.ended) {
-                self.session.finish(now, sink);
+                self.end_alone(now, sink);
                 return Err(TestError::Timeout);
             }
             self.wait_and_read(now, sink)?;
@@ -445,6 +449,23 @@ impl<'c> ClientRun<'c> {
             sink,
         );
         sink.end(&end);
+    }
+
+    /// Ends the test without the server's results (interrupted, or they
+    /// never came): when the test ran, this end's own counts and TCP state
+    /// still make an end record, as iperf3 prints its summary on an
+    /// interrupt. The receiving end's figures are missing from it, and its
+    /// TCP_INFO still says what the peer acknowledged.
+    fn end_alone(&mut self, now: Instant, sink: &mut dyn Sink) {
+        let ran = self.session.running();
+        self.session.finish(now, sink);
+        if ran {
+            sink.end(
+                &self
+                    .session
+                    .end_record(&Results::default(), self.local_cc()),
+            );
+        }
     }
 
     /// The error an event that ends the test early stands for.

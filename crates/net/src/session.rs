@@ -1131,6 +1131,7 @@ fn stream_info(s: &Stream, info: Option<&TcpInfo>, sndbuf_set: bool) -> PlumbStr
             snd_wnd: i.snd_wnd.map(u64::from),
             total_retrans: Some(u64::from(i.total_retrans)),
             bytes_retrans: i.bytes_retrans,
+            bytes_acked: i.bytes_acked,
             pmtu: Some(u64::from(i.pmtu)),
             snd_mss: Some(u64::from(i.snd_mss)),
             rcv_space: Some(u64::from(i.rcv_space)),

@@ -15,6 +15,7 @@ use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
 use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
+use plumb_net::errors::TestError;
 use plumb_record::Document;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
@@ -233,7 +234,12 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
         r
     };
     let doc = capture.record();
-    if outcome.is_err() {
+    // A test that ran but ended without the server's results (interrupted,
+    // or they never came) still has this end's evidence: it is explained,
+    // and the exit status says the test failed.
+    let alone =
+        matches!(outcome, Err(TestError::Interrupted | TestError::Timeout)) && doc.end.is_some();
+    if outcome.is_err() && !alone {
         if m.json {
             println!("{}", serde_json::to_string_pretty(&doc)?);
         }
@@ -248,7 +254,8 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
         );
         crate::report::write_for(out, vec![input])?;
     }
-    explain(&doc, link, m.json)
+    let code = explain(&doc, link, m.json)?;
+    Ok(if alone { ExitCode::from(1) } else { code })
 }
 
 /// Explains a `-J` document: prints the diagnosis (or the document with a

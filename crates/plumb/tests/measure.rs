@@ -1221,6 +1221,8 @@ fn interrupted_client_keeps_its_partial_results() {
         text.matches(" sec ").count() >= 2,
         "intervals before the interrupt were kept:\n{text}"
     );
+    // The summary of what was sent, as iperf3 prints it on an interrupt.
+    assert!(text.contains(" sender"), "{text}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
     // The server goes on serving.
     let next = run(
@@ -1229,6 +1231,40 @@ fn interrupted_client_keeps_its_partial_results() {
         Duration::from_secs(20),
     );
     assert_clean(&json(&next, "after interrupt"), "after interrupt");
+    drop(srv);
+}
+
+/// Interrupted with `-J --why`: the document keeps the error, an end from
+/// the client's own counts (the server's never came) and a diagnosis of
+/// them, which says where its rate came from; the exit status is 1.
+#[test]
+fn interrupted_client_explains_what_it_has() {
+    let port = port();
+    let srv = Server::start(plumb_bin(), &["-s"], port);
+    let p = port.to_string();
+    let child = std::process::Command::new(plumb_bin())
+        .args(["-c", "127.0.0.1", "-p", &p, "-t", "20", "-J", "--why"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("client");
+    std::thread::sleep(Duration::from_millis(1600));
+    signal(child.id(), "-INT");
+    let out = child.wait_with_output().expect("client output");
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out, "interrupted -J --why");
+    assert_eq!(v["error"], "interrupted");
+    let sent = &v["end"]["sum_sent"];
+    assert!(sent["bytes"].as_u64().unwrap_or(0) > 0, "{sent}");
+    // The server's count is not there, and nothing pretends it is.
+    assert_eq!(v["end"]["sum_received"]["bytes"], 0);
+    let d = &v["diagnosis"];
+    assert!(d["measured_bps"].as_f64().unwrap_or(0.0) > 0.0, "{d}");
+    let unknown = d["unknown"].to_string();
+    assert!(
+        unknown.contains("without its results") && unknown.contains("bytes_acked"),
+        "{unknown}"
+    );
     drop(srv);
 }
 

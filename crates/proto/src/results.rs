@@ -328,6 +328,9 @@ pub struct TcpInfoSummary {
     /// Bytes retransmitted over the connection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_retrans: Option<u64>,
+    /// Sequence space the peer acknowledged, the SYN's byte included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_acked: Option<u64>,
     /// Path MTU, bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pmtu: Option<u64>,
@@ -612,7 +615,7 @@ mod tests {
                         busy_time_us: t[0], rwnd_limited_us: t[1], sndbuf_limited_us: t[2],
                         delivery_rate_bps: t[3], min_rtt_us: t[4], rtt_us: t[5], rttvar_us: t[6],
                         snd_cwnd_bytes: t[7], snd_wnd: t[8], total_retrans: t[9],
-                        bytes_retrans: t[10], pmtu: t[11], snd_mss: t[12], rcv_space: t[13],
+                        bytes_retrans: t[10], bytes_acked: None, pmtu: t[11], snd_mss: t[12], rcv_space: t[13],
                     }),
                     thread_cpu_us: buf.map(u64::from),
                     thread_wait_us: None,

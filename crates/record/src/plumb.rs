@@ -179,6 +179,10 @@ pub struct TcpInfo {
     /// Bytes retransmitted over the connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_retrans: Option<u64>,
+    /// Sequence space the peer acknowledged (the SYN's byte included): what
+    /// reached it, whether or not its results ever came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_acked: Option<u64>,
     /// Path MTU, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pmtu: Option<u64>,

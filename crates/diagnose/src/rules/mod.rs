@@ -21,7 +21,7 @@ pub(crate) mod context;
 pub(crate) mod cpu;
 mod link;
 mod loss;
-mod path_mtu;
+pub(crate) mod path_mtu;
 mod receive_window;
 mod send_buffer;
 mod udp_loss;
@@ -58,7 +58,17 @@ use context::Context;
 /// or a small MSS filling it with headers); where another cause explains
 /// the rate better (loss, a window), the evidence is weighed as it came, so
 /// no figure quotes a link that is only the measurement.
+///
+/// A sender that stalled in retransmission timeouts behind a path-MTU black
+/// hole (`stall`) is limited by that, whatever the rates say.
 pub fn diagnose(ev: &Evidence) -> Diagnosis {
+    let mut d = weighed(ev);
+    crate::stall::black_hole(ev, &mut d);
+    d
+}
+
+/// The rules' answer, with the path inferred where it stands.
+fn weighed(ev: &Evidence) -> Diagnosis {
     if let Some((e, p)) = path::with_path(ev, context::timestamps(ev)) {
         let d = weigh_all(&e, Some(p));
         if matches!(d.limit, Some(Limit::Link | Limit::PathMtu)) {

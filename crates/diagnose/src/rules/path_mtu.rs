@@ -44,7 +44,7 @@ pub(crate) fn seen(cx: &Context) -> Option<Seen> {
 /// Payload bytes a segment can have under `pmtu` at the most headers a
 /// TCP segment carries here: IPv6 (40 B) + TCP (20 B) + timestamps (12 B).
 /// A sender below this shrank its segments for a reason of its own.
-const MOST_HEADERS: u64 = 72;
+pub(crate) const MOST_HEADERS: u64 = 72;
 
 /// Segments of at least 1200 B (smaller ones are [`seen`]'s) yet below what
 /// the path MTU TCP holds allows. The MTU was not lowered by ICMP (that
