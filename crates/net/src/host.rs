@@ -468,7 +468,7 @@ pub fn route_interface(dst: IpAddr) -> Option<String> {
 /// with it).
 pub fn thread_schedstat() -> Option<(u64, u64)> {
     std::thread::yield_now();
-    read_thread_schedstat()
+    new_thread_schedstat()
 }
 
 /// [`thread_schedstat`] for a thread that has only just started, without
@@ -477,10 +477,6 @@ pub fn thread_schedstat() -> Option<(u64, u64)> {
 /// a yield of a batch-class thread on a busy CPU waits out another task's
 /// whole slice (milliseconds) before a data thread's first block.
 pub fn new_thread_schedstat() -> Option<(u64, u64)> {
-    read_thread_schedstat()
-}
-
-fn read_thread_schedstat() -> Option<(u64, u64)> {
     let text = crate::procfs::read_text("/proc/thread-self/schedstat").ok()?;
     let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
     Some((f.next()??, f.next()??))

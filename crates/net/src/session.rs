@@ -465,10 +465,9 @@ impl Session {
             // waited for a CPU a 4 ms tick at a time before its first write
             // (perf sched: five such waits, 41 ms from exec to the write).
             let batch = tcp && plan.rr.is_none() && pacer.is_none();
-            let batch_after_first = batch && sender;
             let handle = datathread::spawn_stream(
                 format!("plumb-stream-{}", s.id),
-                batch && !batch_after_first,
+                batch && !sender,
                 Arc::clone(&c),
                 move || match (sock, sender) {
                     (sock, client) if plan.rr.is_some() => {
@@ -491,7 +490,8 @@ impl Session {
                         } else {
                             TcpSource::Copy(buf)
                         };
-                        datapath::tcp_send(&t, src, &shared, &c, pacer, batch_after_first);
+                        // Into the batch class after the first block.
+                        datapath::tcp_send(&t, src, &shared, &c, pacer, batch);
                     }
                     (StreamSocket::Tcp(t), false) => {
                         let how = datapath::TcpRecv {
