@@ -33,6 +33,7 @@ mod direction;
 mod error;
 mod evidence;
 mod explain;
+mod farhole;
 mod filter;
 mod headline;
 mod holes;
@@ -60,6 +61,7 @@ pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWi
 pub use error::Error;
 pub use evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
 pub use explain::{explain, explain_all, Explanation};
+pub use farhole::{FarHole, FarStall, Proof, FAR_SILENCE_MS, FAR_SILENCE_RTTS, MIN_FALLBACK};
 pub use filter::CaptureFilters;
 pub use notes::{offer, UNSCALED_MAX};
 pub use options::SynOptions;
