@@ -3,7 +3,8 @@
 //! to explain a slow transfer: the handshake (options, RTT, initial TTL),
 //! payload bytes, advertised windows (scaled), zero-window episodes,
 //! retransmissions (fast, timeout-like, spurious), duplicate ACKs, flight
-//! against the peer's window, super-segments and ICMP "too big" messages.
+//! against the peer's window, super-segments, ICMP "too big" messages, and
+//! a path-MTU black hole from either side of it.
 //! [`explain_all`] turns each connection that carried data into a verdict:
 //! its [`evidence`] weighed by `plumb-diagnose`'s rules, with what only a
 //! capture shows ([`Explanation::notes`]). See docs/capture.md.
