@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::direction::{Direction, SendContext};
+use crate::farhole::{FarPath, FarSeen};
 use crate::segment::Segment;
 use crate::series::Series;
 use crate::window::WindowScale;
@@ -124,6 +125,7 @@ impl Connection {
             .get_or_insert(if seg.src == client { seg.dst } else { seg.src });
         self.elapse(ts);
         self.handshake(ts, seg, seg.src == client);
+        let full = self.full_size();
         let (me, peer, my_scale) = if seg.src == client {
             let s = self.scale(true);
             (&mut self.client, &mut self.server, s)
@@ -145,9 +147,41 @@ impl Connection {
             peer_mss: peer.syn.as_ref().and_then(|s| s.options.mss),
             rtt_ns: self.handshake.rtt_ns,
         };
+        me.far_hole.seen(
+            &FarSeen {
+                ts,
+                prev_ts,
+                seq: seg.seq,
+                len: seg.payload_len,
+                syn: seg.syn,
+                ack: seg.ack,
+                fin: seg.fin,
+                rst: seg.rst,
+                high_end: me.track.high_end,
+                largest: me.largest_segment,
+            },
+            &FarPath {
+                full,
+                rtt_ns: self.handshake.rtt_ns,
+                window: peer.track.window_bytes,
+            },
+        );
         let resent_before = me.retransmissions.total;
         me.send(seg, &at);
         feed_series(me, peer, ts, seg, resent_before);
+    }
+
+    /// The agreed full segment size: the smaller MSS the SYNs offered,
+    /// less the 12 B the timestamp option takes in every segment when both
+    /// offered it.
+    fn full_size(&self) -> Option<u32> {
+        let (c, s) = (
+            &self.client.syn.as_ref()?.options,
+            &self.server.syn.as_ref()?.options,
+        );
+        let mss = u32::from(c.mss?.min(s.mss?));
+        let ts = if c.timestamps && s.timestamps { 12 } else { 0 };
+        Some(mss.saturating_sub(ts))
     }
 
     /// Accounts the time since the last segment to each direction's

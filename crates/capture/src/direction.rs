@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::blackhole::{BlackHole, Sent};
+use crate::farhole::FarHole;
 use crate::holes::Holes;
 use crate::options::SynOptions;
 use crate::segment::Segment;
@@ -136,6 +137,9 @@ pub struct Direction {
     /// Its head segment resent at full size without an ACK, against the
     /// sizes that passed: a path-MTU black hole.
     pub black_hole: BlackHole,
+    /// Its silence and the later proof it had sent more than arrived: a
+    /// path-MTU black hole before the capture point.
+    pub far_hole: FarHole,
     #[serde(skip)]
     pub(crate) track: Track,
 }

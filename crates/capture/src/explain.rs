@@ -7,7 +7,8 @@
 //! which one capture point cannot tell apart. With a guesser, each end's
 //! operating system guessed from its SYN is added, and a confident guess
 //! puts its system's fix first ([`crate::os`]). A path-MTU black hole,
-//! when the segments show one, heads the answer ([`crate::pmtu`]).
+//! when the segments show one (from either side of it), heads the answer
+//! ([`crate::pmtu`]).
 
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{lead, EvidenceLine, Finding, Fix, BINDING_SHARE};
@@ -78,6 +79,7 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     reword(&mut dg);
     capture_findings(c, &fe, &mut dg);
     pmtu::black_hole(c, &fe, &mut dg);
+    pmtu::far_black_hole(c, &fe, &mut dg);
     let (notes, os_guesses, fixes_first_for) = notes_and_guesses(c, &fe, &mut dg, os);
     Explanation {
         notes,

@@ -3,7 +3,8 @@
 //! to explain a slow transfer: the handshake (options, RTT, initial TTL),
 //! payload bytes, advertised windows (scaled), zero-window episodes,
 //! retransmissions (fast, timeout-like, spurious), duplicate ACKs, flight
-//! against the peer's window, super-segments and ICMP "too big" messages.
+//! against the peer's window, super-segments, ICMP "too big" messages, and
+//! a path-MTU black hole from either side of it.
 //! [`explain_all`] turns each connection that carried data into a verdict:
 //! its [`evidence`] weighed by `plumb-diagnose`'s rules, with what only a
 //! capture shows ([`Explanation::notes`]). See docs/capture.md.
@@ -33,6 +34,7 @@ mod direction;
 mod error;
 mod evidence;
 mod explain;
+mod farhole;
 mod filter;
 mod headline;
 mod holes;
@@ -60,6 +62,7 @@ pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWi
 pub use error::Error;
 pub use evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
 pub use explain::{explain, explain_all, Explanation};
+pub use farhole::{FarHole, FarStall, Proof, FAR_SILENCE_MS, FAR_SILENCE_RTTS, MIN_FALLBACK};
 pub use filter::CaptureFilters;
 pub use notes::{offer, UNSCALED_MAX};
 pub use options::SynOptions;

@@ -7,14 +7,19 @@
 //! rules' own path-MTU finding instead). It heads the diagnosis: a sender
 //! that waits seconds for segments that can never pass is limited by the
 //! path's MTU whatever else the numbers show.
+//!
+//! Past the black hole (beside the receiver) none of that is seen: there
+//! the answer rests on [`crate::farhole`]'s proof that the sender had sent
+//! more than arrived after a silence, and says it is seen from there.
 
 use plumb_diagnose::fixes::for_limit;
-use plumb_diagnose::rules::{EvidenceLine, Finding};
+use plumb_diagnose::rules::{human_count, EvidenceLine, Finding};
 use plumb_diagnose::{Diagnosis, Limit};
 
 use crate::blackhole::{LostRun, BLACK_HOLE_SENDS};
 use crate::connection::Connection;
 use crate::evidence::{data_direction, FlowEvidence};
+use crate::farhole::{FarStall, Proof};
 use crate::headline::put_first;
 
 /// What passed while the full-size segments did not.
@@ -49,7 +54,22 @@ pub fn black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
         _ if c.handshake.complete => Passed::Handshake,
         _ => return,
     };
-    let f = finding(lost, passed, fe.summary.duration_s);
+    answer(finding(lost, passed, fe.summary.duration_s), fe, dg);
+}
+
+/// Makes a black hole proved past it (beside the receiver) the answer of
+/// `dg`, when the sender's own segments did not already.
+pub fn far_black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
+    if dg.limit == Some(Limit::PathMtu) || c.icmp_too_big > 0 || !c.handshake.complete {
+        return;
+    }
+    let (data, _, _) = data_direction(c);
+    let Some(s) = data.far_hole.found else { return };
+    answer(far_finding(s, fe.summary.duration_s), fe, dg);
+}
+
+/// Puts `f` first with the path-MTU fixes.
+fn answer(f: Finding, fe: &FlowEvidence, dg: &mut Diagnosis) {
     dg.findings.retain(|f| f.limit != Limit::PathMtu);
     let fixes = for_limit(Limit::PathMtu, &fe.evidence, &dg.figures, &dg.findings);
     let Some(first) = fixes.first().cloned() else {
@@ -65,6 +85,22 @@ pub fn black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
             x
         })
         .collect();
+}
+
+/// The cause's name.
+const BLACK_HOLE: &str = "a path-MTU black hole";
+/// Why no ICMP told the sender.
+const FILTERED: &str = "ICMP 'fragmentation needed' is probably filtered";
+/// What points at the drop.
+const MISSING: &str = "the path's MTU: tracepath from the sender finds where it drops";
+
+/// The share of the capture's data time a stall of `stalled_s` took.
+fn share(stalled_s: f64, duration_s: f64) -> f64 {
+    if duration_s > 0.0 {
+        (stalled_s / duration_s).min(1.0)
+    } else {
+        1.0
+    }
 }
 
 /// The finding, in what the capture showed.
@@ -99,25 +135,76 @@ fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
         0.0,
         "",
     ));
-    let share = if duration_s > 0.0 {
-        (stalled_s / duration_s).min(1.0)
-    } else {
-        1.0
-    };
+    let share = share(stalled_s, duration_s);
     let confidence = if size.is_some() { 0.8 } else { 0.6 };
     let sentence = format!(
-        "{}-byte segments were sent {} times and never acknowledged {what_passed}: a path-MTU black hole — ICMP 'fragmentation needed' is probably filtered",
+        "{}-byte segments were sent {} times and never acknowledged {what_passed}: {BLACK_HOLE} — {FILTERED}",
         lost.len, lost.sends
     );
     Finding {
-        missing: vec!["the path's MTU: tracepath from the sender finds where it drops".into()],
+        missing: vec![MISSING.into()],
+        evidence,
+        ..Finding::unmodelled(Limit::PathMtu, BLACK_HOLE, &sentence, share, confidence)
+    }
+}
+
+/// The finding from past the black hole, in what arrived there. Less sure
+/// than the sender's side, which sees the full-size copies themselves.
+fn far_finding(s: FarStall, duration_s: f64) -> Finding {
+    let silence_s = f64::from(s.silence_ms) / 1e3;
+    let stopped = format!(
+        "the sender's segments stopped arriving after {} B for {silence_s:.1} s",
+        human_count(u64::from(s.arrived))
+    );
+    let sentence = match s.fallback {
+        Some(f) => format!(
+            "{stopped}, then came back as {f}-byte ones where {} were agreed (as Linux's tcp_mtu_probing=1 does after full-size segments vanish), with {} B it had sent beyond them missing — {FILTERED}",
+            s.full,
+            human_count(u64::from(s.unseen))
+        ),
+        None => format!(
+            "{stopped}; its later {} carries sequence {}: {} B it sent never arrived here, while its small segments did — {FILTERED}",
+            match s.proof {
+                Proof::Data => "segment",
+                Proof::Ack => "ACK",
+                Proof::Fin => "FIN",
+                Proof::Rst => "RST",
+            },
+            human_count(u64::from(s.proof_seq)),
+            human_count(u64::from(s.unseen))
+        ),
+    };
+    let mut evidence = vec![
+        EvidenceLine::new("silence before the sender's next segment", silence_s, "s"),
+        EvidenceLine::new("data that arrived before it", f64::from(s.arrived), "B"),
+        EvidenceLine::new("agreed full segment size", f64::from(s.full), "B"),
+    ];
+    if let Some(f) = s.fallback {
+        evidence.push(EvidenceLine::new(
+            "first data segment after the silence",
+            f64::from(f),
+            "B",
+        ));
+    }
+    evidence.push(EvidenceLine::new(
+        "bytes sent that never arrived",
+        f64::from(s.unseen),
+        "B",
+    ));
+    evidence.push(EvidenceLine::new(
+        "ICMP too-big messages in the capture",
+        0.0,
+        "",
+    ));
+    Finding {
+        missing: vec![MISSING.into()],
         evidence,
         ..Finding::unmodelled(
             Limit::PathMtu,
-            "a path-MTU black hole",
+            &format!("{BLACK_HOLE} before this capture point"),
             &sentence,
-            share,
-            confidence,
+            share(silence_s, duration_s),
+            0.6,
         )
     }
 }

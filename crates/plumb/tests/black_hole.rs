@@ -4,8 +4,11 @@
 //! `net.ipv4.tcp_mtu_probing=0` in the sender's namespace the transfer
 //! stalls after the handshake and its first small write; with `=1` Linux
 //! gives up on the full size after a few timeouts and goes on with smaller
-//! segments. The lab tests need root, /dev/net/tun and tcpdump; elsewhere
-//! they are recorded as skipped (`plumb_testkit`).
+//! segments. Each capture names the black hole: the sender's from the
+//! full-size copies it resent, the receiver's from the silence and the
+//! sender's later proof that it had sent more than arrived. The lab tests
+//! need root, /dev/net/tun and tcpdump; elsewhere they are recorded as
+//! skipped (`plumb_testkit`).
 
 mod common;
 
@@ -223,8 +226,10 @@ fn names_the_black_hole(pcap: &Path) -> Value {
 /// tcp_mtu_probing=0: the sender resends its full-size head segment at
 /// each timeout and the transfer stalls. Near the sender the capture names
 /// the black hole; beside the receiver no full-size segment ever arrived,
-/// so that capture holds only the handshake and the 37-byte first write,
-/// and it names no black hole (what it cannot see, it does not claim).
+/// so that capture holds the handshake, the 37-byte first write and a
+/// silence, until the client stops and its ACK of the server's FIN carries
+/// the sequence number past all it had sent: that capture names the black
+/// hole too, as seen from past it.
 #[test]
 fn a_black_hole_stalls_the_transfer_and_the_senders_capture_names_it() {
     if !can_lab() || tcpdump_missing() {
@@ -253,8 +258,11 @@ fn a_black_hole_stalls_the_transfer_and_the_senders_capture_names_it() {
         "the far end saw no full-size segment: {}",
         far["flow"]
     );
-    assert_ne!(
-        far["diagnosis"]["limit"], "path_mtu",
+    names_it_from_past_it(&far);
+    assert!(
+        far["diagnosis"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("stopped arriving after 37 B")),
         "{}",
         far["diagnosis"]
     );
@@ -269,7 +277,9 @@ fn a_black_hole_stalls_the_transfer_and_the_senders_capture_names_it() {
 
 /// tcp_mtu_probing=1: after the full-size timeouts Linux resends the head
 /// in smaller segments, which pass, and the transfer goes on. Near the
-/// sender the capture names the black hole and the size that got through.
+/// sender the capture names the black hole and the size that got through;
+/// beside the receiver, the silence and the smaller size the head came
+/// back in.
 #[test]
 fn a_sender_with_mtu_probing_recovers_and_the_capture_names_the_size_that_passed() {
     if !can_lab() || tcpdump_missing() {
@@ -303,6 +313,19 @@ fn a_sender_with_mtu_probing_recovers_and_the_capture_names_the_size_that_passed
         .unwrap_or(0.0);
     assert!((500.0..1400.0).contains(&passed), "{passed}");
     let far = data_connection(&why_json(&r.far), f["client"].as_str());
+    // Beside the receiver no full-size copy ever arrived (GRO merges the
+    // smaller segments back to 1448 B and more there, so later sizes say
+    // nothing): after the silence the head came back alone in a smaller
+    // segment, and data from further on arrived before the gap was filled.
+    assert_eq!(far["flow"]["handshake"], true);
+    names_it_from_past_it(&far);
+    assert!(
+        far["diagnosis"]["summary"].as_str().is_some_and(
+            |s| s.contains("then came back as") && s.contains("where 1448 were agreed")
+        ),
+        "{}",
+        far["diagnosis"]
+    );
     // The test itself completed (both ends fell back), and its own --why,
     // from TCP_INFO, is recorded. TCP_INFO holds no history of the stall,
     // only the segments the sender shrank while the path MTU stayed
@@ -327,14 +350,42 @@ fn a_sender_with_mtu_probing_recovers_and_the_capture_names_the_size_that_passed
             .as_ref()
             .map_or(Value::Null, |d| d["diagnosis"]["summary"].clone())
     );
-    // Beside the receiver no full-size copy ever arrived (GRO merges the
-    // smaller segments back to 1448 B there, so the sizes cannot say it
-    // either): no black hole is claimed from there.
-    assert_eq!(far["flow"]["handshake"], true);
+}
+
+/// The receiver's capture names the black hole as seen from past it, with
+/// no ICMP in it.
+fn names_it_from_past_it(far: &Value) {
+    let d = &far["diagnosis"];
     assert_eq!(far["flow"]["icmp_too_big"], 0);
-    assert_ne!(
-        far["diagnosis"]["limit"], "path_mtu",
-        "{}",
-        far["diagnosis"]
+    assert_eq!(d["limit"], "path_mtu", "{d}");
+    assert!(
+        d["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("a path-MTU black hole before this capture point")),
+        "{d}"
     );
+}
+
+/// The lab captures kept as fixtures (crates/capture/tests/lab/README.md):
+/// `plumb why -r` names the black hole on the data connection of each,
+/// from the receiver's end as from the sender's. No lab needed.
+#[test]
+fn plumb_why_names_the_black_hole_in_the_kept_lab_captures_from_either_end() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../capture/tests/lab");
+    for (name, client) in [
+        ("stall-far.pcap", "198.18.0.1:60318"),
+        ("stall-near.pcap", "198.18.0.1:60318"),
+        ("probing-far.pcap", "198.18.0.1:55714"),
+        ("probing-near.pcap", "198.18.0.1:55714"),
+    ] {
+        let file = dir.join(name);
+        assert!(file.is_file(), "{}", file.display());
+        let x = data_connection(&why_json(&file), Some(client));
+        let d = &x["diagnosis"];
+        assert_eq!(d["limit"], "path_mtu", "{name}: {d}");
+        let far = d["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("before this capture point"));
+        assert_eq!(far, name.contains("far"), "{name}: {}", d["summary"]);
+    }
 }

@@ -86,6 +86,10 @@ impl Seg {
         self.syn = true;
         self
     }
+    pub fn fin(mut self) -> Seg {
+        self.fin = true;
+        self
+    }
     pub fn win(mut self, w: u16) -> Seg {
         self.window = w;
         self
