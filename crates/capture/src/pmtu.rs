@@ -108,11 +108,11 @@ fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
     let stalled_s = f64::from(lost.stalled_ms) / 1e3;
     let (what_passed, size) = match passed {
         Passed::Fallback(p) => (
-            format!("then the sender resent them as {p}-byte ones, which passed (as Linux does with net.ipv4.tcp_mtu_probing=1)"),
+            format!(", then the sender resent them as {p}-byte ones, which passed (as Linux does with net.ipv4.tcp_mtu_probing=1)"),
             Some(p),
         ),
-        Passed::Acked(p) => (format!("while {p}-byte ones passed"), Some(p)),
-        Passed::Handshake => ("while the handshake passed".to_string(), None),
+        Passed::Acked(p) => (format!(" while {p}-byte ones passed"), Some(p)),
+        Passed::Handshake => (" while the handshake passed".to_string(), None),
     };
     let mut evidence = vec![
         EvidenceLine::new(
@@ -138,7 +138,7 @@ fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
     let share = share(stalled_s, duration_s);
     let confidence = if size.is_some() { 0.8 } else { 0.6 };
     let sentence = format!(
-        "{}-byte segments were sent {} times and never acknowledged {what_passed}: {BLACK_HOLE} — {FILTERED}",
+        "{}-byte segments were sent {} times and never acknowledged{what_passed}: {BLACK_HOLE} — {FILTERED}",
         lost.len, lost.sends
     );
     Finding {

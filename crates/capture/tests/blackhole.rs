@@ -183,7 +183,7 @@ fn a_sender_that_falls_back_to_smaller_segments_is_named_with_the_size_that_pass
     assert_eq!(d.limit, Some(Limit::PathMtu), "{}", d.summary);
     assert!(
         d.summary.contains(
-            "1448-byte segments were sent 5 times and never acknowledged then the sender resent them as 1012-byte ones, which passed"
+            "1448-byte segments were sent 5 times and never acknowledged, then the sender resent them as 1012-byte ones, which passed"
         ),
         "{}",
         d.summary

@@ -38,29 +38,39 @@ struct Run {
 /// A plumb test across a 100 Mbit/s, 15 ms lab with the black hole (both
 /// directions), `tcp_mtu_probing` set to `probing` in both namespaces (the
 /// server's results, over 1400 B, cross the hole the other way), tcpdump
-/// beside each end.
-/// The client is stopped with SIGINT after 15 s if it has not ended (a
-/// stalled test cannot exchange its results either); the far side marks
-/// when its capture is closed and the near side waits for it (bounded).
+/// and `plumb why --capture` of the namespace's lab device beside each end
+/// (see [`live_of`]).
+/// The client is stopped with SIGINT if it has not ended in time: after
+/// 15 s when it stalls (its results cannot cross either), 30 s when it
+/// falls back (the end of its test waits out more timeouts). The far side
+/// marks when its captures are closed and the near side waits for it
+/// (bounded).
 fn black_hole_run(dir: &Path, probing: u8) -> Run {
     let (near, far) = (dir.join("near.pcap"), dir.join("far.pcap"));
     let (test, done) = (dir.join("test.json"), dir.join("far.done"));
     let plumb = plumb_bin();
     let dump = |f: &Path| {
+        let live = live_of(f);
         format!(
-            "tcpdump -i any -U -Z root -s 128 -w {} tcp 2>/dev/null & T=$!",
-            f.display()
+            "tcpdump -i any -U -Z root -s 128 -w {} tcp 2>/dev/null & T=$!; \
+             DEV=$(ip -o link show | awk -F': ' '$2 != \"lo\" {{print $2; exit}}'); \
+             {plumb} why --capture $DEV --for 100 -p 5201 -J > {} 2> {} & L=$!",
+            f.display(),
+            live.display(),
+            live.with_extension("err").display()
         )
     };
+    let stop = "kill -INT $T; kill -TERM $L; wait $T; wait $L";
+    let limit = if probing == 0 { 15 } else { 30 };
     let far_exec = format!(
-        "sysctl -qw net.ipv4.tcp_mtu_probing={probing} && {}; timeout 25 {plumb} -s -1 >/dev/null 2>&1; sleep 0.5; kill -INT $T; wait $T; touch {}",
+        "sysctl -qw net.ipv4.tcp_mtu_probing={probing} && {}; timeout 45 {plumb} -s -1 >/dev/null 2>&1; sleep 1.5; {stop}; touch {}",
         dump(&far),
         done.display()
     );
     let near_exec = format!(
         "sysctl -qw net.ipv4.tcp_mtu_probing={probing} && {}; sleep 2; \
-         timeout -s INT 15 {plumb} -c $PLUMB_FAR -t 5 --why --link 100m -J > {}; \
-         sleep 2; kill -INT $T; wait $T; \
+         timeout -s INT {limit} {plumb} -c $PLUMB_FAR -t 5 --why --link 100m -J > {}; \
+         sleep 2; {stop}; \
          for i in $(seq 40); do [ -e {} ] && break; sleep 0.5; done",
         dump(&near),
         test.display(),
@@ -101,6 +111,54 @@ fn black_hole_run(dir: &Path, probing: u8) -> Run {
         near,
         far,
     }
+}
+
+/// The `-J` document `plumb why --capture` wrote beside the capture `pcap`.
+fn live_of(pcap: &Path) -> PathBuf {
+    pcap.with_extension("live.json")
+}
+
+/// `plumb why --capture`'s verdict on the connection `x` (the file's
+/// explained data connection): it read what the kernel passed it (read +
+/// dropped = received) and names what the file names, with the same
+/// summary.
+fn live_agrees(pcap: &Path, x: &Value) {
+    let path = live_of(pcap);
+    let at = path.display().to_string();
+    let err = std::fs::read_to_string(path.with_extension("err")).unwrap_or_default();
+    let live: Value = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| panic!("{at}: no -J from plumb why --capture: {err}"));
+    let k = &live["kernel"];
+    let (received, read, dropped) = (
+        k["received"].as_u64().expect("kernel.received"),
+        k["read"].as_u64().expect("kernel.read"),
+        k["dropped"].as_u64().expect("kernel.dropped"),
+    );
+    assert_eq!(read + dropped, received, "{at}: {k}");
+    let y = data_connection(&live, x["flow"]["client"].as_str());
+    assert_eq!(y["flow"]["handshake"], true, "{at}");
+    assert_eq!(
+        y["diagnosis"]["limit"], x["diagnosis"]["limit"],
+        "{at}: {}",
+        y["diagnosis"]["summary"]
+    );
+    eprintln!("{at}: live: {}", y["diagnosis"]["summary"]);
+}
+
+/// The test's own `--why` names the black hole, in words that say how:
+/// `words` is in its summary.
+fn the_test_names_it(r: &Run, words: &str) -> Value {
+    let doc = r.doc.clone().expect("the test's -J");
+    let d = &doc["diagnosis"];
+    assert_eq!(d["limit"], "path_mtu", "{d}");
+    let summary = d["summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("stalled in retransmission timeouts") && summary.contains(words),
+        "{summary}"
+    );
+    doc
 }
 
 /// The near→far segments the black hole dropped, from the lab's note
@@ -266,6 +324,12 @@ fn a_black_hole_stalls_the_transfer_and_the_senders_capture_names_it() {
         "{}",
         far["diagnosis"]
     );
+    live_agrees(&r.near, &x);
+    live_agrees(&r.far, &far);
+    // The test never got its results (they are over 1400 B too): it was
+    // interrupted, and its --why weighed the client's own state.
+    let doc = the_test_names_it(&r, "first 37 bytes were");
+    assert_eq!(doc["error"], "interrupted");
     eprintln!(
         "stall: {dropped} dropped; near: {summary}; far: {}; the test's --why: {}",
         far["diagnosis"]["summary"],
@@ -326,22 +390,32 @@ fn a_sender_with_mtu_probing_recovers_and_the_capture_names_the_size_that_passed
         "{}",
         far["diagnosis"]
     );
-    // The test itself completed (both ends fell back), and its own --why,
-    // from TCP_INFO, is recorded. TCP_INFO holds no history of the stall,
-    // only the segments the sender shrank while the path MTU stayed
-    // 1500 B: a path-MTU finding beside the answer, not the answer.
-    let doc = r.doc.as_ref().expect("the test's -J");
+    live_agrees(&r.near, &x);
+    live_agrees(&r.far, &far);
+    // The test itself completed (both ends fell back), and its own --why
+    // names the black hole from its intervals' stall and the segments the
+    // sender shrank while the path MTU stayed 1500 B.
+    let doc = the_test_names_it(&r, "segments though the 1500-byte path MTU");
     assert!(doc["error"].is_null(), "{}", doc["error"]);
-    let shrunk = doc["diagnosis"]["findings"]
+    // Its intervals end with the test: the wait for the results, which
+    // crossed the hole too, is not reported as time with no data.
+    let last = doc["intervals"]
         .as_array()
-        .and_then(|fs| fs.iter().find(|f| f["limit"] == "path_mtu"))
-        .unwrap_or_else(|| panic!("no path_mtu finding: {}", doc["diagnosis"]));
-    assert!(
-        shrunk["sentence"]
-            .as_str()
-            .is_some_and(|s| s.contains("black hole")),
-        "{shrunk}"
-    );
+        .and_then(|i| i.last())
+        .and_then(|i| i["sum"]["end"].as_f64())
+        .unwrap_or(f64::MAX);
+    assert!(last < 5.5, "the last interval ends at {last} s");
+    // Each capture's rate is the test's, within 10 %.
+    let measured = doc["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0);
+    for (end, y) in [("near", &x), ("far", &far)] {
+        let got = y["flow"]["measured_bps"].as_f64().unwrap_or(0.0);
+        assert!(
+            (got / measured - 1.0).abs() <= 0.10,
+            "{end}: {got} vs the test's {measured}"
+        );
+    }
     eprintln!(
         "probing: {dropped} dropped; near: {summary}; far: {} ({}); the test's --why: {}",
         far["diagnosis"]["limit"],
