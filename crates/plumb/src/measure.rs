@@ -308,6 +308,26 @@ pub fn server_flag_given(a: &MeasureArgs) -> Option<&'static str> {
     }
 }
 
+/// The first flag given that shapes a test's traffic, if any: without a
+/// test to run (`plumb why` on a file, a capture or live connections) it
+/// would be ignored, so it is refused instead.
+pub fn traffic_flag_given(a: &MeasureArgs) -> Option<&'static str> {
+    [
+        (a.time.is_some(), "-t"),
+        (a.bytes.is_some(), "-n"),
+        (a.blocks.is_some(), "-k"),
+        (a.parallel.is_some(), "-P"),
+        (a.reverse, "-R"),
+        (a.bidir, "--bidir"),
+        (a.udp, "-u"),
+        (a.bitrate.is_some(), "-b"),
+        (a.omit.is_some(), "-O"),
+        (a.zerocopy, "-Z"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name))
+}
+
 fn parse_count(s: &str) -> Result<u64, String> {
     let b = Bytes::parse(s).map_err(|e| e.to_string().replace("invalid size", "invalid count"))?;
     Ok(b.get())

@@ -85,6 +85,12 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             "-A places a test's ends on CPUs: give plumb why a HOST to test",
         ));
     }
+    if let Some(flag) = crate::measure::traffic_flag_given(&a.measure).filter(|_| a.host.is_none())
+    {
+        return Ok(usage_error(format!(
+            "{flag} shapes a test: give plumb why a HOST to test (a file, a capture or live connections are explained as they are)"
+        )));
+    }
     if let Some(iface) = &a.capture {
         return capture::from_interface(iface, a);
     }

@@ -198,6 +198,41 @@ fn bad_why_input_is_one_line() {
     }
 }
 
+/// A flag that shapes a test, given where there is no test to run (a
+/// capture file, an interface, live connections, the model), is refused in
+/// one line naming it, before anything is read.
+#[test]
+fn test_flags_without_a_test_are_refused() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../capture/tests/lab/stall-far.pcap");
+    let file = file.to_str().expect("utf-8 path");
+    for (args, flag) in [
+        (&["why", "-r", file, "-t", "5"][..], "-t"),
+        (&["why", "--capture", "lo", "-P", "2"], "-P"),
+        (&["why", "--port", "873", "-R"], "-R"),
+        (&["why", "--from", file, "-b", "10m"], "-b"),
+        (
+            &[
+                "why", "--rate", "1g", "--rtt", "15ms", "-w", "17520", "-n", "1M",
+            ],
+            "-n",
+        ),
+    ] {
+        let out = run(plumb_bin(), args, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(&format!("{flag} shapes a test")), "{err}");
+    }
+    // Without the flag the same file is explained.
+    let out = run(plumb_bin(), &["why", "-r", file], Duration::from_secs(10));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// One answer, one set of figures: the streams and window in the model's
 /// text, the `-P` of the streams fix, every "expect about" and the goodput
 /// in the summary are the same numbers.
