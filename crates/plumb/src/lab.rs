@@ -684,6 +684,14 @@ mod tests {
             serde_json::to_string(&lab_record(&a, Some(&probe), &stats)).expect("serializes"),
             r#"{"configured":{"rate_bps":100000000.0,"rtt_ms":40.0,"loss":0.005,"loss_burst":null,"queue":"64k","jitter_ms":null,"seed":null},"measured":{"rtt_min_ms":15.123,"rtt_median_ms":15.456,"rate_bps":990000000},"emulator":{"segments_delivered":0,"segments_dropped_queue":0,"segments_dropped_loss":0,"max_queue_bytes":0,"release_error_p50_us":17.0,"release_error_p99_us":17.0,"release_error_p999_us":17.0,"release_error_max_us":17.0,"realtime":false,"idle_poll":false}}"#
         );
+        // With a black hole: its size and both directions' drops.
+        a.drop_over = Some(1400);
+        stats.near_to_far.link.dropped_too_big.segments = 7;
+        stats.far_to_near.link.dropped_too_big.segments = 2;
+        let v = serde_json::to_value(lab_record(&a, Some(&probe), &stats)).expect("serializes");
+        assert_eq!(v["configured"]["drop_over_bytes"], 1400);
+        assert_eq!(v["emulator"]["segments_dropped_too_big"], 7);
+        assert_eq!(v["emulator"]["segments_dropped_too_big_far_to_near"], 2);
     }
 
     /// The line names the bound that binds: window, application or link.

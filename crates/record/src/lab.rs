@@ -67,6 +67,10 @@ pub struct LabConfigured {
         skip_serializing_if = "Option::is_none"
     )]
     pub seed: Option<Option<u64>>,
+    /// `--drop-over`: packets over this many IP bytes are dropped, both
+    /// ways, with no ICMP (a path-MTU black hole); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_over_bytes: Option<u64>,
     /// Keys this version does not know, carried as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -136,6 +140,12 @@ pub struct LabEmulator {
     /// The forwarding threads polled rather than slept when idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_poll: Option<bool>,
+    /// Segments the black hole (`--drop-over`) dropped near to far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_dropped_too_big: Option<u64>,
+    /// The same far to near (the results, the ACKs of a reverse test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_dropped_too_big_far_to_near: Option<u64>,
     /// Keys this version does not know, carried as read.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -153,6 +153,7 @@ pub(crate) fn lab_record(
             queue: Some(a.queue.clone()),
             jitter_ms: real(a.jitter.map(Rtt::ms)),
             seed: Some(a.seed),
+            drop_over_bytes: a.drop_over.map(u64::from),
             extra: serde_json::Map::new(),
         },
         measured: Some(probe.map(|p| LabMeasured {
@@ -174,6 +175,10 @@ pub(crate) fn lab_record(
             release_error_max_us: real(err.map(|e| e[3])),
             realtime: Some(d.realtime),
             idle_poll: Some(stats.idle_poll),
+            segments_dropped_too_big: a.drop_over.map(|_| d.link.dropped_too_big.segments),
+            segments_dropped_too_big_far_to_near: a
+                .drop_over
+                .map(|_| stats.far_to_near.link.dropped_too_big.segments),
             extra: serde_json::Map::new(),
         },
         extra: serde_json::Map::new(),
