@@ -130,10 +130,11 @@ fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
             "B",
         ));
     }
+    // A unit, or the text shows no figure (an empty unit is a label).
     evidence.push(EvidenceLine::new(
         "ICMP too-big messages in the capture",
         0.0,
-        "",
+        "messages",
     ));
     let share = share(stalled_s, duration_s);
     let confidence = if size.is_some() { 0.8 } else { 0.6 };
@@ -191,10 +192,11 @@ fn far_finding(s: FarStall, duration_s: f64) -> Finding {
         f64::from(s.unseen),
         "B",
     ));
+    // A unit, or the text shows no figure (an empty unit is a label).
     evidence.push(EvidenceLine::new(
         "ICMP too-big messages in the capture",
         0.0,
-        "",
+        "messages",
     ));
     Finding {
         missing: vec![MISSING.into()],

@@ -128,7 +128,7 @@ fn retransmitted(n: u64) -> EvidenceLine {
     line(
         "retransmitted segments (TCP_INFO total_retrans)",
         n as f64,
-        "",
+        "segments",
     )
 }
 
