@@ -215,6 +215,8 @@ struct ClientRun<'c> {
     ended: bool,
     step_deadline: Instant,
     server_results: Option<Results>,
+    /// The end record went out (with both ends' results).
+    displayed: bool,
     out: Vec<u8>,
     buf: Vec<u8>,
 }
@@ -267,6 +269,7 @@ impl<'c> ClientRun<'c> {
             ended: false,
             step_deadline: Instant::now() + STEP_TIMEOUT,
             server_results: None,
+            displayed: false,
             out: Vec::with_capacity(1024),
             buf: vec![0u8; 16 * 1024],
         })
@@ -440,6 +443,7 @@ impl<'c> ClientRun<'c> {
                 "note: the server ran {n} other test(s) at the same time as this one"
             ));
         }
+        self.displayed = true;
         let mut end = self.session.end_record(&peer, self.local_cc());
         let loaded = self.probe.as_mut().map(Probe::finish);
         attach_latency(
@@ -452,12 +456,12 @@ impl<'c> ClientRun<'c> {
     }
 
     /// Ends the test without the server's results (interrupted, or they
-    /// never came): when the test ran, this end's own counts and TCP state
-    /// still make an end record, as iperf3 prints its summary on an
-    /// interrupt. The receiving end's figures are missing from it, and its
+    /// never came): when the test ran and its end has not gone out yet,
+    /// this end's own counts and TCP state still make an end record, as
+    /// iperf3 prints its summary on an interrupt. The receiving end's figures are missing from it, and its
     /// TCP_INFO still says what the peer acknowledged.
     fn end_alone(&mut self, now: Instant, sink: &mut dyn Sink) {
-        let ran = self.session.running();
+        let ran = self.session.running() && !self.displayed;
         self.session.finish(now, sink);
         if ran {
             sink.end(
