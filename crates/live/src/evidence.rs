@@ -686,13 +686,17 @@ mod tests {
     fn a_stall_sampled_late_is_a_sender_but_too_few_resends_to_name() {
         // Three seconds in, the RTO has backed off to 3.2 s: the 8 s period
         // holds one resend, under the three the rule asks for, so the stall
-        // is a sender with nothing named.
+        // is a sender with nothing named: unexplained, not idle.
         let tr = black_holed(3.1);
         let d = tr.delta();
         assert_eq!((d.role, d.retrans), (Role::Sender, 1));
         let (dg, _) = explain(&tr, &nic());
         assert_ne!(dg.limit, Some(Limit::PathMtu), "{}", dg.summary);
-        assert!(!dg.summary.starts_with("Idle"), "{}", dg.summary);
+        assert!(
+            dg.summary.starts_with("Unexplained: 0 bit/s"),
+            "{}",
+            dg.summary
+        );
     }
 
     /// 94 Mbit/s held by the receive window, the RTT at its minimum: not a

@@ -54,11 +54,13 @@ impl Drop for Scratch {
     }
 }
 
-/// What one run left: the lab's notes, `plumb why`'s document, curl's exit
-/// code, the response headers it received and the bytes of body it wrote.
+/// What one run left: the lab's notes, `plumb why`'s document from far
+/// (the sender) and from near (the receiver), curl's exit code, the
+/// response headers it received and the bytes of body it wrote.
 struct Run {
     notes: String,
     why: Value,
+    near: Value,
     curl_rc: i32,
     headers: Vec<u8>,
     body: u64,
@@ -73,7 +75,7 @@ const FILE: &str = "200M";
 /// server answers a first small request (which crosses the hole: all its
 /// packets are small), marks its start, and gives up after 12 s. Far waits
 /// (bounded) for that mark and `delay_ms` more, then samples port 8000 for
-/// `secs` seconds.
+/// `secs` seconds; near does the same from curl's start.
 fn download(name: &str, probing: u8, delay_ms: u32, secs: u32) -> Run {
     let dir =
         Scratch(std::env::temp_dir().join(format!("plumb-live-bh-{}-{name}", std::process::id())));
@@ -96,8 +98,9 @@ fn download(name: &str, probing: u8, delay_ms: u32, secs: u32) -> Run {
     let near = format!(
         "for i in $(seq 100); do curl -s -o /dev/null http://$PLUMB_FAR:8000/ && break; \
          sleep 0.1; done; touch {d}/started; \
+         (sleep {delay}; {plumb} why -p 8000 --for {secs} -J >{d}/near.json 2>{d}/near.err) & \
          curl -s -D {d}/headers -o {d}/body --max-time 12 http://$PLUMB_FAR:8000/big; \
-         echo $? >{d}/curl.rc; \
+         echo $? >{d}/curl.rc; wait; \
          for i in $(seq 150); do [ -s {d}/why.json ] && break; sleep 0.1; done"
     );
     let args = [
@@ -125,13 +128,16 @@ fn download(name: &str, probing: u8, delay_ms: u32, secs: u32) -> Run {
     );
     assert!(out.status.success(), "plumb {args:?}: {notes}");
     let read = |f: &str| std::fs::read(dir.0.join(f)).unwrap_or_default();
-    let text = String::from_utf8_lossy(&read("why.json")).into_owned();
-    let why = serde_json::from_str(&text).unwrap_or_else(|e| {
-        panic!(
-            "plumb why -J gave no JSON ({e}): {text} {}",
-            String::from_utf8_lossy(&read("why.err"))
-        )
-    });
+    let doc = |f: &str, err: &str| -> Value {
+        let text = String::from_utf8_lossy(&read(f)).into_owned();
+        serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!(
+                "{f}: plumb why -J gave no JSON ({e}): {text} {}",
+                String::from_utf8_lossy(&read(err))
+            )
+        })
+    };
+    let (why, near) = (doc("why.json", "why.err"), doc("near.json", "near.err"));
     let curl_rc = String::from_utf8_lossy(&read("curl.rc"))
         .trim()
         .parse()
@@ -139,6 +145,7 @@ fn download(name: &str, probing: u8, delay_ms: u32, secs: u32) -> Run {
     Run {
         notes,
         why,
+        near,
         curl_rc,
         headers: read("headers"),
         body: read("body").len() as u64,
@@ -214,6 +221,12 @@ fn a_download_stalled_behind_a_black_hole_is_named_from_the_sender() {
     );
     assert_eq!(acked_line(c), Some((n - 1) as f64), "{d:#}");
     eprintln!("stall: {summary}");
+    // The receiving host has nothing outstanding and receives nothing: its
+    // end is idle; the stall shows only in the sender's state.
+    let rx = &r.near["connections"][0];
+    assert_eq!(rx["remote_port"], 8000, "{rx:#}");
+    assert_eq!(rx["command"], "curl", "{rx:#}");
+    assert_eq!(rx["this_host"], "idle", "{rx:#}");
 }
 
 #[test]
