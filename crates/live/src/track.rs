@@ -32,7 +32,8 @@ impl Role {
 }
 
 /// Below this, bit/s in both directions, a connection is idle: a keepalive
-/// or an interactive session, nothing to diagnose.
+/// or an interactive session, nothing to diagnose — unless its sender was
+/// stuck in retransmission timeouts ([`STALLED_SHARE`]).
 pub const IDLE_BPS: f64 = 10_000.0;
 
 /// The share of the period a connection moving under [`IDLE_BPS`] must have
