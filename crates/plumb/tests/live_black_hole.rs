@@ -174,14 +174,12 @@ fn sending(why: &Value) -> &Value {
     c
 }
 
-/// The payload bytes the receiver acknowledged, from the evidence line the
-/// finding shows (`TCP_INFO bytes_acked`, the SYN's byte taken off).
-fn acked_line(c: &Value) -> Option<f64> {
-    c["diagnosis"]["evidence"].as_array()?.iter().find(|e| {
-        e["what"]
-            .as_str()
-            .is_some_and(|w| w.contains("payload acknowledged"))
-    })?["value"]
+/// The value of the diagnosis's evidence line whose text contains `what`.
+fn evidence(c: &Value, what: &str) -> Option<f64> {
+    c["diagnosis"]["evidence"]
+        .as_array()?
+        .iter()
+        .find(|e| e["what"].as_str().is_some_and(|w| w.contains(what)))?["value"]
         .as_f64()
 }
 
@@ -219,8 +217,14 @@ fn a_download_stalled_behind_a_black_hole_is_named_from_the_sender() {
             && summary.contains(&format!("while its first {} bytes were", n - 1)),
         "{n} B of headers: {head:?}\n{summary}"
     );
-    assert_eq!(acked_line(c), Some((n - 1) as f64), "{d:#}");
-    eprintln!("stall: {summary}");
+    // The payload bytes acknowledged (TCP_INFO bytes_acked, the SYN's byte
+    // taken off).
+    let acked = evidence(c, "payload acknowledged");
+    assert_eq!(acked, Some((n - 1) as f64), "{d:#}");
+    eprintln!(
+        "stall: {summary} (resends in the period: {:?})",
+        evidence(c, "retransmitted segments")
+    );
     // The receiving host has nothing outstanding and receives nothing: its
     // end is idle; the stall shows only in the sender's state.
     let rx = &r.near["connections"][0];
@@ -252,5 +256,8 @@ fn a_download_that_falls_back_to_small_segments_is_named_when_sampled_early() {
             && summary.contains("-byte segments though the 1500-byte path MTU"),
         "{summary}"
     );
-    eprintln!("fallback: {summary}");
+    eprintln!(
+        "fallback: {summary} (resends in the period: {:?})",
+        evidence(c, "retransmitted segments")
+    );
 }
