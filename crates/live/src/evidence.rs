@@ -102,9 +102,9 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
             sndbuf_set: fixed,
             window_shrank_share: (tr.samples >= 2)
                 .then(|| f64::from(tr.snd_wnd_shrank) / f64::from(tr.samples)),
-            // A live connection is sampled, not reported per interval.
-            stalled_us: None,
-            bytes_acked: None,
+            // Gaps between samples stand for the intervals a test reports.
+            stalled_us: Some(d.stalled_us),
+            bytes_acked: t.bytes_acked,
         }
     } else {
         // The receiver sees the window it advertises, not the sender's cwnd,
@@ -632,6 +632,71 @@ mod tests {
                 bbr.is_some()
             );
         }
+    }
+
+    /// A server's socket behind a path-MTU black hole, sampled every
+    /// 100 ms for 8 s from `t0` s into the stall: the HTTP headers' first
+    /// write (176 B, plus the SYN's byte) acknowledged, ten 1448-byte
+    /// segments outstanding, a window of one, in Loss, the head segment
+    /// resent at each timeout of a 0.2 s RTO doubling from the stall's start.
+    fn black_holed(t0: f64) -> Track {
+        let at = |t: f64| {
+            let mut c = sample(0, 0.0, 15_000, 0.0, None);
+            let tcp = c.tcp.as_mut().expect("tcp");
+            // Timeouts fire at 0.2, 0.6, 1.4, 3.0, 6.2 … s.
+            let resends = (0..10)
+                .filter(|k| 0.2 * (2f64.powi(k + 1) - 1.0) <= t)
+                .count();
+            tcp.bytes_acked = Some(177);
+            tcp.busy_time = Some((t * 1e6) as u64);
+            (tcp.unacked, tcp.snd_cwnd, tcp.ca_state) = (10, 1, 4);
+            tcp.retransmits = resends as u8;
+            tcp.total_retrans = resends as u32;
+            tcp.pmtu = 1500;
+            c
+        };
+        let mut tr = Track::new(at(t0), 0.0);
+        for i in 1..=80 {
+            let t = f64::from(i) / 10.0;
+            tr.update(at(t0 + t), t);
+        }
+        tr
+    }
+
+    #[test]
+    fn a_sender_stalled_behind_a_black_hole_names_the_path_mtu() {
+        let tr = black_holed(0.5);
+        let d = tr.delta();
+        // The premise: nothing moved, the period stalled, four resends in it.
+        assert_eq!((d.acked, d.role, d.retrans), (0, Role::Sender, 4));
+        assert!(d.stalled_us > 7_900_000, "{d:?}");
+        let (dg, ev) = explain(&tr, &nic());
+        assert_eq!(ev.streams[0].bytes_acked, Some(177));
+        assert_eq!(dg.limit, Some(Limit::PathMtu), "{}", dg.summary);
+        assert!(
+            dg.summary
+                .contains("stalled in retransmission timeouts for 8")
+                && dg.summary.contains("first 176 bytes were"),
+            "{}",
+            dg.summary
+        );
+    }
+
+    #[test]
+    fn a_stall_sampled_late_is_a_sender_but_too_few_resends_to_name() {
+        // Three seconds in, the RTO has backed off to 3.2 s: the 8 s period
+        // holds one resend, under the three the rule asks for, so the stall
+        // is a sender with nothing named: unexplained, not idle.
+        let tr = black_holed(3.1);
+        let d = tr.delta();
+        assert_eq!((d.role, d.retrans), (Role::Sender, 1));
+        let (dg, _) = explain(&tr, &nic());
+        assert_ne!(dg.limit, Some(Limit::PathMtu), "{}", dg.summary);
+        assert!(
+            dg.summary.starts_with("Unexplained: 0 bit/s"),
+            "{}",
+            dg.summary
+        );
     }
 
     /// 94 Mbit/s held by the receive window, the RTT at its minimum: not a

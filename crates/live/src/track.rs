@@ -2,8 +2,9 @@
 //! samples and says what happened between the first and the last — rates
 //! from `bytes_acked` / `bytes_received`, limited-time shares from
 //! `busy_time` / `rwnd_limited` / `sndbuf_limited`, retransmits — plus the
-//! extremes the samples saw (windows, cwnd, a full receive queue). Pure:
-//! the caller passes each sample's time.
+//! extremes the samples saw (windows, cwnd, a full receive queue), and the
+//! time a sender spent stuck in retransmission timeouts. Pure: the caller
+//! passes each sample's time.
 
 use crate::diag::Conn;
 
@@ -14,7 +15,8 @@ pub enum Role {
     Sender,
     /// This host received it.
     Receiver,
-    /// Less than [`IDLE_BPS`] either way.
+    /// Less than [`IDLE_BPS`] either way, and not stuck sending (see
+    /// [`STALLED_SHARE`]).
     Idle,
 }
 
@@ -30,8 +32,18 @@ impl Role {
 }
 
 /// Below this, bit/s in both directions, a connection is idle: a keepalive
-/// or an interactive session, nothing to diagnose.
+/// or an interactive session, nothing to diagnose — unless its sender was
+/// stuck in retransmission timeouts ([`STALLED_SHARE`]).
 pub const IDLE_BPS: f64 = 10_000.0;
+
+/// The share of the period a connection moving under [`IDLE_BPS`] must have
+/// spent stuck in retransmission timeouts to count as a sender: the stall is
+/// then what the period was about, while a single timeout in an interactive
+/// session (a resend and on) leaves it idle.
+pub const STALLED_SHARE: f64 = 0.2;
+
+/// `TCP_CA_Loss`: the state a retransmission timeout puts the sender in.
+const CA_LOSS: u8 = 4;
 
 /// One connection over a sampling period.
 #[derive(Debug, Clone)]
@@ -79,6 +91,9 @@ pub struct Track {
     pub sndbuf_moved: bool,
     /// Best rate between two consecutive samples, bit/s (either direction).
     pub best_bps: f64,
+    /// Time between samples in which the sender was stuck in retransmission
+    /// timeouts ([`timed_out`]), µs: the gaps' sum.
+    pub stalled_us: u64,
 }
 
 /// What a [`Track`] adds up to.
@@ -104,6 +119,8 @@ pub struct Delta {
     pub retrans: u64,
     /// Retransmitted bytes.
     pub bytes_retrans: Option<u64>,
+    /// Time stuck in retransmission timeouts, µs ([`Track::stalled_us`]).
+    pub stalled_us: u64,
     /// Which end this host is.
     pub role: Role,
 }
@@ -136,6 +153,23 @@ pub fn role_of(send_bps: f64, recv_bps: f64) -> Role {
     } else {
         Role::Receiver
     }
+}
+
+/// Whether the sender was stuck in retransmission timeouts from sample `a`
+/// to sample `b`: nothing it had outstanding was acknowledged in between,
+/// and at `b` it still had data outstanding, its congestion window cut to
+/// one or two segments, and it was recovering from a timeout (`ca_state`
+/// Loss, or consecutive timeouts unrecovered). The RTO backoff exponent
+/// alone is not evidence: zero-window probes back it off too, and a sender
+/// held by a shut receive window has neither lost anything nor a collapsed
+/// window. Unknown `bytes_acked` (kernels before 4.1): not stalled.
+pub fn timed_out(a: &Conn, b: &Conn) -> bool {
+    let (Some(ta), Some(tb)) = (a.tcp.as_ref(), b.tcp.as_ref()) else {
+        return false;
+    };
+    let still = matches!((ta.bytes_acked, tb.bytes_acked), (Some(x), Some(y)) if x == y);
+    let in_timeout = tb.ca_state == CA_LOSS || tb.retransmits > 0;
+    still && tb.unacked > 0 && tb.snd_cwnd <= 2 && in_timeout
 }
 
 /// Bytes a connection has moved (both ways) below which it is in its first
@@ -175,6 +209,7 @@ impl Track {
             app_waiting: 0,
             sndbuf_moved: false,
             best_bps: 0.0,
+            stalled_us: 0,
         };
         tr.note(&c);
         tr
@@ -220,6 +255,9 @@ impl Track {
             let (s, r) = moved(&self.last, &c);
             let bps = s.max(r) as f64 * 8.0 / dt;
             self.best_bps = self.best_bps.max(bps);
+            if timed_out(&self.last, &c) {
+                self.stalled_us += (dt * 1e6) as u64;
+            }
         }
         if let (Some(a), Some(b)) = (&self.last.mem, &c.mem) {
             if a.sndbuf != b.sndbuf {
@@ -282,7 +320,13 @@ impl Track {
             }
         };
         let (send_bps, recv_bps) = (rate(acked), rate(received));
-        let role = role_of(send_bps, recv_bps);
+        // A sender stuck in timeouts moves nothing, yet it is the end with
+        // something to explain, not an idle one.
+        let stuck = secs > 0.0 && self.stalled_us as f64 / 1e6 >= STALLED_SHARE * secs;
+        let role = match role_of(send_bps, recv_bps) {
+            Role::Idle if stuck => Role::Sender,
+            r => r,
+        };
         Delta {
             secs,
             acked,
@@ -294,6 +338,7 @@ impl Track {
             sndbuf_limited_us: d64(a.sndbuf_limited, b.sndbuf_limited),
             retrans: u64::from(b.total_retrans.saturating_sub(a.total_retrans)),
             bytes_retrans: d64(a.bytes_retrans, b.bytes_retrans),
+            stalled_us: self.stalled_us,
             role,
         }
     }
@@ -463,6 +508,85 @@ mod tests {
         );
         assert_eq!((old.max_snd_wnd, old.min_rcv_wnd), (65_535, 1_448));
         assert_eq!(old.max_cwnd_bytes, 40 * 1448);
+    }
+
+    /// A sender's sample at `t` s for the timeout tests: `acked` bytes
+    /// acknowledged so far, `unacked` segments outstanding, its cwnd,
+    /// `ca_state`, consecutive timeouts and total resends.
+    fn sender(acked: u64, unacked: u32, cwnd: u32, ca_state: u8, timeouts: u8) -> Conn {
+        let mut c = conn(9, acked, 80, 0, 0);
+        let t = c.tcp.as_mut().expect("tcp");
+        (t.unacked, t.snd_cwnd, t.ca_state, t.retransmits) = (unacked, cwnd, ca_state, timeouts);
+        t.total_retrans = u32::from(timeouts);
+        c
+    }
+
+    /// Follows `at` (a sample per 100 ms, from 0 s) as one track.
+    fn follow(at: impl Fn(u32) -> Conn, samples: u32) -> Track {
+        let mut tr = Track::new(at(0), 0.0);
+        for i in 1..samples {
+            tr.update(at(i), f64::from(i) / 10.0);
+        }
+        tr
+    }
+
+    #[test]
+    fn a_sender_stuck_in_timeouts_is_a_sender_with_its_stalled_time() {
+        // A black hole's victim: 177 bytes acknowledged (the first small
+        // write and the SYN), ten full-size segments outstanding, a window
+        // of one, in Loss, a timeout more every few samples.
+        let stuck = |i: u32| sender(177, 10, 1, CA_LOSS, (3 + i / 10) as u8);
+        assert!(timed_out(&stuck(0), &stuck(1)));
+        let tr = follow(stuck, 31);
+        let d = tr.delta();
+        assert_eq!((d.acked, d.send_bps), (0, 0.0));
+        assert_eq!(d.role, Role::Sender, "{d:?}");
+        // 30 gaps of 100 ms, each stalled (float steps may shave a µs).
+        assert!(d.stalled_us.abs_diff(3_000_000) < 1_000, "{d:?}");
+        assert_eq!(d.retrans, 3);
+    }
+
+    #[test]
+    fn idle_moving_and_window_held_senders_are_not_stalled() {
+        // A keep-alive connection: nothing outstanding.
+        let idle = follow(|_| sender(5_000, 0, 10, 0, 0), 31);
+        assert_eq!((idle.delta().role, idle.stalled_us), (Role::Idle, 0));
+        // A sender in loss recovery whose data is acknowledged between
+        // samples: it moves, it is not stalled.
+        let moving = follow(
+            |i| sender(1 + u64::from(i) * 125_000, 10, 2, CA_LOSS, 0),
+            31,
+        );
+        assert!(moving.delta().send_bps > IDLE_BPS);
+        assert_eq!((moving.delta().role, moving.stalled_us), (Role::Sender, 0));
+        // A receiver that shut its window: the sender probes it, backing
+        // off (probes and backoff count), but nothing is lost, nothing is
+        // outstanding, its window is whole: held, not timed out.
+        let shut = |_| {
+            let mut c = sender(4_000_000, 0, 10, 0, 0);
+            let t = c.tcp.as_mut().expect("tcp");
+            (t.probes, t.backoff, t.snd_wnd) = (3, 3, Some(0));
+            c
+        };
+        assert!(!timed_out(&shut(0), &shut(1)));
+        let held = follow(shut, 31);
+        assert_eq!((held.delta().role, held.stalled_us), (Role::Idle, 0));
+        // One timeout in an interactive session, 300 ms of 3 s: under a
+        // fifth of the period, still idle.
+        let blip = follow(
+            |i| match i {
+                10..=12 => sender(900, 1, 1, CA_LOSS, 1),
+                _ if i > 12 => sender(1_000, 0, 10, 0, 0),
+                _ => sender(900, 0, 10, 0, 0),
+            },
+            31,
+        );
+        assert!(
+            blip.stalled_us > 0 && blip.stalled_us < 600_000,
+            "{}",
+            blip.stalled_us
+        );
+        assert_eq!(blip.delta().role, Role::Idle);
     }
 
     #[test]

@@ -134,7 +134,8 @@ struct Row {
 }
 
 /// A row for `now`, seen `prev` at `tp`. An idle connection (most of a busy
-/// host's) is a subtraction: no track, no rules, no link lookup. A busy one
+/// host's) is a subtraction and a look at its TCP state: no track, no rules,
+/// no link lookup. A busy one, or a sender stuck in retransmission timeouts,
 /// gets the same diagnosis as `plumb why`.
 fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups) -> Row {
     let (sent, received) = plumb_live::track::moved(prev, now);
@@ -157,11 +158,17 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups
         retrans,
         limit: None,
     };
-    if role == Role::Idle {
+    // A sender stuck in retransmission timeouts moves nothing either, but
+    // it is not idle: its track says so.
+    if role == Role::Idle && !plumb_live::track::timed_out(prev, now) {
         return out;
     }
     let mut tr = Track::new(*prev, tp);
     tr.update(*now, t);
+    out.role = tr.delta().role;
+    if out.role == Role::Idle {
+        return out;
+    }
     if look.links.len() > 4096 {
         look.links.clear();
     }
@@ -644,6 +651,58 @@ mod tests {
             mem: None,
             bbr: None,
         }
+    }
+
+    /// A server socket behind a path-MTU black hole at `resends` total
+    /// retransmissions: its HTTP headers (176 B and the SYN's byte)
+    /// acknowledged, ten 1448-byte segments outstanding, a window of one,
+    /// in Loss.
+    fn stuck(resends: u32) -> Conn {
+        conn(Some(plumb_live::TcpInfo {
+            bytes_acked: Some(177),
+            bytes_received: Some(80),
+            unacked: 10,
+            snd_cwnd: 1,
+            ca_state: 4,
+            retransmits: 1,
+            total_retrans: resends,
+            snd_mss: 1448,
+            pmtu: 1500,
+            rtt: 15_000,
+            ..plumb_live::TcpInfo::default()
+        }))
+    }
+
+    fn lookups() -> Lookups {
+        Lookups {
+            owners: Owners::default(),
+            links: HashMap::new(),
+            link: Rate::from_bps(100e6),
+            cpu_before: HashMap::new(),
+            cpu_now: HashMap::new(),
+            marking_secs: 0.0,
+        }
+    }
+
+    /// A sender stuck in timeouts is a row with a role, not hidden as idle;
+    /// its first second (a tail-loss probe and timeouts at 0.2 and 0.6 s:
+    /// three resends) names the black hole, a later second with one resend
+    /// is a stalled sender with no limit named.
+    #[test]
+    fn a_sender_stuck_in_timeouts_is_a_sending_row() {
+        let mut look = lookups();
+        let first = row(&stuck(0), 0.0, &stuck(3), 1.0, true, &mut look);
+        assert_eq!((first.rate, first.role), (0.0, Role::Sender));
+        assert_eq!(first.limit, Some(plumb_diagnose::Limit::PathMtu));
+        let later = row(&stuck(5), 3.0, &stuck(6), 4.0, true, &mut look);
+        assert_eq!(later.role, Role::Sender);
+        assert_ne!(later.limit, Some(plumb_diagnose::Limit::PathMtu));
+        // A keep-alive connection with nothing outstanding stays idle.
+        let mut quiet = stuck(0);
+        let t = quiet.tcp.as_mut().expect("tcp");
+        (t.unacked, t.snd_cwnd, t.ca_state, t.retransmits) = (0, 10, 0, 0);
+        let idle = row(&quiet, 0.0, &quiet, 1.0, true, &mut look);
+        assert_eq!((idle.role, idle.limit), (Role::Idle, None));
     }
 
     /// A connection the kernel sent no TCP_INFO for has an unknown RTT and
