@@ -196,7 +196,8 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         // in flight: shrunk when its application fell behind.
         window_shrank_share: t.window_shrank_share(),
         stalled_us: None,
-        bytes_acked: None,
+        payload_acked: None,
+        timeouts: None,
     };
     let unknown = unknown(c, pos, link.is_none());
     let summary = FlowSummary {

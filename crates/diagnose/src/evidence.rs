@@ -76,10 +76,16 @@ pub struct StreamTcp {
     /// window was down to one or two segments (what a timeout leaves).
     /// Known where the sender's intervals are (a client's own `-J`).
     pub stalled_us: Option<u64>,
-    /// Sequence space the receiver acknowledged (`tcpi_bytes_acked`, the
-    /// SYN's byte included): what reached it, also when its own count never
-    /// came back.
-    pub bytes_acked: Option<u64>,
+    /// Payload the receiver acknowledged, bytes: `tcpi_bytes_acked`, less
+    /// the SYN's sequence number on the end that opened the connection (the
+    /// kernel counts it there only). What reached the receiver, also when
+    /// its own count never came back.
+    pub payload_acked: Option<u64>,
+    /// Timeouts in a row the sender had not recovered from at the end
+    /// (`tcpi_retransmits`): each one resent the head segment. Known for a
+    /// live connection, where the period's retransmissions may hold only
+    /// the last one or two of a long backoff.
+    pub timeouts: Option<u64>,
 }
 
 /// One end's CPU over the test.

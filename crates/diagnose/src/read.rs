@@ -119,14 +119,17 @@ fn cgroup_quota(g: Option<&CgroupCpu>) -> (Option<f64>, Option<f64>) {
 }
 
 /// The diagnosed direction's streams: in bidir the client's sending ones.
-/// `snd` is the sending end's `end.plumb` object; `intervals` the sender's
-/// own reporting intervals, when the document is the sender's.
+/// `snd` is the sending end's `end.plumb` object; `local` says the sender
+/// is the client, which opened every connection of the test, and then
+/// `intervals` are its own reporting intervals.
 fn sending_streams(
     end: &End,
     snd: Option<&PlumbSide>,
     bidir: bool,
+    local: bool,
     intervals: Option<&[Interval]>,
 ) -> Vec<StreamTcp> {
+    let opened = u64::from(local);
     let plumb_streams = snd.and_then(|s| s.streams.as_deref()).unwrap_or_default();
     end.streams
         .iter()
@@ -137,6 +140,10 @@ fn sending_streams(
             let mut st = stream_tcp(s.sender.as_ref(), plumb_streams.get(i));
             let socket = s.sender.as_ref().map(|x| x.socket);
             st.stalled_us = intervals.and_then(|iv| stalled_us(iv, socket, st.mss));
+            let info = plumb_streams.get(i).and_then(|p| p.tcp_info.as_ref());
+            st.payload_acked = info
+                .and_then(|t| t.bytes_acked)
+                .map(|b| b.saturating_sub(opened));
             st
         })
         .collect()
@@ -150,11 +157,7 @@ fn answered_alone(ev: &mut Evidence, sent_s: f64) {
     if ev.duration_s <= 0.0 {
         ev.duration_s = sent_s;
     }
-    let acked: Option<u64> = ev
-        .streams
-        .iter()
-        .map(|s| s.bytes_acked.map(|b| b.saturating_sub(1)))
-        .sum();
+    let acked: Option<u64> = ev.streams.iter().map(|s| s.payload_acked).sum();
     match acked.filter(|_| ev.sender_is_local && ev.duration_s > 0.0) {
         Some(b) => {
             ev.measured_bps = b as f64 * 8.0 / ev.duration_s;
@@ -221,7 +224,9 @@ fn stream_tcp(sender: Option<&TcpEndSide>, plumb: Option<&PlumbStream>) -> Strea
         sndbuf_set: plumb.is_some_and(|p| p.sndbuf_set == Some(true)),
         window_shrank_share: None,
         stalled_us: None,
-        bytes_acked: info.bytes_acked,
+        // The SYN's byte comes off where the document says who opened.
+        payload_acked: None,
+        timeouts: None,
     };
     // A sender that cannot count may report a huge number.
     if st.retransmits.is_some_and(|r| r > u64::from(u32::MAX)) {
@@ -348,8 +353,9 @@ impl Evidence {
         };
         ev.cpu_sender = end_cpu(snd_pct, snd, ev.duration_s);
         ev.cpu_receiver = end_cpu(rcv_pct, rcv, ev.duration_s);
-        let own_intervals = doc.intervals.as_deref().filter(|_| ev.sender_is_local);
-        ev.streams = sending_streams(end, snd, ev.bidir, own_intervals);
+        let local = ev.sender_is_local;
+        let own_intervals = doc.intervals.as_deref().filter(|_| local);
+        ev.streams = sending_streams(end, snd, ev.bidir, local, own_intervals);
 
         let alone = doc.error.is_some() && received.bytes() == 0;
         ev.unknown = unknowns(&ev, alone);
@@ -427,7 +433,7 @@ mod tests {
         // while its results were black-holed too.
         let ev = fixture("lab-black-hole-stall.json", None);
         let s = &ev.streams[0];
-        assert_eq!(s.bytes_acked, Some(38));
+        assert_eq!(s.payload_acked, Some(37));
         // Intervals 1-4 s; the empty last one is not emitted.
         let stalled = s.stalled_us.unwrap_or(0);
         assert!(stalled.abs_diff(3_000_000) < 10_000, "{s:?}");

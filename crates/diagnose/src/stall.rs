@@ -63,23 +63,31 @@ pub(crate) fn black_hole(ev: &Evidence, dg: &mut Diagnosis) {
 fn stalled(s: &StreamTcp, duration_s: f64) -> Option<(&StreamTcp, After)> {
     let stall_s = s.stalled_us? as f64 / 1e6;
     let (mss, pmtu) = (s.mss?, s.pmtu?);
-    if stall_s < STALL_SHARE * duration_s || s.retransmits? < RESENDS {
+    if stall_s < STALL_SHARE * duration_s || resends(s)? < RESENDS {
         return None;
     }
     if mss + MOST_HEADERS < pmtu {
         return Some((s, After::Shrunk { mss, pmtu }));
     }
-    // The SYN's sequence number is in bytes_acked too.
-    let acked = s.bytes_acked?.saturating_sub(1);
+    let acked = s.payload_acked?;
     (acked > 0 && acked < mss).then_some((s, After::NeverAcked { mss, acked }))
+}
+
+/// The head segment's resends the evidence shows: the retransmissions
+/// counted, or the timeouts in a row at the end where a sampled period
+/// holds fewer of them (each timeout resent it once).
+fn resends(s: &StreamTcp) -> Option<u64> {
+    match (s.retransmits, s.timeouts) {
+        (None, None) => None,
+        (r, t) => Some(r.unwrap_or(0).max(t.unwrap_or(0))),
+    }
 }
 
 /// The finding, in the sender's own figures.
 fn finding(s: &StreamTcp, after: &After, duration_s: f64) -> Finding {
     let stall_s = s.stalled_us.unwrap_or(0) as f64 / 1e6;
-    let retr = s.retransmits.unwrap_or(0);
     let stalled = format!(
-        "the sender stalled in retransmission timeouts for {} s of the {} s test (nothing written, a congestion window of one or two segments)",
+        "the sender stalled in retransmission timeouts for {} s of the {} s measured (nothing acknowledged, a congestion window of one or two segments)",
         sig(stall_s, 2),
         sig(duration_s, 3)
     );
@@ -98,7 +106,7 @@ fn finding(s: &StreamTcp, after: &After, duration_s: f64) -> Finding {
         After::NeverAcked { mss, acked } => {
             evidence.push(line("segment payload (TCP_INFO snd_mss)", mss as f64, "B"));
             evidence.push(line(
-                "payload acknowledged (TCP_INFO bytes_acked)",
+                "payload acknowledged (TCP_INFO bytes_acked, less the SYN)",
                 acked as f64,
                 "B",
             ));
@@ -110,7 +118,7 @@ fn finding(s: &StreamTcp, after: &After, duration_s: f64) -> Finding {
             )
         }
     };
-    evidence.push(retransmitted(retr));
+    evidence.extend(resent(s));
     Finding {
         missing: vec!["the path's MTU: tracepath from the sender finds where it drops".into()],
         evidence,
@@ -124,12 +132,20 @@ fn finding(s: &StreamTcp, after: &After, duration_s: f64) -> Finding {
     }
 }
 
-fn retransmitted(n: u64) -> EvidenceLine {
-    line(
-        "retransmitted segments (TCP_INFO total_retrans)",
-        n as f64,
-        "segments",
-    )
+/// The resend counts the evidence has.
+fn resent(s: &StreamTcp) -> Vec<EvidenceLine> {
+    let mut out = Vec::new();
+    if let Some(n) = s.retransmits {
+        out.push(line("retransmitted segments", n as f64, "segments"));
+    }
+    if let Some(n) = s.timeouts {
+        out.push(line(
+            "timeouts in a row (TCP_INFO retransmits)",
+            n as f64,
+            "timeouts",
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -198,7 +214,7 @@ mod tests {
         // stall, but no sign of the MTU (an outage, heavy loss).
         let mut s = fell_back();
         s.mss = Some(1448);
-        s.bytes_acked = Some(5_000_000);
+        s.payload_acked = Some(5_000_000);
         let d = diagnose(&ev(31e6, s));
         assert_ne!(d.limit, Some(Limit::PathMtu), "{}", d.summary);
         // No stall recorded (a stock iperf3 document): nothing.
@@ -212,7 +228,7 @@ mod tests {
         // tcp_mtu_probing=0: the 37-byte cookie passed, nothing after it.
         let mut s = fell_back();
         s.mss = Some(1448);
-        s.bytes_acked = Some(38);
+        s.payload_acked = Some(37);
         s.retransmits = Some(7);
         s.stalled_us = Some(4_000_000);
         let d = diagnose(&ev(0.0, s.clone()));

@@ -33,7 +33,8 @@ pub(crate) fn stream(wnd: u64, rtt_us: u64, secs: f64) -> StreamTcp {
         sndbuf_set: false,
         window_shrank_share: None,
         stalled_us: None,
-        bytes_acked: None,
+        payload_acked: None,
+        timeouts: None,
     }
 }
 

@@ -321,7 +321,8 @@ mod tests {
                         sndbuf_set: set,
                         window_shrank_share: None,
                         stalled_us: None,
-                        bytes_acked: None,
+                        payload_acked: None,
+                        timeouts: None,
                     }
                 },
             )

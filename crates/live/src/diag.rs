@@ -292,6 +292,33 @@ pub fn dump_request(q: &Query, seq: u32) -> Vec<u8> {
 /// and answers with `AF_UNSPEC` semantics, so its socket table is walked
 /// once instead of once per family.
 pub fn dump_request_both(q: &Query, seq: u32) -> Vec<u8> {
+    request_both(q, STATES, seq)
+}
+
+/// The dump request for every listening TCP socket, both families, with no
+/// attributes: which local ports accept connections, so that a connection
+/// on one was opened by its peer.
+pub fn listeners_request(seq: u32) -> Vec<u8> {
+    let q = Query {
+        family: 0,
+        ext: 0,
+        port: None,
+    };
+    request_both(&q, 1 << LISTEN, seq)
+}
+
+/// Whether a connection with local address `local` was opened by this end:
+/// no listener in `listeners` ([`listeners_request`]) holds its local port
+/// on its address or on the wildcard. TCP_INFO's `bytes_acked` counts the
+/// SYN's sequence number only on the end that opened the connection.
+pub fn opened_here(local: std::net::SocketAddr, listeners: &[std::net::SocketAddr]) -> bool {
+    !listeners
+        .iter()
+        .any(|l| l.port() == local.port() && (l.ip().is_unspecified() || l.ip() == local.ip()))
+}
+
+/// [`dump_request_both`] for the sockets in `states` (`1 << TCP_*` bits).
+fn request_both(q: &Query, states: u32, seq: u32) -> Vec<u8> {
     let bc = q.port.map(port_bytecode);
     let attr_len = bc.map_or(0, |b| 4 + b.len());
     let len = 16 + REQ_V1_LEN + attr_len;
@@ -301,7 +328,7 @@ pub fn dump_request_both(q: &Query, seq: u32) -> Vec<u8> {
     // states, dbs.
     r.extend_from_slice(&[0, 0, 0, q.ext]);
     r.resize(16 + 4 + 48, 0);
-    r.extend_from_slice(&STATES.to_ne_bytes());
+    r.extend_from_slice(&states.to_ne_bytes());
     r.extend_from_slice(&0u32.to_ne_bytes());
     if let Some(b) = bc {
         bytecode_attr(&mut r, &b);
@@ -644,6 +671,24 @@ mod tests {
         assert!(!run(&bc, 1, 65535));
         let edge = port_bytecode(0);
         assert!(audit(&edge) && run(&edge, 0, 9) && !run(&edge, 1, 9));
+    }
+
+    #[test]
+    fn a_connection_on_a_listening_port_was_accepted() {
+        let l: Vec<std::net::SocketAddr> = ["0.0.0.0:8000", "198.18.0.2:22", "[::]:443"]
+            .iter()
+            .map(|a| a.parse().expect("addr"))
+            .collect();
+        let at = |a: &str| opened_here(a.parse().expect("addr"), &l);
+        assert!(!at("198.18.0.2:8000"), "the wildcard listener's port");
+        assert!(!at("198.18.0.2:22"));
+        assert!(at("198.18.0.3:22"), "another address's port 22");
+        assert!(!at("[2001:db8::1]:443"));
+        assert!(at("198.18.0.2:40000"), "an ephemeral port: opened here");
+        // The request asks for listeners only, with no attributes.
+        let r = listeners_request(7);
+        assert_eq!(u32_at(&r, (16 + 4 + 48) / 4), 1 << LISTEN);
+        assert_eq!(r[16 + 3], 0);
     }
 
     #[test]

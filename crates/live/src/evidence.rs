@@ -41,6 +41,11 @@ pub struct Context {
     pub cpu: Option<ProcCpu>,
     /// Owning process known (pid).
     pub pid: Option<u32>,
+    /// This end opened the connection (`false`: it was accepted on a
+    /// listening port, [`crate::diag::opened_here`]); `None` when the
+    /// listeners could not be read. TCP_INFO counts the SYN in
+    /// `bytes_acked` only on the end that opened.
+    pub opened: Option<bool>,
 }
 
 /// The evidence a sampled connection gives, as the rules read it.
@@ -104,7 +109,11 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
                 .then(|| f64::from(tr.snd_wnd_shrank) / f64::from(tr.samples)),
             // Gaps between samples stand for the intervals a test reports.
             stalled_us: Some(d.stalled_us),
-            bytes_acked: t.bytes_acked,
+            payload_acked: ctx
+                .opened
+                .zip(t.bytes_acked)
+                .map(|(o, b)| b.saturating_sub(u64::from(o))),
+            timeouts: Some(u64::from(t.retransmits)),
         }
     } else {
         // The receiver sees the window it advertises, not the sender's cwnd,
@@ -602,6 +611,7 @@ mod tests {
             }),
             cpu: None,
             pid: Some(1),
+            opened: Some(false),
         }
     }
 
@@ -613,6 +623,7 @@ mod tests {
             link: None,
             cpu: None,
             pid: Some(1),
+            opened: Some(false),
         };
         for (bbr, ctx) in [(None, nic()), (Some(950e6), nic()), (None, unknown)] {
             let (d, _) = explain(&tracked(941.3e6, 16_800, 0.0, bbr), &ctx);
@@ -636,7 +647,8 @@ mod tests {
 
     /// A server's socket behind a path-MTU black hole, sampled every
     /// 100 ms for 8 s from `t0` s into the stall: the HTTP headers' first
-    /// write (176 B, plus the SYN's byte) acknowledged, ten 1448-byte
+    /// write (176 B; an accepted socket's bytes_acked has no SYN in it)
+    /// acknowledged, ten 1448-byte
     /// segments outstanding, a window of one, in Loss, the head segment
     /// resent at each timeout of a 0.2 s RTO doubling from the stall's start.
     fn black_holed(t0: f64) -> Track {
@@ -647,7 +659,7 @@ mod tests {
             let resends = (0..10)
                 .filter(|k| 0.2 * (2f64.powi(k + 1) - 1.0) <= t)
                 .count();
-            tcp.bytes_acked = Some(177);
+            tcp.bytes_acked = Some(176);
             tcp.busy_time = Some((t * 1e6) as u64);
             (tcp.unacked, tcp.snd_cwnd, tcp.ca_state) = (10, 1, 4);
             tcp.retransmits = resends as u8;
@@ -671,7 +683,7 @@ mod tests {
         assert_eq!((d.acked, d.role, d.retrans), (0, Role::Sender, 4));
         assert!(d.stalled_us > 7_900_000, "{d:?}");
         let (dg, ev) = explain(&tr, &nic());
-        assert_eq!(ev.streams[0].bytes_acked, Some(177));
+        assert_eq!(ev.streams[0].payload_acked, Some(176));
         assert_eq!(dg.limit, Some(Limit::PathMtu), "{}", dg.summary);
         assert!(
             dg.summary
@@ -680,23 +692,53 @@ mod tests {
             "{}",
             dg.summary
         );
+        // Had this end opened the connection, its bytes_acked would hold
+        // the SYN too, and the same figure come out.
+        let mut opener = tr.clone();
+        for c in [&mut opener.first, &mut opener.last] {
+            c.tcp.as_mut().expect("tcp").bytes_acked = Some(177);
+        }
+        let ctx = Context {
+            opened: Some(true),
+            ..nic()
+        };
+        let (_, ev) = explain(&opener, &ctx);
+        assert_eq!(ev.streams[0].payload_acked, Some(176));
+        // Not knowing which end opened it, no figure is claimed.
+        let ctx = Context {
+            opened: None,
+            ..nic()
+        };
+        let (dg, ev) = explain(&tr, &ctx);
+        assert_eq!(ev.streams[0].payload_acked, None);
+        assert_ne!(dg.limit, Some(Limit::PathMtu), "{}", dg.summary);
     }
 
     #[test]
-    fn a_stall_sampled_late_is_a_sender_but_too_few_resends_to_name() {
+    fn a_stall_sampled_late_is_named_from_its_timeouts_in_a_row() {
         // Three seconds in, the RTO has backed off to 3.2 s: the 8 s period
-        // holds one resend, under the three the rule asks for, so the stall
-        // is a sender with nothing named: unexplained, not idle.
+        // holds one resend, but TCP_INFO's count of timeouts in a row holds
+        // all five since the stall began.
         let tr = black_holed(3.1);
         let d = tr.delta();
         assert_eq!((d.role, d.retrans), (Role::Sender, 1));
-        let (dg, _) = explain(&tr, &nic());
+        let (dg, ev) = explain(&tr, &nic());
+        assert_eq!(ev.streams[0].timeouts, Some(5));
+        assert_eq!(dg.limit, Some(Limit::PathMtu), "{}", dg.summary);
+        let line = dg
+            .evidence
+            .iter()
+            .find(|e| e.what.starts_with("timeouts in a row"));
+        assert_eq!(line.map(|e| e.value), Some(5.0), "{:?}", dg.evidence);
+        // Two timeouts in a row and one resend: too few for a black hole.
+        let early = black_holed(0.0);
+        let mut two = early.clone();
+        for c in [&mut two.first, &mut two.last] {
+            let t = c.tcp.as_mut().expect("tcp");
+            (t.retransmits, t.total_retrans) = (2, 2);
+        }
+        let (dg, _) = explain(&two, &nic());
         assert_ne!(dg.limit, Some(Limit::PathMtu), "{}", dg.summary);
-        assert!(
-            dg.summary.starts_with("Unexplained: 0 bit/s"),
-            "{}",
-            dg.summary
-        );
     }
 
     /// 94 Mbit/s held by the receive window, the RTT at its minimum: not a

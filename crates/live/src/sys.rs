@@ -9,8 +9,8 @@ use std::io;
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr};
 
 use crate::diag::{
-    dump_request, dump_request_both, dumped_state, ext, lookup_request, walk, Answer, Conn, Query,
-    FAMILIES,
+    dump_request, dump_request_both, dumped_state, ext, listeners_request, lookup_request, walk,
+    Answer, Conn, Query, FAMILIES,
 };
 
 /// An open sock_diag socket, reused across samples.
@@ -109,6 +109,17 @@ impl Dumper {
             self.run(&dump_request(&q, self.seq), &mut |_| {}, &mut each)?;
         }
         Ok(())
+    }
+
+    /// The local addresses of every listening TCP socket, both families: a
+    /// connection whose local port one of them holds was accepted here
+    /// ([`accepted_here`]).
+    pub fn listeners(&mut self) -> io::Result<Vec<std::net::SocketAddr>> {
+        self.seq = self.seq.wrapping_add(1);
+        let mut out = Vec::new();
+        let req = listeners_request(self.seq);
+        self.run(&req, &mut |_| {}, &mut |c| out.push(c.local))?;
+        Ok(out)
     }
 
     /// One family's dump; `raw` sees every receive buffer (for fixtures).
@@ -224,6 +235,33 @@ impl Dumper {
             }
         }
         Ok(())
+    }
+}
+
+/// The host's listening TCP sockets, read on a socket of their own when
+/// first asked about ([`Dumper::listeners`]) and kept until
+/// [`Listeners::forget`]: which end opened a connection.
+#[derive(Debug, Default)]
+pub struct Listeners {
+    /// `Some(None)`: they could not be read.
+    read: Option<Option<Vec<std::net::SocketAddr>>>,
+}
+
+impl Listeners {
+    /// Whether this end opened the connection at `local`
+    /// ([`crate::diag::opened_here`]); `None` when the listeners cannot be
+    /// read.
+    pub fn opened(&mut self, local: std::net::SocketAddr) -> Option<bool> {
+        let l = self
+            .read
+            .get_or_insert_with(|| Dumper::open().ok()?.listeners().ok())
+            .as_deref()?;
+        Some(crate::diag::opened_here(local, l))
+    }
+
+    /// Reads them again when next asked (a new interval).
+    pub fn forget(&mut self) {
+        self.read = None;
     }
 }
 

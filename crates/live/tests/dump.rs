@@ -199,3 +199,24 @@ fn lookup_finds_an_ipv6_socket_holding_an_ipv4_connection() {
     );
     drop((c, s));
 }
+
+/// The listeners' dump holds a listening socket and not the connections
+/// on its port: the accepted end of one is told from the end that opened
+/// it.
+#[test]
+fn listeners_tell_the_accepted_end_from_the_opening_one() {
+    let Ok(mut d) = Dumper::open() else {
+        plumb_testkit::skip!("sock_diag cannot be opened here");
+        return;
+    };
+    let (l, c, s) = pair("127.0.0.1:0");
+    let listeners = d.listeners().expect("listeners");
+    let at = l.local_addr().expect("addr");
+    assert!(listeners.contains(&at), "{at} not in {listeners:?}");
+    // The client's ephemeral port listens nowhere.
+    let client = c.local_addr().expect("addr");
+    assert!(!listeners.iter().any(|x| x.port() == client.port()));
+    let accepted = s.local_addr().expect("addr");
+    assert!(!plumb_live::diag::opened_here(accepted, &listeners));
+    assert!(plumb_live::diag::opened_here(client, &listeners));
+}

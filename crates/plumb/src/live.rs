@@ -347,6 +347,8 @@ pub fn run(
     let mut text = String::new();
     // One end reading per process, however many of its connections match.
     let mut cpus: HashMap<u32, Option<plumb_live::evidence::ProcCpu>> = HashMap::new();
+    // Which end opened each connection: read once, after the sampling.
+    let mut listeners = plumb_live::sys::Listeners::default();
     for tr in &tracks {
         let owner = owner_of.get(&tr.first.cookie).cloned().flatten();
         let cpu = owner
@@ -356,6 +358,7 @@ pub fn run(
             link: link_for_peer(tr.last.remote.ip(), link),
             cpu,
             pid: owner.as_ref().map(|o| o.pid),
+            opened: listeners.opened(tr.last.local),
         };
         let mut id = ConnectionRow::identity(tr, owner.as_ref());
         if tr.samples < 2 {

@@ -82,6 +82,8 @@ struct Lookups {
     cpu_now: HashMap<u32, Option<CpuMark>>,
     /// Time spent marking this interval, s.
     marking_secs: f64,
+    /// The host's listeners this interval, read when a row first needs them.
+    listeners: plumb_live::sys::Listeners,
 }
 
 /// Processes with more threads than this get no CPU evidence in `top`:
@@ -117,6 +119,7 @@ impl Lookups {
 
     /// Ends an interval: its marks are the next one's starting points.
     fn next_interval(&mut self) {
+        self.listeners.forget();
         self.cpu_before.clear();
         self.cpu_before
             .extend(self.cpu_now.drain().filter_map(|(pid, m)| Some((pid, m?))));
@@ -184,6 +187,7 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups
             .clone(),
         cpu,
         pid,
+        opened: look.listeners.opened(now.local),
     };
     out.limit = explain(&tr, &ctx).0.limit;
     out
@@ -483,6 +487,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         cpu_before: HashMap::new(),
         cpu_now: HashMap::new(),
         marking_secs: 0.0,
+        listeners: Default::default(),
     };
     let mut i = 0u64;
     loop {
@@ -681,22 +686,39 @@ mod tests {
             cpu_before: HashMap::new(),
             cpu_now: HashMap::new(),
             marking_secs: 0.0,
+            listeners: Default::default(),
         }
     }
 
     /// A sender stuck in timeouts is a row with a role, not hidden as idle;
     /// its first second (a tail-loss probe and timeouts at 0.2 and 0.6 s:
-    /// three resends) names the black hole, a later second with one resend
-    /// is a stalled sender with no limit named.
+    /// three resends) names the black hole, and so does a later second with
+    /// one resend, from the five timeouts in a row behind it; one resend
+    /// after a single timeout is a stalled sender with no limit named.
     #[test]
     fn a_sender_stuck_in_timeouts_is_a_sending_row() {
         let mut look = lookups();
         let first = row(&stuck(0), 0.0, &stuck(3), 1.0, true, &mut look);
         assert_eq!((first.rate, first.role), (0.0, Role::Sender));
         assert_eq!(first.limit, Some(plumb_diagnose::Limit::PathMtu));
-        let later = row(&stuck(5), 3.0, &stuck(6), 4.0, true, &mut look);
+        let in_a_row = |c: Conn| {
+            let mut c = c;
+            c.tcp.as_mut().expect("tcp").retransmits = 5;
+            c
+        };
+        let later = row(
+            &in_a_row(stuck(5)),
+            3.0,
+            &in_a_row(stuck(6)),
+            4.0,
+            true,
+            &mut look,
+        );
         assert_eq!(later.role, Role::Sender);
-        assert_ne!(later.limit, Some(plumb_diagnose::Limit::PathMtu));
+        assert_eq!(later.limit, Some(plumb_diagnose::Limit::PathMtu));
+        let once = row(&stuck(5), 3.0, &stuck(6), 4.0, true, &mut look);
+        assert_eq!(once.role, Role::Sender);
+        assert_ne!(once.limit, Some(plumb_diagnose::Limit::PathMtu));
         // A keep-alive connection with nothing outstanding stays idle.
         let mut quiet = stuck(0);
         let t = quiet.tcp.as_mut().expect("tcp");

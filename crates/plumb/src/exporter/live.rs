@@ -151,6 +151,8 @@ fn sample(mut dumper: Dumper, counters: &LiveCounters, stop: &AtomicBool) {
         let t = start.elapsed().as_secs_f64();
         // A failed dump skips one interval; the next one tries again.
         let conns = dumper.dump().unwrap_or_default();
+        // The listeners, read when a transfer first needs them this interval.
+        let mut listeners = plumb_live::sys::Listeners::default();
         let mut next = HashMap::with_capacity(conns.len());
         for c in conns {
             if let Some((p, tp)) = prev.remove(&c.cookie) {
@@ -169,6 +171,7 @@ fn sample(mut dumper: Dumper, counters: &LiveCounters, stop: &AtomicBool) {
                             .clone(),
                         cpu: None,
                         pid: None,
+                        opened: listeners.opened(c.local),
                     };
                     let limit = explain(&tr, &ctx).0.limit;
                     counters.add(&c, limit, d.secs, d.acked + d.received);
