@@ -180,7 +180,7 @@ pub struct Sampled {
     /// The connections.
     pub tracker: Tracker,
     /// Owner by socket cookie.
-    pub owner_of: HashMap<u64, Option<Owner>>,
+    pub owner_of: HashMap<u64, Owner>,
     /// Each owning process's CPU counters at first sight.
     pub cpu_start: HashMap<u32, CpuMark>,
 }
@@ -263,7 +263,7 @@ fn sample(filter: &Filter, secs: f64, owners: &mut Owners) -> std::io::Result<Sa
     let mut conns = Vec::new();
     let start = Instant::now();
     let mut tracker = Tracker::default();
-    let mut owner_of: HashMap<u64, Option<Owner>> = HashMap::new();
+    let mut owner_of: HashMap<u64, Owner> = HashMap::new();
     let mut cpu_start = HashMap::new();
     let ticks = ((secs / TICK.as_secs_f64()).round() as u64).max(1);
     for i in 0..=ticks {
@@ -272,10 +272,15 @@ fn sample(filter: &Filter, secs: f64, owners: &mut Owners) -> std::io::Result<Sa
         d.dump_into(&mut conns)?;
         for &c in &conns {
             let owner = match owner_of.get(&c.cookie) {
-                Some(o) => o.clone(),
+                Some(o) => Some(o.clone()),
                 None => {
+                    // An owner not found yet is asked for again next tick:
+                    // a socket opened since the last /proc scan is found by
+                    // the next one (Owners rescans at most once a second).
                     let o = owners.get(c.inode).cloned();
-                    owner_of.insert(c.cookie, o.clone());
+                    if let Some(o) = &o {
+                        owner_of.insert(c.cookie, o.clone());
+                    }
                     o
                 }
             };
@@ -350,7 +355,7 @@ pub fn run(
     // Which end opened each connection: read once, after the sampling.
     let mut listeners = plumb_live::sys::Listeners::default();
     for tr in &tracks {
-        let owner = owner_of.get(&tr.first.cookie).cloned().flatten();
+        let owner = owner_of.get(&tr.first.cookie).cloned();
         let cpu = owner
             .as_ref()
             .and_then(|o| *cpus.entry(o.pid).or_insert_with(|| sampled.cpu(o.pid)));

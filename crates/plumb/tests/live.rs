@@ -729,6 +729,41 @@ fn ipv6_loopback_connection_from_both_ends() {
     assert!(text.matches("== [::1]:").count() >= 2, "{text}");
 }
 
+/// Connections that open just after `plumb why` started (after its first
+/// scan of /proc for socket owners) still get their owner: one not found
+/// is looked for again at the next scan, not remembered as ownerless.
+#[test]
+fn a_connection_opened_after_sampling_began_has_its_owner() {
+    if !have_python() {
+        plumb_testkit::skip_tool!("needs python3");
+        return;
+    }
+    let port = common::port();
+    let p = port.to_string();
+    let why = std::process::Command::new(plumb_bin())
+        .args(["why", "-p", &p, "--for", "3", "-J"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("plumb why");
+    std::thread::sleep(Duration::from_millis(200));
+    let (r, s) = loopback_pair(false, port, "");
+    let (_r, _s) = (Kill(r), Kill(s));
+    let out = why.wait_with_output().expect("plumb why's output");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out, "plumb why");
+    let conns = v["connections"].as_array().expect("connections");
+    // The premise: both ends were seen, opened after sampling began.
+    assert_eq!(conns.len(), 2, "{v:#}");
+    for c in conns {
+        assert_eq!(c["command"], "python3", "{c:#}");
+    }
+}
+
 #[test]
 fn filter_matching_nothing_says_so_and_exits_1() {
     let out = run(
