@@ -89,15 +89,7 @@ fn black_hole_run(dir: &Path, probing: u8) -> Run {
         "--exec",
         &near_exec,
     ];
-    let out = run(plumb, &args, Duration::from_secs(120));
-    let left = leftovers();
-    assert!(left.is_empty(), "the lab left {left:?} behind");
-    // Without -J the lab's notes go to stdout, after the program's output.
-    let notes = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, notes) = run_lab(&args, Duration::from_secs(120));
     assert!(
         out.status.success() || !notes.is_empty(),
         "plumb lab: {notes}"
@@ -125,18 +117,7 @@ fn live_of(pcap: &Path) -> PathBuf {
 fn live_agrees(pcap: &Path, x: &Value) {
     let path = live_of(pcap);
     let at = path.display().to_string();
-    let err = std::fs::read_to_string(path.with_extension("err")).unwrap_or_default();
-    let live: Value = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_else(|| panic!("{at}: no -J from plumb why --capture: {err}"));
-    let k = &live["kernel"];
-    let (received, read, dropped) = (
-        k["received"].as_u64().expect("kernel.received"),
-        k["read"].as_u64().expect("kernel.read"),
-        k["dropped"].as_u64().expect("kernel.dropped"),
-    );
-    assert_eq!(read + dropped, received, "{at}: {k}");
+    let live = live_capture_doc(&path);
     let y = data_connection(&live, x["flow"]["client"].as_str());
     assert_eq!(y["flow"]["handshake"], true, "{at}");
     assert_eq!(

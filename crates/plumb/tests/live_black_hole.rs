@@ -116,16 +116,8 @@ fn download(name: &str, probing: u8, delay_ms: u32, secs: u32) -> Run {
         "--far-exec",
         &far,
     ];
-    let out = run(plumb, &args, Duration::from_secs(90));
-    let left = leftovers();
-    assert!(left.is_empty(), "the lab left {left:?} behind");
-    // Without -J the lab's notes go to stdout; the programs' output went to
-    // files.
-    let notes = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The programs' output went to files; the notes are the lab's.
+    let (out, notes) = run_lab(&args, Duration::from_secs(90));
     assert!(out.status.success(), "plumb {args:?}: {notes}");
     let read = |f: &str| std::fs::read(dir.0.join(f)).unwrap_or_default();
     let doc = |f: &str, err: &str| -> Value {

@@ -525,14 +525,8 @@ fn captured(dir: &Path, lab: &[&str], client: &str, server: &str) -> Captured {
     let mut args = vec!["lab"];
     args.extend_from_slice(lab);
     args.extend(["--far-exec", &far_exec, "--exec", &near_exec]);
-    let out = run(plumb_bin(), &args, Duration::from_secs(120));
-    let left = leftovers();
-    assert!(left.is_empty(), "the lab left {left:?} behind");
-    assert!(
-        out.status.success(),
-        "plumb lab: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, notes) = run_lab(&args, Duration::from_secs(120));
+    assert!(out.status.success(), "plumb lab: {notes}");
     let doc = serde_json::from_slice(&std::fs::read(&test).expect("the test's -J"))
         .expect("the test's -J parses");
     Captured { doc, near, far }
@@ -602,17 +596,8 @@ fn live_agrees(pcap: &Path, x: &Value, test: &Value, verdict: Verdict) {
     let path = live_of(pcap);
     let at = path.display().to_string();
     let err = std::fs::read_to_string(path.with_extension("err")).unwrap_or_default();
-    let live: Value = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_else(|| panic!("{at}: no -J from plumb why --capture: {err}"));
+    let live = live_capture_doc(&path);
     let k = &live["kernel"];
-    let (received, read, dropped) = (
-        k["received"].as_u64().expect("kernel.received"),
-        k["read"].as_u64().expect("kernel.read"),
-        k["dropped"].as_u64().expect("kernel.dropped"),
-    );
-    assert_eq!(read + dropped, received, "{at}: {k}");
     let same = |y: &&Value| {
         y["flow"]["sender"] == x["flow"]["sender"] && y["flow"]["receiver"] == x["flow"]["receiver"]
     };
@@ -626,8 +611,8 @@ fn live_agrees(pcap: &Path, x: &Value, test: &Value, verdict: Verdict) {
     assert_eq!(y["flow"]["handshake"], true, "{at}: no handshake");
     names_the_cause(&at, y, test, verdict);
     eprintln!(
-        "{at}: live: {}, {} packets ({read} read, {dropped} dropped by the kernel)",
-        y["diagnosis"]["limit"], y["flow"]["packets"]
+        "{at}: live: {}, {} packets ({} read, {} dropped by the kernel)",
+        y["diagnosis"]["limit"], y["flow"]["packets"], k["read"], k["dropped"]
     );
 }
 

@@ -384,6 +384,42 @@ pub fn leftovers() -> Vec<String> {
     v
 }
 
+/// Runs `plumb` with `args` (a `lab` command line), bounded by `limit`,
+/// and checks that the lab left nothing behind ([`leftovers`]). Returns its
+/// output and its notes: without `-J` the lab's notes go to stdout after
+/// the programs' output, its errors to stderr.
+pub fn run_lab(args: &[&str], limit: Duration) -> (Output, String) {
+    let out = run(plumb_bin(), args, limit);
+    let left = leftovers();
+    assert!(left.is_empty(), "the lab left {left:?} behind");
+    let notes = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, notes)
+}
+
+/// The `-J` document `plumb why --capture` wrote at `path` (its stderr
+/// beside it, `.err`), with its socket's counts checked: what it read and
+/// what the kernel dropped add up to what passed the filter.
+pub fn live_capture_doc(path: &std::path::Path) -> Value {
+    let at = path.display();
+    let err = std::fs::read_to_string(path.with_extension("err")).unwrap_or_default();
+    let live: Value = std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| panic!("{at}: no -J from plumb why --capture: {err}"));
+    let k = &live["kernel"];
+    let (received, read, dropped) = (
+        k["received"].as_u64().expect("kernel.received"),
+        k["read"].as_u64().expect("kernel.read"),
+        k["dropped"].as_u64().expect("kernel.dropped"),
+    );
+    assert_eq!(read + dropped, received, "{at}: {k}");
+    live
+}
+
 /// A plumb client (`-J` plus `args`) against a fresh `plumb -s -1 -J` on a
 /// port of this binary's range; both must succeed with clean documents.
 /// Returns (client JSON, server JSON).
