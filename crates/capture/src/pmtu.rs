@@ -103,6 +103,13 @@ fn share(stalled_s: f64, duration_s: f64) -> f64 {
     }
 }
 
+/// The evidence line for the ICMP "too big" messages the capture holds:
+/// none, or the rule would not speak. With a unit, or the text would show
+/// no figure (an empty unit is a label).
+fn no_icmp() -> EvidenceLine {
+    EvidenceLine::new("ICMP too-big messages in the capture", 0.0, "messages")
+}
+
 /// The finding, in what the capture showed.
 fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
     let stalled_s = f64::from(lost.stalled_ms) / 1e3;
@@ -130,12 +137,7 @@ fn finding(lost: LostRun, passed: Passed, duration_s: f64) -> Finding {
             "B",
         ));
     }
-    // A unit, or the text shows no figure (an empty unit is a label).
-    evidence.push(EvidenceLine::new(
-        "ICMP too-big messages in the capture",
-        0.0,
-        "messages",
-    ));
+    evidence.push(no_icmp());
     let share = share(stalled_s, duration_s);
     let confidence = if size.is_some() { 0.8 } else { 0.6 };
     let sentence = format!(
@@ -192,12 +194,7 @@ fn far_finding(s: FarStall, duration_s: f64) -> Finding {
         f64::from(s.unseen),
         "B",
     ));
-    // A unit, or the text shows no figure (an empty unit is a label).
-    evidence.push(EvidenceLine::new(
-        "ICMP too-big messages in the capture",
-        0.0,
-        "messages",
-    ));
+    evidence.push(no_icmp());
     Finding {
         missing: vec![MISSING.into()],
         evidence,
