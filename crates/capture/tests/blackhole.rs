@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{linux_syn_options, pcap_of, Link, Pcap, Seg, CLIENT_V4, MS, T0};
+use common::{linux_syn_options, pcap_of, Link, Pcap, Seg, MS, T0};
 use plumb_capture::{explain_all, CaptureFilters, Explanation, BLACK_HOLE_SENDS};
 use plumb_diagnose::Limit;
 
@@ -238,12 +238,7 @@ fn an_icmp_too_big_in_the_capture_is_no_black_hole() {
         .ack(5001)
         .len(FULL as usize)
         .frame(Link::Raw);
-    let mut icmp = Vec::new();
-    etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
-        .ipv4([192, 0, 2, 1], CLIENT_V4, 64)
-        .icmpv4_raw(3, 4, [0, 0, 0x05, 0x78])
-        .write(&mut icmp, &quoted[..28])
-        .expect("an ICMP frame");
+    let icmp = common::icmp_too_big(&quoted);
     p.record(T0 + 33 * MS, &icmp);
     let a = common::analyze(&p.buf);
     let c = &a.connections[0];

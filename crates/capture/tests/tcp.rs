@@ -176,26 +176,12 @@ fn icmp_too_big_counted_for_the_connection_it_quotes() {
     }
     // A router's "fragmentation needed" quoting a client segment.
     let quoted = Seg::v4(true, 1001).ack(5001).len(1400).frame(Link::Raw);
-    let frame = {
-        let b = etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
-            .ipv4([192, 0, 2, 1], CLIENT_V4, 64)
-            .icmpv4_raw(3, 4, [0, 0, 0x05, 0x78]);
-        let mut v = Vec::new();
-        b.write(&mut v, &quoted[..28]).unwrap();
-        v
-    };
-    p.record(T0 + 20 * MS, &frame);
+    p.record(T0 + 20 * MS, &common::icmp_too_big(&quoted));
     // One quoting a connection nobody tracks.
     let mut other = Seg::v4(true, 1).len(1400);
     other.src.1 = 1;
     let q2 = other.frame(Link::Raw);
-    let mut v = Vec::new();
-    etherparse::PacketBuilder::ethernet2([2; 6], [4; 6])
-        .ipv4([192, 0, 2, 1], CLIENT_V4, 64)
-        .icmpv4_raw(3, 4, [0, 0, 0x05, 0x78])
-        .write(&mut v, &q2[..28])
-        .unwrap();
-    p.record(T0 + 21 * MS, &v);
+    p.record(T0 + 21 * MS, &common::icmp_too_big(&q2));
     let a = analyze(&p.buf);
     assert_eq!(a.connections[0].icmp_too_big, 1);
     assert_eq!(a.connections[0].icmp_mtu, Some(1400));

@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -45,15 +45,6 @@ fn can_run() -> bool {
     true
 }
 
-/// A scratch directory, removed when dropped (also when the test fails).
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// What one run left: the lab's notes, `plumb why`'s document from far
 /// (the sender) and from near (the receiver), curl's exit code, the
 /// response headers it received and the bytes of body it wrote.
@@ -77,11 +68,9 @@ const FILE: &str = "200M";
 /// (bounded) for that mark and `delay_ms` more, then samples port 8000 for
 /// `secs` seconds; near does the same from curl's start.
 fn download(name: &str, probing: u8, delay_ms: u32, secs: u32) -> Run {
-    let dir =
-        Scratch(std::env::temp_dir().join(format!("plumb-live-bh-{}-{name}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).expect("scratch dir");
-    let d = dir.0.display();
+    // Removed when dropped, also when the test fails.
+    let dir = TempDir::new(&format!("live-bh-{name}"));
+    let d = dir.display();
     let srv = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live/http_server.py");
     let plumb = plumb_bin();
     let delay = f64::from(delay_ms) / 1000.0;
@@ -119,7 +108,7 @@ fn download(name: &str, probing: u8, delay_ms: u32, secs: u32) -> Run {
     // The programs' output went to files; the notes are the lab's.
     let (out, notes) = run_lab(&args, Duration::from_secs(90));
     assert!(out.status.success(), "plumb {args:?}: {notes}");
-    let read = |f: &str| std::fs::read(dir.0.join(f)).unwrap_or_default();
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_default();
     let doc = |f: &str, err: &str| -> Value {
         let text = String::from_utf8_lossy(&read(f)).into_owned();
         serde_json::from_str(&text).unwrap_or_else(|e| {

@@ -336,6 +336,19 @@ pub fn handshake() -> Vec<(u64, Seg)> {
 }
 
 /// A pcap (Ethernet, µs) of `segs`.
+/// A router's ICMP "fragmentation needed" (next-hop MTU 1400) to the
+/// client, as an Ethernet frame quoting the first 28 bytes (IP header and 8
+/// of TCP) of `quoted`, a raw IPv4 segment.
+pub fn icmp_too_big(quoted: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    PacketBuilder::ethernet2([2; 6], [4; 6])
+        .ipv4([192, 0, 2, 1], CLIENT_V4, 64)
+        .icmpv4_raw(3, 4, [0, 0, 0x05, 0x78])
+        .write(&mut v, &quoted[..28])
+        .expect("an ICMP frame");
+    v
+}
+
 pub fn pcap_of(segs: &[(u64, Seg)]) -> Vec<u8> {
     let mut p = Pcap::new(1, false);
     for (ts, s) in segs {
