@@ -8,6 +8,7 @@ use crate::direction::{Direction, SendContext};
 use crate::farhole::{FarPath, FarSeen};
 use crate::segment::Segment;
 use crate::series::Series;
+use crate::shape::{Shape, Step};
 use crate::window::WindowScale;
 
 /// The three-way handshake as seen from the capture point.
@@ -65,6 +66,8 @@ pub struct Connection {
     pub icmp_too_big: u64,
     /// The smallest MTU they reported.
     pub icmp_mtu: Option<u32>,
+    /// Its runs of data, exchanges and idle time, for its class.
+    pub shape: Shape,
     #[serde(skip)]
     pub(crate) client_addr: Option<std::net::SocketAddr>,
     #[serde(skip)]
@@ -167,8 +170,21 @@ impl Connection {
             },
         );
         let resent_before = me.retransmissions.total;
+        let new_before = me.timing.new_bytes;
         me.send(seg, &at);
+        let new_bytes = me.timing.new_bytes.saturating_sub(new_before);
         feed_series(me, peer, ts, seg, resent_before);
+        let in_flight = self.client.in_flight(&self.server.track) > 0
+            || self.server.in_flight(&self.client.track) > 0;
+        self.shape.step(&Step {
+            ts,
+            from_client: seg.src == client,
+            new_bytes,
+            // A keep-alive probe (one byte or none) is no delivery.
+            data: seg.payload_len > 1,
+            in_flight,
+            rtt_ns: self.handshake.rtt_ns,
+        });
     }
 
     /// The agreed full segment size: the smaller MSS the SYNs offered,
@@ -262,6 +278,7 @@ impl Connection {
     pub(crate) fn finish(&mut self) {
         self.client.finish();
         self.server.finish();
+        self.shape.finish();
     }
 }
 

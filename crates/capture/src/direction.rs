@@ -324,6 +324,7 @@ impl Direction {
         if keepalive {
             return;
         }
+        self.timing.sent(at.ts);
         if seg.seq == high {
             self.fresh(end, len, at.ts);
             return;
@@ -359,6 +360,7 @@ impl Direction {
 
     /// New data: counted, and timed if no segment is.
     fn fresh(&mut self, end: u32, len: u32, ts: u64) {
+        self.timing.sent(ts);
         self.timing.new_data(ts, len);
         self.rtt.sent(end, ts);
     }

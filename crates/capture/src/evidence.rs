@@ -38,7 +38,8 @@ pub struct FlowSummary {
     pub payload_bytes: u64,
     /// Payload bytes the receiver sent back.
     pub reverse_bytes: u64,
-    /// First to last data segment, seconds.
+    /// First to last segment of new data, seconds; to the last resend when
+    /// the flow stalled resending (`explain`).
     pub duration_s: f64,
     /// `data_bytes` over `duration_s`, bit/s.
     pub measured_bps: f64,
@@ -255,6 +256,24 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         summary,
         client_sends,
     }
+}
+
+/// Stretches `fe`'s time to the data direction's last resend: the flow's
+/// rate over its whole life, the stall it ended in included.
+pub(crate) fn through_stall(c: &Connection, fe: &mut FlowEvidence) {
+    let t = &data_direction(c).0.timing;
+    let (Some(first), Some(last)) = (t.first_data_ns, t.last_sent_ns) else {
+        return;
+    };
+    let secs = last.saturating_sub(first) as f64 / 1e9;
+    if secs <= fe.summary.duration_s {
+        return;
+    }
+    let bps = t.new_bytes as f64 * 8.0 / secs;
+    fe.summary.duration_s = secs;
+    fe.summary.measured_bps = bps;
+    fe.evidence.duration_s = secs;
+    fe.evidence.measured_bps = bps;
 }
 
 /// What a capture of `c` taken at `pos` cannot tell.

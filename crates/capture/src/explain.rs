@@ -10,15 +10,17 @@
 //! when the segments show one (from either side of it), heads the answer
 //! ([`crate::pmtu`]).
 
+use plumb_diagnose::class::{class_diagnosis, Classification, FlowClass, FlowShape, Rule};
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{lead, EvidenceLine, Finding, Fix, BINDING_SHARE};
 use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
 use serde::Serialize;
 
 use crate::analysis::Analysis;
+use crate::class::class_of;
 use crate::connection::Connection;
 use crate::continuity;
-use crate::evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
+use crate::evidence::{data_direction, evidence, through_stall, FlowEvidence, FlowSummary};
 use crate::filter::CaptureFilters;
 use crate::headline::put_first;
 use crate::notes::notes;
@@ -28,6 +30,13 @@ use crate::pmtu;
 /// One connection explained.
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
+    /// Its class, named before any cause: only a bulk flow gets a rate
+    /// limit.
+    pub class: FlowClass,
+    /// The class rule that fits, in words.
+    pub class_why: String,
+    /// What the class rests on.
+    pub shape: FlowShape,
     /// The numbers the evidence rests on.
     pub flow: FlowSummary,
     /// What only the capture shows, in sentences.
@@ -66,22 +75,30 @@ pub fn explain_all(
 }
 
 /// Explains one connection.
+/// Explains one connection: its class first; a bulk flow's rate weighed
+/// by the rules, any other's answer the class's own. A path-MTU black hole
+/// heads either: a stall matters whatever the flow's class.
 pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) -> Explanation {
     let link_given = link.is_some();
     let mut fe = evidence(c, link);
-    let mut dg = diagnose(&fe.evidence);
-    if continuity::bursts(&fe) && dg.link_source.as_deref() == Some("inferred") {
-        no_path(&mut fe, &mut dg);
+    let (cls, shape) = class_of(c, &fe);
+    let stalled = cls.rule == Rule::StalledRun || pmtu::black_hole_seen(c);
+    if stalled {
+        through_stall(c, &mut fe);
     }
-    if continuity::worth_inferring(&dg, link_given) {
-        infer_path(&mut fe, &mut dg);
-    }
-    reword(&mut dg);
-    capture_findings(c, &fe, &mut dg);
+    let mut dg = if cls.class == FlowClass::Bulk {
+        bulk(c, &mut fe, link_given)
+    } else {
+        class_diagnosis(&shape, &cls, fe.summary.measured_bps)
+    };
     pmtu::black_hole(c, &fe, &mut dg);
     pmtu::far_black_hole(c, &fe, &mut dg);
     let (notes, os_guesses, fixes_first_for) = notes_and_guesses(c, &fe, &mut dg, os);
+    let Classification { class, why, .. } = cls;
     Explanation {
+        class,
+        class_why: why,
+        shape,
         notes,
         os_guesses,
         fixes_first_for,
@@ -89,6 +106,20 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
         diagnosis: dg,
         evidence: fe.evidence,
     }
+}
+
+/// A bulk flow's rate weighed by the rules, with what only a capture shows.
+fn bulk(c: &Connection, fe: &mut FlowEvidence, link_given: bool) -> Diagnosis {
+    let mut dg = diagnose(&fe.evidence);
+    if continuity::bursts(fe) && dg.link_source.as_deref() == Some("inferred") {
+        no_path(fe, &mut dg);
+    }
+    if continuity::worth_inferring(&dg, link_given) {
+        infer_path(fe, &mut dg);
+    }
+    reword(&mut dg);
+    capture_findings(c, fe, &mut dg);
+    dg
 }
 
 /// What only a capture shows, put beside the findings it bears on: the
@@ -162,7 +193,7 @@ fn notes_and_guesses(
     dg: &mut Diagnosis,
     os: Option<OsGuess<'_>>,
 ) -> (Vec<String>, Vec<HostGuess>, Option<String>) {
-    let mut notes = notes(c, fe);
+    let mut notes = notes(c, fe, dg);
     let os_guesses = os.map_or_else(Vec::new, |g| guesses(c, fe.client_sends, g));
     notes.extend(os_guesses.iter().map(sentence));
     notes.extend(caveat(&os_guesses));

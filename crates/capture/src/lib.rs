@@ -28,9 +28,11 @@
 
 mod analysis;
 mod blackhole;
+mod class;
 mod connection;
 mod continuity;
 mod direction;
+mod document;
 mod error;
 mod evidence;
 mod explain;
@@ -47,6 +49,7 @@ mod position;
 mod segment;
 mod seq;
 mod series;
+mod shape;
 mod sniff;
 mod source;
 mod table;
@@ -57,8 +60,10 @@ pub use analysis::{
     analyze, analyze_file, analyze_file_with_series, Analysis, Analyzer, DecodeStats,
 };
 pub use blackhole::{BlackHole, LostRun, BLACK_HOLE_SENDS};
+pub use class::{class_of, flow_shape};
 pub use connection::{Connection, Handshake};
 pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWindow};
+pub use document::{CaptureDocument, KernelCounts};
 pub use error::Error;
 pub use evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
 pub use explain::{explain, explain_all, Explanation};
@@ -69,6 +74,7 @@ pub use options::SynOptions;
 pub use os::{HostGuess, OsGuess, OsReading, Role};
 pub use position::Position;
 pub use series::{AckPoint, Binned, DataPoint, Merge, RttPoint, SeqRange, Series, MIN_BUDGET};
+pub use shape::{Gaps, RunSeen, Shape};
 pub use sniff::{file_is_capture, is_capture};
 pub use source::{read_records, ReadStats, Record, MAX_RECORD};
 pub use table::{Dropped, Limits, DEFAULT_MAX_CONNECTIONS};

@@ -6,6 +6,7 @@
 //! missed, and a sender that held its own flight.
 
 use plumb_diagnose::rules::{human_count, human_rate};
+use plumb_diagnose::{Diagnosis, Limit};
 
 use crate::connection::Connection;
 use crate::direction::Direction;
@@ -50,7 +51,7 @@ pub fn offer(d: &Direction) -> Option<String> {
 }
 
 /// The capture-only sentences for connection `c`.
-pub fn notes(c: &Connection, fe: &FlowEvidence) -> Vec<String> {
+pub fn notes(c: &Connection, fe: &FlowEvidence, dg: &Diagnosis) -> Vec<String> {
     let (data, back, _) = data_direction(c);
     let s = &fe.summary;
     let rtt_s = fe.evidence.rtt_s();
@@ -64,13 +65,13 @@ pub fn notes(c: &Connection, fe: &FlowEvidence) -> Vec<String> {
             .collect();
         if !off.is_empty() {
             let w = s.window_bytes.unwrap_or(UNSCALED_MAX);
-            let at = rtt_s.map_or(String::new(), |r| {
-                format!(
-                    "; at {:.0} ms that allows {}",
-                    r * 1e3,
-                    human_rate(w as f64 * 8.0 / r)
-                )
-            });
+            // Said as a cap only where the flow did not carry more.
+            let at = rtt_s
+                .map(|r| (r, w as f64 * 8.0 / r))
+                .filter(|(_, cap)| s.measured_bps <= cap * 1.25)
+                .map_or(String::new(), |(r, cap)| {
+                    format!("; at {:.0} ms that allows {}", r * 1e3, human_rate(cap))
+                });
             n.push(format!(
                 "window scaling is off ({} did not offer it): the receiver advertises {} without window scaling, and can never advertise more than {}{at}",
                 off.join(" and "),
@@ -116,7 +117,15 @@ pub fn notes(c: &Connection, fe: &FlowEvidence) -> Vec<String> {
             bytes(u64::from(data.largest_segment))
         ));
     }
-    n.extend(held_flight(fe));
+    // Only where the answer is the sender's, or none: beside another
+    // cause it would tell a second story.
+    if matches!(
+        dg.limit,
+        None | Some(Limit::Application | Limit::SendBuffer)
+    ) && !dg.nothing_to_explain
+    {
+        n.extend(held_flight(fe));
+    }
     n
 }
 

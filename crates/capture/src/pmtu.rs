@@ -34,11 +34,12 @@ enum Passed {
     Handshake,
 }
 
-/// Makes a black hole in `c`'s data direction the answer of `dg`.
-pub fn black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
+/// The black hole in `c`'s data direction, if its segments show one: the
+/// full-size run lost, and what passed instead.
+fn found(c: &Connection) -> Option<(LostRun, Passed)> {
     let (data, _, _) = data_direction(c);
     let b = &data.black_hole;
-    let Some(lost) = b.lost else { return };
+    let lost = b.lost?;
     // Full size: the largest the sender put on the wire, and larger than
     // any segment that passed. An ICMP message says what happened itself.
     if c.icmp_too_big > 0
@@ -46,15 +47,27 @@ pub fn black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
         || lost.len < data.timing.largest_wire_segment
         || lost.len <= b.acked_max
     {
-        return;
+        return None;
     }
     let passed = match (b.fallback, b.acked_max) {
         (Some(f), _) => Passed::Fallback(f),
         (None, a) if a > 0 => Passed::Acked(a),
         _ if c.handshake.complete => Passed::Handshake,
-        _ => return,
+        _ => return None,
     };
-    answer(finding(lost, passed, fe.summary.duration_s), fe, dg);
+    Some((lost, passed))
+}
+
+/// The sender's own segments show a black hole in `c`.
+pub fn black_hole_seen(c: &Connection) -> bool {
+    found(c).is_some()
+}
+
+/// Makes a black hole in `c`'s data direction the answer of `dg`.
+pub fn black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
+    if let Some((lost, passed)) = found(c) {
+        answer(finding(lost, passed, fe.summary.duration_s), fe, dg);
+    }
 }
 
 /// Makes a black hole proved past it (beside the receiver) the answer of
@@ -70,7 +83,14 @@ pub fn far_black_hole(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
 
 /// Puts `f` first with the path-MTU fixes.
 fn answer(f: Finding, fe: &FlowEvidence, dg: &mut Diagnosis) {
-    dg.findings.retain(|f| f.limit != Limit::PathMtu);
+    // One story: the sender that seemed to hold its data, and the resends
+    // read as loss, are the black hole's own doing, not causes beside it.
+    dg.findings.retain(|f| {
+        !matches!(
+            f.limit,
+            Limit::PathMtu | Limit::Application | Limit::SendBuffer | Limit::Loss
+        )
+    });
     let fixes = for_limit(Limit::PathMtu, &fe.evidence, &dg.figures, &dg.findings);
     let Some(first) = fixes.first().cloned() else {
         return;

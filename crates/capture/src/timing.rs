@@ -79,6 +79,9 @@ pub struct DataTiming {
     pub first_data_ns: Option<u64>,
     /// Last data segment's time, ns.
     pub last_data_ns: Option<u64>,
+    /// Last data segment's time, a resend included, ns: a transfer that
+    /// stalls resending lasts until its last resend.
+    pub last_sent_ns: Option<u64>,
     /// The most new data in one second (whole seconds from the first data
     /// segment), bytes.
     pub best_second_bytes: u64,
@@ -178,6 +181,11 @@ impl DataTiming {
     pub fn continuity(&self) -> Option<f64> {
         (u64::from(self.slots) >= MIN_SLOTS)
             .then(|| f64::from(self.slots_with_data) / f64::from(self.slots))
+    }
+
+    /// A data segment, new or resent (not a keep-alive), seen at `ts`.
+    pub(crate) fn sent(&mut self, ts: u64) {
+        self.last_sent_ns = Some(self.last_sent_ns.map_or(ts, |l| l.max(ts)));
     }
 
     /// A data segment of `len` bytes against the peer's MSS option.

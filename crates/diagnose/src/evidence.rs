@@ -244,7 +244,10 @@ impl Evidence {
         if self.streams.iter().all(|s| s.retransmits.is_none()) || sent == 0 {
             return None;
         }
-        Some(retr as f64 / (sent as f64 / mss as f64).max(1.0))
+        // Of every segment sent, new and resent: a share, never above 1,
+        // however often the same segments were resent.
+        let new = (sent as f64 / mss as f64).max(1.0);
+        Some(retr as f64 / (new + retr as f64))
     }
 
     /// The summed largest advertised windows, bytes.

@@ -21,6 +21,7 @@ pub fn put_first(dg: &mut Diagnosis, f: Finding, fixes: Vec<Fix>) {
         }
     }
     dg.limit = Some(f.limit);
+    dg.nothing_to_explain = false;
     dg.predicted_bps = None;
     dg.tolerance = None;
     dg.confidence = Some(f.confidence);

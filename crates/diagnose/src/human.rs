@@ -28,3 +28,8 @@ pub fn human_rate(bps: f64) -> String {
 pub fn human_count(n: u64) -> String {
     thousands(n)
 }
+
+/// Seconds to three significant digits (`0.203`, `13.9`).
+pub(crate) fn secs(s: f64) -> String {
+    sig(s, 3)
+}

@@ -41,12 +41,16 @@
 //!   expects the change to yield, from the answer's [`Figures`].
 //! - `weigh`: weighs each observation into a finding, picks the primary and
 //!   builds the [`Diagnosis`] around it, with its summary and fixes.
+//! - [`class`]: a flow's class (short, request/response, interactive,
+//!   bulk) from its shape, named before any cause, and the answer for a flow
+//!   that is not bulk.
 //! - [`diagnose`] (in [`rules`]) sits on top: it asks each rule in turn and
 //!   hands what they saw to `weigh`.
 //! - `testing` (tests only): evidence and fixtures the tests share.
 #![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
+pub mod class;
 mod diagnosis;
 pub mod evidence;
 mod explained;

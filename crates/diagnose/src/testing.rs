@@ -92,6 +92,12 @@ pub(crate) fn consistent(d: &Diagnosis) {
     }
     for f in &d.findings {
         assert!((0.0..=1.0).contains(&f.confidence), "{f:?}");
+        // A cap the measurement beats never binds.
+        if let (Some(p), Some(t)) = (f.predicted_bps, f.tolerance) {
+            if f.status != Status::NotBinding {
+                assert!(d.measured_bps <= p * (1.0 + t) * (1.0 + 1e-9), "{f:?}");
+            }
+        }
         assert_eq!(f.level, Confidence::of(f.confidence));
     }
 }

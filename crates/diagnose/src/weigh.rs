@@ -42,7 +42,14 @@ impl Seen {
         } else {
             self.share_needed
         };
-        let binds = self.share.is_some_and(|s| s >= need);
+        // A cap the measurement beats cannot be what bound it.
+        let beaten = beaten(self.predicted, self.tolerance, measured);
+        let binds = !beaten && self.share.is_some_and(|s| s >= need);
+        let sentence = if beaten {
+            format!("{}{}", self.sentence, does_not_hold(self.limit, measured))
+        } else {
+            self.sentence
+        };
         let model = match (fits, self.predicted, self.tolerance) {
             (true, Some(p), Some(t)) => {
                 let closeness = 1.0 - (measured / p).ln().abs() / (1.0 + t).ln();
@@ -61,7 +68,7 @@ impl Seen {
         Finding {
             limit: self.limit,
             what: self.what,
-            sentence: self.sentence,
+            sentence,
             predicted_bps: self.predicted,
             tolerance: self.tolerance,
             explains: fits,
@@ -78,6 +85,29 @@ impl Seen {
             evidence: self.evidence,
         }
     }
+}
+
+/// The measurement beats the prediction by more than its tolerance: the
+/// model, as a cap, does not hold.
+pub(crate) fn beaten(predicted: Option<f64>, tolerance: Option<f64>, measured: f64) -> bool {
+    predicted
+        .zip(tolerance)
+        .is_some_and(|(p, t)| p > 0.0 && measured > p * (1.0 + t))
+}
+
+/// What a sentence whose cap the measurement beats goes on to say: the
+/// rate carried, and why the model does not hold here.
+fn does_not_hold(limit: Limit, measured: f64) -> String {
+    let why = match limit {
+        Limit::Loss => "the losses came in bursts, or were not all losses, so the model of independent losses does not hold here",
+        Limit::ReceiveWindow => "the window or the round trip differed from what was seen, so this cap does not hold here",
+        Limit::Link => "the link is faster than the rate used, so this cap does not hold here",
+        _ => "so this model does not hold here",
+    };
+    format!(
+        "; but the flow carried {}, more than that: {why}",
+        crate::human::mbps(measured)
+    )
 }
 
 /// Weighs each observation, keeping the rules' order.

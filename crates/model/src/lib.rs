@@ -17,6 +17,7 @@
 //! - [`predict`]: the minimum of all limits, with the binding one named.
 //! - [`lab`]: that prediction for a lab link and a client's flags (streams,
 //!   window clamp, send buffer, MSS, rate cap).
+//! - [`slow_start`]: the round trips slow start needs for a transfer.
 //! - [`tcp_info`]: the kernel's `struct tcp_info` decoded from its bytes.
 #![forbid(unsafe_code)]
 
@@ -25,6 +26,7 @@ pub mod ethernet;
 pub mod lab;
 pub mod latency;
 pub mod predict;
+pub mod slow_start;
 pub mod tcp;
 pub mod tcp_info;
 pub mod units;

@@ -53,6 +53,9 @@ pub struct WhyArgs {
     /// With --capture: also save what was read as pcapng
     #[arg(long, value_name = "FILE", requires = "capture")]
     pub write: Option<std::path::PathBuf>,
+    /// Every flow, with everything known of it: the capture's notes, each end's operating system, every system's fixes, what could not be known
+    #[arg(long, short = 'V')]
+    pub verbose: bool,
     /// Live connection filters (with -p PORT, either end)
     #[command(flatten)]
     pub live: crate::live::LiveFilterArgs,
@@ -103,13 +106,11 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
                 Ok(f) => f,
                 Err(msg) => return Ok(usage_error(msg)),
             };
-            return capture::from_file(
-                path,
-                &f,
-                a.measure.link,
-                a.measure.json,
-                a.measure.report.as_deref(),
-            );
+            let out = capture::Output {
+                json: a.measure.json,
+                verbose: a.verbose,
+            };
+            return capture::from_file(path, &f, a.measure.link, out, a.measure.report.as_deref());
         }
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,

@@ -14,6 +14,7 @@
 
 pub mod chart;
 pub mod diagnosis;
+pub mod flows;
 pub mod format;
 pub mod html;
 pub mod input;

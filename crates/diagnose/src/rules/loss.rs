@@ -49,11 +49,17 @@ pub(crate) fn seen(cx: &Context) -> Option<Seen> {
         )
     } else {
         let x = mathis.unwrap_or(0.0);
+        // Said as a cap only where the measurement does not beat it.
+        let verb = if crate::weigh::beaten(Some(x), Some(MATHIS_TOLERANCE), cx.measured) {
+            "would cap"
+        } else {
+            "caps"
+        };
         Seen::new(
             Limit::Loss,
             "packet loss",
             format!(
-                "{what} at {} RTT caps {} at {} (Mathis)",
+                "{what} at {} RTT {verb} {} at {} (Mathis)",
                 ms(r),
                 if n > 1.0 {
                     format!("{n} Reno/CUBIC streams")

@@ -9,69 +9,12 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use plumb_capture::{
-    Analysis, CaptureFilters, DecodeStats, Dropped, Explanation, Limits, OsGuess, ReadStats,
-};
+use plumb_capture::{Analysis, CaptureDocument, CaptureFilters, KernelCounts, Limits, OsGuess};
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::rules::{human_count, human_rate};
 use plumb_diagnose::LinkSource;
 use plumb_model::Rate;
-use serde::Serialize;
 
 use crate::cli::usage_error;
-
-/// Connections printed in the text; `-J` carries them all.
-const SHOWN: usize = 10;
-
-/// `plumb why -J` on a capture: the file's statistics and each connection
-/// explained.
-#[derive(Debug, Serialize)]
-pub struct CaptureDocument<'a> {
-    /// The file (or source) read.
-    pub source: &'a str,
-    /// The container: format, records, skipped records.
-    pub read: &'a ReadStats,
-    /// Packets the decoders skipped, by reason.
-    pub decode: &'a DecodeStats,
-    /// The ceiling on tracked connections.
-    pub limits: &'a Limits,
-    /// Connections the ceiling dropped.
-    pub dropped: &'a Dropped,
-    /// From an interface: the packet socket's counts (absent for a file).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<KernelCounts>,
-    /// TCP connections tracked.
-    pub connections: usize,
-    /// Those that matched the filters and carried data, explained, busiest first.
-    pub explained: &'a [Explanation],
-}
-
-/// What the kernel passed to a live capture, and what it dropped for want
-/// of room in the ring: every figure of the analysis misses the dropped
-/// packets.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct KernelCounts {
-    /// Packets the socket's filter passed (those dropped included).
-    pub received: u64,
-    /// Packets read and analysed.
-    pub read: u64,
-    /// Packets dropped before they were read.
-    pub dropped: u64,
-}
-
-impl KernelCounts {
-    /// The sentence a reader needs when packets were dropped.
-    fn warning(&self) -> Option<String> {
-        (self.dropped > 0).then(|| {
-            format!(
-                "The kernel dropped {} of the {} packets the filter passed ({:.1} %) before plumb read them: the rates below read low and the missing segments look like losses; capture for less time, filter more narrowly (-p, --peer), or give plumb more CPU.",
-                human_count(self.dropped),
-                human_count(self.received),
-                100.0 * self.dropped as f64 / self.received.max(1) as f64
-            )
-        })
-    }
-}
 
 /// The filters of `plumb why` as they apply to a capture: `-p` only when
 /// given, `--peer` at either end, `--conn`; `--pid` is refused.
@@ -107,7 +50,7 @@ pub fn from_file(
     path: &Path,
     f: &CaptureFilters,
     link: Option<Rate>,
-    json: bool,
+    out: Output,
     report: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     let a = match plumb_capture::analyze_file(path, Limits::default()) {
@@ -120,7 +63,7 @@ pub fn from_file(
             path.display()
         )));
     }
-    let code = explain_analysis(&path.display().to_string(), &a, None, f, link, json)?;
+    let code = explain_analysis(&path.display().to_string(), &a, None, f, link, out)?;
     if let Some(out) = report {
         // The page reads the file again as `plumb report` does: with each
         // flow's series and its ceiling on connections, which bound the
@@ -215,7 +158,10 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         Some(kernel),
         &f,
         a.measure.link,
-        a.measure.json,
+        Output {
+            json: a.measure.json,
+            verbose: a.verbose,
+        },
     )?;
     if let (Some(out), Some(saved)) = (&a.measure.report, &spec.write) {
         drop(live);
@@ -235,158 +181,41 @@ impl Drop for Scratch {
     }
 }
 
+/// How the verdicts are written: `-J`, or text with `-V`'s detail.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    /// `-J`: the document.
+    pub json: bool,
+    /// `-V`: every flow, with everything the capture holds on it.
+    pub verbose: bool,
+}
+
 /// Explains every connection of `a` that matches `f` and carried data:
-/// the text (a header, then each connection's verdict, at most [`SHOWN`])
-/// or the `-J` document ([`CaptureDocument`]).
+/// the text (`plumb_report::flows`) or the `-J` document
+/// ([`CaptureDocument`]).
 pub fn explain_analysis(
     source: &str,
     a: &Analysis,
     kernel: Option<KernelCounts>,
     f: &CaptureFilters,
     link: Option<Rate>,
-    json: bool,
+    out: Output,
 ) -> anyhow::Result<ExitCode> {
     let link = link.map(|r| LinkRate {
         bps: r.bps(),
         source: LinkSource::Given,
     });
     let flows = plumb_capture::explain_all(a, f, link.as_ref(), Some(guesser()));
-    let mut out = std::io::stdout().lock();
-    if json {
-        let doc = CaptureDocument {
-            source,
-            read: &a.read,
-            decode: &a.decode,
-            limits: &a.limits,
-            dropped: &a.dropped,
-            kernel,
-            connections: a.connections.len(),
-            explained: &flows,
-        };
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    let doc = CaptureDocument::new(source, a, kernel, &flows);
+    let mut w = std::io::stdout().lock();
+    if out.json {
+        writeln!(w, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        write!(out, "{}", header(source, a, flows.len()))?;
-        if let Some(w) = kernel.and_then(|k| k.warning()) {
-            writeln!(out, "{w}")?;
-        }
-        for (i, x) in flows.iter().take(SHOWN).enumerate() {
-            write!(out, "\n{}", flow_text(i + 1, x))?;
-        }
-        if flows.len() > SHOWN {
-            writeln!(
-                out,
-                "\n... and {} more connection(s) that carried data (narrow with -p, --peer or --conn; -J lists them all)",
-                flows.len() - SHOWN
-            )?;
-        }
+        write!(w, "{}", plumb_report::flows::render(&doc, out.verbose))?;
     }
     if flows.is_empty() {
         eprintln!("plumb: no TCP connection in {source} that matches the filters carried data");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The capture's lines: format, packets, connections, what was skipped.
-fn header(source: &str, a: &Analysis, with_data: usize) -> String {
-    let d = &a.decode;
-    let skipped = [
-        (d.not_ip, "not IP"),
-        (d.other_ip, "other IP"),
-        (d.unknown_link, "unknown link type"),
-        (d.truncated, "cut short"),
-        (d.malformed, "malformed"),
-        (d.fragments, "fragments"),
-        (a.read.oversize_records, "oversize records"),
-    ]
-    .iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, w)| format!("{} {w}", human_count(*n)))
-    .collect::<Vec<_>>();
-    let mut s = format!(
-        "Capture {source} ({}{}): {} packets, {} TCP segments; {} TCP connection(s), {} carried data{}.\n",
-        a.read.format,
-        if a.read.gzip { ", gzip" } else { "" },
-        human_count(a.read.records),
-        human_count(d.tcp),
-        human_count(a.connections.len() as u64),
-        human_count(with_data as u64),
-        if with_data > 1 { ", busiest first" } else { "" },
-    );
-    if !skipped.is_empty() {
-        s += &format!("Skipped: {}.\n", skipped.join(", "));
-    }
-    if a.dropped.connections > 0 {
-        s += &format!(
-            "Dropped: {} connection(s) ({} packets), the least busy past the ceiling of {} tracked.\n",
-            human_count(a.dropped.connections),
-            human_count(a.dropped.packets),
-            human_count(a.limits.max_connections as u64)
-        );
-    }
-    s
-}
-
-/// One connection: who sent what, the capture's notes, then the verdict as
-/// for a test.
-fn flow_text(n: usize, x: &Explanation) -> String {
-    let f = &x.flow;
-    let mut s = format!(
-        "{n}. {} -> {}: {} B in {:.2} s, {} ({} packets)\n",
-        f.sender,
-        f.receiver,
-        human_count(f.data_bytes),
-        f.duration_s,
-        rate_text(f.duration_s, f.measured_bps),
-        human_count(f.packets)
-    );
-    for note in &x.notes {
-        s += &format!("   - {note}\n");
-    }
-    s += "\n";
-    s += &plumb_report::diagnosis::render(&x.diagnosis, &x.evidence);
-    s
-}
-
-/// A flow's rate for its header line: none when its data passed at one
-/// instant (no time to divide by), rather than a rate of 0.
-fn rate_text(duration_s: f64, bps: f64) -> String {
-    if duration_s > 0.0 {
-        human_rate(bps)
-    } else {
-        "no rate (its data passed at one instant)".into()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{rate_text, KernelCounts};
-
-    #[test]
-    fn a_flow_at_one_instant_has_no_rate_in_its_header() {
-        assert_eq!(
-            rate_text(0.0, 0.0),
-            "no rate (its data passed at one instant)"
-        );
-        assert!(
-            rate_text(1.0, 8e6).contains("Mbit/s"),
-            "{}",
-            rate_text(1.0, 8e6)
-        );
-    }
-
-    #[test]
-    fn drops_are_said_with_their_share_and_none_says_nothing() {
-        let k = |dropped| KernelCounts {
-            received: 1000,
-            read: 1000 - dropped,
-            dropped,
-        };
-        assert_eq!(k(0).warning(), None);
-        let w = k(250).warning().expect("a warning");
-        assert!(
-            w.contains("dropped 250 of the 1,000") && w.contains("25.0 %"),
-            "{w}"
-        );
-    }
 }
