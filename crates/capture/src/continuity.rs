@@ -72,7 +72,7 @@ pub fn bursts(fe: &FlowEvidence) -> bool {
 /// The clause the link's sentence gains when [`full_path`] inferred it.
 pub fn full_path_clause(fe: &FlowEvidence) -> String {
     format!(
-        "; the path is full: data passed the capture point in {:.0}% of the round trip's eighths, as only a bottleneck kept busy carries it (inferred from the capture; --link states the rate)",
+        "; the path is full: data passed the capture point in {:.0}% of the time (slots of an eighth of a round trip), as only a bottleneck kept busy carries it (inferred from the capture; --link states the rate)",
         fe.summary.continuity.unwrap_or(0.0) * 100.0
     )
 }
@@ -95,7 +95,7 @@ pub fn sender_held(dg: &mut Diagnosis, fe: &FlowEvidence) {
     }
     let share = 1.0 - c;
     let sentence = format!(
-        "its data passed the capture point in bursts, in {:.0}% of the round trip's eighths, while the receiver's {} B window allowed {:.1} Mbit/s: the sender had no more to send; from one capture point an application that did not write and a full send buffer look alike (plumb why --port PORT on the sending host tells them apart)",
+        "its data passed the capture point in bursts (data in {:.0}% of the time, in slots of an eighth of a round trip), while the receiver's {} B window allowed {:.1} Mbit/s: the sender had no more to send; from one capture point an application that did not write and a full send buffer look alike (plumb why --port PORT on the sending host tells them apart)",
         c * 100.0,
         human_count(w),
         allows / 1e6
@@ -112,14 +112,19 @@ pub fn sender_held(dg: &mut Diagnosis, fe: &FlowEvidence) {
             0.5,
         )
     };
+    // A send buffer that fills no longer holds the flight once the window
+    // does: up to what the window allows, no more.
     let fix = Fix {
         os: "application".into(),
         commands: vec![
             "on the sending host: plumb why --port PORT (its TCP_INFO tells the send buffer from the application)".into(),
-            "a send buffer: raise SO_SNDBUF or net.ipv4.tcp_wmem's maximum; an application: write sooner and in larger writes".into(),
+            "if it is the send buffer: raise SO_SNDBUF or net.ipv4.tcp_wmem's maximum; if the application: write sooner and in larger writes".into(),
         ],
-        expected_bps: None,
-        note: "let the sender keep data in flight".into(),
+        expected_bps: Some(allows),
+        note: format!(
+            "let the sender keep data in flight: the receiver's window then allows up to {:.1} Mbit/s",
+            allows / 1e6
+        ),
     };
     put_first(dg, f, fix);
 }

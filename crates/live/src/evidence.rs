@@ -8,6 +8,7 @@
 //! model, so each predicts no rate; what shows it binding is the share of
 //! samples that saw it, weighed as the engine weighs a TCP limit counter.
 
+use plumb_diagnose::class::{class_diagnosis, Classification, FlowClass};
 use plumb_diagnose::evidence::{Cpu, LinkRate, StreamTcp};
 use plumb_diagnose::rules::{
     lead, quota_binds, Confidence, EvidenceKind, EvidenceLine, Finding, Status, BINDING_SHARE,
@@ -248,7 +249,26 @@ fn ratio(n: u32, of: u32) -> f64 {
 /// Diagnoses a sampled connection: the rules over [`evidence`], plus what
 /// only a live connection shows.
 pub fn explain(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence) {
+    let (dg, ev, _) = explain_classed(tr, ctx);
+    (dg, ev)
+}
+
+/// [`explain`], with the connection's class: a connection that is not
+/// bulk gets its class's answer, with no rate limit and no tuning fix.
+pub fn explain_classed(tr: &Track, ctx: &Context) -> (Diagnosis, Evidence, Classification) {
     let ev = evidence(tr, ctx);
+    let (class, shape) = crate::class::class_of(tr, ctx.opened);
+    if class.class != FlowClass::Bulk {
+        let dg = class_diagnosis(&shape, &class, ev.measured_bps);
+        return (dg, ev, class);
+    }
+    let (dg, ev) = explain_bulk(tr, ctx, ev);
+    (dg, ev, class)
+}
+
+/// A bulk connection's rate weighed by the rules, with what only a live
+/// connection shows.
+fn explain_bulk(tr: &Track, ctx: &Context, ev: Evidence) -> (Diagnosis, Evidence) {
     let d = tr.delta();
     let mut dg = diagnose(&ev);
     if d.role == Role::Idle {

@@ -7,10 +7,12 @@
 //! across dumps and computes deltas; [`filter`] picks connections;
 //! [`scan`] decides when a monitor walks the whole socket table and when it
 //! looks up only the busy connections;
+//! [`class`] names a connection's class from the period's counters;
 //! [`evidence`] turns a delta into `plumb-diagnose` evidence and explains
-//! it. [`sys`] is the only part that touches the host: the netlink socket
+//! it (a connection that is not bulk by its class's own answer). [`sys`] is the only part that touches the host: the netlink socket
 //! and `/proc`. Nothing here prints.
 
+pub mod class;
 pub mod diag;
 pub mod evidence;
 pub mod filter;

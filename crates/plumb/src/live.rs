@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::LinkSource;
-use plumb_live::evidence::{explain, Context};
+use plumb_live::evidence::{explain_classed, Context};
 use plumb_live::filter::{parse_conn, parse_peer};
 use plumb_live::sys::{self, Dumper, Owner};
 use plumb_live::{Filter, Role, Track, Tracker};
@@ -374,7 +374,7 @@ pub fn run(
             conns.push(id);
             continue;
         }
-        let (mut d, ev) = explain(tr, &ctx);
+        let (mut d, ev, class) = explain_classed(tr, &ctx);
         if tr.closed {
             d.unknown.push(format!(
                 "the rest of the transfer: the connection closed {:.1} s into sampling",
@@ -395,9 +395,11 @@ pub fn run(
         id.closed = tr.closed;
         id.rate_bps = Some(tr.rate_bps());
         id.samples = Some(tr.samples);
-        // Nothing to explain: an idle connection has no limit, which is
-        // not the same as an unexplained one.
-        d.nothing_to_explain = id.this_host == Role::Idle.name();
+        id.class = Some(class.class);
+        id.class_why = Some(class.why);
+        // Nothing to explain: an idle connection, or one whose class is the
+        // answer, has no limit, which is not the same as an unexplained one.
+        d.nothing_to_explain |= id.this_host == Role::Idle.name();
         id.diagnosis = Some(d);
         conns.push(id);
     }

@@ -15,8 +15,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::evidence::LinkRate;
-use plumb_live::evidence::{explain, Context, ProcCpu};
+use plumb_live::evidence::{explain_classed, Context, ProcCpu};
 use plumb_live::scan::{Schedule, DEFAULT_BUDGET};
 use plumb_live::sys::Dumper;
 use plumb_live::sys::Owner;
@@ -134,6 +135,9 @@ struct Row {
     role: Role,
     retrans: u64,
     limit: Option<plumb_diagnose::Limit>,
+    /// The class over the interval (`None` for an idle row, which is not
+    /// weighed).
+    class: Option<FlowClass>,
 }
 
 /// A row for `now`, seen `prev` at `tp`. An idle connection (most of a busy
@@ -160,6 +164,7 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups
         role,
         retrans,
         limit: None,
+        class: None,
     };
     // A sender stuck in retransmission timeouts moves nothing either, but
     // it is not idle: its track says so.
@@ -189,7 +194,9 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups
         pid,
         opened: look.listeners.opened(now.local),
     };
-    out.limit = explain(&tr, &ctx).0.limit;
+    let (d, _, class) = explain_classed(&tr, &ctx);
+    out.limit = d.limit;
+    out.class = Some(class.class);
     out
 }
 
@@ -226,6 +233,7 @@ fn write_json(
         window_bytes: window(c, r.role),
         retransmits: r.retrans,
         limit: r.limit.map(|l| l.name()),
+        class: r.class.map(FlowClass::name),
         congestion: c.congestion.as_ref().map(|cc| cc.as_str()),
         full_scan,
     };
@@ -306,8 +314,8 @@ fn table<'a>(
 ) -> Vec<String> {
     let mut v = vec![header.to_string()];
     v.push(format!(
-        "{:<16} {:<24} {:<9} {:>12} {:>8} {:>10} {:>10} {:>5}  {}",
-        "PROCESS", "PEER", "DIR", "RATE", "RTT ms", "CWND", "WINDOW", "RETR", "LIMIT"
+        "{:<16} {:<24} {:<9} {:>12} {:>8} {:>10} {:>10} {:>5}  {:<16} {}",
+        "PROCESS", "PEER", "DIR", "RATE", "RTT ms", "CWND", "WINDOW", "RETR", "CLASS", "LIMIT"
     ));
     for cookie in order.take(height.saturating_sub(2)) {
         let Some((c, r)) = known
@@ -322,7 +330,7 @@ fn table<'a>(
             .map_or_else(|| "?".into(), |o| format!("{}/{}", o.command, o.pid));
         let human = |b: f64| Rate::from_bps(b).map_or_else(|| "0".into(), Rate::human);
         let mut line = format!(
-            "{:<16} {:<24} {:<9} {:>12} {:>8} {:>10} {:>10} {:>5}  {}",
+            "{:<16} {:<24} {:<9} {:>12} {:>8} {:>10} {:>10} {:>5}  {:<16} {}",
             proc_.chars().take(16).collect::<String>(),
             c.remote.to_string(),
             r.role.name(),
@@ -333,6 +341,7 @@ fn table<'a>(
             )),
             window(c, r.role).map_or("-".into(), |w| size_compact(f64::from(w))),
             r.retrans,
+            r.class.map_or("-", FlowClass::words),
             r.limit.map_or("-", |l| l.name()),
         );
         line.truncate(width);
@@ -736,6 +745,7 @@ mod tests {
             role: Role::Sender,
             retrans: 0,
             limit: None,
+            class: None,
         };
         let mut out = Vec::new();
         write_json(&mut out, &r, &conn(None), None, 1, true).expect("json");
@@ -780,7 +790,7 @@ mod tests {
         );
         assert_eq!(lines.len(), 4, "{lines:?}");
         let cols = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
-        // PROCESS PEER DIR RATE RTT CWND WINDOW RETR LIMIT (an idle rate is "0")
+        // PROCESS PEER DIR RATE RTT CWND WINDOW RETR CLASS LIMIT (an idle rate is "0")
         assert_eq!(cols(&lines[2])[4..7], ["-", "-", "-"], "{}", lines[2]);
         // Windows in one form for every row (`14.5K`, `2.32M`).
         assert_eq!(cols(&lines[3])[4..6], ["15.00", "14.5K"], "{}", lines[3]);

@@ -993,18 +993,21 @@ fn live_flows_count_seconds_and_bytes_by_limit_only() {
         assert_eq!(
             sample(
                 &second,
-                &format!("plumb_live_limited_seconds_total{{limit=\"{l}\",port=\"1\"}}")
+                &format!(
+                    "plumb_live_limited_seconds_total{{class=\"bulk\",limit=\"{l}\",port=\"1\"}}"
+                )
             ),
             Some(0.0),
             "{second}"
         );
     }
-    // 9 limits × (2 ports + other), before and after: no per-connection series.
+    // (9 bulk limits + 3 other classes) × (2 ports + other), before and
+    // after: no per-connection series.
     for t in [&first, &second] {
         let s = series(t, "plumb_live_limited_seconds_total");
-        assert_eq!(s.len(), 27, "{s:?}");
+        assert_eq!(s.len(), 36, "{s:?}");
         assert!(s.iter().all(|l| !l.contains("127.0.0.1")), "{s:?}");
-        assert_eq!(series(t, "plumb_live_bytes_total").len(), 27, "{t}");
+        assert_eq!(series(t, "plumb_live_bytes_total").len(), 36, "{t}");
     }
     let (_, _, text) = exp.get("/metrics", &["Accept: text/plain;version=0.0.4"]);
     assert_promtool(&text, "/metrics with live flows");

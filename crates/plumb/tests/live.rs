@@ -563,11 +563,19 @@ fn idle_connection_is_idle_not_limited() {
     for v in [&e.near, &e.far] {
         let c = &v["connections"][0];
         assert_eq!(c["this_host"], "idle", "{c:#}");
+        assert_eq!(c["class"], "interactive", "{c:#}");
         assert!(c["diagnosis"]["limit"].is_null(), "{c:#}");
         assert!(
             c["diagnosis"]["summary"]
                 .as_str()
-                .is_some_and(|s| s.starts_with("Idle")),
+                .is_some_and(|s| s.starts_with("Interactive: idle")
+                    && s.contains("not a throughput problem")),
+            "{c:#}"
+        );
+        assert!(
+            c["diagnosis"]["fixes"]
+                .as_array()
+                .is_some_and(Vec::is_empty),
             "{c:#}"
         );
     }

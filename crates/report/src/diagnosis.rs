@@ -83,8 +83,14 @@ fn verdict(d: &Diagnosis, ev: &Evidence) -> String {
 }
 
 /// The diagnosis as a network engineer would write it: the lead sentence,
-/// the line under it, then [`sections`].
+/// the line under it (none when there is nothing to explain), then
+/// [`sections`].
 pub fn render(d: &Diagnosis, ev: &Evidence) -> String {
+    if d.nothing_to_explain {
+        // No rate to weigh (an idle connection, a flow whose class is the
+        // answer): no line on how a model stands against it.
+        return format!("{}\n{}", d.summary, sections(d));
+    }
     format!("{}\n\n{}\n{}", d.summary, verdict(d, ev), sections(d))
 }
 

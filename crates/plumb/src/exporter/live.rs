@@ -1,11 +1,12 @@
 //! The host's live TCP flows on `/metrics` (`--live-flows`): a sampler
 //! thread dumps every TCP socket once a second through sock_diag, follows
 //! each by its cookie for one interval, names its limit as `plumb top` does
-//! (`plumb_live::evidence::explain`), and adds the interval's seconds and
-//! bytes to counters labelled by that limit only. The label set is fixed
-//! (every limit plus `none`, times each `--live-port` plus `other` when
-//! ports are given), so a host with 100 000 connections still has 18
-//! series without ports: never one per connection.
+//! (`plumb_live::evidence::explain_classed`), and adds the interval's
+//! seconds and bytes to counters labelled by its class and that limit
+//! only. The label set is fixed (a bulk flow's every limit plus `none`, and
+//! `none` for each other class, times each `--live-port` plus `other` when
+//! ports are given), so a host with 100 000 connections still has 12
+//! series per metric without ports: never one per connection.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -13,8 +14,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::Limit;
-use plumb_live::evidence::{explain, Context};
+use plumb_live::evidence::{explain_classed, Context};
 use plumb_live::sys::Dumper;
 use plumb_live::{Conn, Role, Track};
 use prometheus_client::metrics::counter::Counter;
@@ -55,8 +57,25 @@ pub struct LiveCounters {
     pub samples: Counter,
 }
 
-fn label(limit: &str, port: Option<&str>) -> Labels {
-    let mut l = vec![("limit".to_string(), limit.to_string())];
+/// Every `(class, limit)` pair a connection can be counted under: a bulk
+/// flow's limits, and `none` for a flow whose class is its answer.
+fn pairs() -> impl Iterator<Item = (&'static str, &'static str)> {
+    let others = [
+        FlowClass::Interactive,
+        FlowClass::RequestResponse,
+        FlowClass::Short,
+    ];
+    LIMITS
+        .iter()
+        .map(|l| (FlowClass::Bulk.name(), *l))
+        .chain(others.into_iter().map(|c| (c.name(), "none")))
+}
+
+fn label(class: &str, limit: &str, port: Option<&str>) -> Labels {
+    let mut l = vec![
+        ("class".to_string(), class.to_string()),
+        ("limit".to_string(), limit.to_string()),
+    ];
     if let Some(p) = port {
         l.push(("port".to_string(), p.to_string()));
     }
@@ -76,10 +95,10 @@ impl LiveCounters {
         };
         let mut names: Vec<Option<String>> = c.ports.iter().map(|p| Some(p.to_string())).collect();
         names.push((!c.ports.is_empty()).then(|| "other".to_string()));
-        for l in LIMITS {
+        for (class, l) in pairs() {
             for p in &names {
-                let _ = c.seconds.get_or_create(&label(l, p.as_deref()));
-                let _ = c.bytes.get_or_create(&label(l, p.as_deref()));
+                let _ = c.seconds.get_or_create(&label(class, l, p.as_deref()));
+                let _ = c.bytes.get_or_create(&label(class, l, p.as_deref()));
             }
         }
         c
@@ -98,9 +117,10 @@ impl LiveCounters {
         )
     }
 
-    /// Adds one connection's interval under `limit`.
-    fn add(&self, c: &Conn, limit: Option<Limit>, secs: f64, bytes: u64) {
+    /// Adds one connection's interval under its class and `limit`.
+    fn add(&self, c: &Conn, class: FlowClass, limit: Option<Limit>, secs: f64, bytes: u64) {
         let l = label(
+            class.name(),
             limit.map_or("none", |l| l.name()),
             self.port_of(c).as_deref(),
         );
@@ -173,8 +193,8 @@ fn sample(mut dumper: Dumper, counters: &LiveCounters, stop: &AtomicBool) {
                         pid: None,
                         opened: listeners.opened(c.local),
                     };
-                    let limit = explain(&tr, &ctx).0.limit;
-                    counters.add(&c, limit, d.secs, d.acked + d.received);
+                    let (dg, _, class) = explain_classed(&tr, &ctx);
+                    counters.add(&c, class.class, dg.limit, d.secs, d.acked + d.received);
                 }
             }
             next.insert(c.cookie, (c, t));

@@ -7,7 +7,7 @@
 //! (`_total`) are the exporter's own, cumulative since it started.
 //!
 //! With `--live-flows`, [`Own::new`] also registers the live sampler's
-//! counters (`plumb_live_*`, labelled by limit only; see `live.rs`).
+//! counters (`plumb_live_*`, labelled by class and limit only; see `live.rs`).
 
 use std::sync::atomic::AtomicU64;
 
@@ -373,13 +373,13 @@ impl Own {
         if let Some(l) = live {
             registry.register_with_unit(
                 "plumb_live_limited",
-                "Seconds of transfer by the host's TCP connections, by the limit named for each (summed over connections; idle ones not counted)",
+                "Seconds of transfer by the host's TCP connections, by the class and limit named for each (summed over connections; idle ones not counted)",
                 Unit::Seconds,
                 l.seconds.clone(),
             );
             registry.register_with_unit(
                 "plumb_live",
-                "Bytes the host's busy TCP connections moved (acknowledged plus received), by limit",
+                "Bytes the host's busy TCP connections moved (acknowledged plus received), by class and limit",
                 Unit::Bytes,
                 l.bytes.clone(),
             );

@@ -2,6 +2,7 @@
 //! the sampling time, one row per connection (who, which way the data goes,
 //! its rate and its diagnosis), and the first diagnosis found.
 
+use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::Diagnosis;
 use plumb_live::sys::Owner;
 use plumb_live::Track;
@@ -46,6 +47,11 @@ pub struct ConnectionRow {
     pub congestion: Option<String>,
     /// `sender`, `receiver` or `idle`.
     pub this_host: &'static str,
+    /// Its class over the period (`null`: nothing measured).
+    pub class: Option<FlowClass>,
+    /// The class rule that fits, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_why: Option<String>,
     /// The connection closed while sampled.
     pub closed: bool,
     /// Its rate, bit/s (left out when there were too few samples).
@@ -75,6 +81,8 @@ impl ConnectionRow {
             command: owner.map(|o| o.command.clone()),
             congestion: c.congestion.map(|c| c.to_string()),
             this_host: tr.delta().role.name(),
+            class: None,
+            class_why: None,
             closed: false,
             rate_bps: None,
             samples: None,
@@ -119,14 +127,14 @@ mod tests {
         closed.note = Some("closed before a second sample: nothing to measure");
         assert_eq!(
             serde_json::to_string(&closed).expect("serializes"),
-            r#"{"local":"127.0.0.1:5201","remote":"[::1]:40000","local_port":5201,"remote_port":40000,"pid":42,"command":"rsync","congestion":"cubic","this_host":"idle","closed":true,"diagnosis":null,"note":"closed before a second sample: nothing to measure"}"#
+            r#"{"local":"127.0.0.1:5201","remote":"[::1]:40000","local_port":5201,"remote_port":40000,"pid":42,"command":"rsync","congestion":"cubic","this_host":"idle","class":null,"closed":true,"diagnosis":null,"note":"closed before a second sample: nothing to measure"}"#
         );
         let mut busy = ConnectionRow::identity(&tr, None);
         busy.rate_bps = Some(1.5e6);
         busy.samples = Some(30);
         assert_eq!(
             serde_json::to_string(&busy).expect("serializes"),
-            r#"{"local":"127.0.0.1:5201","remote":"[::1]:40000","local_port":5201,"remote_port":40000,"pid":null,"command":null,"congestion":"cubic","this_host":"idle","closed":false,"rate_bps":1500000.0,"samples":30,"diagnosis":null}"#
+            r#"{"local":"127.0.0.1:5201","remote":"[::1]:40000","local_port":5201,"remote_port":40000,"pid":null,"command":null,"congestion":"cubic","this_host":"idle","class":null,"closed":false,"rate_bps":1500000.0,"samples":30,"diagnosis":null}"#
         );
     }
 }

@@ -36,6 +36,8 @@ pub(super) struct TopLine<'a> {
     pub retransmits: u64,
     /// The limit named now (`null`: none, or idle).
     pub limit: Option<&'static str>,
+    /// The connection's class over the interval (`null`: idle, not weighed).
+    pub class: Option<&'static str>,
     /// The congestion control.
     pub congestion: Option<&'a str>,
     /// The interval was a full scan (every connection read), not a lookup of

@@ -174,16 +174,7 @@ fn expect(f: &Fix) -> String {
     })
 }
 
-/// Everything: the diagnosis as a test's, without the measurement line
-/// for a flow whose answer is its class.
+/// Everything: the diagnosis as a test's.
 fn full(x: &Explanation) -> String {
-    if x.diagnosis.nothing_to_explain {
-        format!(
-            "{}\n{}",
-            x.diagnosis.summary,
-            crate::diagnosis::sections(&x.diagnosis)
-        )
-    } else {
-        crate::diagnosis::render(&x.diagnosis, &x.evidence)
-    }
+    crate::diagnosis::render(&x.diagnosis, &x.evidence)
 }
