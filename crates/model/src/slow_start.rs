@@ -45,6 +45,18 @@ mod tests {
         assert_eq!(slow_start_rounds(58_923, iw), 3);
     }
 
+    /// docs/classes.md: six round trips of Linux's slow start carry 630
+    /// segments, 912,240 B at 1,448 B; twenty segments of 1,460 B carry
+    /// 29,200 B, then 87,600 B.
+    #[test]
+    fn six_round_trips_carry_630_segments() {
+        assert_eq!(slow_start_bytes(LINUX_INITIAL_WINDOW, 6), 630);
+        assert_eq!(slow_start_bytes(LINUX_INITIAL_WINDOW * 1448, 6), 912_240);
+        assert_eq!(slow_start_bytes(20 * 1460, 1), 29_200);
+        assert_eq!(slow_start_bytes(20 * 1460, 2), 87_600);
+        assert_eq!(slow_start_rounds(58_923, 20 * 1460), 2);
+    }
+
     #[test]
     fn the_edges_are_exact() {
         assert_eq!(slow_start_rounds(0, 14_480), 0);
