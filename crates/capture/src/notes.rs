@@ -100,7 +100,7 @@ pub fn notes(c: &Connection, fe: &FlowEvidence, dg: &Diagnosis) -> Vec<String> {
             "the receiver advertised a zero window {} time(s), {:.3} s in all ({:.0}% of the data time): its application did not read",
             back.zero_window.episodes,
             s.zero_window_s,
-            s.zero_window_s / s.duration_s.max(1e-9) * 100.0
+            (s.zero_window_s / s.duration_s.max(1e-9)).min(1.0) * 100.0
         ));
     }
     if c.icmp_too_big > 0 {

@@ -15,8 +15,9 @@ pub(crate) fn bytes(b: u64) -> String {
     Bytes(b).human()
 }
 
+/// A share in percent: a share is never above the whole.
 pub(crate) fn pct(share: f64) -> String {
-    sig(share * 100.0, 2)
+    sig(share.clamp(0.0, 1.0) * 100.0, 2)
 }
 
 /// `9.344 Mbit/s` etc., for callers that print findings.

@@ -333,8 +333,19 @@ fn each_end_is_guessed_from_its_syn_and_a_confident_guess_orders_the_fixes() {
         "{text}"
     );
 
-    // The text names the guesses too.
-    let o = why(&["-r", dir.join("windows.pcap").to_str().expect("utf-8 path")]);
+    // The text puts the guessed system's fix first and says it was
+    // guessed; the guesses themselves are behind -V.
+    let file = dir.join("windows.pcap");
+    let file = file.to_str().expect("utf-8 path");
+    let o = why(&["-r", file]);
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("   Fix (Windows 2000/2003/XP, the system guessed): "),
+        "{text}"
+    );
+    assert!(!text.contains("a guess of high confidence"), "{text}");
+    let o = why(&["-r", file, "-V"]);
     assert!(o.status.success(), "{:?}", stderr_lines(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(

@@ -93,7 +93,7 @@ fn verdict(x: &Explanation) -> Option<String> {
         ),
         _ => format!(
             "{measured}; named from what the capture shows it held {}% of the time (no rate model).",
-            sig(f.binding_share.unwrap_or(0.0) * 100.0, 2)
+            sig(f.binding_share.unwrap_or(0.0).clamp(0.0, 1.0) * 100.0, 2)
         ),
     })
 }
