@@ -194,6 +194,18 @@ impl Drop for Server {
 
 /// Runs a command to completion, killing it after `limit`.
 pub fn run(bin: &str, args: &[&str], limit: Duration) -> Output {
+    try_run(bin, args, limit).unwrap_or_else(|late| {
+        panic!(
+            "{bin} {args:?} ran past {limit:?}; stdout: {}",
+            String::from_utf8_lossy(&late.stdout)
+        )
+    })
+}
+
+/// Runs a command to completion, or ends it after `limit` and returns what
+/// it had written as the error: for a test that counts hangs among other
+/// failures instead of stopping at the first.
+pub fn try_run(bin: &str, args: &[&str], limit: Duration) -> Result<Output, Output> {
     let mut child = Command::new(bin)
         .args(args)
         .stdin(Stdio::null())
@@ -214,24 +226,25 @@ pub fn run(bin: &str, args: &[&str], limit: Duration) -> Output {
         v
     });
     let t0 = Instant::now();
-    let status = loop {
+    let (status, late) = loop {
         if let Ok(Some(st)) = child.try_wait() {
-            break st;
+            break (st, false);
         }
         if t0.elapsed() > limit {
             end_gently(&mut child);
-            let stdout = t_out.join().unwrap_or_default();
-            panic!(
-                "{bin} {args:?} ran past {limit:?}; stdout: {}",
-                String::from_utf8_lossy(&stdout)
-            );
+            break (child.wait().expect("wait for an ended child"), true);
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    Output {
+    let o = Output {
         status,
         stdout: t_out.join().unwrap_or_default(),
         stderr: t_err.join().unwrap_or_default(),
+    };
+    if late {
+        Err(o)
+    } else {
+        Ok(o)
     }
 }
 
