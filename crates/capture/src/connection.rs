@@ -174,15 +174,14 @@ impl Connection {
         me.send(seg, &at);
         let new_bytes = me.timing.new_bytes.saturating_sub(new_before);
         feed_series(me, peer, ts, seg, resent_before);
-        let in_flight = self.client.in_flight(&self.server.track) > 0
-            || self.server.in_flight(&self.client.track) > 0;
         self.shape.step(&Step {
             ts,
             from_client: seg.src == client,
             new_bytes,
             // A keep-alive probe (one byte or none) is no delivery.
             data: seg.payload_len > 1,
-            in_flight,
+            client_in_flight: self.client.in_flight(&self.server.track) > 0,
+            server_in_flight: self.server.in_flight(&self.client.track) > 0,
             rtt_ns: self.handshake.rtt_ns,
         });
     }

@@ -174,6 +174,7 @@ fn capture_findings(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
     if share >= BINDING_SHARE {
         receiving_application(dg, share, zero);
     }
+    crate::opening::still_opening(c, fe, dg);
     continuity::sender_held(dg, fe);
     if s.duration_s <= 0.0 && dg.limit.is_none() {
         // One segment, or one burst within the capture's clock: a rate of

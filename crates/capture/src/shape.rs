@@ -3,15 +3,22 @@
 //! server's time before each response, and the time it sat idle.
 //!
 //! A *run* is new data one side sends with no turn and no idle pause in
-//! between. A *turn* is new data from the other side: when the server
-//! answers the client it is an exchange, and the gap since the client's
-//! last data is the server's time (at the capture point); when the client
-//! speaks again the gap is the client's, idle. A pause of the same side
-//! with nothing in flight either way counts as idle once it lasts
-//! [`Thresholds::idle_pause_round_trips`] round trips and
-//! [`Thresholds::idle_pause_min_seconds`]: shorter ones are the sender's
-//! own pacing within a run. A wait with data in flight (a retransmission
-//! timeout, a zero window) is a stall, not idle.
+//! between. A *turn* is an answer from the other side: data it sends once
+//! the run has nothing left in flight. After a short run (under
+//! `bulk_min_bytes`) any such data answers it; after a long one, a message
+//! that the run's side does not wait for (it sends again within half a
+//! round trip), or one of about a segment sent within two round trips of
+//! the run's last data, is a control message set aside (an SSH window
+//! adjustment, a TLS record), and data sent while the run is still in
+//! flight never answers it. When
+//! the server answers the client it is an exchange, and the gap since the
+//! client's last data is the server's time (at the capture point); when
+//! the client speaks again the gap is the client's, idle once it lasts a
+//! pause. A pause of the same side with nothing in flight either way counts
+//! as idle once it lasts [`Thresholds::idle_pause_round_trips`] round trips
+//! and [`Thresholds::idle_pause_min_seconds`]: shorter ones are the
+//! sender's own pacing within a run. A wait with data in flight (a
+//! retransmission timeout, a zero window) is a stall, not idle.
 //!
 //! The state is a few numbers per connection, whatever its length.
 //!
@@ -19,6 +26,8 @@
 //! [`Thresholds::idle_pause_min_seconds`]: plumb_diagnose::class::Thresholds
 
 use plumb_diagnose::class::THRESHOLDS;
+
+use crate::rounds::Rounds;
 use serde::Serialize;
 
 /// One run while it lasts, and the longest (most bytes) once closed.
@@ -40,6 +49,8 @@ pub struct RunSeen {
     pub exchanges_before: u32,
     /// Sent by the connection's client.
     pub from_client: bool,
+    /// Its new data per round trip.
+    pub rounds: Rounds,
 }
 
 /// The gaps before the server's responses.
@@ -84,9 +95,27 @@ pub struct Shape {
     pub longest: Option<RunSeen>,
     #[serde(skip)]
     current: Option<RunSeen>,
+    /// A message from the other side not yet known to be an answer.
+    #[serde(skip)]
+    pending: Option<Pending>,
     /// Since when nothing has been in flight either way.
     #[serde(skip)]
     quiet_since: Option<u64>,
+}
+
+/// The most a message from the other side may carry, bytes, and still be
+/// set aside as a control message within a long run (an SSH window
+/// adjustment, a TLS record, an SMB credit): about one segment.
+const ASIDE_BYTES: u64 = 1_460;
+
+/// A message from the other side while a run is open.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Pending {
+    first_ns: u64,
+    last_ns: u64,
+    bytes: u64,
+    /// From the run's last data segment to the message's first.
+    gap_ns: u64,
 }
 
 /// One segment as the shape sees it.
@@ -99,8 +128,10 @@ pub(crate) struct Step {
     pub new_bytes: u64,
     /// It carried payload, new or resent.
     pub data: bool,
-    /// After it, data is in flight either way.
-    pub in_flight: bool,
+    /// After it, the client has data in flight.
+    pub client_in_flight: bool,
+    /// After it, the server has data in flight.
+    pub server_in_flight: bool,
     /// The round trip known so far, ns.
     pub rtt_ns: Option<u64>,
 }
@@ -113,7 +144,7 @@ impl Shape {
         } else if s.data {
             self.resent(s);
         }
-        if s.in_flight {
+        if s.client_in_flight || s.server_in_flight {
             self.quiet_since = None;
         } else if self.quiet_since.is_none() {
             self.quiet_since = Some(s.ts);
@@ -121,21 +152,36 @@ impl Shape {
     }
 
     fn data(&mut self, s: &Step) {
-        let Some(mut run) = self.current.take() else {
+        let Some(run) = self.current.take() else {
             self.open(s);
             return;
         };
-        if run.from_client != s.from_client {
-            let gap = s.ts.saturating_sub(run.last_ns);
-            if s.from_client {
-                self.idle_ns = self.idle_ns.saturating_add(gap);
-            } else {
-                self.exchanges = self.exchanges.saturating_add(1);
-                self.server_gaps.add(gap);
+        if run.from_client == s.from_client {
+            self.same_side(run, s);
+        } else {
+            self.other_side(run, s);
+        }
+    }
+
+    /// New data from the side whose run is open: the run goes on, unless a
+    /// message from the other side was an answer it waited for, or it
+    /// paused with nothing in flight.
+    fn same_side(&mut self, mut run: RunSeen, s: &Step) {
+        if let Some(p) = self.pending.take() {
+            let resumed_at_once = s
+                .rtt_ns
+                .is_some_and(|r| s.ts.saturating_sub(run.last_ns) < r / 2);
+            // A control message is sent as data arrives: within a couple of
+            // round trips of the run's last segment, not after a pause.
+            let prompt = s.rtt_ns.is_some_and(|r| p.gap_ns <= 2 * r);
+            let aside = run.bytes >= THRESHOLDS.bulk_min_bytes && p.bytes <= ASIDE_BYTES && prompt;
+            if !(resumed_at_once || aside) {
+                self.pending = Some(p);
+                self.current = Some(run);
+                self.turn(s.rtt_ns);
+                self.data(s);
+                return;
             }
-            self.close(run);
-            self.open(s);
-            return;
         }
         let pause = self.quiet_since.map_or(0, |q| s.ts.saturating_sub(q));
         if pause > 0 && pause >= idle_pause_ns(s.rtt_ns) {
@@ -147,6 +193,10 @@ impl Shape {
         run.bytes += s.new_bytes;
         run.last_ns = s.ts;
         run.last_new_ns = s.ts;
+        if let Some(r) = s.rtt_ns {
+            run.rounds
+                .add(s.ts.saturating_sub(run.start_ns), r, s.new_bytes);
+        }
         let in_first_round = s
             .rtt_ns
             .is_some_and(|r| s.ts.saturating_sub(run.start_ns) < r);
@@ -155,6 +205,74 @@ impl Shape {
             run.first_round_bytes = run.first_round_bytes.saturating_add(more);
         }
         self.current = Some(run);
+    }
+
+    /// New data from the other side. While the run is still in flight it
+    /// is no answer (an SSH window adjustment, a credit, a pipelined
+    /// request). Otherwise it answers a short run at once; after a long
+    /// run it is held as pending until it grows past a control message or
+    /// the run's side waits for it ([`Shape::same_side`]).
+    fn other_side(&mut self, run: RunSeen, s: &Step) {
+        let run_in_flight = if run.from_client {
+            s.client_in_flight
+        } else {
+            s.server_in_flight
+        };
+        if run_in_flight {
+            self.current = Some(run);
+            return;
+        }
+        let long = run.bytes >= THRESHOLDS.bulk_min_bytes;
+        let p = self.pending.get_or_insert(Pending {
+            first_ns: s.ts,
+            last_ns: s.ts,
+            bytes: 0,
+            gap_ns: s.ts.saturating_sub(run.last_ns),
+        });
+        p.bytes += s.new_bytes;
+        p.last_ns = s.ts;
+        let answer = !long || p.bytes > ASIDE_BYTES;
+        self.current = Some(run);
+        if answer {
+            self.turn(s.rtt_ns);
+        }
+    }
+
+    /// The pending message answered the open run: the run ends and the
+    /// message opens the other side's. An answer from the server is an
+    /// exchange, its gap the server's time; from the client, its gap is
+    /// the client's, idle once as long as a pause (a client that asks
+    /// again at once is busy, however short the round trip).
+    fn turn(&mut self, rtt_ns: Option<u64>) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        let Some(run) = self.current.take() else {
+            return;
+        };
+        let from_client = !run.from_client;
+        let exchanges_before = self.exchanges;
+        if from_client {
+            if p.gap_ns >= idle_pause_ns(rtt_ns) {
+                self.idle_ns = self.idle_ns.saturating_add(p.gap_ns);
+            }
+        } else {
+            self.exchanges = self.exchanges.saturating_add(1);
+            self.server_gaps.add(p.gap_ns);
+        }
+        self.close(run);
+        self.runs = self.runs.saturating_add(1);
+        let bytes = u32::try_from(p.bytes).unwrap_or(u32::MAX);
+        self.current = Some(RunSeen {
+            from_client,
+            bytes: p.bytes,
+            start_ns: p.first_ns,
+            last_ns: p.last_ns,
+            last_new_ns: p.last_ns,
+            first_round_bytes: if rtt_ns.is_some() { bytes } else { 0 },
+            exchanges_before,
+            rounds: Rounds::default(),
+        });
     }
 
     /// A resend stretches its side's run: the run lasts while that side
@@ -180,7 +298,11 @@ impl Shape {
             last_new_ns: s.ts,
             first_round_bytes: if s.rtt_ns.is_some() { first } else { 0 },
             exchanges_before: self.exchanges,
+            rounds: Rounds::default(),
         });
+        if let (Some(run), Some(r)) = (self.current.as_mut(), s.rtt_ns) {
+            run.rounds.add(0, r, s.new_bytes);
+        }
     }
 
     fn close(&mut self, run: RunSeen) {
@@ -191,6 +313,7 @@ impl Shape {
 
     /// Closes the run still open at the end of the capture.
     pub(crate) fn finish(&mut self) {
+        self.turn(None);
         if let Some(run) = self.current.take() {
             self.close(run);
         }
@@ -211,13 +334,16 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
+    /// A segment after which the sender's data is in flight or not, and
+    /// the other side's none.
     fn step(ts_ms: f64, from_client: bool, new_bytes: u64, in_flight: bool) -> Step {
         Step {
             ts: (ts_ms * MS as f64) as u64,
             from_client,
             new_bytes,
             data: new_bytes > 0,
-            in_flight,
+            client_in_flight: in_flight && from_client,
+            server_in_flight: in_flight && !from_client,
             rtt_ns: Some(10 * MS),
         }
     }
@@ -246,7 +372,71 @@ mod tests {
         assert_eq!(l.bytes, 8000);
         assert!(!l.from_client);
         assert_eq!(l.first_round_bytes, 2000);
-        assert_eq!(l.exchanges_before, 1);
+        // The exchanges done before its own began.
+        assert_eq!(l.exchanges_before, 0);
+    }
+
+    /// A small message from the receiver while the sender's run is still
+    /// in flight (an SSH window adjustment) is no exchange: the run goes on.
+    #[test]
+    fn data_sent_back_during_a_run_is_no_turn() {
+        let mut s = Shape::default();
+        s.step(&step(0.0, false, 10_000, true));
+        let mut back = step(5.0, true, 52, true);
+        back.server_in_flight = true;
+        s.step(&back);
+        s.step(&step(6.0, false, 10_000, true));
+        s.finish();
+        assert_eq!((s.runs, s.exchanges), (1, 0));
+        assert_eq!(s.longest.map(|l| l.bytes), Some(20_000));
+    }
+
+    /// A client that asks again at once is not idle, however short the
+    /// round trip; one that waits 200 ms is.
+    #[test]
+    fn only_a_pause_before_a_request_is_idle() {
+        let mut s = Shape::default();
+        for i in 0..3 {
+            let t = f64::from(i) * 30.0;
+            s.step(&step(t, true, 100, true));
+            s.step(&step(t + 20.0, false, 1000, true));
+        }
+        s.finish();
+        assert_eq!((s.exchanges, s.idle_ns), (3, 0));
+        let mut s = Shape::default();
+        s.step(&step(0.0, true, 1, true));
+        s.step(&step(10.0, false, 1, true));
+        s.step(&step(210.0, true, 1, true));
+        s.finish();
+        assert_eq!(s.idle_ns, 200 * MS);
+    }
+
+    /// After a long run, a segment-sized message the run's side does not
+    /// wait for is set aside; one it waits for, or a larger one, answers.
+    #[test]
+    fn after_a_long_run_only_an_answer_waited_for_is_a_turn() {
+        let long = |s: &mut Shape| {
+            for i in 0..10 {
+                s.step(&step(f64::from(i), false, 10_000, true));
+            }
+            s.step(&step(9.5, true, 0, false));
+        };
+        // An SSH window adjustment, then the sender goes on 30 ms later.
+        let mut s = Shape::default();
+        long(&mut s);
+        s.step(&step(10.0, true, 52, true));
+        s.step(&step(40.0, false, 10_000, true));
+        s.finish();
+        assert_eq!((s.runs, s.exchanges), (1, 0));
+        assert_eq!(s.longest.map(|l| l.bytes), Some(110_000));
+        // A request of two segments answers it.
+        let mut s = Shape::default();
+        long(&mut s);
+        s.step(&step(10.0, true, 1_400, true));
+        s.step(&step(10.1, true, 1_400, true));
+        s.step(&step(40.0, false, 10_000, true));
+        s.finish();
+        assert_eq!((s.runs, s.exchanges), (3, 1));
     }
 
     /// A pause with data in flight is a stall: the run goes on and no idle
@@ -264,11 +454,12 @@ mod tests {
         s.step(&step(1000.0, false, 1000, true));
         s.finish();
         assert_eq!((s.runs, s.idle_ns), (2, 990 * MS));
-        // Shorter than the bar (50 ms and two round trips): the same run.
+        // Shorter than the bar (10 ms and two round trips, 20 ms here):
+        // the same run.
         let mut s = Shape::default();
         s.step(&step(0.0, false, 1000, true));
         s.step(&step(10.0, true, 0, false));
-        s.step(&step(40.0, false, 1000, true));
+        s.step(&step(25.0, false, 1000, true));
         s.finish();
         assert_eq!((s.runs, s.idle_ns), (1, 0));
     }

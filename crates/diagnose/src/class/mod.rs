@@ -107,7 +107,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     interactive_idle_share: 0.5,
     request_response_min_exchanges: 4,
     idle_pause_round_trips: 2.0,
-    idle_pause_min_seconds: 0.05,
+    idle_pause_min_seconds: 0.01,
 };
 
 /// The rules as `-J` states them once per document: the order and the
@@ -266,7 +266,7 @@ pub fn classify(s: &FlowShape) -> Classification {
         idle_share,
         exchanges: s.exchanges,
     };
-    if let Some((rule, why)) = bulk_run(&run, round_trips) {
+    if let Some((rule, why)) = bulk_run(s, &run, round_trips) {
         return c(FlowClass::Bulk, rule, why);
     }
     if let Some(idle) = idle_share.filter(|i| *i >= t.interactive_idle_share) {
@@ -294,17 +294,38 @@ pub fn classify(s: &FlowShape) -> Classification {
             ),
         );
     }
-    let (rule, why) = short_why(&run, round_trips);
+    let (rule, why) = short_why(s, &run, round_trips);
     c(FlowClass::Short, rule, why)
 }
 
-/// The bulk rules: a run long in bytes, time and round trips, or one that
-/// stalled resending.
-fn bulk_run(run: &Run, round_trips: Option<u64>) -> Option<(Rule, String)> {
+/// The round trips slow start needs for `run`, from its initial window
+/// ([`initial_window`]).
+fn slow_start_need(s: &FlowShape, run: &Run) -> u64 {
+    let mss = s.mss.unwrap_or(1460).max(1);
+    let (iw, _) = initial_window(run, mss);
+    u64::from(plumb_model::slow_start::slow_start_rounds(run.bytes, iw))
+}
+
+/// The initial window in bytes: the run's first flight when it looks like
+/// one (2 to 100 segments), else Linux's 10 segments; `true` when seen.
+pub(crate) fn initial_window(run: &Run, mss: u64) -> (u64, bool) {
+    match run
+        .first_round_bytes
+        .filter(|b| (2 * mss..=100 * mss).contains(b))
+    {
+        Some(b) => (b, true),
+        None => (plumb_model::slow_start::LINUX_INITIAL_WINDOW * mss, false),
+    }
+}
+
+/// The bulk rules: a run long in bytes, time and round trips (more than
+/// slow start alone would have taken), or one that stalled resending.
+fn bulk_run(s: &FlowShape, run: &Run, round_trips: Option<u64>) -> Option<(Rule, String)> {
     let t = THRESHOLDS;
+    let need = slow_start_need(s, run);
     let long = run.bytes >= t.bulk_min_bytes
         && run.seconds >= t.bulk_min_seconds
-        && round_trips.is_none_or(|n| n > t.short_max_round_trips);
+        && round_trips.is_none_or(|n| n > t.short_max_round_trips && n > need + 1);
     let bytes = crate::human::human_count(run.bytes);
     if long {
         let rt = round_trips.map_or(String::new(), |n| format!(", {n} round trips"));
@@ -330,15 +351,23 @@ fn bulk_run(run: &Run, round_trips: Option<u64>) -> Option<(Rule, String)> {
 
 /// Why a flow that is none of the others is short: the first of the bulk
 /// rule's bars it stays under.
-fn short_why(run: &Run, round_trips: Option<u64>) -> (Rule, String) {
+fn short_why(s: &FlowShape, run: &Run, round_trips: Option<u64>) -> (Rule, String) {
     let t = THRESHOLDS;
     let bytes = crate::human::human_count(run.bytes);
+    let need = slow_start_need(s, run);
     if let Some(n) = round_trips.filter(|n| *n <= t.short_max_round_trips) {
         (
             Rule::FewRoundTrips,
             format!(
                 "its largest run, {bytes} B, took {n} data round trip(s) (at most {} is short: slow start was still under way)",
                 t.short_max_round_trips
+            ),
+        )
+    } else if let Some(n) = round_trips.filter(|n| *n <= need + 1) {
+        (
+            Rule::FewRoundTrips,
+            format!(
+                "its largest run, {bytes} B, took {n} data round trips, no more than slow start needs for it ({need}, and one more): it never left slow start"
             ),
         )
     } else if run.bytes < t.bulk_min_bytes {

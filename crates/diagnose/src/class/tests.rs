@@ -74,12 +74,35 @@ fn a_long_transfer_is_bulk_and_each_bar_alone_keeps_it_short() {
     assert_eq!(c.class, FlowClass::Short);
     assert!(c.why.contains("under 0.2 s"), "{}", c.why);
     // Within six round trips, however long they are.
-    let few = one_run(5_000_000, 1.1, 0.2);
+    let few = one_run(200_000, 1.1, 0.2);
     let c = classify(&few);
     assert_eq!(c.round_trips, Some(6));
     assert_eq!(c.class, FlowClass::Short, "{}", c.why);
-    let seven = one_run(5_000_000, 1.25, 0.2);
+    let seven = one_run(200_000, 1.25, 0.2);
     assert_eq!(classify(&seven).class, FlowClass::Bulk);
+}
+
+/// A transfer still doubling when it ends never left slow start: 1 MB
+/// from 14,480 B needs 7 round trips, so 7 or 8 are short and 9 are not.
+#[test]
+fn a_run_within_slow_start_is_short_however_large() {
+    let iw = 14_480;
+    assert_eq!(plumb_model::slow_start::slow_start_rounds(1_000_000, iw), 7);
+    let c = classify(&one_run(1_000_000, 0.051 * 7.5, 0.051));
+    assert_eq!(
+        (c.class, c.round_trips),
+        (FlowClass::Short, Some(8)),
+        "{}",
+        c.why
+    );
+    assert!(c.why.contains("it never left slow start"), "{}", c.why);
+    let c = classify(&one_run(1_000_000, 0.051 * 8.5, 0.051));
+    assert_eq!(
+        (c.class, c.round_trips),
+        (FlowClass::Bulk, Some(9)),
+        "{}",
+        c.why
+    );
 }
 
 #[test]

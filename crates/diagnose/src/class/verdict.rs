@@ -5,9 +5,9 @@
 //! flow the round trip and the server's time per exchange, and whichever
 //! dominates; an interactive flow that it is not a throughput problem.
 
-use plumb_model::slow_start::{slow_start_bytes, slow_start_rounds, LINUX_INITIAL_WINDOW};
+use plumb_model::slow_start::{slow_start_bytes, slow_start_rounds};
 
-use super::{Classification, FlowClass, FlowShape, Rule, Run};
+use super::{initial_window, Classification, FlowClass, FlowShape, Rule, Run};
 use crate::finding::{line, EvidenceLine, Fix};
 use crate::human::{human_count, ms, secs};
 use crate::Diagnosis;
@@ -48,18 +48,6 @@ fn main_run(s: &FlowShape) -> Run {
         bytes: s.bytes,
         ..Run::default()
     })
-}
-
-/// The initial window in bytes: the run's first flight when it looks
-/// like one (2 to 100 segments), else Linux's 10 segments.
-fn initial_window(run: &Run, mss: u64) -> (u64, bool) {
-    match run
-        .first_round_bytes
-        .filter(|b| (2 * mss..=100 * mss).contains(b))
-    {
-        Some(b) => (b, true),
-        None => (LINUX_INITIAL_WINDOW * mss, false),
-    }
 }
 
 type Answer = (String, Vec<EvidenceLine>, Vec<Fix>);
