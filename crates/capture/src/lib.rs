@@ -75,7 +75,7 @@ pub use notes::{offer, UNSCALED_MAX};
 pub use options::SynOptions;
 pub use os::{HostGuess, OsGuess, OsReading, Role};
 pub use position::Position;
-pub use rounds::Rounds;
+pub use rounds::Growth;
 pub use series::{AckPoint, Binned, DataPoint, Merge, RttPoint, SeqRange, Series, MIN_BUDGET};
 pub use shape::{Gaps, RunSeen, Shape};
 pub use sniff::{file_is_capture, is_capture};

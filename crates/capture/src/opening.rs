@@ -1,6 +1,6 @@
 //! A congestion window still opening when the transfer ended, named from
 //! a capture: over the longest run the sender's new data per round trip
-//! grew ([`GROWTH`] from its first rounds to its last), with nothing
+//! was still growing at the end ([`crate::rounds::Growth`]), with nothing
 //! resent and the receiver's window never reached. Neither the window nor
 //! the sender's application held it: TCP itself had not yet grown its
 //! window to the path's rate (T-RAT's "transport-limited"), as in
@@ -15,8 +15,6 @@ use crate::connection::Connection;
 use crate::evidence::FlowEvidence;
 use crate::headline::put_first;
 
-/// How much more the last rounds carried than the first, at least.
-pub const GROWTH: f64 = 1.5;
 /// The share of the receiver's window the largest round stays under.
 const UNDER_WINDOW: f64 = 0.9;
 
@@ -24,21 +22,18 @@ const UNDER_WINDOW: f64 = 0.9;
 pub fn still_opening(c: &Connection, fe: &FlowEvidence, dg: &mut Diagnosis) {
     let s = &fe.summary;
     let Some(run) = c.shape.longest else { return };
-    let Some((first, last)) = run.rounds.ends() else {
-        return;
-    };
-    let peak = f64::from(run.rounds.peak);
+    let g = run.growth;
     let under = s
         .window_bytes
-        .is_some_and(|w| peak < UNDER_WINDOW * w as f64);
-    if dg.limit.is_some() || s.retransmits > 0 || last < GROWTH * first || !under {
+        .is_some_and(|w| f64::from(g.peak) < UNDER_WINDOW * w as f64);
+    if dg.limit.is_some() || s.retransmits > 0 || !g.growing || !under {
         return;
     }
     let sentence = format!(
         "its data per round trip grew from {} B to {} B over {} round trips, with nothing resent and the receiver's {} B window never reached: TCP's congestion window was still opening (slow start, or congestion avoidance from a small start) when the transfer ended",
-        human_count(first as u64),
-        human_count(last as u64),
-        run.rounds.count,
+        human_count(u64::from(g.first)),
+        human_count(u64::from(g.last)),
+        g.rounds,
         human_count(s.window_bytes.unwrap_or(0)),
     );
     let f = Finding {

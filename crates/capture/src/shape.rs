@@ -27,7 +27,7 @@
 
 use plumb_diagnose::class::THRESHOLDS;
 
-use crate::rounds::Rounds;
+use crate::rounds::{Growth, Rounds};
 use serde::Serialize;
 
 /// One run while it lasts, and the longest (most bytes) once closed.
@@ -49,8 +49,8 @@ pub struct RunSeen {
     pub exchanges_before: u32,
     /// Sent by the connection's client.
     pub from_client: bool,
-    /// Its new data per round trip.
-    pub rounds: Rounds,
+    /// Its new data per round trip, once it closed.
+    pub growth: Growth,
 }
 
 /// The gaps before the server's responses.
@@ -98,6 +98,9 @@ pub struct Shape {
     /// A message from the other side not yet known to be an answer.
     #[serde(skip)]
     pending: Option<Pending>,
+    /// The open run's rounds.
+    #[serde(skip)]
+    rounds: Rounds,
     /// Since when nothing has been in flight either way.
     #[serde(skip)]
     quiet_since: Option<u64>,
@@ -194,7 +197,7 @@ impl Shape {
         run.last_ns = s.ts;
         run.last_new_ns = s.ts;
         if let Some(r) = s.rtt_ns {
-            run.rounds
+            self.rounds
                 .add(s.ts.saturating_sub(run.start_ns), r, s.new_bytes);
         }
         let in_first_round = s
@@ -271,8 +274,12 @@ impl Shape {
             last_new_ns: p.last_ns,
             first_round_bytes: if rtt_ns.is_some() { bytes } else { 0 },
             exchanges_before,
-            rounds: Rounds::default(),
+            growth: Growth::default(),
         });
+        self.rounds = Rounds::default();
+        if let Some(r) = rtt_ns {
+            self.rounds.add(0, r, p.bytes);
+        }
     }
 
     /// A resend stretches its side's run: the run lasts while that side
@@ -298,14 +305,16 @@ impl Shape {
             last_new_ns: s.ts,
             first_round_bytes: if s.rtt_ns.is_some() { first } else { 0 },
             exchanges_before: self.exchanges,
-            rounds: Rounds::default(),
+            growth: Growth::default(),
         });
-        if let (Some(run), Some(r)) = (self.current.as_mut(), s.rtt_ns) {
-            run.rounds.add(0, r, s.new_bytes);
+        self.rounds = Rounds::default();
+        if let Some(r) = s.rtt_ns {
+            self.rounds.add(0, r, s.new_bytes);
         }
     }
 
-    fn close(&mut self, run: RunSeen) {
+    fn close(&mut self, mut run: RunSeen) {
+        run.growth = self.rounds.growth();
         if self.longest.is_none_or(|l| run.bytes > l.bytes) {
             self.longest = Some(run);
         }
