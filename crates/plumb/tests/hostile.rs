@@ -986,8 +986,14 @@ fn a_reverse_count_client_that_never_ends_is_cut_off_by_the_limits() {
         (&["--max-duration", "1"], 32, 160),
     ] {
         let (rest, took, top) = reverse_count_client_that_never_ends(args, tag);
-        // The scenario: the server sent past the 64-datagram count.
+        // The scenario: the server sent past the 64-datagram count, paced
+        // as the test asked (1,000 datagrams a second), not as fast as it can.
         assert!(top > 64, "{args:?}: the server stopped at datagram {top}");
+        let paced = 1.1 * 1000.0 * (took.as_secs_f64() + 0.05);
+        assert!(
+            f64::from(top) <= paced,
+            "{args:?}: datagram {top} arrived within {took:?}"
+        );
         assert_eq!(
             rest.get(..5),
             Some(&[0xFE, 0, 0, 0, code][..]),
