@@ -132,9 +132,9 @@ fn queue_drops(notes: &str) -> u64 {
 /// they flow. Random loss (`--loss`) would also drop the control
 /// connection's SYN-ACK (its SYN is sent again 1 s later) and iperf3's one
 /// UDP connect reply (the client then gives up on the stream), neither of
-/// which has to do with the count. `-i 0.1`: the stock client (3.16+) looks
-/// at its count when its interval timer wakes it, by default after a
-/// second, which would make each run 1 s long. Without the newest iperf3
+/// which has to do with the count. `-i 0.1`: iperf3 3.22's client looks at
+/// its count when its interval timer wakes it, by default after a second,
+/// which would make each run 1 s long. Without the newest iperf3
 /// (`scripts/newest-iperf3` needs Debian's archive) Debian's iperf3 runs:
 /// its client ends on the same condition.
 #[test]
