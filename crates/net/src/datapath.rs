@@ -656,8 +656,7 @@ pub fn udp_schedule(rate_bps: u64, len: usize, gso: bool) -> Option<Schedule> {
 ///
 /// It sends until stopped, or until a `-n`/`-k` budget is spent; with
 /// [`crate::datathread::AtBudget::UdpUntilStopped`] it goes on past the
-/// budget until stopped,
-/// and counts every datagram it sends.
+/// budget until stopped, and counts every datagram it sends.
 #[allow(clippy::too_many_arguments)]
 pub fn udp_send(
     sock: &std::net::UdpSocket,

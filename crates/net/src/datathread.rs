@@ -163,11 +163,10 @@ pub fn epoch() -> Instant {
 }
 
 /// What this end's senders do once a `-n`/`-k` byte budget is spent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AtBudget {
     /// Stop sending: this end ends the test when its budget is sent (a
     /// client), and every sender stops on the budget's last byte.
-    #[default]
     Stop,
     /// UDP senders keep sending, and counting what they send, until the
     /// test is stopped; TCP senders stop on the budget's last byte. A
