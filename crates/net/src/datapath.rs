@@ -653,6 +653,10 @@ pub fn udp_schedule(rate_bps: u64, len: usize, gso: bool) -> Option<Schedule> {
 /// kernel takes them, else
 /// one datagram per message; the datagrams per message actually used are
 /// published in [`Counters::udp_gso_segs`].
+///
+/// It sends until stopped, or until a `-n`/`-k` budget is spent; with
+/// [`crate::datathread::AtBudget::UdpUntilStopped`] it goes on past the
+/// budget until stopped, and counts every datagram it sends.
 #[allow(clippy::too_many_arguments)]
 pub fn udp_send(
     sock: &std::net::UdpSocket,
@@ -689,9 +693,13 @@ pub fn udp_send(
             None => tx.capacity(),
         };
         // A byte budget (-n/-k) ends on whole datagrams, as iperf3's does:
-        // the last one may overshoot it by less than a datagram.
-        let claimed = shared.claim(granted.min(tx.capacity()) * len);
-        let n = claimed.div_ceil(len);
+        // the last one may overshoot it by less than a datagram. Past it a
+        // server's sender goes on unclaimed (`AtBudget::UdpUntilStopped`),
+        // so that a client that lost datagrams still receives its count.
+        let want = granted.min(tx.capacity());
+        let claimed = shared.claim(want * len);
+        let past = claimed == 0 && shared.udp_past_budget();
+        let n = if past { want } else { claimed.div_ceil(len) };
         let result = if n == 0 {
             Ok(0)
         } else {
@@ -709,7 +717,7 @@ pub fn udp_send(
         // After the send: a refused GSO send rebuilds the sender without it.
         c.udp_gso_segs.store(tx.segments() as u64, Relaxed);
         match result {
-            Ok(_) if claimed == 0 => break,
+            Ok(_) if claimed == 0 && !past => break,
             Ok(_) => {}
             Err(e) if transient(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
             // The receiver's port closed (the test ended there): not our error.
@@ -1000,6 +1008,7 @@ pub fn udp_recv(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datathread::AtBudget;
     use crate::testutil::{tcp_pair, udp_pair};
     use std::net::{TcpStream, UdpSocket};
     use std::os::fd::OwnedFd;
@@ -1332,7 +1341,7 @@ mod tests {
         let (tx, rx) = udp_pair();
         // A big receive buffer so an unpaced burst is not dropped.
         let _ = socket2::SockRef::from(&rx).set_recv_buffer_size(8 << 20);
-        let shared = std::sync::Arc::new(StopAndBudget::new(Some(BUDGET)));
+        let shared = std::sync::Arc::new(StopAndBudget::new(Some(BUDGET), AtBudget::Stop));
         let sent = std::sync::Arc::new(Counters::default());
         let got = std::sync::Arc::new(Counters::default());
         let receiver = {
@@ -1358,6 +1367,59 @@ mod tests {
         assert_eq!(got.packets.load(Relaxed), 5_001);
         assert_eq!(got.lost.load(Relaxed), 0);
         assert_eq!(got.bytes.load(Relaxed), 5_001 * LEN as u64);
+    }
+
+    /// A server's sender (`AtBudget::UdpUntilStopped`) goes on past its
+    /// budget until it is stopped, and what it says it sent is what the
+    /// receiver counted: every datagram, the ones past the budget too.
+    #[test]
+    fn a_udp_sender_past_its_budget_sends_until_stopped_and_counts_it() {
+        const LEN: usize = 100;
+        const BUDGET: u64 = 1_000 * LEN as u64;
+        let (tx, rx) = udp_pair();
+        let _ = socket2::SockRef::from(&rx).set_recv_buffer_size(8 << 20);
+        let shared = Arc::new(StopAndBudget::new(Some(BUDGET), AtBudget::UdpUntilStopped));
+        let sent = Arc::new(Counters::default());
+        let got = Arc::new(Counters::default());
+        let receiver = {
+            let (shared, got) = (shared.clone(), got.clone());
+            std::thread::spawn(move || udp_recv(&rx, LEN, false, false, &shared, &got))
+        };
+        let sender = {
+            let (shared, sent) = (shared.clone(), sent.clone());
+            // 40 Mbit/s: 50,000 datagrams/s, which loopback drops none of.
+            let pacer = udp_schedule(40_000_000, LEN, false).map(Pacer::Own);
+            std::thread::spawn(move || {
+                udp_send(&tx, LEN, false, false, false, &shared, &sent, pacer)
+            })
+        };
+        // Three budgets' worth, bounded at 10 s.
+        let t0 = Instant::now();
+        while sent.packets.load(Relaxed) < 3_000 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(shared.budget_spent.load(Relaxed), "the budget was spent");
+        assert!(
+            !sent.done.load(Relaxed),
+            "the sender stopped at its budget: {} datagrams",
+            sent.packets.load(Relaxed)
+        );
+        shared.stop.store(true, Relaxed);
+        sender.join().expect("sender");
+        let n = sent.packets.load(Relaxed);
+        assert!(n >= 3_000, "{n} datagrams sent");
+        assert_eq!(sent.bytes.load(Relaxed), n * LEN as u64);
+        for _ in 0..100 {
+            if got.packets.load(Relaxed) >= n {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        shared.stop_receivers.store(true, Relaxed);
+        receiver.join().expect("receiver");
+        assert_eq!(got.packets.load(Relaxed), n);
+        assert_eq!(got.lost.load(Relaxed), 0);
+        assert_eq!(got.bytes.load(Relaxed), n * LEN as u64);
     }
 
     #[test]
@@ -1402,7 +1464,7 @@ mod tests {
             let n = N + k * 4099;
             let block = Arc::clone(&block);
             let w = std::thread::spawn(move || {
-                let shared = StopAndBudget::new(Some(n as u64));
+                let shared = StopAndBudget::new(Some(n as u64), AtBudget::Stop);
                 let c = Counters::default();
                 tcp_send(
                     &TcpStream::from(client),
@@ -1416,7 +1478,7 @@ mod tests {
             });
             let sink = Arc::clone(&sink);
             rx.push(std::thread::spawn(move || {
-                let shared = StopAndBudget::new(None);
+                let shared = StopAndBudget::new(None, AtBudget::Stop);
                 let c = Counters::default();
                 let how = TcpRecv {
                     len: 128 * 1024,
@@ -1454,7 +1516,7 @@ mod tests {
             const N: usize = 50_000_017;
             let (client, server) = tcp_pair();
             let w = spawn_tcp_writer(client, N);
-            let shared = StopAndBudget::new(None);
+            let shared = StopAndBudget::new(None, AtBudget::Stop);
             let c = Counters::default();
             let server = TcpStream::from(server);
             let how = TcpRecv {
@@ -1472,18 +1534,24 @@ mod tests {
         }
     }
 
-    /// Every TCP source sends exactly a budget that is not a block multiple.
+    /// Every TCP source sends exactly a budget that is not a block multiple,
+    /// a server's (`AtBudget::UdpUntilStopped`) as well: TCP loses nothing.
     #[test]
     fn tcp_sources_spend_a_budget_exactly() {
         const N: u64 = 3 * 128 * 1024 + 4321;
         let buf = payload(128 * 1024, false);
-        let sources = [
-            TcpSource::Copy(Arc::new(PageBuf::from_slice(&buf))),
-            TcpSource::SendFile(MemfdSource::new(&buf).expect("memfd")),
-            TcpSource::Splice(MemfdSource::new(&buf).expect("memfd")),
-            TcpSource::Tee(TeeSource::new(&buf).expect("tee")),
-        ];
-        for src in sources {
+        let sources = || {
+            [
+                TcpSource::Copy(Arc::new(PageBuf::from_slice(&buf))),
+                TcpSource::SendFile(MemfdSource::new(&buf).expect("memfd")),
+                TcpSource::Splice(MemfdSource::new(&buf).expect("memfd")),
+                TcpSource::Tee(TeeSource::new(&buf).expect("tee")),
+            ]
+        };
+        let runs = [AtBudget::Stop, AtBudget::UdpUntilStopped]
+            .into_iter()
+            .flat_map(|at| sources().map(|src| (at, src)));
+        for (at, src) in runs {
             let (client, server) = tcp_pair();
             let reader = std::thread::spawn(move || {
                 let s = TcpStream::from(server);
@@ -1496,7 +1564,7 @@ mod tests {
                     }
                 }
             });
-            let shared = StopAndBudget::new(Some(N));
+            let shared = StopAndBudget::new(Some(N), at);
             let c = Counters::default();
             tcp_send(&TcpStream::from(client), src, &shared, &c, None, false);
             assert_eq!(c.bytes.load(Relaxed), N);
@@ -1519,7 +1587,7 @@ mod tests {
                 }
             }
         });
-        let shared = StopAndBudget::new(None);
+        let shared = StopAndBudget::new(None, AtBudget::Stop);
         let c = Counters::default();
         let client = TcpStream::from(client);
         let src = TcpSource::Copy(Arc::new(PageBuf::from_slice(&payload(64 * 1024, false))));

@@ -3,7 +3,8 @@
 //! ([`crate::datapath`]), request/response ([`crate::rr`]) or the pacer
 //! ([`crate::pacing`]).
 //!
-//! Owns the stop flags and byte budget ([`StopAndBudget`]), the counters a
+//! Owns the stop flags and byte budget ([`StopAndBudget`]) and what a sender
+//! does once the budget is spent ([`AtBudget`]), the counters a
 //! stream's thread publishes ([`Counters`], with the request/response
 //! latency histograms in [`RrCounters`]), the clock origin every thread
 //! stamps against ([`epoch`]), the longest a blocking call waits before a
@@ -161,6 +162,21 @@ pub fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
+/// What this end's senders do once a `-n`/`-k` byte budget is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtBudget {
+    /// Stop sending: this end ends the test when its budget is sent (a
+    /// client), and every sender stops on the budget's last byte.
+    Stop,
+    /// UDP senders keep sending, and counting what they send, until the
+    /// test is stopped; TCP senders stop on the budget's last byte. A
+    /// server's: the client ends a reverse `-n`/`-k` test when it has
+    /// *received* the budget, so datagrams lost on the way must be made up
+    /// by more, or it waits for ever (iperf3's server sends until TEST_END
+    /// too). TCP loses nothing, so its receiver gets the budget exactly.
+    UdpUntilStopped,
+}
+
 /// The stop flags and the byte budget every data thread of one test polls.
 #[derive(Debug)]
 pub struct StopAndBudget {
@@ -172,17 +188,26 @@ pub struct StopAndBudget {
     pub budget: Option<AtomicI64>,
     /// Set when the byte budget has been fully sent (tells the client to end).
     pub budget_spent: AtomicBool,
+    /// What senders do once the budget is spent.
+    pub at_budget: AtBudget,
 }
 
 impl StopAndBudget {
-    /// StopAndBudget state for a test with an optional byte budget.
-    pub fn new(budget: Option<u64>) -> StopAndBudget {
+    /// StopAndBudget state for a test with an optional byte budget, whose
+    /// senders do `at_budget` once it is spent.
+    pub fn new(budget: Option<u64>, at_budget: AtBudget) -> StopAndBudget {
         StopAndBudget {
             stop: AtomicBool::new(false),
             stop_receivers: AtomicBool::new(false),
             budget: budget.map(|b| AtomicI64::new(i64::try_from(b).unwrap_or(i64::MAX))),
             budget_spent: AtomicBool::new(false),
+            at_budget,
         }
+    }
+
+    /// Whether a UDP sender goes on past a spent budget.
+    pub(crate) fn udp_past_budget(&self) -> bool {
+        self.budget.is_some() && self.at_budget == AtBudget::UdpUntilStopped
     }
 
     /// Claims up to `want` bytes of the budget; 0 means it is spent.
@@ -339,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_budget_is_claimed_to_zero_and_given_back() {
-        let b = StopAndBudget::new(Some(10));
+        let b = StopAndBudget::new(Some(10), AtBudget::Stop);
         assert_eq!(b.claim(4), 4);
         assert_eq!(b.claim(8), 6);
         assert!(!b.budget_spent.load(Relaxed));
@@ -349,7 +374,7 @@ mod tests {
         assert_eq!(b.claim(5), 3);
         // Unbounded: every claim is granted whole.
         assert_eq!(
-            StopAndBudget::new(None).claim(usize::MAX / 2),
+            StopAndBudget::new(None, AtBudget::Stop).claim(usize::MAX / 2),
             usize::MAX / 2
         );
     }

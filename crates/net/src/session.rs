@@ -24,7 +24,7 @@ use plumb_report::{
 use crate::buf::{DiscardBuf, PageBuf};
 use crate::cgroup::CgroupCpuReading;
 use crate::datapath::{self, Drain, TcpSource};
-use crate::datathread::{self, Counters, StopAndBudget};
+use crate::datathread::{self, AtBudget, Counters, StopAndBudget};
 use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
 use crate::sockets::StreamSocket;
@@ -64,6 +64,9 @@ pub struct Plan {
     pub time: f64,
     /// Byte budget across streams (from `-n`, or `-k` × len).
     pub budget: Option<u64>,
+    /// What this end's senders do once the budget is spent: a client's
+    /// stop ([`AtBudget::Stop`], from [`Plan::of`]); the server sets its own.
+    pub at_budget: AtBudget,
     /// `--rwin`: the receive window clamp receiving streams hold.
     pub rwin: Option<u32>,
     /// Sending sockets have a fixed SO_SNDBUF (`-w`, `--sndbuf`), so the
@@ -115,6 +118,7 @@ impl Plan {
             omit: p.omit.max(0) as f64,
             time: p.time.max(0) as f64,
             budget,
+            at_budget: AtBudget::Stop,
             rwin: plumb.rwin,
             sndbuf_set: p.window.is_some_and(|w| w > 0) || plumb.sndbuf.is_some(),
             // As iperf3 3.21+: off unless the client asked (an older client
@@ -304,7 +308,7 @@ pub struct Session {
 impl Session {
     /// A session that reports every `interval` seconds (0 = never).
     pub fn new(plan: Plan, interval: f64) -> Session {
-        let shared = Arc::new(StopAndBudget::new(plan.budget));
+        let shared = Arc::new(StopAndBudget::new(plan.budget, plan.at_budget));
         Session {
             interval: (interval > 0.0).then(|| Duration::from_secs_f64(interval)),
             plan,

@@ -918,6 +918,94 @@ fn rcv_timeout_ends_a_test_whose_client_goes_silent() {
     assert!(srv.log_text().contains("--rcv-timeout"));
 }
 
+/// A reverse UDP test of 64 blocks whose client takes its datagrams but
+/// never sends TEST_END, against a server started with `server_args`:
+/// returns what came on the control connection after TEST_RUNNING, how long
+/// that took, and the highest sequence number that arrived.
+fn reverse_count_client_that_never_ends(server_args: &[&str], tag: u8) -> (Vec<u8>, Duration, u32) {
+    let dir = tempdir(&format!("never-ends-{tag}"));
+    let port = port();
+    let mut args = vec!["-s"];
+    args.extend_from_slice(server_args);
+    let srv = Srv::start(plumb_bin(), &args, port, &dir);
+    // 64 datagrams of 1,000 B at 8 Mbit/s: the budget is sent in 64 ms.
+    let params = r#"{"udp":true,"omit":0,"time":0,"num":0,"blockcount":64,"parallel":1,"len":1000,"bandwidth":8000000,"reverse":true,"pacing_timer":1000,"client_version":"3.12"}"#;
+    let c = cookie(tag);
+    let mut ctl = handshake(port, &c, params);
+    let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
+    u.connect(("127.0.0.1", port)).expect("udp connect");
+    u.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    u.send(b"9876").expect("hello");
+    let mut reply = [0u8; 4];
+    assert_eq!(u.recv(&mut reply).ok(), Some(4));
+    assert_eq!(&reply, b"6789");
+    assert_eq!(read_byte(&mut ctl), Some(1));
+    assert_eq!(read_byte(&mut ctl), Some(2));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let done = done.clone();
+        u.set_read_timeout(Some(Duration::from_millis(100)))
+            .expect("timeout");
+        // Bounded: it stops when told, or after 10 s.
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let mut buf = [0u8; 2048];
+            let mut top = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Relaxed)
+                && t0.elapsed() < Duration::from_secs(10)
+            {
+                if let Ok(n) = u.recv(&mut buf) {
+                    if n >= 12 {
+                        top = top.max(u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]));
+                    }
+                }
+            }
+            top
+        })
+    };
+    let t0 = Instant::now();
+    let rest = read_all(&mut ctl);
+    let took = t0.elapsed();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let top = reader.join().expect("reader");
+    stock_ok(port, &[]);
+    drop(srv);
+    (rest, took, top)
+}
+
+/// A server's UDP sender goes on past a reverse test's block count until
+/// the client's TEST_END (so a client that lost datagrams still gets its
+/// count), but a client that never sends TEST_END is still cut off: by
+/// `--rcv-timeout`, as sending past the count is not progress, and by
+/// `--max-duration`.
+#[test]
+fn a_reverse_count_client_that_never_ends_is_cut_off_by_the_limits() {
+    for (args, tag, code) in [
+        (&["--rcv-timeout", "1000"][..], 31u8, 144u8),
+        (&["--max-duration", "1"], 32, 160),
+    ] {
+        let (rest, took, top) = reverse_count_client_that_never_ends(args, tag);
+        // The scenario: the server sent past the 64-datagram count, paced
+        // as the test asked (1,000 datagrams a second), not as fast as it can.
+        assert!(top > 64, "{args:?}: the server stopped at datagram {top}");
+        let paced = 1.1 * 1000.0 * (took.as_secs_f64() + 0.05);
+        assert!(
+            f64::from(top) <= paced,
+            "{args:?}: datagram {top} arrived within {took:?}"
+        );
+        assert_eq!(
+            rest.get(..5),
+            Some(&[0xFE, 0, 0, 0, code][..]),
+            "{args:?}: SERVER_ERROR {code}: {rest:?}"
+        );
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(4),
+            "{args:?}: ended after {took:?}"
+        );
+    }
+}
+
 #[test]
 fn bad_limit_and_auth_flags_are_one_line_and_exit_2() {
     for args in [

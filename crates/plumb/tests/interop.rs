@@ -243,3 +243,28 @@ fn stock_client_gets_plumb_server_output() {
 fn plumb_client_gets_stock_server_output() {
     check_server_output(Who::Plumb, Who::Iperf3);
 }
+
+/// A reverse TCP test with a byte count: plumb's server sends exactly the
+/// count, and the stock client, which ends when it has received it, gets all
+/// of it.
+#[test]
+fn stock_client_to_plumb_server_reverse_byte_count() {
+    let (c, s) = pair(Who::Iperf3, Who::Plumb, &["-n", "1M", "-R"]);
+    assert_eq!(num(&s, "end.sum_sent.bytes"), 1_048_576.0);
+    assert_eq!(num(&c, "end.sum_received.bytes"), 1_048_576.0);
+}
+
+/// A forward UDP test with a byte count against a stock server: plumb's
+/// client ends it once it has sent the count, in whole datagrams.
+#[test]
+fn plumb_client_to_stock_server_udp_byte_count() {
+    let (c, s) = pair(
+        Who::Plumb,
+        Who::Iperf3,
+        &["-u", "-b", "200M", "-l", "1000", "-n", "1M"],
+    );
+    // 1,048,576 B in 1,000-byte datagrams: 1,049 of them.
+    assert_eq!(num(&c, "end.sum_sent.bytes"), 1_049_000.0);
+    assert_eq!(num(&c, "end.sum_sent.packets"), 1049.0);
+    assert!(num(&s, "end.sum_received.bytes") <= 1_049_000.0);
+}

@@ -22,39 +22,13 @@ fn skip(reason: &str) {
     plumb_testkit::skip!("{reason}");
 }
 
-/// The newest iperf3 with `--gsro` (3.21+), from `scripts/newest-iperf3`
-/// (which downloads Debian sid's packages the first time), or why not.
+/// The newest iperf3 ([`common::newest_iperf3`]) if it has `--gsro`
+/// (3.21+), or why not.
 fn newest_iperf3() -> Result<&'static str, &'static str> {
-    static BIN: OnceLock<Result<String, String>> = OnceLock::new();
+    static BIN: OnceLock<Result<&'static str, String>> = OnceLock::new();
     BIN.get_or_init(|| {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/newest-iperf3");
-        // Bounded: a download that hangs is a skip, not a hung test.
-        let mut child = Command::new(script)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot run scripts/newest-iperf3: {e}"))?;
-        let t0 = std::time::Instant::now();
-        while child.try_wait().ok().flatten().is_none() {
-            if t0.elapsed() > Duration::from_secs(300) {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("scripts/newest-iperf3 took over 300 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("scripts/newest-iperf3: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "no iperf3 with --gsro: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let bin = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let help = Command::new(&bin)
+        let bin = common::newest_iperf3().map_err(str::to_string)?;
+        let help = Command::new(bin)
             .arg("--help")
             .output()
             .map_err(|e| format!("cannot run {bin}: {e}"))?;
@@ -64,7 +38,7 @@ fn newest_iperf3() -> Result<&'static str, &'static str> {
         Ok(bin)
     })
     .as_ref()
-    .map(String::as_str)
+    .copied()
     .map_err(String::as_str)
 }
 

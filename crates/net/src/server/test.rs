@@ -22,6 +22,7 @@ use super::admission::{code, cookie_key, Slot};
 use super::state::{log, ServerState};
 use crate::config::canonical;
 use crate::datapath::Drain;
+use crate::datathread::AtBudget;
 use crate::errors::TestError;
 use crate::host;
 use crate::session::{Plan, Session, Stream};
@@ -223,7 +224,11 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             self.peer.port()
         ));
         self.authenticate()?;
-        let plan = Plan::of(&self.params);
+        let mut plan = Plan::of(&self.params);
+        // The client ends a -n/-k test when it has the budget: in reverse,
+        // when it has *received* it, so UDP datagrams lost on the way are
+        // made up by more until its TEST_END, as iperf3's server does.
+        plan.at_budget = AtBudget::UdpUntilStopped;
         let opts = DataOptions::of(&self.params);
         self.check_congestion(&opts)?;
         self.pin_to_asked_cpu()?;
@@ -589,6 +594,24 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         })
     }
 
+    /// What counts as progress for `--rcv-timeout`: every byte received,
+    /// and the bytes sent up to the `-n`/`-k` budget. Datagrams sent past
+    /// the budget, for a client that lost some, are not progress, so a
+    /// client that never ends its test is still cut off.
+    fn progress(&self) -> u64 {
+        self.session.as_ref().map_or(0, |s| {
+            let (sent, received) = s.streams.iter().fold((0u64, 0u64), |(tx, rx), st| {
+                let b = st.counters.bytes.load(Relaxed);
+                if st.sender {
+                    (tx + b, rx)
+                } else {
+                    (tx, rx + b)
+                }
+            });
+            received + s.plan.budget.map_or(sent, |b| sent.min(b))
+        })
+    }
+
     fn run_test(&mut self, plan: &Plan, started: Instant) -> Result<String, TestError> {
         let cfg = self.shared.cfg;
         let mut summary = format!(
@@ -607,7 +630,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         };
         let mut running = true;
         let mut step_deadline: Option<Instant> = None;
-        let mut last_bytes = 0u64;
+        let mut last_seen = 0u64;
         let mut last_progress = started;
         let mut samples: std::collections::VecDeque<(Instant, u64)> =
             std::collections::VecDeque::new();
@@ -667,10 +690,11 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 if let Some(s) = self.session.as_mut() {
                     s.tick(now, &mut self.tee);
                 }
-                // --rcv-timeout: no byte moved on any stream for that long.
+                // --rcv-timeout: no progress on any stream for that long.
                 let moved = self.bytes_moved();
-                if moved != last_bytes {
-                    last_bytes = moved;
+                let progress = self.progress();
+                if progress != last_seen {
+                    last_seen = progress;
                     last_progress = now;
                 } else if now.duration_since(last_progress) > cfg.rcv_timeout {
                     return Err(self.fail(

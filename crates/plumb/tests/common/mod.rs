@@ -36,6 +36,45 @@ pub fn iperf3_bin() -> &'static str {
     })
 }
 
+/// The newest iperf3, from `scripts/newest-iperf3` (which downloads Debian
+/// sid's packages the first time), or why it cannot be had: the script
+/// reaches Debian's archive over the network, which a machine may not.
+pub fn newest_iperf3() -> Result<&'static str, &'static str> {
+    static BIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/newest-iperf3");
+        // Bounded: a download that hangs is a reason, not a hung test.
+        let mut child = Command::new(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run scripts/newest-iperf3: {e}"))?;
+        let t0 = Instant::now();
+        while child.try_wait().ok().flatten().is_none() {
+            if t0.elapsed() > Duration::from_secs(300) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("scripts/newest-iperf3 took over 300 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("scripts/newest-iperf3: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "no newest iperf3: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    })
+    .as_ref()
+    .map(String::as_str)
+    .map_err(String::as_str)
+}
+
 /// The stock iperf3's version, from its `--version` line ("iperf 3.12 ...").
 pub fn iperf3_version() -> (u32, u32) {
     static VERSION: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
