@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::copies::{Copied, UNKNOWN_RTT_WINDOW_NS};
 use crate::direction::{Direction, SendContext};
 use crate::farhole::{FarPath, FarSeen};
 use crate::segment::Segment;
@@ -115,14 +116,52 @@ impl Connection {
         self.server_addr
     }
 
-    /// Adds one segment with its capture time and wire length.
-    pub(crate) fn segment(&mut self, ts: u64, wire_len: u32, seg: &Segment) {
+    /// Adds one segment with its capture time, wire length and interface;
+    /// a capture duplicate is counted and goes no further: it is no
+    /// retransmission, duplicate ACK, RTT sample or flight sample.
+    pub(crate) fn segment(
+        &mut self,
+        ts: u64,
+        wire_len: u32,
+        seg: &Segment,
+        interface: u32,
+    ) -> Option<Copied> {
         let client =
             *self
                 .client_addr
                 .get_or_insert(if seg.syn && seg.ack { seg.dst } else { seg.src });
         self.server_addr
             .get_or_insert(if seg.src == client { seg.dst } else { seg.src });
+        let window = self.copy_window();
+        let me = if seg.src == client {
+            &mut self.client
+        } else {
+            &mut self.server
+        };
+        if let Some(copy) = me.recent.copy_of(seg, ts, interface, window) {
+            me.duplicates += 1;
+            return Some(copy);
+        }
+        self.analyse(ts, wire_len, seg, client);
+        None
+    }
+
+    /// How soon after a segment an identical one is its copy: half the
+    /// smallest round trip known (the handshake's, else the smallest
+    /// data→ACK sample either way, a part of it), else
+    /// [`UNKNOWN_RTT_WINDOW_NS`].
+    fn copy_window(&self) -> u64 {
+        let rtt = self.handshake.rtt_ns.or_else(|| {
+            match (self.client.rtt.min_ns, self.server.rtt.min_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        });
+        rtt.map_or(UNKNOWN_RTT_WINDOW_NS, |r| r / 2)
+    }
+
+    /// Adds a segment that is not a copy: every piece of evidence.
+    fn analyse(&mut self, ts: u64, wire_len: u32, seg: &Segment, client: std::net::SocketAddr) {
         self.elapse(ts);
         self.handshake(ts, seg, seg.src == client);
         let full = self.full_size();
@@ -315,6 +354,7 @@ mod tests {
             window: 64240,
             payload_len: 0,
             syn_options: syn.then(SynOptions::default),
+            stamp: crate::segment::Stamp::default(),
         }
     }
 
@@ -325,11 +365,11 @@ mod tests {
     fn the_handshake_rtt_starts_at_the_last_syn_before_the_syn_ack() {
         const MS: u64 = 1_000_000;
         let mut c = Connection::default();
-        c.segment(0, 60, &seg(true, true, false, 100, 0));
-        c.segment(1_000 * MS, 60, &seg(true, true, false, 100, 0));
-        c.segment(1_020 * MS, 60, &seg(false, true, true, 500, 101));
-        c.segment(1_030 * MS, 60, &seg(true, true, false, 100, 0));
-        c.segment(1_040 * MS, 60, &seg(true, false, true, 101, 501));
+        c.segment(0, 60, &seg(true, true, false, 100, 0), 0);
+        c.segment(1_000 * MS, 60, &seg(true, true, false, 100, 0), 0);
+        c.segment(1_020 * MS, 60, &seg(false, true, true, 500, 101), 0);
+        c.segment(1_030 * MS, 60, &seg(true, true, false, 100, 0), 0);
+        c.segment(1_040 * MS, 60, &seg(true, false, true, 101, 501), 0);
         let h = &c.handshake;
         assert!(h.complete);
         assert_eq!(h.syn_ns, Some(1_000 * MS));

@@ -37,6 +37,25 @@ pub struct Segment {
     pub payload_len: u32,
     /// The options, parsed on SYN segments only.
     pub syn_options: Option<SynOptions>,
+    /// What a copy of this segment repeats and a resend of it does not
+    /// (see `copies`).
+    pub stamp: Stamp,
+}
+
+/// The header fields a capture duplicate repeats exactly, beyond the
+/// sequence numbers, flags, window and length: the IPv4 identification
+/// (0 in IPv6), the TCP checksum, all flag bits, and a digest of the TCP
+/// options (timestamps, SACK blocks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// IPv4 identification; 0 for IPv6.
+    pub ip_id: u16,
+    /// The TCP checksum field as captured.
+    pub checksum: u16,
+    /// The TCP flags byte (CWR ... FIN).
+    pub flags: u8,
+    /// A digest of the option bytes.
+    pub options: u32,
 }
 
 /// What one IP packet is, for the analysis.
@@ -69,6 +88,8 @@ struct Net<'a> {
     src: IpAddr,
     dst: IpAddr,
     ttl: u8,
+    /// IPv4 identification (0 for IPv6).
+    id: u16,
     proto: IpNumber,
     /// The captured payload (maybe cut short).
     payload: &'a [u8],
@@ -96,7 +117,7 @@ pub fn decode(packet: &LaxIpSlice<'_>, frame: &[u8], orig_len: u32) -> Decoded {
 }
 
 fn net_of<'a>(packet: &LaxIpSlice<'a>, frame: &[u8], orig_len: u32) -> Option<Net<'a>> {
-    let (src, dst, ttl, start, declared_total, pay) = match packet {
+    let (src, dst, ttl, id, start, declared_total, pay) = match packet {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
             let total = u32::from(h.total_len());
@@ -104,6 +125,7 @@ fn net_of<'a>(packet: &LaxIpSlice<'a>, frame: &[u8], orig_len: u32) -> Option<Ne
                 IpAddr::V4(h.source_addr()),
                 IpAddr::V4(h.destination_addr()),
                 h.ttl(),
+                h.identification(),
                 h.slice(),
                 total,
                 v4.payload(),
@@ -116,6 +138,7 @@ fn net_of<'a>(packet: &LaxIpSlice<'a>, frame: &[u8], orig_len: u32) -> Option<Ne
                 IpAddr::V6(h.source_addr()),
                 IpAddr::V6(h.destination_addr()),
                 h.hop_limit(),
+                0,
                 h.slice(),
                 if pl == 0 { 0 } else { pl + 40 },
                 v6.payload(),
@@ -135,6 +158,7 @@ fn net_of<'a>(packet: &LaxIpSlice<'a>, frame: &[u8], orig_len: u32) -> Option<Ne
         src,
         dst,
         ttl,
+        id,
         proto: pay.ip_number,
         payload: pay.payload,
         declared: total.checked_sub(pay_at as u32)?,
@@ -176,7 +200,30 @@ fn tcp(net: &Net<'_>) -> Decoded {
         window: h.window_size(),
         payload_len,
         syn_options,
+        stamp: Stamp {
+            ip_id: net.id,
+            checksum: h.checksum(),
+            flags: h.slice()[13],
+            options: digest(h.options()),
+        },
     })
+}
+
+/// A digest of TCP option bytes, four at a time: two segments whose
+/// options differ (a later timestamp, another SACK block) get different
+/// digests but for a 2^-32 chance. Not keyed: a crafted capture gains
+/// nothing from a collision but one segment miscounted as a copy.
+fn digest(options: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut words = options.chunks_exact(4);
+    for w in &mut words {
+        let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        h = (h ^ v).wrapping_mul(0x0100_0193).rotate_left(13);
+    }
+    for &b in words.remainder() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h
 }
 
 /// ICMP(v6) of type `kind` and code `code` carrying an MTU: the quoted
