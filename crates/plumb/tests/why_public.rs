@@ -16,6 +16,7 @@ const FILES: &[(&str, u64)] = &[
     // (file, TCP connections in it, as tshark -z conv,tcp lists them)
     ("iso-download.pcap.gz", 1),
     ("206_example_b.pcap.gz", 2),
+    // The one file with capture duplicates (see DUPLICATES).
     ("ssh-dups.pcap", 1),
     ("reassembly.pcap", 1),
     ("gap-data-missing.pcapng", 1),
@@ -25,6 +26,11 @@ const FILES: &[(&str, u64)] = &[
     ("ipv6-http-atomic-frag.pcap", 4),
     ("vlan-collisions.pcap", 1),
 ];
+
+/// The file whose every packet after the handshake was captured four
+/// times, and the copies: as many as `editcap -D 5` removes
+/// (crates/capture/tests/public.rs compares them).
+const DUPLICATES: (&str, u64) = ("ssh-dups.pcap", 280);
 
 fn public(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,7 +57,24 @@ fn every_public_capture_gets_a_verdict() {
         );
         let v = json(&o, name);
         assert_eq!(v["connections"].as_u64(), Some(*connections), "{name}");
+        assert!(v["read"]["truncated"].is_null(), "{name}: whole");
+        let copies = if *name == DUPLICATES.0 {
+            DUPLICATES.1
+        } else {
+            0
+        };
+        assert_eq!(v["duplicates"]["packets"].as_u64(), Some(copies), "{name}");
         let explained = v["explained"].as_array().expect("explained flows");
+        let counted: u64 = explained
+            .iter()
+            .map(|x| x["flow"]["duplicates"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(counted, copies, "{name}: the connections' duplicates");
+        if copies > 0 {
+            // Copies are no retransmissions: tshark on editcap -D's output
+            // flags none either.
+            assert_eq!(explained[0]["flow"]["retransmits"], 0, "{name}");
+        }
         assert!(!explained.is_empty(), "{name}: nothing explained");
         for x in explained {
             let summary = x["diagnosis"]["summary"].as_str().unwrap_or("");
@@ -72,6 +95,15 @@ fn every_public_capture_gets_a_verdict() {
         // A flow whose data passed at one instant has no rate, in its
         // header line too.
         assert!(!text.contains(" 0 bit/s"), "{name}:\n{text}");
+        // One line for the duplicates, only where there are any.
+        let said = format!("Duplicates: {copies} packets are copies of one just before them: the capture was taken on two interfaces or a mirror port saw both directions");
+        assert_eq!(text.contains(&said), copies > 0, "{name}:\n{text}");
+        assert_eq!(text.contains("Duplicates:"), copies > 0, "{name}:\n{text}");
+        assert!(
+            t.stderr.is_empty(),
+            "{name}: {}",
+            String::from_utf8_lossy(&t.stderr)
+        );
         if explained
             .iter()
             .any(|x| x["flow"]["duration_s"].as_f64() == Some(0.0))

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use plumb_capture::{
-    Analysis, CaptureFilters, DecodeStats, Dropped, Explanation, Limits, OsGuess, ReadStats,
+    Analysis, CaptureFilters, DecodeStats, Dropped, Duplicates, Explanation, Limits, OsGuess,
+    ReadStats, Truncation,
 };
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{human_count, human_rate};
@@ -29,7 +30,9 @@ const SHOWN: usize = 10;
 pub struct CaptureDocument<'a> {
     /// The file (or source) read.
     pub source: &'a str,
-    /// The container: format, records, skipped records.
+    /// The container: format, records, skipped records, and where the
+    /// capture was cut short (`read.truncated`: `after_packet`, `at_byte`;
+    /// null when whole).
     pub read: &'a ReadStats,
     /// Packets the decoders skipped, by reason.
     pub decode: &'a DecodeStats,
@@ -37,6 +40,9 @@ pub struct CaptureDocument<'a> {
     pub limits: &'a Limits,
     /// Connections the ceiling dropped.
     pub dropped: &'a Dropped,
+    /// TCP segments recorded more than once, counted once: `packets`, and
+    /// of them `other_interface` (recorded on another pcapng interface).
+    pub duplicates: &'a Duplicates,
     /// From an interface: the packet socket's counts (absent for a file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelCounts>,
@@ -115,10 +121,18 @@ pub fn from_file(
         Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
     };
     if a.read.records == 0 {
+        let cut = a
+            .read
+            .truncated
+            .map(|t| format!(" (it is cut short at byte {})", human_count(t.at_byte)))
+            .unwrap_or_default();
         return Ok(usage_error(format!(
-            "{}: the capture holds no packets",
+            "{}: the capture holds no packets{cut}",
             path.display()
         )));
+    }
+    if let Some(t) = a.read.truncated {
+        eprintln!("plumb: {}: {}", path.display(), cut_text(&t));
     }
     let code = explain_analysis(&path.display().to_string(), &a, None, f, link, json)?;
     if let Some(out) = report {
@@ -129,6 +143,15 @@ pub fn from_file(
         crate::report::capture_page_for(path, None, f, link, out)?;
     }
     Ok(code)
+}
+
+/// Where a capture was cut short, for the one line on stderr.
+fn cut_text(t: &Truncation) -> String {
+    format!(
+        "cut short after packet {} at byte {}; the verdicts cover the packets before the cut",
+        human_count(t.after_packet),
+        human_count(t.at_byte)
+    )
 }
 
 /// Each end's operating system, guessed from its SYN with
@@ -259,6 +282,7 @@ pub fn explain_analysis(
             decode: &a.decode,
             limits: &a.limits,
             dropped: &a.dropped,
+            duplicates: &a.duplicates,
             kernel,
             connections: a.connections.len(),
             explained: &flows,
@@ -324,7 +348,28 @@ fn header(source: &str, a: &Analysis, with_data: usize) -> String {
             human_count(a.limits.max_connections as u64)
         );
     }
+    if let Some(line) = duplicates_text(&a.duplicates) {
+        s += &line;
+    }
     s
+}
+
+/// The capture duplicates' line, where there are any.
+fn duplicates_text(d: &Duplicates) -> Option<String> {
+    (d.packets > 0).then(|| {
+        let other = if d.other_interface > 0 {
+            format!(
+                " ({} of them on another interface than the first)",
+                human_count(d.other_interface)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "Duplicates: {} packets are copies of one just before them{other}: the capture was taken on two interfaces or a mirror port saw both directions; each packet is counted once, never as a retransmission.\n",
+            human_count(d.packets)
+        )
+    })
 }
 
 /// One connection: who sent what, the capture's notes, then the verdict as
@@ -360,7 +405,38 @@ fn rate_text(duration_s: f64, bps: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{rate_text, KernelCounts};
+    use super::{cut_text, duplicates_text, rate_text, Duplicates, KernelCounts, Truncation};
+
+    #[test]
+    fn a_cut_names_its_packet_and_duplicates_are_said_only_when_there_are_any() {
+        let t = Truncation {
+            after_packet: 1234,
+            at_byte: 567_890,
+        };
+        assert!(
+            cut_text(&t).starts_with("cut short after packet 1,234 at byte 567,890;"),
+            "{}",
+            cut_text(&t)
+        );
+        assert_eq!(duplicates_text(&Duplicates::default()), None);
+        let d = Duplicates {
+            packets: 280,
+            other_interface: 0,
+        };
+        let line = duplicates_text(&d).expect("a line");
+        assert!(
+            line.starts_with("Duplicates: 280 packets are copies")
+                && !line.contains("interface than")
+                && line.ends_with(".\n"),
+            "{line}"
+        );
+        let d = Duplicates {
+            packets: 3,
+            other_interface: 2,
+        };
+        let line = duplicates_text(&d).expect("a line");
+        assert!(line.contains("(2 of them on another interface"), "{line}");
+    }
 
     #[test]
     fn a_flow_at_one_instant_has_no_rate_in_its_header() {
