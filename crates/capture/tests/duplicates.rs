@@ -167,8 +167,9 @@ fn ipv6_copies_by_their_timestamps_or_their_time() {
     let bare = Seg::v4(true, 2001).ack(5001).len(500).v6();
     let mut segs2 = segs.clone();
     segs2.push((T0 + 30 * MS, bare.clone()));
-    segs2.push((T0 + 35 * MS, bare.clone())); // 5 ms: a copy
-    // 10 ms after the first: a resend (under the RTT, past its half).
+    // 5 ms after the first: a copy; 10 ms after it (under the RTT, past
+    // its half): a resend.
+    segs2.push((T0 + 35 * MS, bare.clone()));
     segs2.push((T0 + 40 * MS, bare));
     let a = analyze(&once(&segs2));
     let c = conn(&a);
