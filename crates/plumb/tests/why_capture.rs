@@ -396,6 +396,22 @@ fn a_capture_cut_short_is_explained_up_to_the_cut() {
     std::fs::write(&file, &gz.stdout[..gz.stdout.len() * 3 / 4]).expect("write");
     let (n, _) = explained_up_to_the_cut(&file, &limit);
     assert!(n > 100 && n < 400, "{n} packets before the gzip cut");
+    // plumb report draws it up to the cut, saying so in the same line.
+    let page = dir.join("cut.html");
+    let p = file.to_str().expect("utf-8 path");
+    let o = run(
+        plumb_bin(),
+        &["report", p, "-o", page.to_str().expect("utf-8 path")],
+        Duration::from_secs(60),
+    );
+    let lines = stderr_lines(&o);
+    assert!(o.status.success(), "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("plumb: {p}: cut short after packet {n} at byte ")),
+        "{lines:?}"
+    );
+    assert!(page.is_file());
 }
 
 #[test]

@@ -131,9 +131,7 @@ pub fn from_file(
             path.display()
         )));
     }
-    if let Some(t) = a.read.truncated {
-        eprintln!("plumb: {}: {}", path.display(), cut_text(&t));
-    }
+    say_where_cut(path, &a);
     let code = explain_analysis(&path.display().to_string(), &a, None, f, link, json)?;
     if let Some(out) = report {
         // The page reads the file again as `plumb report` does: with each
@@ -143,6 +141,14 @@ pub fn from_file(
         crate::report::capture_page_for(path, None, f, link, out)?;
     }
     Ok(code)
+}
+
+/// The one line on stderr for a capture cut short (nothing for a whole
+/// one): where it was cut; what follows covers the packets before it.
+pub fn say_where_cut(path: &Path, a: &Analysis) {
+    if let Some(t) = a.read.truncated {
+        eprintln!("plumb: {}: {}", path.display(), cut_text(&t));
+    }
 }
 
 /// Where a capture was cut short, for the one line on stderr.
