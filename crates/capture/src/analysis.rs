@@ -97,17 +97,18 @@ impl Analyzer {
             Err(NotIp::Truncated) => return d.truncated += 1,
             Err(NotIp::OtherProtocol) => return d.not_ip += 1,
         };
-        match segment::decode(&packet, rec.data, rec.orig_len) {
+        // Matched by reference: the segment is not moved out of its enum.
+        match &segment::decode(&packet, rec.data, rec.orig_len) {
             Decoded::Tcp(seg) => {
                 d.tcp += 1;
                 let key = Key::new(seg.src, seg.dst);
                 let conn = self.table.entry(key);
-                if let Some(copy) = conn.segment(rec.ts_ns, rec.orig_len, &seg, rec.interface) {
+                if let Some(copy) = conn.segment(rec.ts_ns, rec.orig_len, seg, rec.interface) {
                     self.duplicates.packets += 1;
                     self.duplicates.other_interface += u64::from(copy.other_interface);
                 }
             }
-            Decoded::TooBig { src, dst, mtu } => match self.table.get_mut(&Key::new(src, dst)) {
+            &Decoded::TooBig { src, dst, mtu } => match self.table.get_mut(&Key::new(src, dst)) {
                 Some(c) => c.too_big(mtu),
                 None => d.icmp_unmatched += 1,
             },

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::copies::{Copied, UNKNOWN_RTT_WINDOW_NS};
+use crate::copies::{Copied, Print, UNKNOWN_RTT_WINDOW_NS};
 use crate::direction::{Direction, SendContext};
 use crate::farhole::{FarPath, FarSeen};
 use crate::segment::Segment;
@@ -130,20 +130,33 @@ impl Connection {
             *self
                 .client_addr
                 .get_or_insert(if seg.syn && seg.ack { seg.dst } else { seg.src });
+        let from_client = seg.src == client;
         self.server_addr
-            .get_or_insert(if seg.src == client { seg.dst } else { seg.src });
-        let window = self.copy_window();
-        let me = if seg.src == client {
+            .get_or_insert(if from_client { seg.dst } else { seg.src });
+        let print = Print::of(seg);
+        // The window is worked out only for a segment whose print matches.
+        if self.side(from_client).recent.may_hold(&print) {
+            let window = self.copy_window();
+            let me = self.side(from_client);
+            if let Some(copy) = me.recent.copy_of(&print, ts, interface, window) {
+                me.duplicates += 1;
+                return Some(copy);
+            }
+        }
+        self.analyse(ts, wire_len, seg, from_client);
+        self.side(from_client)
+            .recent
+            .remember(&print, ts, interface);
+        None
+    }
+
+    /// The direction the client (or the server) sends.
+    fn side(&mut self, client: bool) -> &mut Direction {
+        if client {
             &mut self.client
         } else {
             &mut self.server
-        };
-        if let Some(copy) = me.recent.copy_of(seg, ts, interface, window) {
-            me.duplicates += 1;
-            return Some(copy);
         }
-        self.analyse(ts, wire_len, seg, client);
-        None
     }
 
     /// How soon after a segment an identical one is its copy: half the
@@ -161,11 +174,11 @@ impl Connection {
     }
 
     /// Adds a segment that is not a copy: every piece of evidence.
-    fn analyse(&mut self, ts: u64, wire_len: u32, seg: &Segment, client: std::net::SocketAddr) {
+    fn analyse(&mut self, ts: u64, wire_len: u32, seg: &Segment, from_client: bool) {
         self.elapse(ts);
-        self.handshake(ts, seg, seg.src == client);
+        self.handshake(ts, seg, from_client);
         let full = self.full_size();
-        let (me, peer, my_scale) = if seg.src == client {
+        let (me, peer, my_scale) = if from_client {
             let s = self.scale(true);
             (&mut self.client, &mut self.server, s)
         } else {

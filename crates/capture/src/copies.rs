@@ -17,7 +17,9 @@
 //! the capture's length: a copy from a mirror port or a second interface
 //! arrives microseconds after the first, a few segments later at most.
 //! editcap -D looks back 4 frames of the whole capture by default; 4 of one
-//! direction cover at least those.
+//! direction cover at least those. Every segment is compared with the ring
+//! by its sequence and acknowledgement numbers first, one word per slot;
+//! the rest only when those match.
 
 use serde::Serialize;
 
@@ -26,9 +28,13 @@ use crate::segment::{Segment, Stamp};
 /// Segments each direction remembers.
 pub const RECENT: usize = 4;
 /// The window when no round trip is known yet (the handshake missed and
-/// nothing acknowledged so far): a copy arrives within microseconds, and
-/// no stack resends this soon (Linux's fastest resend, a tail loss probe,
-/// waits 10 ms at least; a SYN is resent after a second).
+/// nothing acknowledged so far): a copy arrives within microseconds. A
+/// resend comes a round trip after the first at least (a fast retransmit
+/// waits for duplicate ACKs, by which time an ACK has usually given a
+/// round trip; a timeout is 200 ms on Linux; a SYN is resent after a
+/// second): on a path under 2 ms, one seen before any round trip is known
+/// and without an IP ID or timestamps to tell it apart would count as a
+/// copy.
 pub const UNKNOWN_RTT_WINDOW_NS: u64 = 1_000_000;
 
 /// Copies of packets already seen, counted once.
@@ -41,49 +47,42 @@ pub struct Duplicates {
     pub other_interface: u64,
 }
 
-/// What a copy repeats, laid out flat (no padding inside a nested
-/// struct): a slot of the ring is 40 bytes with its time and interface.
+/// What a copy repeats, in three words: the sequence and acknowledgement
+/// numbers (the key: they differ between nearly any two segments of a
+/// direction, so a miss is one comparison per slot), then the length, the
+/// options' digest, the IP ID, the checksum, the window and the flags.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Print {
-    seq: u32,
-    ack: u32,
-    len: u32,
-    options: u32,
-    ip_id: u16,
-    checksum: u16,
-    window: u16,
-    flags: u8,
+pub(crate) struct Print {
+    key: u64,
+    rest: [u64; 2],
 }
 
 impl Print {
-    fn of(seg: &Segment) -> Print {
+    /// The print of `seg`.
+    pub(crate) fn of(seg: &Segment) -> Print {
         let s: &Stamp = &seg.stamp;
         Print {
-            seq: seg.seq,
-            ack: seg.ack_no,
-            len: seg.payload_len,
-            options: s.options,
-            ip_id: s.ip_id,
-            checksum: s.checksum,
-            window: seg.window,
-            flags: s.flags,
+            key: (u64::from(seg.seq) << 32) | u64::from(seg.ack_no),
+            rest: [
+                (u64::from(seg.payload_len) << 32) | u64::from(s.options),
+                (u64::from(s.ip_id) << 48)
+                    | (u64::from(s.checksum) << 32)
+                    | (u64::from(seg.window) << 16)
+                    | u64::from(s.flags),
+            ],
         }
     }
 }
 
-/// A segment remembered: its print, its time and its interface.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Seen {
-    ts: u64,
-    print: Print,
-    interface: u32,
-}
-
-/// The last [`RECENT`] segments of one direction.
+/// The last [`RECENT`] segments of one direction: their prints, times
+/// and interfaces, field by field (the keys side by side, compared first).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Recent {
-    ring: [Seen; RECENT],
-    /// Slots filled so far (up to RECENT).
+    keys: [u64; RECENT],
+    rests: [[u64; 2]; RECENT],
+    times: [u64; RECENT],
+    interfaces: [u32; RECENT],
+    /// Slots filled so far (up to RECENT; slots fill in order).
     filled: u8,
     /// The slot the next segment goes to.
     next: u8,
@@ -97,36 +96,45 @@ pub(crate) struct Copied {
 }
 
 impl Recent {
-    /// Whether `seg`, seen at `ts` on `interface`, copies one of the last
-    /// segments, less than `window_ns` after it; if it does not, it is
-    /// remembered. Copies are not remembered: the first stays the one
-    /// later copies are matched with.
+    /// Whether a slot's key is `print`'s: the one test every segment takes
+    /// (an empty slot's key is 0, and [`Recent::copy_of`] passes it by).
+    pub(crate) fn may_hold(&self, print: &Print) -> bool {
+        self.keys.contains(&print.key)
+    }
+
+    /// Whether a segment with the print `print`, seen at `ts` on
+    /// `interface`, copies one remembered less than `window_ns` before (or
+    /// after: a merged capture's times may run backwards).
     pub(crate) fn copy_of(
-        &mut self,
-        seg: &Segment,
+        &self,
+        print: &Print,
         ts: u64,
         interface: u32,
         window_ns: u64,
     ) -> Option<Copied> {
-        let print = Print::of(seg);
-        let seen = &self.ring[..usize::from(self.filled)];
-        // The print compares its sequence number first: it differs between
-        // nearly any two segments, so a miss costs one comparison per slot.
-        if let Some(first) = seen
-            .iter()
-            .find(|s| s.print == print && s.ts.abs_diff(ts) < window_ns)
-        {
-            return Some(Copied {
-                other_interface: first.interface != interface,
-            });
+        (0..usize::from(self.filled))
+            .find(|&i| {
+                self.keys[i] == print.key
+                    && self.rests[i] == print.rest
+                    && self.times[i].abs_diff(ts) < window_ns
+            })
+            .map(|i| Copied {
+                other_interface: self.interfaces[i] != interface,
+            })
+    }
+
+    /// Remembers a segment that was not a copy, in place of the oldest.
+    /// Copies are not remembered: the first stays the one later copies
+    /// are matched with.
+    pub(crate) fn remember(&mut self, print: &Print, ts: u64, interface: u32) {
+        let at = usize::from(self.next) % RECENT;
+        self.keys[at] = print.key;
+        self.rests[at] = print.rest;
+        self.times[at] = ts;
+        self.interfaces[at] = interface;
+        self.next = ((at + 1) % RECENT) as u8;
+        if usize::from(self.filled) < RECENT {
+            self.filled += 1;
         }
-        self.ring[usize::from(self.next)] = Seen {
-            print,
-            ts,
-            interface,
-        };
-        self.next = (self.next + 1) % RECENT as u8;
-        self.filled = (self.filled + 1).min(RECENT as u8);
-        None
     }
 }

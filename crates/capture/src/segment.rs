@@ -116,6 +116,7 @@ pub fn decode(packet: &LaxIpSlice<'_>, frame: &[u8], orig_len: u32) -> Decoded {
     }
 }
 
+#[inline]
 fn net_of<'a>(packet: &LaxIpSlice<'a>, frame: &[u8], orig_len: u32) -> Option<Net<'a>> {
     let (src, dst, ttl, id, start, declared_total, pay) = match packet {
         LaxIpSlice::Ipv4(v4) => {
@@ -209,23 +210,6 @@ fn tcp(net: &Net<'_>) -> Decoded {
     })
 }
 
-/// A digest of TCP option bytes, four at a time: two segments whose
-/// options differ (a later timestamp, another SACK block) get different
-/// digests but for a 2^-32 chance. Not keyed: a crafted capture gains
-/// nothing from a collision but one segment miscounted as a copy.
-fn digest(options: &[u8]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
-    let mut words = options.chunks_exact(4);
-    for w in &mut words {
-        let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-        h = (h ^ v).wrapping_mul(0x0100_0193).rotate_left(13);
-    }
-    for &b in words.remainder() {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    h
-}
-
 /// ICMP(v6) of type `kind` and code `code` carrying an MTU: the quoted
 /// packet's addresses and ports name the connection.
 fn too_big(icmp: &[u8], kind: u8, code: u8, v6: bool) -> Decoded {
@@ -254,4 +238,25 @@ fn too_big(icmp: &[u8], kind: u8, code: u8, v6: bool) -> Decoded {
         dst: SocketAddr::new(net.dst, u16::from_be_bytes([p[2], p[3]])),
         mtu,
     }
+}
+
+/// A digest of TCP option bytes, eight at a time (and a last four: a
+/// header's options fill whole 32-bit words), each word multiplied in so
+/// that differences in two of them (a later timestamp and a later echo)
+/// cannot cancel out but by a 2^-32 chance: two segments whose options
+/// differ get different digests. Not keyed: a crafted capture gains
+/// nothing from a collision but one segment miscounted as a copy.
+fn digest(options: &[u8]) -> u32 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = (options.len() as u64).wrapping_mul(K);
+    let mut words = options.chunks_exact(8);
+    for w in &mut words {
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        h = (h ^ v).wrapping_mul(K);
+    }
+    // What is left is 4 bytes or none (options are whole words).
+    if let [a, b, c, d, ..] = *words.remainder() {
+        h = (h ^ u64::from(u32::from_le_bytes([a, b, c, d]))).wrapping_mul(K);
+    }
+    (h >> 32) as u32
 }
