@@ -231,7 +231,7 @@ fn pcapng_to_pcap(ng: &[u8]) -> Vec<u8> {
         if code == 0 {
             break;
         }
-        opt += 4 + (usize::from(len) + 3) / 4 * 4;
+        opt += 4 + usize::from(len).div_ceil(4) * 4;
     }
     let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
     pcap.extend_from_slice(&[0; 8]);
