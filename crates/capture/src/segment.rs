@@ -44,9 +44,8 @@ pub struct Segment {
 
 /// The header fields a capture duplicate repeats exactly, beyond the
 /// sequence and acknowledgement numbers, window and length: the IPv4
-/// identification
-/// (0 in IPv6), the TCP checksum, all flag bits, and a digest of the TCP
-/// options (timestamps, SACK blocks).
+/// identification (0 in IPv6), the TCP checksum, all flag bits, and a
+/// digest of the TCP options (timestamps, SACK blocks).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stamp {
     /// IPv4 identification; 0 for IPv6.
