@@ -82,13 +82,6 @@ pub struct ReadStats {
     pub truncated: Option<Truncation>,
 }
 
-impl ReadStats {
-    /// Packet records read, those skipped included.
-    fn packets_read(&self) -> u64 {
-        self.records + self.oversize_records + self.unknown_interface
-    }
-}
-
 /// A link's description: its type, snaplen and clock.
 #[derive(Debug, Clone, Copy)]
 struct Iface {
@@ -199,6 +192,11 @@ where
 }
 
 impl ReadStats {
+    /// Packet records read, those skipped included.
+    fn packets_read(&self) -> u64 {
+        self.records + self.oversize_records + self.unknown_interface
+    }
+
     /// Notes that the capture ends inside the record starting at `offset`
     /// (or, for a gzip stream cut between records, at `offset`).
     fn cut_at(mut self, offset: u64) -> ReadStats {
