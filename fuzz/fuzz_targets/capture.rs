@@ -3,7 +3,7 @@
 //! a hang, a typed error or an analysis; never more records than 16-byte
 //! record headers fit in the input (for plain input), never more tracked
 //! connections than the ceiling, and every TCP segment either in a tracked
-//! connection or dropped with one.
+//! connection, dropped with one, or a capture duplicate.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
     }
     assert!(a.connections.len() <= 16);
     let tracked: u64 = a.connections.iter().map(|c| c.packets()).sum();
-    assert_eq!(tracked + a.dropped.packets, a.decode.tcp);
+    assert_eq!(tracked + a.dropped.packets + a.duplicates.packets, a.decode.tcp);
+    if let Some(t) = a.read.truncated {
+        assert!(t.after_packet >= a.read.records);
+    }
     for c in &a.connections {
         let h = &c.handshake;
         // With timestamps in order (a merged capture's may not be), the two
@@ -28,6 +31,8 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(halves.map(|(a, b)| a + b), h.rtt_ns);
             }
         }
+        let copies: u64 = c.client.duplicates + c.server.duplicates;
+        assert!(copies <= a.duplicates.packets);
         for d in [&c.client, &c.server] {
             assert!(d.retransmissions.total <= d.packets);
             let r = &d.retransmissions;

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::connection::Connection;
+use crate::copies::Duplicates;
 use crate::link::{self, NotIp};
 use crate::segment::{self, Decoded};
 use crate::source::{self, ReadStats, Record};
@@ -17,7 +18,8 @@ use crate::Error;
 /// Packets skipped, by reason.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct DecodeStats {
-    /// TCP segments analysed.
+    /// TCP segments decoded (capture duplicates included: see
+    /// [`Analysis::duplicates`]).
     pub tcp: u64,
     /// IP packets of other protocols (UDP, ICMP of other kinds, ...).
     pub other_ip: u64,
@@ -47,6 +49,9 @@ pub struct Analysis {
     pub limits: Limits,
     /// Connections the ceiling dropped.
     pub dropped: Dropped,
+    /// TCP segments recorded more than once, counted once (each
+    /// connection's own are in its directions' `duplicates`).
+    pub duplicates: Duplicates,
     /// The connections tracked at the end, by first segment's time.
     pub connections: Vec<Connection>,
 }
@@ -57,6 +62,7 @@ pub struct Analyzer {
     table: Table,
     limits: Limits,
     decode: DecodeStats,
+    duplicates: Duplicates,
 }
 
 impl Analyzer {
@@ -66,6 +72,7 @@ impl Analyzer {
             table: Table::new(limits),
             limits,
             decode: DecodeStats::default(),
+            duplicates: Duplicates::default(),
         }
     }
 
@@ -90,13 +97,18 @@ impl Analyzer {
             Err(NotIp::Truncated) => return d.truncated += 1,
             Err(NotIp::OtherProtocol) => return d.not_ip += 1,
         };
-        match segment::decode(&packet, rec.data, rec.orig_len) {
+        // Matched by reference: the segment is not moved out of its enum.
+        match &segment::decode(&packet, rec.data, rec.orig_len) {
             Decoded::Tcp(seg) => {
                 d.tcp += 1;
                 let key = Key::new(seg.src, seg.dst);
-                self.table.entry(key).segment(rec.ts_ns, rec.orig_len, &seg);
+                let conn = self.table.entry(key);
+                if let Some(copy) = conn.segment(rec.ts_ns, rec.orig_len, seg, rec.interface) {
+                    self.duplicates.packets += 1;
+                    self.duplicates.other_interface += u64::from(copy.other_interface);
+                }
             }
-            Decoded::TooBig { src, dst, mtu } => match self.table.get_mut(&Key::new(src, dst)) {
+            &Decoded::TooBig { src, dst, mtu } => match self.table.get_mut(&Key::new(src, dst)) {
                 Some(c) => c.too_big(mtu),
                 None => d.icmp_unmatched += 1,
             },
@@ -114,6 +126,7 @@ impl Analyzer {
             decode: self.decode,
             limits: self.limits,
             dropped: self.table.dropped,
+            duplicates: self.duplicates,
             connections: self.table.into_connections(),
         }
     }

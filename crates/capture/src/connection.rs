@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::copies::{Copied, Print, UNKNOWN_RTT_WINDOW_NS};
 use crate::direction::{Direction, SendContext};
 use crate::farhole::{FarPath, FarSeen};
 use crate::segment::Segment;
@@ -118,18 +119,69 @@ impl Connection {
         self.server_addr
     }
 
-    /// Adds one segment with its capture time and wire length.
-    pub(crate) fn segment(&mut self, ts: u64, wire_len: u32, seg: &Segment) {
+    /// Adds one segment with its capture time, wire length and interface;
+    /// a capture duplicate is counted and goes no further: it is no
+    /// retransmission, duplicate ACK, RTT sample or flight sample.
+    pub(crate) fn segment(
+        &mut self,
+        ts: u64,
+        wire_len: u32,
+        seg: &Segment,
+        interface: u32,
+    ) -> Option<Copied> {
         let client =
             *self
                 .client_addr
                 .get_or_insert(if seg.syn && seg.ack { seg.dst } else { seg.src });
+        let from_client = seg.src == client;
         self.server_addr
-            .get_or_insert(if seg.src == client { seg.dst } else { seg.src });
+            .get_or_insert(if from_client { seg.dst } else { seg.src });
+        let print = Print::of(seg);
+        // The window is worked out only for a segment whose print matches.
+        if self.side(from_client).recent.may_hold(&print) {
+            let window = self.copy_window();
+            let me = self.side(from_client);
+            if let Some(copy) = me.recent.copy_of(&print, ts, interface, window) {
+                me.duplicates += 1;
+                return Some(copy);
+            }
+        }
+        self.analyse(ts, wire_len, seg, from_client);
+        self.side(from_client)
+            .recent
+            .remember(&print, ts, interface);
+        None
+    }
+
+    /// The direction the client (or the server) sends.
+    fn side(&mut self, client: bool) -> &mut Direction {
+        if client {
+            &mut self.client
+        } else {
+            &mut self.server
+        }
+    }
+
+    /// How soon after a segment an identical one is its copy: half the
+    /// smallest round trip known (the handshake's, else the smallest
+    /// data→ACK sample either way, a part of it), else
+    /// [`UNKNOWN_RTT_WINDOW_NS`].
+    fn copy_window(&self) -> u64 {
+        let rtt = self.handshake.rtt_ns.or_else(|| {
+            match (self.client.rtt.min_ns, self.server.rtt.min_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        });
+        rtt.map_or(UNKNOWN_RTT_WINDOW_NS, |r| r / 2)
+    }
+
+    /// Adds a segment that is not a copy: every piece of evidence.
+    fn analyse(&mut self, ts: u64, wire_len: u32, seg: &Segment, from_client: bool) {
         self.elapse(ts);
-        self.handshake(ts, seg, seg.src == client);
+        self.handshake(ts, seg, from_client);
         let full = self.full_size();
-        let (me, peer, my_scale) = if seg.src == client {
+        let (me, peer, my_scale) = if from_client {
             let s = self.scale(true);
             (&mut self.client, &mut self.server, s)
         } else {
@@ -176,7 +228,7 @@ impl Connection {
         feed_series(me, peer, ts, seg, resent_before);
         self.shape.step(&Step {
             ts,
-            from_client: seg.src == client,
+            from_client,
             new_bytes,
             // A keep-alive probe (one byte or none) is no delivery.
             data: seg.payload_len > 1,
@@ -331,6 +383,7 @@ mod tests {
             window: 64240,
             payload_len: 0,
             syn_options: syn.then(SynOptions::default),
+            stamp: crate::segment::Stamp::default(),
         }
     }
 
@@ -341,11 +394,11 @@ mod tests {
     fn the_handshake_rtt_starts_at_the_last_syn_before_the_syn_ack() {
         const MS: u64 = 1_000_000;
         let mut c = Connection::default();
-        c.segment(0, 60, &seg(true, true, false, 100, 0));
-        c.segment(1_000 * MS, 60, &seg(true, true, false, 100, 0));
-        c.segment(1_020 * MS, 60, &seg(false, true, true, 500, 101));
-        c.segment(1_030 * MS, 60, &seg(true, true, false, 100, 0));
-        c.segment(1_040 * MS, 60, &seg(true, false, true, 101, 501));
+        c.segment(0, 60, &seg(true, true, false, 100, 0), 0);
+        c.segment(1_000 * MS, 60, &seg(true, true, false, 100, 0), 0);
+        c.segment(1_020 * MS, 60, &seg(false, true, true, 500, 101), 0);
+        c.segment(1_030 * MS, 60, &seg(true, true, false, 100, 0), 0);
+        c.segment(1_040 * MS, 60, &seg(true, false, true, 101, 501), 0);
         let h = &c.handshake;
         assert!(h.complete);
         assert_eq!(h.syn_ns, Some(1_000 * MS));

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::blackhole::{BlackHole, Sent};
+use crate::copies::Recent;
 use crate::farhole::FarHole;
 use crate::holes::Holes;
 use crate::options::SynOptions;
@@ -94,8 +95,11 @@ pub struct Direction {
     pub sender: String,
     /// Its SYN, if seen.
     pub syn: Option<Syn>,
-    /// Segments sent.
+    /// Segments sent, each counted once: capture duplicates are not.
     pub packets: u64,
+    /// Capture duplicates: segments recorded again (a second interface,
+    /// a mirror port), not analysed (see `copies`).
+    pub duplicates: u64,
     /// Their wire length, link header included.
     pub wire_bytes: u64,
     /// TCP payload bytes (from the IP length fields), retransmissions included.
@@ -142,6 +146,9 @@ pub struct Direction {
     pub far_hole: FarHole,
     #[serde(skip)]
     pub(crate) track: Track,
+    /// The last segments it sent, against which copies are found.
+    #[serde(skip)]
+    pub(crate) recent: Recent,
 }
 
 /// Sequence state, not reported.

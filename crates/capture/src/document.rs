@@ -6,6 +6,7 @@ use plumb_diagnose::class::{ClassRules, RULES};
 use serde::Serialize;
 
 use crate::analysis::{Analysis, DecodeStats};
+use crate::copies::Duplicates;
 use crate::explain::Explanation;
 use crate::source::ReadStats;
 use crate::table::{Dropped, Limits};
@@ -15,7 +16,9 @@ use crate::table::{Dropped, Limits};
 pub struct CaptureDocument<'a> {
     /// The file (or source) read.
     pub source: &'a str,
-    /// The container: format, records, skipped records.
+    /// The container: format, records, skipped records, and where the
+    /// capture was cut short (`read.truncated`: `after_packet`, `at_byte`;
+    /// null when whole).
     pub read: &'a ReadStats,
     /// Packets the decoders skipped, by reason.
     pub decode: &'a DecodeStats,
@@ -23,6 +26,9 @@ pub struct CaptureDocument<'a> {
     pub limits: &'a Limits,
     /// Connections the ceiling dropped.
     pub dropped: &'a Dropped,
+    /// TCP segments recorded more than once, counted once: `packets`, and
+    /// of them `other_interface` (recorded on another pcapng interface).
+    pub duplicates: &'a Duplicates,
     /// From an interface: the packet socket's counts (absent for a file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelCounts>,
@@ -50,6 +56,7 @@ impl<'a> CaptureDocument<'a> {
             decode: &a.decode,
             limits: &a.limits,
             dropped: &a.dropped,
+            duplicates: &a.duplicates,
             kernel,
             connections: a.connections.len(),
             classes: RULES,

@@ -1,6 +1,7 @@
 //! The errors that stop reading a capture: the file is not a capture at all,
 //! or its container (pcap records, pcapng blocks) is broken so that nothing
-//! after the break can be trusted. A bad *packet* inside a sound container is
+//! after the break can be trusted. A capture that merely ends early is not
+//! an error: it is read up to the cut. A bad *packet* inside a sound container is
 //! not an error: the analysis skips it and counts it (see `DecodeStats`).
 
 /// Why a capture could not be read to its end.
@@ -16,12 +17,12 @@ pub enum Error {
         /// The first bytes found (up to four).
         found: Vec<u8>,
     },
-    /// The input ends inside a header, a record or a block.
-    #[error("the capture is truncated: it ends inside a record after byte {offset}")]
-    Truncated {
-        /// Bytes of the (decompressed) capture read whole before the cut.
-        offset: u64,
-    },
+    /// The input ends inside the file's own header (pcap's, or pcapng's
+    /// first section header): nothing says it is a capture. A capture cut
+    /// anywhere after it is read up to the cut, not an error
+    /// (`ReadStats::truncated`).
+    #[error("not a capture: it ends inside its file header")]
+    CutHeader,
     /// A pcap record or pcapng block is malformed (e.g. a block length
     /// shorter than a block header, or two lengths that disagree).
     #[error("malformed {what} at byte {offset}")]

@@ -29,8 +29,11 @@ pub struct FlowSummary {
     pub sender: String,
     /// The data's receiver.
     pub receiver: String,
-    /// Segments, both directions.
+    /// Segments, both directions, each counted once.
     pub packets: u64,
+    /// Capture duplicates, both directions: segments recorded again (two
+    /// interfaces, a mirror port), not counted in `packets` nor analysed.
+    pub duplicates: u64,
     /// Payload bytes the sender sent for the first time.
     pub data_bytes: u64,
     /// Payload bytes the sender's segments carried at the capture point,
@@ -207,6 +210,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         sender: data.sender.clone(),
         receiver: back.sender.clone(),
         packets: c.packets(),
+        duplicates: c.client.duplicates + c.server.duplicates,
         data_bytes: t.new_bytes,
         payload_bytes: data.payload_bytes,
         reverse_bytes: back.payload_bytes,

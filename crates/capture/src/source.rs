@@ -6,8 +6,16 @@
 //! pcapng sections and interfaces are followed as they come: a new section
 //! forgets the interfaces of the one before. Memory stays bounded by the
 //! largest record ([`MAX_RECORD`]): the file is never loaded whole.
+//!
+//! A capture cut short (tcpdump killed, a disk full, a copy of a file still
+//! being written, a gzip stream cut) is read up to the cut: every whole
+//! record is handed on and [`ReadStats::truncated`] says where it ends, as
+//! tcpdump and tshark read such files. Only a file whose own header is cut
+//! is an error: nothing in it says it is a capture.
 
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
@@ -34,6 +42,21 @@ pub struct Record<'a> {
     pub data: &'a [u8],
     /// The packet's length on the wire.
     pub orig_len: u32,
+    /// The pcapng interface it was captured on (its index in the section);
+    /// 0 in a pcap file.
+    pub interface: u32,
+}
+
+/// Where a capture cut short ends.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Truncation {
+    /// Packet records read whole before the cut, skipped ones included:
+    /// the number of the last packet read (tshark's frame count on the
+    /// file).
+    pub after_packet: u64,
+    /// The byte of the (decompressed) capture where the record cut short
+    /// starts: every byte before it was read.
+    pub at_byte: u64,
 }
 
 /// What the container held besides packets, and the records skipped.
@@ -53,6 +76,10 @@ pub struct ReadStats {
     pub sections: u64,
     /// pcapng interfaces described, all sections together.
     pub interfaces: u64,
+    /// Where the capture was cut short, if it was: it ends inside a record
+    /// or block, or its gzip stream ends before its end. Everything before
+    /// the cut was read.
+    pub truncated: Option<Truncation>,
 }
 
 /// A link's description: its type, snaplen and clock.
@@ -85,13 +112,16 @@ impl Iface {
 }
 
 /// Reads `input` (pcap or pcapng, plain or gzip) and calls `each` for every
-/// packet record, in file order.
+/// packet record, in file order. A capture cut short is read up to the cut
+/// ([`ReadStats::truncated`]); a broken container or a cut file header is
+/// an [`Error`].
 pub fn read_records<'a, R, F>(input: R, mut each: F) -> Result<ReadStats, Error>
 where
     R: Read + Send + 'a,
     F: FnMut(&Record<'_>),
 {
-    let (input, gzip) = ungzip(input)?;
+    let gzip_cut = Arc::new(AtomicBool::new(false));
+    let (input, gzip) = ungzip(input, &gzip_cut)?;
     let (input, magic) = peek_magic(input)?;
     let mut stats = ReadStats {
         format: format_of(&magic)?,
@@ -116,13 +146,20 @@ where
                 reader.consume(used);
                 stalled = 0;
             }
-            Step::Done => return Ok(stats),
+            Step::Done => {
+                // A gzip stream that ended early may end between records.
+                return Ok(if gzip_cut.load(Ordering::Relaxed) {
+                    stats.cut_at(offset)
+                } else {
+                    stats
+                });
+            }
             Step::Refill => {
                 // A refill that brings nothing new twice over means the
-                // reader cannot progress: stop rather than spin.
+                // input has ended inside a record.
                 stalled += 1;
                 if stalled > 2 {
-                    return Err(Error::Truncated { offset });
+                    return Ok(stats.cut_at(offset));
                 }
                 reader.refill().map_err(|_| io_failed())?;
             }
@@ -138,7 +175,7 @@ where
                 }
                 reader.refill().map_err(|_| io_failed())?;
             }
-            Step::Truncated => return Err(Error::Truncated { offset }),
+            Step::Truncated => return Ok(stats.cut_at(offset)),
             Step::Io => return Err(io_failed()),
             Step::Malformed => {
                 return Err(Error::Malformed {
@@ -151,6 +188,23 @@ where
                 })
             }
         }
+    }
+}
+
+impl ReadStats {
+    /// Packet records read, those skipped included.
+    fn packets_read(&self) -> u64 {
+        self.records + self.oversize_records + self.unknown_interface
+    }
+
+    /// Notes that the capture ends inside the record starting at `offset`
+    /// (or, for a gzip stream cut between records, at `offset`).
+    fn cut_at(mut self, offset: u64) -> ReadStats {
+        self.truncated = Some(Truncation {
+            after_packet: self.packets_read(),
+            at_byte: offset,
+        });
+        self
     }
 }
 
@@ -167,9 +221,7 @@ fn open<'a>(
             .map(|r| Box::new(r) as Box<dyn PcapReaderIterator + Send>)
     };
     reader.map_err(|e| match e {
-        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
-            Error::Truncated { offset: 0 }
-        }
+        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => Error::CutHeader,
         PcapError::ReadError => io_failed(),
         _ => Error::Malformed {
             what: "file header",
@@ -223,7 +275,7 @@ impl Walker {
         stats: &mut ReadStats,
         each: &mut F,
     ) {
-        let (iface, ts, data, orig_len) = match block {
+        let (iface, ts, data, orig_len, if_id) = match block {
             PcapBlockOwned::LegacyHeader(h) => {
                 stats.sections += 1;
                 self.legacy = Some(Iface {
@@ -245,7 +297,7 @@ impl Walker {
                     stats.oversize_records += 1;
                     return;
                 }
-                (iface, Some(ts), &b.data[..b.caplen as usize], b.origlen)
+                (iface, Some(ts), &b.data[..b.caplen as usize], b.origlen, 0)
             }
             PcapBlockOwned::NG(Block::SectionHeader(_)) => {
                 stats.sections += 1;
@@ -274,14 +326,14 @@ impl Walker {
                     stats.oversize_records += 1;
                     return;
                 }
-                (iface, Some(ts), epb.packet_data(), epb.origlen)
+                (iface, Some(ts), epb.packet_data(), epb.origlen, epb.if_id)
             }
             PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
                 let Some(&iface) = self.ifaces.first() else {
                     stats.unknown_interface += 1;
                     return;
                 };
-                (iface, None, spb.packet_data(), spb.origlen)
+                (iface, None, spb.packet_data(), spb.origlen, 0)
             }
             PcapBlockOwned::NG(_) => return,
         };
@@ -294,17 +346,49 @@ impl Walker {
             linktype: iface.linktype,
             data,
             orig_len,
+            interface: if_id,
         });
     }
 }
 
-/// Gzip is told by its magic bytes (1f 8b), not by the file name.
-fn ungzip<'a, R: Read + Send + 'a>(input: R) -> Result<(Box<dyn Read + Send + 'a>, bool), Error> {
+/// Gzip is told by its magic bytes (1f 8b), not by the file name. A gzip
+/// stream that ends early ends the capture there, and sets `cut`.
+fn ungzip<'a, R: Read + Send + 'a>(
+    input: R,
+    cut: &Arc<AtomicBool>,
+) -> Result<(Box<dyn Read + Send + 'a>, bool), Error> {
     let (input, head) = peek(input, 2)?;
     if head == [0x1f, 0x8b] {
-        Ok((Box::new(FullRead(MultiGzDecoder::new(input))), true))
+        let gz = GzipCut {
+            inner: MultiGzDecoder::new(input),
+            cut: Arc::clone(cut),
+        };
+        Ok((Box::new(FullRead(gz)), true))
     } else {
         Ok((Box::new(input), false))
+    }
+}
+
+/// A gzip stream read up to where it was cut: the decoder's "unexpected
+/// end" (a deflate stream or trailer cut short) becomes the end of the
+/// input, noted in `cut`; a corrupt stream stays an error.
+struct GzipCut<R> {
+    inner: R,
+    cut: Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for GzipCut<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cut.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                self.cut.store(true, Ordering::Relaxed);
+                Ok(0)
+            }
+            other => other,
+        }
     }
 }
 

@@ -164,6 +164,6 @@ mod tests {
         // The ceiling's memory: 100 000 of these (plus SYN option lists).
         let size = std::mem::size_of::<Connection>() + std::mem::size_of::<Key>();
         eprintln!("a tracked connection: {size} bytes");
-        assert!(size < 2500, "{size}");
+        assert!(size < 2900, "{size}");
     }
 }

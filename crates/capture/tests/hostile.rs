@@ -8,7 +8,7 @@ mod common;
 use std::io::Read;
 
 use common::*;
-use plumb_capture::{Analyzer, Error, Limits};
+use plumb_capture::{Analyzer, Error, Limits, Truncation};
 
 fn err(bytes: &[u8]) -> Error {
     plumb_capture::analyze(bytes, Limits::default()).unwrap_err()
@@ -29,25 +29,152 @@ fn wrong_magic_and_empty_input() {
     ));
 }
 
-#[test]
-fn truncated_record_is_an_error_after_the_whole_ones() {
-    let bytes = pcap_of(&handshake());
-    for cut in [10, 23, 25, 24 + 10, bytes.len() - 1] {
-        match err(&bytes[..cut]) {
-            Error::Truncated { .. } => {}
-            e => panic!("cut at {cut}: {e}"),
-        }
+/// Where each record of a pcap made by `pcap_of` starts, and its end.
+fn record_starts(segs: &[(u64, Seg)]) -> Vec<usize> {
+    let mut at = vec![24];
+    for (_, s) in segs {
+        let next = at.last().unwrap() + 16 + s.frame(Link::Ethernet).len();
+        at.push(next);
     }
-    let mut ng = PcapNg::new();
-    ng.interface(1, None);
-    ng.packet(0, 0, &handshake()[0].1.frame(Link::Ethernet));
-    let n = ng.buf.len();
-    for cut in [6, 20, n - 3] {
+    at
+}
+
+fn cut(bytes: &[u8]) -> plumb_capture::Analysis {
+    plumb_capture::analyze(bytes, Limits::default()).unwrap()
+}
+
+/// A pcap cut inside its file header is not a capture; cut anywhere after
+/// it, the whole records before the cut are read and the cut is reported:
+/// the packet it follows and the byte its record starts at.
+#[test]
+fn a_pcap_cut_short_is_read_up_to_the_cut() {
+    let segs = handshake();
+    let bytes = pcap_of(&segs);
+    let starts = record_starts(&segs);
+    assert_eq!(
+        *starts.last().unwrap(),
+        bytes.len(),
+        "the premise: record sizes"
+    );
+    for at in [0, 1, 10, 23] {
         assert!(
-            matches!(err(&ng.buf[..cut]), Error::Truncated { .. }),
-            "cut at {cut}"
+            matches!(err(&bytes[..at]), Error::CutHeader | Error::BadMagic { .. }),
+            "cut at {at}: {}",
+            err(&bytes[..at])
         );
     }
+    assert_eq!(
+        cut(&bytes[..24]).read.truncated,
+        None,
+        "a header and no records"
+    );
+    for at in [
+        25,
+        24 + 10,
+        starts[1] + 15,
+        starts[1] + 16,
+        starts[2] + 40,
+        bytes.len() - 1,
+    ] {
+        let a = cut(&bytes[..at]);
+        let whole = starts.iter().filter(|&&s| s <= at).count() as u64 - 1;
+        let start = starts[whole as usize] as u64;
+        assert_eq!(a.read.records, whole, "cut at {at}");
+        assert_eq!(
+            a.read.truncated,
+            Some(Truncation {
+                after_packet: whole,
+                at_byte: start
+            }),
+            "cut at {at}"
+        );
+        assert_eq!(a.decode.tcp, whole, "cut at {at}");
+    }
+    // Cut at a record's end: nothing says more was meant to follow.
+    assert_eq!(cut(&bytes[..starts[2]]).read.truncated, None);
+    assert_eq!(cut(&bytes).read.truncated, None);
+}
+
+#[test]
+fn a_pcapng_cut_short_is_read_up_to_the_cut() {
+    let mut ng = PcapNg::new();
+    let shb = ng.buf.len();
+    ng.interface(1, None);
+    let first = ng.buf.len();
+    let segs = handshake();
+    ng.packet(0, 0, &segs[0].1.frame(Link::Ethernet));
+    let second = ng.buf.len();
+    ng.packet(0, 10, &segs[1].1.frame(Link::Ethernet));
+    let n = ng.buf.len();
+    for at in [6, 20, shb - 1] {
+        assert!(
+            matches!(err(&ng.buf[..at]), Error::CutHeader),
+            "cut at {at}: {}",
+            err(&ng.buf[..at])
+        );
+    }
+    for (at, after, start) in [
+        (shb + 5, 0, shb),
+        (first + 3, 0, first),
+        (second + 30, 1, second),
+        (n - 3, 1, second),
+    ] {
+        let a = cut(&ng.buf[..at]);
+        assert_eq!(
+            a.read.truncated,
+            Some(Truncation {
+                after_packet: after,
+                at_byte: start as u64
+            }),
+            "cut at {at}"
+        );
+        assert_eq!(a.read.records, after, "cut at {at}");
+    }
+}
+
+/// A gzip stream cut short ends the capture where the decompressed bytes
+/// end: inside a record, or (its trailer cut) after the last one.
+#[test]
+fn a_gzip_stream_cut_short_is_read_up_to_the_cut() {
+    let segs = handshake();
+    let plain = pcap_of(&segs);
+    let starts = record_starts(&segs);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    std::io::Write::write_all(&mut gz, &plain).unwrap();
+    let gz = gz.finish().unwrap();
+    // Stored (uncompressed) deflate: a 10-byte gzip header and a 5-byte
+    // block header, so byte k of the pcap is byte 15 + k of the stream.
+    assert_eq!(
+        &gz[15..15 + plain.len()],
+        &plain[..],
+        "the premise: stored deflate"
+    );
+    let whole = cut(&gz);
+    assert_eq!((whole.read.records, whole.read.truncated), (3, None));
+    for at in [starts[1] + 20, starts[2] + 1] {
+        let a = cut(&gz[..15 + at]);
+        let n = starts.iter().filter(|&&s| s <= at).count() - 1;
+        assert!(a.read.gzip);
+        assert_eq!(
+            a.read.truncated,
+            Some(Truncation {
+                after_packet: n as u64,
+                at_byte: starts[n] as u64
+            }),
+            "cut at {at}"
+        );
+    }
+    // Only the trailer (CRC and length) cut: every record, and the cut.
+    let a = cut(&gz[..gz.len() - 3]);
+    assert_eq!(
+        a.read.truncated,
+        Some(Truncation {
+            after_packet: 3,
+            at_byte: plain.len() as u64
+        })
+    );
+    // The gzip header itself cut: not a capture.
+    assert!(plumb_capture::analyze(&gz[..12], Limits::default()).is_err());
 }
 
 #[test]
@@ -79,11 +206,25 @@ fn bad_pcapng_block_length() {
         "{}",
         err(&odd)
     );
-    // A length past anything buffered.
+    // A length past anything buffered: the file ends inside the block it
+    // claims, read up to it (as a cut), or the claim is refused.
     let mut huge = ng.buf.clone();
     huge[at + 4..at + 8].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    match plumb_capture::analyze(&huge[..], Limits::default()) {
+        Err(Error::TooLarge { .. }) => {}
+        Ok(a) => assert_eq!(
+            a.read.truncated,
+            Some(Truncation {
+                after_packet: 0,
+                at_byte: at as u64
+            })
+        ),
+        Err(e) => panic!("{e}"),
+    }
+    // Followed by more than MAX_RECORD bytes, it is refused.
+    huge.resize(huge.len() + plumb_capture::MAX_RECORD + 1024, 0);
     assert!(
-        matches!(err(&huge), Error::TooLarge { .. } | Error::Truncated { .. }),
+        matches!(err(&huge), Error::TooLarge { .. }),
         "{}",
         err(&huge)
     );
@@ -248,7 +389,9 @@ fn saturated_timestamps_overflow_nothing() {
         (far - 3, Seg::v4(true, 1001).ack(5001).win(0)),
         (far - 2, Seg::v4(true, 1001).ack(5001).len(100)),
         (far - 1, Seg::v4(false, 5001).ack(1001).win(0)),
-        (far, Seg::v4(true, 1001).ack(5001).len(100)),
+        // Sent again (a new IP ID): a retransmission, not a copy, though
+        // both times saturate to the same instant.
+        (far, Seg::v4(true, 1001).ack(5001).len(100).id(2)),
     ];
     for (ts, s) in &segs {
         p.packet(0, *ts, &s.frame(Link::Ethernet));

@@ -10,15 +10,17 @@ use plumb_capture::{read_records, Analysis, Analyzer, Limits};
 
 /// The handshake, then `n` client segments of 1000 bytes 100 µs apart, each
 /// ACKed by the server 2 ms later, every 500th resent 1 ms after it was
-/// first sent.
+/// first sent (with its own IP ID: a resend, not a copy).
 fn flow(n: u32) -> Vec<u8> {
     let mut segs = handshake();
     for i in 0..n {
         let t = T0 + 20 * MS + u64::from(i) * 100_000;
         let seq = 1001 + i * 1000;
-        segs.push((t, Seg::v4(true, seq).ack(5001).len(1000)));
+        let id = (2 * i + 1) as u16;
+        segs.push((t, Seg::v4(true, seq).ack(5001).len(1000).id(id)));
         if i % 500 == 499 {
-            segs.push((t + MS, Seg::v4(true, seq).ack(5001).len(1000)));
+            let again = Seg::v4(true, seq).ack(5001).len(1000).id(id + 1);
+            segs.push((t + MS, again));
         }
         let ack = Seg::v4(false, 5001).ack(seq + 1000).win(2000);
         segs.push((t + 2 * MS, ack));

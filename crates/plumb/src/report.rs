@@ -85,12 +85,16 @@ fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let mut inputs = Vec::with_capacity(a.files.len());
     for path in &a.files {
         match page_analysis(path) {
-            Ok(analysis) => inputs.push(capture_input(
-                display_name(path),
-                analysis,
-                &CaptureFilters::default(),
-                a.link,
-            )),
+            Ok(analysis) => {
+                // A capture cut short is drawn up to the cut, said once.
+                crate::why::capture::say_where_cut(path, &analysis);
+                inputs.push(capture_input(
+                    display_name(path),
+                    analysis,
+                    &CaptureFilters::default(),
+                    a.link,
+                ));
+            }
             Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
         }
     }

@@ -1,5 +1,6 @@
 //! `plumb why --from FILE` / `-r FILE` on packet captures: bad files are
-//! one line and exit 2, the filters apply as a capture needs (`-p` only
+//! one line and exit 2, a capture cut short is explained up to the cut
+//! (one line on stderr, exit 0), the filters apply as a capture needs (`-p` only
 //! when given, `--pid` refused), and the seed scenario captured with
 //! tcpdump in the lab, at either end, names the receive window at the
 //! test's own rate. The lab tests need root, /dev/net/tun and tcpdump;
@@ -143,10 +144,13 @@ fn stderr_lines(o: &Output) -> Vec<String> {
 fn bad_files_are_one_line_and_exit_2() {
     let dir = TempDir::new("why-capture-bad");
     let good = transfer(873);
-    let cases: [(&str, Vec<u8>); 5] = [
+    let cases: [(&str, Vec<u8>); 6] = [
         ("empty", Vec::new()),
-        ("truncated.pcap", good[..good.len() - 7].to_vec()),
+        // Its file header cut: nothing says it is a capture.
+        ("cut-header.pcap", good[..20].to_vec()),
+        // Whole, or cut inside its first record: no packet to explain.
         ("header-only.pcap", good[..24].to_vec()),
+        ("first-record-cut.pcap", good[..24 + 30].to_vec()),
         // A gzip stream whose content is no capture.
         (
             "notpcap.gz",
@@ -171,6 +175,243 @@ fn bad_files_are_one_line_and_exit_2() {
             assert!(o.stdout.is_empty(), "{name}");
         }
     }
+}
+
+/// Where each record of a little-endian pcap starts (after its 24-byte
+/// file header), and its end.
+fn pcap_records(pcap: &[u8]) -> Vec<(usize, usize)> {
+    assert!(
+        pcap.starts_with(&[0xd4, 0xc3, 0xb2, 0xa1]) || pcap.starts_with(&[0x4d, 0x3c, 0xb2, 0xa1]),
+        "a little-endian pcap"
+    );
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let caplen = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().expect("4 bytes"));
+        let end = at + 16 + caplen as usize;
+        assert!(end <= pcap.len(), "a whole file");
+        out.push((at, end));
+        at = end;
+    }
+    assert_eq!(at, pcap.len(), "a whole file");
+    out
+}
+
+/// A little-endian pcapng's blocks: start, end and type of each.
+fn pcapng_blocks(ng: &[u8]) -> Vec<(usize, usize, u32)> {
+    assert!(ng.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]), "a pcapng");
+    let le = |at: usize| u32::from_le_bytes(ng[at..at + 4].try_into().expect("4 bytes"));
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < ng.len() {
+        let end = at + le(at + 4) as usize;
+        out.push((at, end, le(at)));
+        at = end;
+    }
+    assert_eq!(at, ng.len(), "a whole file");
+    out
+}
+
+/// A pcapng of one interface with microsecond timestamps (as editcap and
+/// tcpdump write it) as a pcap: the same link type, snaplen and packets.
+fn pcapng_to_pcap(ng: &[u8]) -> Vec<u8> {
+    let le = |at: usize| u32::from_le_bytes(ng[at..at + 4].try_into().expect("4 bytes"));
+    let blocks = pcapng_blocks(ng);
+    let idbs: Vec<_> = blocks.iter().filter(|b| b.2 == 1).collect();
+    assert_eq!(idbs.len(), 1, "one interface");
+    let (idb, idb_end, _) = *idbs[0];
+    // No if_tsresol (option 9) but the default's: microseconds.
+    let mut opt = idb + 16;
+    while opt + 4 <= idb_end - 4 {
+        let (code, len) = (
+            u16::from_le_bytes([ng[opt], ng[opt + 1]]),
+            u16::from_le_bytes([ng[opt + 2], ng[opt + 3]]),
+        );
+        assert!(code != 9 || ng[opt + 4] == 6, "microseconds");
+        if code == 0 {
+            break;
+        }
+        opt += 4 + usize::from(len).div_ceil(4) * 4;
+    }
+    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    pcap.extend_from_slice(&[0; 8]);
+    pcap.extend_from_slice(&ng[idb + 12..idb + 16]);
+    pcap.extend_from_slice(
+        &u32::from(u16::from_le_bytes([ng[idb + 8], ng[idb + 9]])).to_le_bytes(),
+    );
+    for &(at, _, kind) in &blocks {
+        if kind != 6 {
+            continue;
+        }
+        let us = (u64::from(le(at + 12)) << 32) | u64::from(le(at + 16));
+        let caplen = le(at + 20) as usize;
+        pcap.extend_from_slice(&((us / 1_000_000) as u32).to_le_bytes());
+        pcap.extend_from_slice(&((us % 1_000_000) as u32).to_le_bytes());
+        pcap.extend_from_slice(&ng[at + 20..at + 28]);
+        pcap.extend_from_slice(&ng[at + 28..at + 28 + caplen]);
+    }
+    pcap
+}
+
+/// tshark's frame count on `file`, which it reads up to a cut (warning,
+/// and exiting 2); `None` without tshark.
+fn tshark_frames(file: &Path) -> Option<u64> {
+    let o = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-T", "fields", "-e", "frame.number"])
+        .output()
+        .ok()?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() && !err.contains("cut short") {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&o.stdout).lines().count() as u64)
+}
+
+/// `plumb why -r` on `file`, cut short: exit 0, one line on stderr naming
+/// the packet the cut follows (tshark's frame count on the same file, when
+/// tshark is here) and the byte, `read.truncated` in `-J` saying the same,
+/// and the verdict `limit`. Returns the packet number and the byte.
+fn explained_up_to_the_cut(file: &Path, limit: &Value) -> (u64, u64) {
+    let p = file.to_str().expect("utf-8 path");
+    let o = why(&["-r", p, "-J"]);
+    let lines = stderr_lines(&o);
+    assert_eq!(o.status.code(), Some(0), "{p}: {lines:?}");
+    assert_eq!(lines.len(), 1, "{p}: {lines:?}");
+    let v = json(&o, "plumb why -r -J on a cut capture");
+    let t = &v["read"]["truncated"];
+    let (after, at) = (
+        t["after_packet"].as_u64().expect("after_packet"),
+        t["at_byte"].as_u64().expect("at_byte"),
+    );
+    let said = format!(
+        "plumb: {p}: cut short after packet {} at byte {}; ",
+        group(after),
+        group(at)
+    );
+    assert!(lines[0].starts_with(&said), "{lines:?} vs {said:?}");
+    match tshark_frames(file) {
+        Some(n) => assert_eq!(after, n, "{p}: packets before the cut, plumb vs tshark"),
+        None => plumb_testkit::skip_tool!("tshark is not installed: the cut's packet not compared"),
+    }
+    let x = &v["explained"][0];
+    assert_eq!(
+        &x["diagnosis"]["limit"], limit,
+        "{p}: {}",
+        x["diagnosis"]["summary"]
+    );
+    // The text says the same, on stdout, with the same one line on stderr.
+    let o = why(&["-r", p]);
+    assert_eq!(o.status.code(), Some(0), "{p}");
+    assert_eq!(stderr_lines(&o), lines);
+    (after, at)
+}
+
+/// A count with thousands separators, as plumb prints it.
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The record of `records` that byte `frac` of `len` falls in: the cut goes
+/// 7 bytes into it (inside its header, whatever its size). Returns the cut
+/// length, the packets before it and the record's start.
+fn cut_inside(records: &[(usize, usize)], len: usize, frac: f64) -> (usize, u64, u64) {
+    let target = (len as f64 * frac) as usize;
+    let i = records
+        .iter()
+        .position(|&(start, end)| start <= target && target < end)
+        .expect("a record there");
+    (records[i].0 + 7, i as u64, records[i].0 as u64)
+}
+
+/// A lab capture of a black hole (`crates/capture/tests/lab/`,
+/// probing-near.pcap, pcapng: 400 packets, the fallback in the first
+/// fifth), cut inside a record at half, three quarters and nine tenths of
+/// its length, as it is and as pcap, and gzip-compressed and cut: each is
+/// read up to the cut, says where in one line, exits 0 and names the whole
+/// file's cause.
+#[test]
+fn a_capture_cut_short_is_explained_up_to_the_cut() {
+    let dir = TempDir::new("why-capture-cut");
+    let lab =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../capture/tests/lab/probing-near.pcap");
+    let ng = std::fs::read(&lab).expect("the lab capture");
+    let o = why(&["-r", lab.to_str().expect("utf-8 path"), "-J"]);
+    assert!(
+        o.status.success() && stderr_lines(&o).is_empty(),
+        "{:?}",
+        stderr_lines(&o)
+    );
+    let v = json(&o, "plumb why -r -J");
+    assert!(v["read"]["truncated"].is_null(), "whole: {}", v["read"]);
+    let limit = v["explained"][0]["diagnosis"]["limit"].clone();
+    assert_eq!(limit, "path_mtu", "the premise: the whole file's verdict");
+    // Where each packet starts: pcapng's enhanced packet blocks, pcap's
+    // records.
+    let packets: Vec<(usize, usize)> = pcapng_blocks(&ng)
+        .into_iter()
+        .filter(|b| b.2 == 6)
+        .map(|(s, e, _)| (s, e))
+        .collect();
+    let pcap = pcapng_to_pcap(&ng);
+    let records = pcap_records(&pcap);
+    assert_eq!((packets.len(), records.len()), (400, 400), "the premise");
+    let whole = dir.join("whole.pcap");
+    std::fs::write(&whole, &pcap).expect("write");
+    let o = why(&["-r", whole.to_str().expect("utf-8 path"), "-J"]);
+    assert_eq!(
+        json(&o, "as pcap")["explained"][0]["diagnosis"]["limit"],
+        limit
+    );
+    for frac in [0.5, 0.75, 0.9] {
+        for (kind, bytes, starts) in [("pcapng", &ng, &packets), ("pcap", &pcap, &records)] {
+            let (len, after, at) = cut_inside(starts, bytes.len(), frac);
+            let file = dir.join(format!("cut-{frac}.{kind}"));
+            std::fs::write(&file, &bytes[..len]).expect("write");
+            let (n, b) = explained_up_to_the_cut(&file, &limit);
+            assert_eq!(
+                (n, b),
+                (after, at),
+                "{kind} cut at {len}: the packets before it, its record"
+            );
+        }
+    }
+    // gzip -c, cut at three quarters of the compressed stream.
+    let gz = std::process::Command::new("gzip")
+        .arg("-c")
+        .arg(&whole)
+        .output()
+        .expect("gzip");
+    assert!(gz.status.success());
+    let file = dir.join("cut.pcap.gz");
+    std::fs::write(&file, &gz.stdout[..gz.stdout.len() * 3 / 4]).expect("write");
+    let (n, _) = explained_up_to_the_cut(&file, &limit);
+    assert!(n > 100 && n < 400, "{n} packets before the gzip cut");
+    // plumb report draws it up to the cut, saying so in the same line.
+    let page = dir.join("cut.html");
+    let p = file.to_str().expect("utf-8 path");
+    let o = run(
+        plumb_bin(),
+        &["report", p, "-o", page.to_str().expect("utf-8 path")],
+        Duration::from_secs(60),
+    );
+    let lines = stderr_lines(&o);
+    assert!(o.status.success(), "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("plumb: {p}: cut short after packet {n} at byte ")),
+        "{lines:?}"
+    );
+    assert!(page.is_file());
 }
 
 #[test]

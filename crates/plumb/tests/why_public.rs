@@ -16,6 +16,7 @@ const FILES: &[(&str, u64)] = &[
     // (file, TCP connections in it, as tshark -z conv,tcp lists them)
     ("iso-download.pcap.gz", 1),
     ("206_example_b.pcap.gz", 2),
+    // A file with capture duplicates (see DUPLICATES).
     ("ssh-dups.pcap", 1),
     ("reassembly.pcap", 1),
     ("gap-data-missing.pcapng", 1),
@@ -25,6 +26,13 @@ const FILES: &[(&str, u64)] = &[
     ("ipv6-http-atomic-frag.pcap", 4),
     ("vlan-collisions.pcap", 1),
 ];
+
+/// The files with capture duplicates, and the copies: `ssh-dups.pcap`,
+/// whose every packet after the handshake was captured four times, as many
+/// as `editcap -D 5` removes; `vlan-collisions.pcap`, whose packets were
+/// recorded again under other VLAN tags, those with an IPv4 ID
+/// (crates/capture/tests/public.rs compares both).
+const DUPLICATES: &[(&str, u64)] = &[("ssh-dups.pcap", 280), ("vlan-collisions.pcap", 10)];
 
 fn public(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,7 +59,20 @@ fn every_public_capture_gets_a_verdict() {
         );
         let v = json(&o, name);
         assert_eq!(v["connections"].as_u64(), Some(*connections), "{name}");
+        assert!(v["read"]["truncated"].is_null(), "{name}: whole");
+        let copies = DUPLICATES.iter().find(|d| d.0 == *name).map_or(0, |d| d.1);
+        assert_eq!(v["duplicates"]["packets"].as_u64(), Some(copies), "{name}");
         let explained = v["explained"].as_array().expect("explained flows");
+        let counted: u64 = explained
+            .iter()
+            .map(|x| x["flow"]["duplicates"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(counted, copies, "{name}: the connections' duplicates");
+        if *name == "ssh-dups.pcap" {
+            // Copies are no retransmissions: tshark on editcap -D's output
+            // flags none either.
+            assert_eq!(explained[0]["flow"]["retransmits"], 0, "{name}");
+        }
         assert!(!explained.is_empty(), "{name}: nothing explained");
         for x in explained {
             let summary = x["diagnosis"]["summary"].as_str().unwrap_or("");
@@ -93,6 +114,15 @@ fn every_public_capture_gets_a_verdict() {
         // A flow whose data passed at one instant has no rate, in its
         // header line too.
         assert!(!text.contains(" 0 bit/s"), "{name}:\n{text}");
+        // One line for the duplicates, only where there are any.
+        let said = format!("Duplicates: {copies} packets are copies of one just before them: the capture was taken on two interfaces or a mirror port saw both directions");
+        assert_eq!(text.contains(&said), copies > 0, "{name}:\n{text}");
+        assert_eq!(text.contains("Duplicates:"), copies > 0, "{name}:\n{text}");
+        assert!(
+            t.stderr.is_empty(),
+            "{name}: {}",
+            String::from_utf8_lossy(&t.stderr)
+        );
         if explained
             .iter()
             .any(|x| x["flow"]["duration_s"].as_f64() == Some(0.0))

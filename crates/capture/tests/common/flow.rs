@@ -108,6 +108,7 @@ impl Flow {
         let mut acks: std::collections::VecDeque<(u64, u64)> = Default::default();
         let mut t = start;
         let mut sent = 0u64;
+        let mut ip_id = 0u16;
         let mut unacked_segs = 0;
         let end = start + self.for_ns;
         while t < end {
@@ -134,20 +135,26 @@ impl Flow {
                     _ => 1,
                 };
                 let len = mss * n;
+                // Each packet the sender sends has its own IP ID, as Linux
+                // numbers them: a resend is no copy of the first.
+                ip_id = ip_id.wrapping_add(1).max(1);
                 out.push((
                     t,
                     Seg::v4(true, next as u32)
                         .ack(SISN + 1)
                         .win(502)
-                        .len(len as usize),
+                        .len(len as usize)
+                        .id(ip_id),
                 ));
                 if self.resend_every.is_some_and(|e| sent % e == 0) {
+                    ip_id = ip_id.wrapping_add(1).max(1);
                     out.push((
                         t + MS,
                         Seg::v4(true, next as u32)
                             .ack(SISN + 1)
                             .win(502)
-                            .len(len as usize),
+                            .len(len as usize)
+                            .id(ip_id),
                     ));
                 }
                 next += len;

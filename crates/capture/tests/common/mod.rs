@@ -42,6 +42,8 @@ pub struct Seg {
     pub window: u16,
     pub options: Vec<u8>,
     pub len: usize,
+    /// The IPv4 identification (etherparse writes 0).
+    pub id: u16,
 }
 
 pub const CLIENT_V4: [u8; 4] = [10, 0, 0, 1];
@@ -75,6 +77,7 @@ impl Seg {
             window: 1000,
             options: Vec::new(),
             len: 0,
+            id: 0,
         }
     }
 
@@ -117,6 +120,19 @@ impl Seg {
         self.ttl = t;
         self
     }
+    /// The IPv4 identification.
+    pub fn id(mut self, id: u16) -> Seg {
+        self.id = id;
+        self
+    }
+    /// A timestamp option (NOP, NOP, TS), as Linux sends on every segment
+    /// after a handshake that agreed on timestamps.
+    pub fn ts(self, tsval: u32, tsecr: u32) -> Seg {
+        let mut o = vec![1, 1, 8, 10];
+        o.extend_from_slice(&tsval.to_be_bytes());
+        o.extend_from_slice(&tsecr.to_be_bytes());
+        self.opts(&o)
+    }
 
     fn ip(&self, start: IpStart) -> PacketBuilderStep<IpHeaders> {
         if self.v6 {
@@ -156,6 +172,15 @@ impl Seg {
         }
         let mut v = Vec::new();
         b.write(&mut v, &vec![0xab; self.len]).unwrap();
+        if !self.v6 && self.id != 0 {
+            let at = match link {
+                Link::Ethernet => 14,
+                Link::Vlan => 18,
+                Link::Sll => 16,
+                Link::Raw | Link::Sll2 => 0,
+            };
+            set_ipv4_id(&mut v[at..], self.id);
+        }
         if link == Link::Sll2 {
             // SLL2: protocol, reserved, ifindex, ARPHRD, packet type,
             // address length, 8 address bytes; then the packet.
@@ -167,6 +192,21 @@ impl Seg {
         }
         v
     }
+}
+
+/// Writes `id` into the IPv4 header at the start of `ip`, and the header's
+/// checksum again (the TCP checksum does not cover it).
+fn set_ipv4_id(ip: &mut [u8], id: u16) {
+    ip[4..6].copy_from_slice(&id.to_be_bytes());
+    ip[10..12].copy_from_slice(&[0, 0]);
+    let words = usize::from(ip[0] & 0x0f) * 2;
+    let mut sum: u32 = (0..words)
+        .map(|i| u32::from(u16::from_be_bytes([ip[2 * i], ip[2 * i + 1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
 }
 
 /// Where the builder starts, before the IP header.
@@ -335,7 +375,6 @@ pub fn handshake() -> Vec<(u64, Seg)> {
     ]
 }
 
-/// A pcap (Ethernet, µs) of `segs`.
 /// A router's ICMP "fragmentation needed" (next-hop MTU 1400) to the
 /// client, as an Ethernet frame quoting the first 28 bytes (IP header and 8
 /// of TCP) of `quoted`, a raw IPv4 segment.
@@ -349,9 +388,18 @@ pub fn icmp_too_big(quoted: &[u8]) -> Vec<u8> {
     v
 }
 
+/// A pcap (Ethernet, µs) of `segs`. Each IPv4 packet that names no IP ID
+/// gets its own (its place in `segs`, from 1), as a sender numbers the
+/// packets it sends: two segments alike are two sends, not one packet
+/// captured twice (see `copies` in the crate), unless a test makes the
+/// copy on purpose.
 pub fn pcap_of(segs: &[(u64, Seg)]) -> Vec<u8> {
     let mut p = Pcap::new(1, false);
-    for (ts, s) in segs {
+    for (i, (ts, s)) in segs.iter().enumerate() {
+        let mut s = s.clone();
+        if s.id == 0 {
+            s.id = (i as u16).wrapping_add(1).max(1);
+        }
         p.record(*ts, &s.frame(Link::Ethernet));
     }
     p.buf

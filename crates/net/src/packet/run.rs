@@ -135,6 +135,7 @@ impl Reader<'_> {
                     linktype,
                     data: p.data,
                     orig_len: p.orig_len,
+                    interface: 0,
                 });
                 if let (Some(w), None) = (writer.as_mut(), &failed) {
                     failed = w.packet(p.ts_ns, p.data, p.orig_len).err();

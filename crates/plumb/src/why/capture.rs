@@ -9,8 +9,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use plumb_capture::{Analysis, CaptureDocument, CaptureFilters, KernelCounts, Limits, OsGuess};
+use plumb_capture::{
+    Analysis, CaptureDocument, CaptureFilters, KernelCounts, Limits, OsGuess, Truncation,
+};
 use plumb_diagnose::evidence::LinkRate;
+use plumb_diagnose::rules::human_count;
 use plumb_diagnose::LinkSource;
 use plumb_model::Rate;
 
@@ -58,11 +61,17 @@ pub fn from_file(
         Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
     };
     if a.read.records == 0 {
+        let cut = a
+            .read
+            .truncated
+            .map(|t| format!(" (it is cut short at byte {})", human_count(t.at_byte)))
+            .unwrap_or_default();
         return Ok(usage_error(format!(
-            "{}: the capture holds no packets",
+            "{}: the capture holds no packets{cut}",
             path.display()
         )));
     }
+    say_where_cut(path, &a);
     let code = explain_analysis(&path.display().to_string(), &a, None, f, link, out)?;
     if let Some(out) = report {
         // The page reads the file again as `plumb report` does: with each
@@ -72,6 +81,23 @@ pub fn from_file(
         crate::report::capture_page_for(path, None, f, link, out)?;
     }
     Ok(code)
+}
+
+/// The one line on stderr for a capture cut short (nothing for a whole
+/// one): where it was cut; what follows covers the packets before it.
+pub fn say_where_cut(path: &Path, a: &Analysis) {
+    if let Some(t) = a.read.truncated {
+        eprintln!("plumb: {}: {}", path.display(), cut_text(&t));
+    }
+}
+
+/// Where a capture was cut short, for the one line on stderr.
+fn cut_text(t: &Truncation) -> String {
+    format!(
+        "cut short after packet {} at byte {}; the verdicts cover the packets before the cut",
+        human_count(t.after_packet),
+        human_count(t.at_byte)
+    )
 }
 
 /// Each end's operating system, guessed from its SYN with
@@ -218,4 +244,22 @@ pub fn explain_analysis(
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cut_text, Truncation};
+
+    #[test]
+    fn a_cut_names_its_packet_and_byte() {
+        let t = Truncation {
+            after_packet: 1234,
+            at_byte: 567_890,
+        };
+        assert!(
+            cut_text(&t).starts_with("cut short after packet 1,234 at byte 567,890;"),
+            "{}",
+            cut_text(&t)
+        );
+    }
 }

@@ -11,7 +11,7 @@
 mod flow;
 mod summary;
 
-use plumb_capture::{CaptureDocument, Explanation};
+use plumb_capture::{CaptureDocument, Duplicates, Explanation};
 use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::rules::human_count;
 
@@ -93,6 +93,9 @@ fn header(doc: &CaptureDocument<'_>) -> String {
     if !skipped.is_empty() {
         s += &format!("Skipped: {}.\n", skipped.join(", "));
     }
+    if let Some(line) = duplicates_text(doc.duplicates) {
+        s += &line;
+    }
     if doc.dropped.connections > 0 {
         s += &format!(
             "Dropped: {} connection(s) ({} packets), the least busy past the ceiling of {} tracked.\n",
@@ -102,4 +105,49 @@ fn header(doc: &CaptureDocument<'_>) -> String {
         );
     }
     s
+}
+
+/// The capture duplicates' line, where there are any.
+fn duplicates_text(d: &Duplicates) -> Option<String> {
+    (d.packets > 0).then(|| {
+        let other = if d.other_interface > 0 {
+            format!(
+                " ({} of them on another interface than the first)",
+                human_count(d.other_interface)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "Duplicates: {} packets are copies of one just before them{other}: the capture was taken on two interfaces or a mirror port saw both directions; each packet is counted once, never as a retransmission.\n",
+            human_count(d.packets)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{duplicates_text, Duplicates};
+
+    #[test]
+    fn duplicates_are_said_only_when_there_are_any() {
+        assert_eq!(duplicates_text(&Duplicates::default()), None);
+        let d = Duplicates {
+            packets: 280,
+            other_interface: 0,
+        };
+        let line = duplicates_text(&d).expect("a line");
+        assert!(
+            line.starts_with("Duplicates: 280 packets are copies")
+                && !line.contains("interface than")
+                && line.ends_with(".\n"),
+            "{line}"
+        );
+        let d = Duplicates {
+            packets: 3,
+            other_interface: 2,
+        };
+        let line = duplicates_text(&d).expect("a line");
+        assert!(line.contains("(2 of them on another interface"), "{line}");
+    }
 }

@@ -210,7 +210,9 @@ pub(crate) mod tests {
 
     /// A pcap of one flow: 10.0.0.1:40000 sends `n` segments of 1000 bytes
     /// 1 ms apart (no handshake), 10.0.0.2:5201 ACKs each 5 ms later with a
-    /// window of 3000; segment 3 is resent.
+    /// window of 3000; segment 3 is resent, with its own IP ID (the same
+    /// bytes with the same ID half a millisecond later would be the
+    /// capture's copy of it, not a resend).
     pub(crate) fn capture(n: u32) -> Vec<u8> {
         let mut recs: Vec<(u64, Vec<u8>)> = Vec::new();
         let frame = |from_client: bool, seq: u32, ack: u32, len: usize| {
@@ -234,7 +236,9 @@ pub(crate) mod tests {
             let seq = 100 + i * 1000;
             recs.push((t, frame(true, seq, 7, 1000)));
             if i == 3 {
-                recs.push((t + 500_000, frame(true, seq, 7, 1000)));
+                let mut again = frame(true, seq, 7, 1000);
+                set_ipv4_id(&mut again[14..34], 1);
+                recs.push((t + 500_000, again));
             }
             recs.push((t + 5_000_000, frame(false, 7, seq + 1000, 0)));
         }
@@ -263,6 +267,20 @@ pub(crate) mod tests {
             out.extend_from_slice(&f);
         }
         out
+    }
+
+    /// Writes `id` into the 20-byte IPv4 header `ip`, and its checksum again.
+    fn set_ipv4_id(ip: &mut [u8], id: u16) {
+        ip[4..6].copy_from_slice(&id.to_be_bytes());
+        ip[10..12].copy_from_slice(&[0, 0]);
+        let mut sum: u32 = ip
+            .chunks_exact(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
     }
 
     pub(crate) fn analysis(bytes: &[u8]) -> Analysis {
