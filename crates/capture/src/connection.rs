@@ -184,6 +184,7 @@ impl Connection {
             data: seg.payload_len > 1,
             in_flight,
             rtt_ns: self.handshake.rtt_ns,
+            client_path_ns: self.handshake.syn_ack_to_ack_ns,
         });
     }
 
