@@ -235,6 +235,7 @@ impl Connection {
             client_in_flight: self.client.in_flight(&self.server.track) > 0,
             server_in_flight: self.server.in_flight(&self.client.track) > 0,
             rtt_ns: self.handshake.rtt_ns,
+            client_path_ns: self.handshake.syn_ack_to_ack_ns,
         });
     }
 

@@ -13,8 +13,9 @@
 //! flight never answers it. When
 //! the server answers the client it is an exchange, and the gap since the
 //! client's last data is the server's time (at the capture point); when
-//! the client speaks again the gap is the client's, idle once it lasts a
-//! pause. A pause of the same side with nothing in flight either way counts
+//! the client speaks again the gap, less the capture point's round trip to
+//! the client (the handshake's SYN-ACK to ACK), is the client's, idle once
+//! it lasts a pause. A pause of the same side with nothing in flight either way counts
 //! as idle once it lasts [`Thresholds::idle_pause_round_trips`] round trips
 //! and [`Thresholds::idle_pause_min_seconds`]: shorter ones are the
 //! sender's own pacing within a run. A wait with data in flight (a
@@ -137,6 +138,10 @@ pub(crate) struct Step {
     pub server_in_flight: bool,
     /// The round trip known so far, ns.
     pub rtt_ns: Option<u64>,
+    /// The capture point's round trip to the client and back (the
+    /// handshake's SYN-ACK to its ACK), ns, when known: part of every gap
+    /// before the client speaks again, and none of the client's idle time.
+    pub client_path_ns: Option<u64>,
 }
 
 impl Shape {
@@ -181,7 +186,7 @@ impl Shape {
             if !(resumed_at_once || aside) {
                 self.pending = Some(p);
                 self.current = Some(run);
-                self.turn(s.rtt_ns);
+                self.turn(s.rtt_ns, s.client_path_ns);
                 self.data(s);
                 return;
             }
@@ -200,9 +205,12 @@ impl Shape {
             self.rounds
                 .add(s.ts.saturating_sub(run.start_ns), r, s.new_bytes);
         }
+        // The first flight: what left within half a round trip of the
+        // first segment (the second leaves a round trip after the first,
+        // give or take the path's jitter).
         let in_first_round = s
             .rtt_ns
-            .is_some_and(|r| s.ts.saturating_sub(run.start_ns) < r);
+            .is_some_and(|r| s.ts.saturating_sub(run.start_ns) < r / 2);
         if run.first_round_bytes > 0 && in_first_round {
             let more = u32::try_from(s.new_bytes).unwrap_or(u32::MAX);
             run.first_round_bytes = run.first_round_bytes.saturating_add(more);
@@ -237,7 +245,7 @@ impl Shape {
         let answer = !long || p.bytes > ASIDE_BYTES;
         self.current = Some(run);
         if answer {
-            self.turn(s.rtt_ns);
+            self.turn(s.rtt_ns, s.client_path_ns);
         }
     }
 
@@ -246,7 +254,7 @@ impl Shape {
     /// exchange, its gap the server's time; from the client, its gap is
     /// the client's, idle once as long as a pause (a client that asks
     /// again at once is busy, however short the round trip).
-    fn turn(&mut self, rtt_ns: Option<u64>) {
+    fn turn(&mut self, rtt_ns: Option<u64>, client_path_ns: Option<u64>) {
         let Some(p) = self.pending.take() else {
             return;
         };
@@ -256,8 +264,9 @@ impl Shape {
         let from_client = !run.from_client;
         let exchanges_before = self.exchanges;
         if from_client {
-            if p.gap_ns >= idle_pause_ns(rtt_ns) {
-                self.idle_ns = self.idle_ns.saturating_add(p.gap_ns);
+            let idle = p.gap_ns.saturating_sub(client_path_ns.unwrap_or(0));
+            if idle >= idle_pause_ns(rtt_ns) {
+                self.idle_ns = self.idle_ns.saturating_add(idle);
             }
         } else {
             self.exchanges = self.exchanges.saturating_add(1);
@@ -322,7 +331,7 @@ impl Shape {
 
     /// Closes the run still open at the end of the capture.
     pub(crate) fn finish(&mut self) {
-        self.turn(None);
+        self.turn(None, None);
         if let Some(run) = self.current.take() {
             self.close(run);
         }
@@ -354,6 +363,7 @@ mod tests {
             client_in_flight: in_flight && from_client,
             server_in_flight: in_flight && !from_client,
             rtt_ns: Some(10 * MS),
+            client_path_ns: None,
         }
     }
 
@@ -450,6 +460,25 @@ mod tests {
 
     /// A pause with data in flight is a stall: the run goes on and no idle
     /// time is counted; the same pause with nothing in flight is idle.
+    /// Beside the server, each gap before the client's next request holds
+    /// the round trip to the client and back (10 ms here): 200 exchanges
+    /// with a 1 ms server and a client that asks again at once are not
+    /// idle.
+    #[test]
+    fn the_path_to_the_client_is_not_its_idle_time() {
+        let mut s = Shape::default();
+        for k in 0..200u32 {
+            let t = f64::from(k) * 11.0;
+            let mut ask = step(t, true, 32, true);
+            ask.client_path_ns = Some(10 * MS);
+            s.step(&ask);
+            s.step(&step(t + 1.0, false, 64, true));
+        }
+        s.finish();
+        assert_eq!(s.exchanges, 200);
+        assert!(s.idle_ns < MS, "{} ns idle", s.idle_ns);
+    }
+
     #[test]
     fn a_stall_is_not_idle_and_a_quiet_pause_is() {
         let mut s = Shape::default();

@@ -1,7 +1,9 @@
 //! A sampled connection's class (`plumb-diagnose`'s `class`), from what
 //! TCP_INFO counts over the sampling period: the bytes each way, the time
-//! this end had data in flight (`busy_time`: the rest is idle), and the
-//! data segments each way (each exchange is at least one of each, so the
+//! this end had data in flight (`busy_time`: the rest is idle, on a sender
+//! or an idle connection; a receiver's data is its peer's, whose time in
+//! flight this end does not count, so a receiver's idle time is unknown),
+//! and the data segments each way (each exchange is at least one of each, so the
 //! fewer of the two counts the exchanges when requests and responses fit
 //! in a segment, as most do).
 //!
@@ -36,10 +38,13 @@ pub fn shape(tr: &Track, opened: Option<bool>) -> FlowShape {
         .map(|(i, o)| u64::from(i.min(o)));
     let rtt_s = b.min_rtt.filter(|r| *r > 0).map(|r| f64::from(r) / 1e6);
     let busy_s = d.busy_us.map(|u| u as f64 / 1e6);
-    let idle_s = match busy_s {
-        Some(busy) => Some((d.secs - busy).max(0.0)),
-        None if d.role == Role::Idle => Some(d.secs),
-        None => None,
+    // The client of a 60 kB download has its request in flight for one
+    // round trip, then only receives: idle by busy_time for the rest.
+    let idle_s = match (d.role, busy_s) {
+        (Role::Receiver, _) => None,
+        (_, Some(busy)) => Some((d.secs - busy).max(0.0)),
+        (Role::Idle, None) => Some(d.secs),
+        (Role::Sender, None) => None,
     };
     FlowShape {
         bytes,
@@ -94,4 +99,60 @@ fn server_time(
 pub fn class_of(tr: &Track, opened: Option<bool>) -> (Classification, FlowShape) {
     let s = shape(tr, opened);
     (classify(&s), s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Conn;
+    use crate::tcpinfo::TcpInfo;
+    use plumb_diagnose::class::FlowClass;
+
+    /// A sample: bytes acknowledged and received, busy time (µs), data
+    /// segments out and in.
+    fn sample(acked: u64, received: u64, busy: u64, segs: (u32, u32)) -> Conn {
+        Conn {
+            local: "198.18.0.1:40000".parse().expect("addr"),
+            remote: "198.18.0.2:8000".parse().expect("addr"),
+            state: 1,
+            inode: 1,
+            uid: 0,
+            ifindex: 0,
+            cookie: 1,
+            recv_queue: 0,
+            send_queue: 0,
+            tcp: Some(TcpInfo {
+                bytes_acked: Some(acked),
+                bytes_received: Some(received),
+                busy_time: Some(busy),
+                data_segs_out: Some(segs.0),
+                data_segs_in: Some(segs.1),
+                min_rtt: Some(50_000),
+                snd_mss: 1448,
+                snd_cwnd: 10,
+                ..TcpInfo::default()
+            }),
+            congestion: None,
+            mem: None,
+            bbr: None,
+        }
+    }
+
+    /// The client of a 60 kB download over 50 ms, sampled 0.2 s: it sent
+    /// its request (in flight 50 ms) and received the rest. Short, not
+    /// interactive; an idle connection's end stays interactive.
+    #[test]
+    fn a_receiver_is_not_idle_for_want_of_sending() {
+        let mut tr = Track::new(sample(1, 0, 0, (0, 0)), 0.0);
+        tr.update(sample(84, 60_203, 50_000, (1, 42)), 0.2);
+        assert_eq!(tr.delta().role, Role::Receiver);
+        let (c, s) = class_of(&tr, Some(true));
+        assert_eq!(c.class, FlowClass::Short, "{}", c.why);
+        assert_eq!(s.idle_s, None);
+        let mut tr = Track::new(sample(1, 0, 0, (0, 0)), 0.0);
+        tr.update(sample(13, 12, 20_000, (4, 4)), 2.0);
+        assert_eq!(tr.delta().role, Role::Idle);
+        let (c, _) = class_of(&tr, Some(true));
+        assert_eq!(c.class, FlowClass::Interactive, "{}", c.why);
+    }
 }

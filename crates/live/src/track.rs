@@ -372,7 +372,14 @@ impl Tracker {
             match index.get(&c.cookie) {
                 Some(&i) if !self.tracks[i].closed => {
                     seen[i] = true;
-                    self.tracks[i].update(c, t);
+                    if self.tracks[i].first.tcp.is_none() && c.tcp.is_some() {
+                        // A request socket (SYN_RECV) has no TCP_INFO and
+                        // hands its cookie to the connection it becomes:
+                        // no baseline, so the period starts here.
+                        self.tracks[i] = Track::new(c, t);
+                    } else {
+                        self.tracks[i].update(c, t);
+                    }
                 }
                 Some(_) => {}
                 None => self.tracks.push(Track::new(c, t)),
@@ -601,5 +608,27 @@ mod tests {
         // A cookie is unique while a socket lives: once gone, it stays closed.
         assert!(t.tracks[1].closed);
         assert_eq!(t.tracks[1].samples, 1);
+    }
+
+    /// A connection first sampled as the server's request socket, without
+    /// TCP_INFO: its period starts at the first sample that has counters
+    /// (from the request socket on, a 60 kB download's 42,195 B acked in
+    /// 0.1 s read as nothing moved).
+    #[test]
+    fn a_request_socket_is_no_baseline() {
+        let mut t = Tracker::default();
+        let mut syn_recv = conn(1, 0, 0, 0, 0);
+        syn_recv.state = 3;
+        syn_recv.tcp = None;
+        t.add(vec![syn_recv], 0.0);
+        t.add(vec![conn(1, 13_235, 83, 20_000, 0)], 0.1);
+        t.add(vec![conn(1, 55_430, 83, 120_000, 0)], 0.2);
+        let tr = &t.tracks[0];
+        assert_eq!((tr.samples, tr.t_first), (2, 0.1));
+        let d = tr.delta();
+        assert_eq!(
+            (d.acked, d.busy_us, d.role),
+            (42_195, Some(100_000), Role::Sender)
+        );
     }
 }

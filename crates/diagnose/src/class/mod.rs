@@ -138,10 +138,13 @@ pub struct Run {
     pub seconds: f64,
     /// At its end, the time it resent with no new data, seconds: a stall.
     pub stalled_s: f64,
-    /// Bytes sent within one round trip of the run's first segment (its
-    /// first flight), when the RTT was known as it began.
+    /// Bytes sent within half a round trip of the run's first segment
+    /// (its first flight: the next leaves a round trip after it), when the
+    /// RTT was known as it began.
     pub first_round_bytes: Option<u64>,
-    /// Exchanges (turns into the server) before it began.
+    /// Exchanges (turns into the server) completed before it began; a
+    /// response does not count the request it answers, whose round trip is
+    /// the run's first.
     pub exchanges_before: u64,
     /// From the flow's first packet to the run's first segment, seconds.
     pub starts_at: f64,
