@@ -1,8 +1,7 @@
 //! A sampled connection's class (`plumb-diagnose`'s `class`), from what
 //! TCP_INFO counts over the sampling period: the bytes each way, the time
-//! this end had data in flight (`busy_time`: the rest is idle, on a sender
-//! or an idle connection; a receiver's data is its peer's, whose time in
-//! flight this end does not count, so a receiver's idle time is unknown),
+//! this end had data in flight (`busy_time`: the rest is idle, where this
+//! end can tell — see `idle`),
 //! and the data segments each way (each exchange is at least one of each, so the
 //! fewer of the two counts the exchanges when requests and responses fit
 //! in a segment, as most do).
@@ -38,14 +37,7 @@ pub fn shape(tr: &Track, opened: Option<bool>) -> FlowShape {
         .map(|(i, o)| u64::from(i.min(o)));
     let rtt_s = b.min_rtt.filter(|r| *r > 0).map(|r| f64::from(r) / 1e6);
     let busy_s = d.busy_us.map(|u| u as f64 / 1e6);
-    // The client of a 60 kB download has its request in flight for one
-    // round trip, then only receives: idle by busy_time for the rest.
-    let idle_s = match (d.role, busy_s) {
-        (Role::Receiver, _) => None,
-        (_, Some(busy)) => Some((d.secs - busy).max(0.0)),
-        (Role::Idle, None) => Some(d.secs),
-        (Role::Sender, None) => None,
-    };
+    let idle_s = idle(d.role, busy_s, d.secs, opened);
     FlowShape {
         bytes,
         reverse_bytes: reverse,
@@ -69,6 +61,22 @@ pub fn shape(tr: &Track, opened: Option<bool>) -> FlowShape {
         idle_s,
         server_time: server_time(d.secs, exchanges, rtt_s, opened),
         timeouts: Some(u64::from(b.retransmits)),
+    }
+}
+
+/// The period's idle time, where this end can tell it. A receiver's data
+/// is its peer's, whose time in flight this end does not count (the client
+/// of a 60 kB download has its request in flight for one round trip, then
+/// only receives). On the end that answers (the server), its own busy time
+/// leaves out the time it spent on each request before answering, which is
+/// no idle time. Where it cannot tell, an end that moved under
+/// [`crate::track::IDLE_BPS`] either way is idle the whole period.
+fn idle(role: Role, busy_s: Option<f64>, secs: f64, opened: Option<bool>) -> Option<f64> {
+    match (role, busy_s) {
+        (Role::Sender, Some(busy)) if opened != Some(false) => Some((secs - busy).max(0.0)),
+        (Role::Idle, Some(busy)) if opened == Some(true) => Some((secs - busy).max(0.0)),
+        (Role::Idle, _) => Some(secs),
+        _ => None,
     }
 }
 
@@ -154,5 +162,26 @@ mod tests {
         assert_eq!(tr.delta().role, Role::Idle);
         let (c, _) = class_of(&tr, Some(true));
         assert_eq!(c.class, FlowClass::Interactive, "{}", c.why);
+    }
+
+    /// The server of 150 exchanges in 3 s, each answered after 20 ms of
+    /// its own work: its answers are in flight a round trip each (busy
+    /// 10 %), but the time before each answer is its own, not idle.
+    /// Request/response at the server; at the client's end, which mostly
+    /// receives, likewise.
+    #[test]
+    fn the_answering_end_is_not_idle_while_it_works() {
+        let mut tr = Track::new(sample(1, 1, 0, (0, 0)), 0.0);
+        tr.update(sample(60_001, 15_001, 300_000, (150, 150)), 3.0);
+        assert_eq!(tr.delta().role, Role::Sender);
+        let (c, s) = class_of(&tr, Some(false));
+        assert_eq!(s.idle_s, None);
+        assert_eq!(c.class, FlowClass::RequestResponse, "{}", c.why);
+        let mut tr = Track::new(sample(1, 1, 0, (0, 0)), 0.0);
+        tr.update(sample(15_001, 60_001, 2_900_000, (150, 150)), 3.0);
+        let (c, s) = class_of(&tr, Some(true));
+        assert_eq!(tr.delta().role, Role::Receiver);
+        assert_eq!(s.idle_s, None);
+        assert_eq!(c.class, FlowClass::RequestResponse, "{}", c.why);
     }
 }

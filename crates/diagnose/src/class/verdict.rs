@@ -268,20 +268,24 @@ fn rr_fixes(server_dominates: Option<bool>) -> Vec<Fix> {
 
 fn interactive(s: &FlowShape) -> Answer {
     let idle = s.idle_share().unwrap_or(0.0);
-    let runs = s.runs.unwrap_or(0).max(1);
-    let mean = (s.bytes + s.reverse_bytes) / runs;
     let mut summary = format!(
-        "Interactive: idle {:.0}% of its {} s, in {} runs of data of {} B on average: not a throughput problem",
+        "Interactive: idle {:.0}% of its {} s",
         idle * 100.0,
-        secs(s.life_s),
-        human_count(runs),
-        human_count(mean)
+        secs(s.life_s)
     );
-    let mut ev = vec![
-        line("idle share of its life", idle * 100.0, "%"),
-        line("runs of data", runs as f64, "runs"),
-        line("bytes per run (mean)", mean as f64, "B"),
-    ];
+    let mut ev = vec![line("idle share of its life", idle * 100.0, "%")];
+    // A capture counts its runs; a live socket only its bytes.
+    if let Some(runs) = s.runs.filter(|r| *r > 0) {
+        let mean = (s.bytes + s.reverse_bytes) / runs;
+        summary += &format!(
+            ", in {} runs of data of {} B on average",
+            human_count(runs),
+            human_count(mean)
+        );
+        ev.push(line("runs of data", runs as f64, "runs"));
+        ev.push(line("bytes per run (mean)", mean as f64, "B"));
+    }
+    summary += ": not a throughput problem";
     if let Some(r) = s.rtt_s {
         summary += &format!("; its round trip is {}", ms(r));
         ev.push(line("smallest RTT", r * 1e3, "ms"));
