@@ -146,6 +146,7 @@ fn every_capture_ends_and_its_figures_can_be_true() {
             Check::CapBelowMeasured,
             Check::TuningForNonBulk,
             Check::UnclassedShortTuned,
+            Check::LongFlowText,
         ],
         &v,
     );

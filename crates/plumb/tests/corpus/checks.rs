@@ -34,6 +34,8 @@ pub enum Check {
     /// plumb's retransmissions in a capture with duplicate frames exceed
     /// tshark's on the capture without them (`duplicates.rs`).
     DuplicateAsRetransmission,
+    /// A flow's text, without `-V`, longer than 15 lines.
+    LongFlowText,
     /// A hand-labelled flow is missing from plumb's `-J`.
     LabelFlowMissing,
     /// A hand-labelled flow's `class` differs from the label's.
@@ -45,7 +47,7 @@ pub enum Check {
 }
 
 impl Check {
-    pub const ALL: [Check; 11] = [
+    pub const ALL: [Check; 12] = [
         Check::Runs,
         Check::ShareOver100,
         Check::BindingBelowMeasured,
@@ -53,6 +55,7 @@ impl Check {
         Check::TuningForNonBulk,
         Check::UnclassedShortTuned,
         Check::DuplicateAsRetransmission,
+        Check::LongFlowText,
         Check::LabelFlowMissing,
         Check::LabelClass,
         Check::LabelNotYetClassed,
@@ -96,10 +99,40 @@ const TUNING: [&str; 10] = [
 pub fn check_run(r: &Run, out: &mut Vec<Violation>) {
     runs(r, out);
     shares(r, out);
+    flow_lengths(r, out);
     for x in r.flows() {
         rate_models(r, x, out);
         tuning(r, x, out);
     }
+}
+
+/// The most lines one flow takes in the text without `-V`.
+const FLOW_LINES: usize = 15;
+
+/// Each flow of the text (a line `N. A -> B, class: …` and those after it
+/// up to a blank line) at most [`FLOW_LINES`] lines.
+fn flow_lengths(r: &Run, out: &mut Vec<Violation>) {
+    let mut current: Option<(&str, usize)> = None;
+    let close = |c: Option<(&str, usize)>, out: &mut Vec<Violation>| {
+        if let Some((head, n)) = c.filter(|c| c.1 > FLOW_LINES) {
+            let what = format!("{n} lines: {head}");
+            out.push(violation(Check::LongFlowText, r, String::new(), what));
+        }
+    };
+    for line in r.text().lines() {
+        let starts = line
+            .split_once(". ")
+            .is_some_and(|(n, rest)| n.parse::<u32>().is_ok() && rest.contains(" -> "));
+        if starts {
+            close(current.take(), out);
+            current = Some((line, 1));
+        } else if line.is_empty() {
+            close(current.take(), out);
+        } else if let Some(c) = current.as_mut() {
+            c.1 += 1;
+        }
+    }
+    close(current, out);
 }
 
 fn violation(check: Check, r: &Run, flow: String, what: String) -> Violation {
