@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::connection::Connection;
-use crate::copies::Duplicates;
+use crate::copies::{Behind, Duplicates};
 use crate::link::{self, NotIp};
 use crate::segment::{self, Decoded};
 use crate::source::{self, ReadStats, Record};
@@ -63,6 +63,8 @@ pub struct Analyzer {
     limits: Limits,
     decode: DecodeStats,
     duplicates: Duplicates,
+    /// Every recent segment, file-wide, once the capture has shown a copy.
+    behind: Option<Box<Behind>>,
 }
 
 impl Analyzer {
@@ -73,6 +75,7 @@ impl Analyzer {
             limits,
             decode: DecodeStats::default(),
             duplicates: Duplicates::default(),
+            behind: None,
         }
     }
 
@@ -103,9 +106,16 @@ impl Analyzer {
                 d.tcp += 1;
                 let key = Key::new(seg.src, seg.dst);
                 let conn = self.table.entry(key);
-                if let Some(copy) = conn.segment(rec.ts_ns, rec.orig_len, seg, rec.interface) {
+                let behind = self.behind.as_deref_mut();
+                if let Some(copy) =
+                    conn.segment(rec.ts_ns, rec.orig_len, seg, rec.interface, behind)
+                {
                     self.duplicates.packets += 1;
                     self.duplicates.other_interface += u64::from(copy.other_interface);
+                    // The capture records packets more than once: from now
+                    // on copies are sought further back too, for those that
+                    // come back from behind a queue (see `copies`).
+                    self.behind.get_or_insert_with(Box::default);
                 }
             }
             &Decoded::TooBig { src, dst, mtu } => match self.table.get_mut(&Key::new(src, dst)) {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::copies::{Copied, Print, UNKNOWN_RTT_WINDOW_NS};
+use crate::copies::{Behind, Copied, Print, UNKNOWN_RTT_WINDOW_NS};
 use crate::direction::{Direction, SendContext};
 use crate::farhole::{FarPath, FarSeen};
 use crate::segment::Segment;
@@ -77,6 +77,10 @@ pub struct Connection {
     /// seen then held until this segment.
     #[serde(skip)]
     clock: Option<u64>,
+    /// Its number among the connections of the capture, in the order they
+    /// were first seen: what [`Behind`] knows it by.
+    #[serde(skip)]
+    pub(crate) serial: u64,
 }
 
 impl Connection {
@@ -121,13 +125,16 @@ impl Connection {
 
     /// Adds one segment with its capture time, wire length and interface;
     /// a capture duplicate is counted and goes no further: it is no
-    /// retransmission, duplicate ACK, RTT sample or flight sample.
+    /// retransmission, duplicate ACK, RTT sample or flight sample. Copies
+    /// are sought among the direction's last segments, and in `behind`
+    /// when given (the capture has shown copies).
     pub(crate) fn segment(
         &mut self,
         ts: u64,
         wire_len: u32,
         seg: &Segment,
         interface: u32,
+        behind: Option<&mut Behind>,
     ) -> Option<Copied> {
         let client =
             *self
@@ -146,10 +153,23 @@ impl Connection {
                 return Some(copy);
             }
         }
+        let behind = behind.map(|b| {
+            let key = b.key((self.serial, from_client), &print);
+            (b, key)
+        });
+        if let Some((b, key)) = &behind {
+            if let Some(copy) = b.copy_of(key, ts, interface, self.copy_window()) {
+                self.side(from_client).duplicates += 1;
+                return Some(copy);
+            }
+        }
         self.analyse(ts, wire_len, seg, from_client);
         self.side(from_client)
             .recent
             .remember(&print, ts, interface);
+        if let Some((b, key)) = behind {
+            b.remember(key, ts, interface);
+        }
         None
     }
 
@@ -395,11 +415,11 @@ mod tests {
     fn the_handshake_rtt_starts_at_the_last_syn_before_the_syn_ack() {
         const MS: u64 = 1_000_000;
         let mut c = Connection::default();
-        c.segment(0, 60, &seg(true, true, false, 100, 0), 0);
-        c.segment(1_000 * MS, 60, &seg(true, true, false, 100, 0), 0);
-        c.segment(1_020 * MS, 60, &seg(false, true, true, 500, 101), 0);
-        c.segment(1_030 * MS, 60, &seg(true, true, false, 100, 0), 0);
-        c.segment(1_040 * MS, 60, &seg(true, false, true, 101, 501), 0);
+        c.segment(0, 60, &seg(true, true, false, 100, 0), 0, None);
+        c.segment(1_000 * MS, 60, &seg(true, true, false, 100, 0), 0, None);
+        c.segment(1_020 * MS, 60, &seg(false, true, true, 500, 101), 0, None);
+        c.segment(1_030 * MS, 60, &seg(true, true, false, 100, 0), 0, None);
+        c.segment(1_040 * MS, 60, &seg(true, false, true, 101, 501), 0, None);
         let h = &c.handshake;
         assert!(h.complete);
         assert_eq!(h.syn_ns, Some(1_000 * MS));

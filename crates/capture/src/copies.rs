@@ -17,11 +17,25 @@
 //! Each direction keeps the last [`RECENT`] segments it sent (not copies)
 //! in a small ring, so the cost is the same for every connection whatever
 //! the capture's length: a copy from a mirror port or a second interface
-//! arrives microseconds after the first, a few segments later at most.
+//! arrives microseconds after the first, a few segments later at most,
+//! unless a queue lies between the two (below).
 //! editcap -D looks back 4 frames of the whole capture by default; 4 of one
 //! direction cover at least those. Every segment is compared with the ring
 //! by its sequence and acknowledgement numbers first, one word per slot;
 //! the rest only when those match.
+//!
+//! A capture taken on both sides of a queue (`tcpdump -i any` on a router
+//! that is the path's bottleneck) sees a packet arrive, then every packet
+//! queued ahead of it leave, then its copy leave: tens to thousands of
+//! segments later. Once a capture has shown one copy, [`Behind`] also
+//! remembers every segment file-wide, by connection, for
+//! [`ID_WINDOW_NS`] and at most [`BEHIND_MAX`] segments, and a segment the
+//! ring does not match is sought there by the same rule. A capture with
+//! no copy pays one test per segment for it.
+
+use std::collections::hash_map::{Entry, RandomState};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
 use serde::Serialize;
 
@@ -43,6 +57,13 @@ pub const UNKNOWN_RTT_WINDOW_NS: u64 = 1_000_000;
 /// retransmission timeout. A sender gives a resend a new ID, so the ID
 /// alone tells a copy; the window only bounds how far back it is sought.
 pub const ID_WINDOW_NS: u64 = 200_000_000;
+
+/// Segments [`Behind`] remembers at most: [`ID_WINDOW_NS`] of 327,680
+/// packets a second (4 Gbit/s of 1500-byte packets); past that rate a copy
+/// is sought this many segments back. At the ceiling its table holds
+/// 65,536 entries of 56 bytes in 131,072 slots, and its queue 65,536 of
+/// 48: about 11 MB.
+pub const BEHIND_MAX: usize = 65_536;
 
 /// Copies of packets already seen, counted once.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
@@ -68,6 +89,20 @@ impl Print {
     /// The IPv4 ID it carries (0 when none).
     fn ip_id(&self) -> u16 {
         (self.rest[1] >> 48) as u16
+    }
+
+    /// How long after a segment a copy of it with this print may come:
+    /// `window_ns`, the connection's half round trip, or with a non-zero
+    /// IPv4 ID at least [`ID_WINDOW_NS`] (a sender gives a resend a new ID:
+    /// the same one marks the same packet, seen again up to a
+    /// retransmission timeout later, as a capture across several hops of a
+    /// path or both sides of a queue sees it).
+    fn window(&self, window_ns: u64) -> u64 {
+        if self.ip_id() != 0 {
+            window_ns.max(ID_WINDOW_NS)
+        } else {
+            window_ns
+        }
     }
 
     /// The print of `seg`.
@@ -124,15 +159,7 @@ impl Recent {
         interface: u32,
         window_ns: u64,
     ) -> Option<Copied> {
-        // A sender gives every packet it sends, a resend too, a new IPv4
-        // ID: the same one (not 0) marks the same packet, seen again up to
-        // a retransmission timeout later (a capture across several hops of
-        // a path sees a copy after more than half its round trip).
-        let window_ns = if print.ip_id() != 0 {
-            window_ns.max(ID_WINDOW_NS)
-        } else {
-            window_ns
-        };
+        let window_ns = print.window(window_ns);
         (0..usize::from(self.filled))
             .find(|&i| {
                 self.keys[i] == print.key
@@ -157,5 +184,184 @@ impl Recent {
         if usize::from(self.filled) < RECENT {
             self.filled += 1;
         }
+    }
+}
+
+/// A segment as [`Behind`] knows it: its connection's serial number and
+/// direction, and its print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    /// The connection's serial number, shifted left, and 1 for the
+    /// client's direction.
+    flow: u64,
+    print: Print,
+}
+
+/// A [`Seen`] with its keyed hash, worked out once per segment: looking it
+/// up, remembering it and forgetting it then hash nothing more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sought {
+    hash: u64,
+    seen: Seen,
+}
+
+impl Hash for Sought {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// The hasher of [`Behind`]'s table: it passes on the hash [`Sought`]
+/// carries.
+#[derive(Debug, Default)]
+struct PassOn(u64);
+
+impl Hasher for PassOn {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is called (by `Sought`); any other write folds.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// Every segment of the last [`ID_WINDOW_NS`] (at most [`BEHIND_MAX`] of
+/// them), file-wide, once the capture has shown a copy: the copies that
+/// come back more than [`RECENT`] segments later, from behind a queue.
+#[derive(Debug, Default)]
+pub(crate) struct Behind {
+    /// The keyed hasher (SipHash, so a crafted capture cannot aim its
+    /// segments at one bucket).
+    keys: RandomState,
+    /// When and on which interface each was seen.
+    seen: HashMap<Sought, (u64, u32), BuildHasherDefault<PassOn>>,
+    /// The same segments, oldest first, to forget them by age and count.
+    order: VecDeque<(Sought, u64)>,
+}
+
+impl Behind {
+    /// What a segment of connection `serial`'s direction (`client`) with
+    /// `print` is sought and remembered by.
+    pub(crate) fn key(&self, (serial, client): (u64, bool), print: &Print) -> Sought {
+        let seen = Seen {
+            flow: (serial << 1) | u64::from(client),
+            print: *print,
+        };
+        // One write of the four words: the keyed hasher costs per call as
+        // much as per byte (see `table::Key`).
+        let mut bytes = [0u8; 32];
+        let words = [seen.flow, print.key, print.rest[0], print.rest[1]];
+        for (b, w) in bytes.chunks_exact_mut(8).zip(words) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        let mut h = self.keys.build_hasher();
+        h.write(&bytes);
+        Sought {
+            hash: h.finish(),
+            seen,
+        }
+    }
+
+    /// Whether the segment `key`, seen at `ts` on `interface`, copies one
+    /// remembered, by [`Recent::copy_of`]'s rule.
+    pub(crate) fn copy_of(
+        &self,
+        key: &Sought,
+        ts: u64,
+        interface: u32,
+        window_ns: u64,
+    ) -> Option<Copied> {
+        let &(t, i) = self.seen.get(key)?;
+        let window_ns = key.seen.print.window(window_ns);
+        (t.abs_diff(ts) < window_ns).then_some(Copied {
+            other_interface: i != interface,
+        })
+    }
+
+    /// Remembers a segment that was not a copy, and forgets those older
+    /// than [`ID_WINDOW_NS`] before it, or past [`BEHIND_MAX`].
+    pub(crate) fn remember(&mut self, key: Sought, ts: u64, interface: u32) {
+        while let Some(&(old, t)) = self.order.front() {
+            if self.order.len() < BEHIND_MAX && ts.saturating_sub(t) < ID_WINDOW_NS {
+                break;
+            }
+            self.order.pop_front();
+            // Unless a later segment with the same print (past the window:
+            // not a copy) took its place.
+            if let Entry::Occupied(e) = self.seen.entry(old) {
+                if e.get().0 == t {
+                    e.remove();
+                }
+            }
+        }
+        self.seen.insert(key, (ts, interface));
+        self.order.push_back((key, ts));
+    }
+
+    /// Segments remembered now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.order.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn print(n: u64) -> Print {
+        // A non-zero IPv4 ID: the 200 ms window applies.
+        Print {
+            key: n,
+            rest: [0, 7 << 48],
+        }
+    }
+
+    #[test]
+    fn behind_forgets_by_age_and_count_and_keeps_connections_apart() {
+        const MS: u64 = 1_000_000;
+        let mut b = Behind::default();
+        let flow = (3, true);
+        let at = |b: &Behind, f, n, ts| b.copy_of(&b.key(f, &print(n)), ts, 1, MS);
+        b.remember(b.key(flow, &print(1)), 0, 0);
+        b.remember(b.key(flow, &print(2)), 100 * MS, 1);
+        assert_eq!(b.len(), 2);
+        // Found on the other interface, not in the other direction or
+        // connection, nor once its window is past.
+        let found = at(&b, flow, 1, 150 * MS);
+        assert_eq!(
+            found,
+            Some(Copied {
+                other_interface: true
+            })
+        );
+        assert_eq!(at(&b, (3, false), 1, 150 * MS), None);
+        assert_eq!(at(&b, (4, true), 1, 150 * MS), None);
+        assert_eq!(at(&b, flow, 1, 200 * MS), None);
+        // A segment 200 ms after the first forgets it.
+        b.remember(b.key(flow, &print(3)), 200 * MS, 0);
+        assert_eq!(b.len(), 2);
+        assert!(at(&b, flow, 2, 201 * MS).is_some());
+        // Past BEHIND_MAX the oldest go, whatever their age.
+        for n in 0..BEHIND_MAX as u64 {
+            b.remember(b.key(flow, &print(10 + n)), 201 * MS, 0);
+        }
+        assert_eq!(b.len(), BEHIND_MAX);
+        assert_eq!(at(&b, flow, 3, 201 * MS), None);
+        assert!(at(&b, flow, 10, 201 * MS).is_some());
+        assert_eq!(b.seen.len(), BEHIND_MAX);
+        // The memory at the ceiling (BEHIND_MAX's doc): entries of 56
+        // bytes in the table and 48 in the queue.
+        let table = std::mem::size_of::<(Sought, (u64, u32))>();
+        let queue = std::mem::size_of::<(Sought, u64)>();
+        assert_eq!((table, queue), (56, 48));
     }
 }

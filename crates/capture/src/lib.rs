@@ -65,7 +65,7 @@ pub use analysis::{
 pub use blackhole::{BlackHole, LostRun, BLACK_HOLE_SENDS};
 pub use class::{class_of, flow_shape};
 pub use connection::{Connection, Handshake};
-pub use copies::{Duplicates, ID_WINDOW_NS, RECENT, UNKNOWN_RTT_WINDOW_NS};
+pub use copies::{Duplicates, BEHIND_MAX, ID_WINDOW_NS, RECENT, UNKNOWN_RTT_WINDOW_NS};
 pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWindow};
 pub use document::{CaptureDocument, KernelCounts};
 pub use error::Error;

@@ -84,6 +84,8 @@ pub struct Table {
     pub series_budget: usize,
     /// What the ceiling dropped.
     pub dropped: Dropped,
+    /// Connections made so far: the next one's serial number.
+    made: u64,
 }
 
 impl Table {
@@ -94,6 +96,7 @@ impl Table {
             max: limits.max_connections.max(10),
             series_budget: 0,
             dropped: Dropped::default(),
+            made: 0,
         }
     }
 
@@ -104,12 +107,18 @@ impl Table {
             self.evict();
         }
         let budget = self.series_budget;
+        let made = &mut self.made;
         self.conns.entry(key).or_insert_with(|| {
-            if budget == 0 {
+            let mut c = if budget == 0 {
                 Connection::default()
             } else {
                 Connection::with_series(budget)
-            }
+            };
+            // A connection dropped and seen again is a new one: what it
+            // was remembered by no longer finds it.
+            c.serial = *made;
+            *made += 1;
+            c
         })
     }
 

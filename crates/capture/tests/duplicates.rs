@@ -258,3 +258,92 @@ fn without_a_round_trip_the_window_is_a_millisecond() {
     assert_eq!(c.client.duplicates, 2);
     assert_eq!(c.client.retransmissions.total, 2);
 }
+
+/// A capture on both interfaces of a router whose outgoing queue is the
+/// path's bottleneck (`tcpdump -i any` there): each data segment is seen
+/// arriving, then leaving 30 ms later, after the 300 segments queued ahead
+/// of it; each ACK, whose way has no queue, 5 µs after it arrived. One
+/// segment the full queue dropped is seen once, and its resend (a new IP
+/// ID) twice. The handshake crossed the empty queue: its copies, 5 µs
+/// later, show that the capture holds copies, and from then on copies are
+/// sought further back than a direction's last four segments. Every copy
+/// is found by its IPv4 ID; the connection is field for field the one the
+/// capture without copies gives; the resend is the one retransmission.
+/// Without IP IDs, copies 30 ms later (past half the 12 ms round trip) are
+/// resends: the time alone cannot tell them from one.
+#[test]
+fn copies_from_behind_a_queue_are_found_by_their_id() {
+    const US: u64 = 1_000;
+    let pcap = |segs: &[(u64, Seg)]| {
+        let mut all = segs.to_vec();
+        all.sort_by_key(|(t, _)| *t);
+        let mut p = Pcap::new(1, false);
+        for (ts, s) in &all {
+            p.record(*ts, &s.frame(Link::Ethernet));
+        }
+        p.buf
+    };
+    // Every packet at its first sighting, and its copy `later` (none for
+    // the segment the queue dropped).
+    let build = |data_id: &dyn Fn(u16) -> u16| {
+        let mut seen: Vec<(u64, Seg, Option<u64>)> = handshake()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (t, s))| (t, s.id(i as u16 + 1), Some(5 * US)))
+            .collect();
+        let (queue, dropped) = (30 * MS, 300u32);
+        let next = |i: u32| 1001 + i * 1000;
+        for i in 0..600u32 {
+            let t = T0 + 20 * MS + u64::from(i) * 100 * US;
+            let d = Seg::v4(true, next(i)).ack(5001).len(1000);
+            let later = (i != dropped).then_some(queue);
+            seen.push((t, d.id(data_id(100 + i as u16)), later));
+            if i % 2 == 1 {
+                // Past the dropped segment the receiver repeats its ACK
+                // (duplicate ACKs, each with its own ID).
+                let acked = if i >= dropped {
+                    next(dropped)
+                } else {
+                    next(i + 1)
+                };
+                let a = Seg::v4(false, 5001)
+                    .ack(acked)
+                    .win(1000)
+                    .id(1000 + i as u16);
+                seen.push((t + queue + MS, a, Some(5 * US)));
+            }
+        }
+        let t = T0 + 115 * MS;
+        let resend = Seg::v4(true, next(dropped)).ack(5001).len(1000);
+        seen.push((t, resend.id(data_id(2000)), Some(5 * US)));
+        let a = Seg::v4(false, 5001).ack(next(600)).win(1000).id(3000);
+        seen.push((t + MS, a, Some(5 * US)));
+        let first: Vec<(u64, Seg)> = seen.iter().map(|(t, s, _)| (*t, s.clone())).collect();
+        let copies: Vec<(u64, Seg)> = seen
+            .iter()
+            .filter_map(|(t, s, later)| Some((t + (*later)?, s.clone())))
+            .collect();
+        (first, copies)
+    };
+
+    let (first, copies) = build(&|id| id);
+    let plain = analyze(&pcap(&first));
+    assert_eq!(plain.duplicates.packets, 0);
+    assert_eq!(conn(&plain).client.retransmissions.total, 1);
+    let all: Vec<(u64, Seg)> = first.iter().chain(&copies).cloned().collect();
+    let a = analyze(&pcap(&all));
+    assert_eq!(a.duplicates.packets, copies.len() as u64);
+    assert_eq!(conn(&a).packets(), first.len() as u64);
+    assert_eq!(without_counts(a), plain.connections);
+
+    // No IPv4 ID on the data (0, as some stacks send): each of the 599
+    // queued copies is taken for a resend, and the resend (the same bytes
+    // 65 ms after the first) is one too; its copy 5 µs later is found.
+    let (first, copies) = build(&|_| 0);
+    let all: Vec<(u64, Seg)> = first.iter().chain(&copies).cloned().collect();
+    let a = analyze(&pcap(&all));
+    let c = conn(&a);
+    assert_eq!(c.client.retransmissions.total, 600);
+    assert_eq!(c.client.duplicates, 3, "the SYN's, the ACK's, the resend's");
+    assert_eq!(c.server.duplicates, copies.len() as u64 - 602);
+}
