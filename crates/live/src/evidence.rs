@@ -177,6 +177,11 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         sender_is_local: sender,
         peer_is_plumb: false,
         loss_probability: None,
+        // The header the connection negotiated, which TCP_INFO says.
+        tcp_timestamps: tr
+            .last
+            .tcp
+            .map(|t| t.options & plumb_model::tcp_info::OPT_TIMESTAMPS != 0),
         latency: None,
         udp: None,
         unknown,
@@ -541,10 +546,7 @@ fn refigure(dg: &mut Diagnosis, ev: &Evidence) {
             (g, n) => g.or(n),
         }
     };
-    fig.streams_needed = known_link
-        .zip(fig.per_stream_bps)
-        .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
-        .filter(|k| *k > 1);
+    fig.streams_needed = fig.streams(1.0);
 }
 
 #[cfg(test)]
