@@ -663,7 +663,8 @@ fn the_readmes_http_transfer_crosses_the_lab() {
     // curl's line, after the lab's own: every byte arrived.
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.lines().any(|l| l.starts_with(&format!("{size} B in "))),
+        text.lines()
+            .any(|l| l.starts_with(&format!("{size} B in "))),
         "{notes}"
     );
 }
