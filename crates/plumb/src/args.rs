@@ -105,6 +105,6 @@ pub fn on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
         "off" => Ok(false),
-        _ => Err(format!("'{s}' is neither on nor off")),
+        _ => Err(format!("'{s}' is neither on nor off; accepted: on, off")),
     }
 }
