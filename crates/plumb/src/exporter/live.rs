@@ -172,6 +172,8 @@ fn sample(mut dumper: Dumper, counters: &LiveCounters, stop: &AtomicBool) {
                         cpu: None,
                         pid: None,
                         opened: listeners.opened(c.local),
+                        // The metrics carry the limit, not its fixes.
+                        sysctls: Default::default(),
                     };
                     let limit = explain(&tr, &ctx).0.limit;
                     counters.add(&c, limit, d.secs, d.acked + d.received);
