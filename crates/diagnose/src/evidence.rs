@@ -188,6 +188,10 @@ pub struct Evidence {
     /// The loss probability when it is known directly (the model's input
     /// in `plumb why --loss`), used instead of the retransmission rate.
     pub loss_probability: Option<f64>,
+    /// Whether the sender puts TCP timestamps on its segments, when it is
+    /// given rather than read from its sysctls (the model's header in
+    /// `plumb why --tcp-timestamps`).
+    pub tcp_timestamps: Option<bool>,
     /// What could not be known from this document.
     pub unknown: Vec<String>,
 }

@@ -1,6 +1,11 @@
 //! The link and target figures of one answer: computed once, from the
 //! evidence and then from the primary finding, so that the summary, the
 //! windows and streams needed and every "expect about" agree.
+//!
+//! They are defined as `plumb calc` defines them (`plumb_model::Prediction`):
+//! the window needed is the bandwidth-delay product, line rate × RTT, and
+//! the streams needed are the line rate over one stream's rate, so the
+//! model, a test and `calc` give one answer for one path.
 
 use plumb_model::tcp;
 use plumb_model::{Rate, Rtt};
@@ -25,16 +30,21 @@ pub struct Figures {
     pub segment_payload: u64,
     /// The RTT reasoned with, seconds.
     pub rtt_s: Option<f64>,
-    /// Bytes in flight that carry `goodput_bps` over `rtt_s`: the window
-    /// one stream needs to fill the link.
+    /// The window one stream needs to fill the link: the bandwidth-delay
+    /// product, the line rate `link_bps` over `rtt_s` (as `plumb calc`).
     pub window_needed_bytes: Option<u64>,
+    /// The TCP payload the link carries in one round trip, `goodput_bps`
+    /// over `rtt_s`: what the window needed holds beside its headers.
+    pub window_goodput_bytes: Option<u64>,
     /// The buffer ceiling to set: twice the window needed (ESnet's margin),
     /// at least 4 MiB.
     pub buffer_bytes: Option<u64>,
     /// What one stream gets today under the primary limit (and any other
     /// binding one), bit/s.
     pub per_stream_bps: Option<f64>,
-    /// Streams of `per_stream_bps` that carry `goodput_bps`.
+    /// Streams of `per_stream_bps` that together reach the line rate
+    /// (⌈`link_bps` / `per_stream_bps`⌉, as `plumb calc`), when today's
+    /// streams carry less than the goodput.
     pub streams_needed: Option<u64>,
     /// What to expect once the primary limit is gone: the goodput, or the
     /// next binding limit's prediction when lower, bit/s.
@@ -57,19 +67,21 @@ impl Figures {
             .link
             .as_ref()
             .is_some_and(|l| matches!(l.source, LinkSource::BestInterval));
-        let window_needed = goodput
-            .filter(|_| !lower_bound)
-            .zip(rtt_s)
-            .and_then(|(g, r)| {
-                Some(tcp::window_needed(Rate::from_bps(g)?, Rtt::from_secs(r)?).get())
-            });
+        let in_flight = |bps: Option<f64>| {
+            bps.filter(|_| !lower_bound).zip(rtt_s).and_then(|(b, r)| {
+                Some(tcp::window_needed(Rate::from_bps(b)?, Rtt::from_secs(r)?).get())
+            })
+        };
+        let link_bps = ev.link.as_ref().map(|l| l.bps);
+        let window_needed = in_flight(link_bps);
         Figures {
-            link_bps: ev.link.as_ref().map(|l| l.bps),
+            link_bps,
             goodput_bps: goodput,
             goodput_is_lower_bound: lower_bound,
             segment_payload: payload,
             rtt_s,
             window_needed_bytes: window_needed,
+            window_goodput_bytes: in_flight(goodput),
             buffer_bytes: window_needed.map(|w| (2 * w).max(4 << 20)),
             ..Figures::default()
         }
@@ -105,10 +117,21 @@ impl Figures {
             (None, true) => Some(next),
             (None, false) => None,
         };
-        self.streams_needed = known_link
-            .zip(self.per_stream_bps)
-            .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
-            .filter(|k| *k as f64 > n);
+        self.streams_needed = self.streams(n);
+    }
+
+    /// The streams of `per_stream_bps` that reach the line rate, as
+    /// `plumb calc` counts them, when `n` streams carry less than the
+    /// link's goodput today and more than `n` are needed; `None` without a
+    /// known link or a per-stream rate.
+    pub fn streams(&self, n: f64) -> Option<u64> {
+        let known_link = self.goodput_bps.filter(|_| !self.goodput_is_lower_bound)?;
+        let per_stream = self.per_stream_bps?;
+        if per_stream * n >= known_link * (1.0 - 1e-9) {
+            return None;
+        }
+        let line = self.link_bps.unwrap_or(known_link);
+        Some((line / per_stream).ceil().max(1.0) as u64).filter(|k| *k as f64 > n)
     }
 }
 
@@ -119,26 +142,34 @@ mod tests {
     use crate::human::mbps;
     use crate::testing::*;
 
-    /// The figures of one answer agree with each other: the window needed
-    /// carries the goodput in one round trip, the streams needed carry it
-    /// at today's rate and one fewer would not, and the linux fix quotes
-    /// the same window.
+    /// The figures of one answer agree with each other and with `plumb
+    /// calc`: the window needed is the line rate over one round trip (the
+    /// goodput's share of it beside), the streams needed reach the line
+    /// rate at today's rate and one fewer would not, and the linux fix
+    /// quotes the same windows.
     #[test]
     fn one_set_of_figures() {
         let d = diagnose(&ev(9.2e6, stream(17_520, 15_000, 5.0)));
         let f = &d.figures;
         let g = f.goodput_bps.expect("goodput");
+        let line = f.link_bps.expect("line rate");
         assert_eq!(d.link_bps, Some(g));
         let w = f.window_needed_bytes.expect("window needed") as f64;
-        assert!((w * 8.0 / 0.015 - g).abs() <= 8.0 / 0.015, "{w}");
+        assert!((w * 8.0 / 0.015 - line).abs() <= 8.0 / 0.015, "{w}");
+        let wg = f.window_goodput_bytes.expect("goodput in flight") as f64;
+        assert!((wg * 8.0 / 0.015 - g).abs() <= 8.0 / 0.015, "{wg}");
         let (n, p) = (
             f.streams_needed.expect("n") as f64,
             f.per_stream_bps.expect("p"),
         );
-        assert!(n * p >= g && (n - 1.0) * p < g, "{n} x {p} against {g}");
+        assert!(
+            n * p >= line && (n - 1.0) * p < line,
+            "{n} x {p} against {line}"
+        );
         assert_eq!(f.expect_bps, Some(g));
         let linux = d.fixes.iter().find(|x| x.os == "linux").expect("linux");
         assert!(linux.note.contains(&thousands(w as u64)), "{}", linux.note);
+        assert!(linux.note.contains(&thousands(wg as u64)), "{}", linux.note);
         assert!(d.summary.contains(&mbps(g)), "{}", d.summary);
     }
 }

@@ -15,7 +15,7 @@ use crate::figures::Figures;
 use crate::finding::{line, Confidence, EvidenceKind, EvidenceLine, Finding, Limit, Status};
 use crate::fixes;
 use crate::latency;
-use crate::rules::context::rtt_lines;
+use crate::rules::context::{rtt_lines, timestamps};
 use crate::seen::Seen;
 use crate::summary::{lead, unexplained};
 use crate::tolerance::{explains, CONTRADICTED_SHARE, MISSING_FACTOR};
@@ -151,7 +151,7 @@ pub(crate) fn answer(
         Some(f) => lead(f, &figures),
         None => unexplained(ev, &figures, &findings),
     };
-    let evidence = answer_evidence(ev, first);
+    let evidence = answer_evidence(ev, first, &figures);
     let predicted_bps = first.filter(|f| f.explains).and_then(|f| f.predicted_bps);
     let tolerance = first.filter(|f| f.explains).and_then(|f| f.tolerance);
     let confidence = first.map(|f| f.confidence);
@@ -191,8 +191,13 @@ pub(crate) fn answer(
 }
 
 /// The numbers behind the answer: the primary finding's (or, without one,
-/// the path's RTT), the measured goodput and the link rate.
-fn answer_evidence(ev: &Evidence, primary: Option<&Finding>) -> Vec<EvidenceLine> {
+/// the path's RTT), the measured goodput, the link rate and, where the
+/// link's goodput comes from it, the header a full segment was taken to have.
+fn answer_evidence(
+    ev: &Evidence,
+    primary: Option<&Finding>,
+    figures: &Figures,
+) -> Vec<EvidenceLine> {
     let mut evidence = primary.map(|f| f.evidence.clone()).unwrap_or_default();
     evidence.push(
         line(
@@ -227,7 +232,26 @@ fn answer_evidence(ev: &Evidence, primary: Option<&Finding>) -> Vec<EvidenceLine
             .stating(EvidenceKind::LinkRate),
         );
     }
+    if ev.tcp && figures.goodput_bps.is_some() && !figures.goodput_is_lower_bound {
+        evidence.push(line(&header_line(ev), figures.segment_payload as f64, "B"));
+    }
     evidence
+}
+
+/// What the link's goodput assumed of each segment's header: TCP
+/// timestamps on or off, and where that came from.
+fn header_line(ev: &Evidence) -> String {
+    let on = if timestamps(ev) { "on" } else { "off" };
+    // Given (the model's flag, a live connection's negotiated options), or
+    // read from the sender's settings, or Linux's default.
+    let whence = if ev.tcp_timestamps.is_some() {
+        ""
+    } else if ev.sysctl_sender.contains_key("net.ipv4.tcp_timestamps") {
+        ", the sender's net.ipv4.tcp_timestamps"
+    } else {
+        ", assumed: Linux's default"
+    };
+    format!("payload per full segment (TCP timestamps {on}{whence})")
 }
 
 #[cfg(test)]
@@ -412,11 +436,17 @@ mod tests {
             let d = diagnose(&e);
             consistent(&d);
             let f = &d.figures;
-            if let (Some(n), Some(p), Some(g)) = (f.streams_needed, f.per_stream_bps, f.goodput_bps) {
-                prop_assert!(n as f64 * p >= g * (1.0 - 1e-9));
-                prop_assert!((n as f64 - 1.0) * p < g);
+            // As plumb calc defines them: the streams that reach the line
+            // rate, and the line rate's bandwidth-delay product.
+            if let (Some(n), Some(p), Some(line)) = (f.streams_needed, f.per_stream_bps, f.link_bps) {
+                prop_assert!(n as f64 * p >= line * (1.0 - 1e-9));
+                prop_assert!((n as f64 - 1.0) * p < line * (1.0 + 1e-9));
             }
-            if let (Some(w), Some(r), Some(g)) = (f.window_needed_bytes, f.rtt_s, f.goodput_bps) {
+            if let (Some(w), Some(r), Some(line)) = (f.window_needed_bytes, f.rtt_s, f.link_bps) {
+                prop_assert!(w as f64 * 8.0 / r >= line * (1.0 - 1e-9));
+                prop_assert!((w as f64 - 1.0) * 8.0 / r < line * (1.0 + 1e-9), "{f:?}");
+            }
+            if let (Some(w), Some(r), Some(g)) = (f.window_goodput_bytes, f.rtt_s, f.goodput_bps) {
                 prop_assert!(w as f64 * 8.0 / r >= g * (1.0 - 1e-9));
                 prop_assert!((w as f64 - 1.0) * 8.0 / r < g);
             }

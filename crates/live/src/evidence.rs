@@ -8,6 +8,8 @@
 //! model, so each predicts no rate; what shows it binding is the share of
 //! samples that saw it, weighed as the engine weighs a TCP limit counter.
 
+use std::collections::BTreeMap;
+
 use plumb_diagnose::class::{class_diagnosis, Classification, FlowClass};
 use plumb_diagnose::evidence::{Cpu, LinkRate, StreamTcp};
 use plumb_diagnose::rules::{
@@ -47,6 +49,11 @@ pub struct Context {
     /// listeners could not be read. TCP_INFO counts the SYN in
     /// `bytes_acked` only on the end that opened.
     pub opened: Option<bool>,
+    /// This host's TCP sysctls (`net.ipv4.tcp_rmem` and the rest), read
+    /// once by the caller: they are this end's, so a fix for this end
+    /// raises what it has rather than asking for a floor. Empty when not
+    /// read; the far end's are never known here.
+    pub sysctls: BTreeMap<String, String>,
 }
 
 /// The evidence a sampled connection gives, as the rules read it.
@@ -173,11 +180,24 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         },
         cpu_sender: if sender { cpu } else { None },
         cpu_receiver: if sender { None } else { cpu },
-        sysctl_sender: Default::default(),
-        sysctl_receiver: Default::default(),
+        sysctl_sender: if sender {
+            ctx.sysctls.clone()
+        } else {
+            BTreeMap::new()
+        },
+        sysctl_receiver: if sender {
+            BTreeMap::new()
+        } else {
+            ctx.sysctls.clone()
+        },
         sender_is_local: sender,
         peer_is_plumb: false,
         loss_probability: None,
+        // The header the connection negotiated, which TCP_INFO says.
+        tcp_timestamps: tr
+            .last
+            .tcp
+            .map(|t| t.options & plumb_model::tcp_info::OPT_TIMESTAMPS != 0),
         latency: None,
         udp: None,
         unknown,
@@ -561,10 +581,7 @@ fn refigure(dg: &mut Diagnosis, ev: &Evidence) {
             (g, n) => g.or(n),
         }
     };
-    fig.streams_needed = known_link
-        .zip(fig.per_stream_bps)
-        .map(|(g, s)| (g / s).ceil().max(1.0) as u64)
-        .filter(|k| *k > 1);
+    fig.streams_needed = fig.streams(1.0);
 }
 
 #[cfg(test)]
@@ -632,6 +649,7 @@ mod tests {
             cpu: None,
             pid: Some(1),
             opened: Some(false),
+            sysctls: BTreeMap::new(),
         }
     }
 
@@ -644,6 +662,7 @@ mod tests {
             cpu: None,
             pid: Some(1),
             opened: Some(false),
+            sysctls: BTreeMap::new(),
         };
         for (bbr, ctx) in [(None, nic()), (Some(950e6), nic()), (None, unknown)] {
             let (d, _) = explain(&tracked(941.3e6, 16_800, 0.0, bbr), &ctx);
@@ -767,5 +786,27 @@ mod tests {
     fn a_window_limited_sender_at_a_common_rate_is_not_the_path() {
         let (d, _) = explain(&tracked(94e6, 15_100, 0.4, None), &nic());
         assert_ne!(d.limit, Some(Limit::Link), "{}", d.summary);
+    }
+
+    /// This host's settings go to this end's side of the evidence only, and
+    /// the header is the one TCP_INFO says the connection negotiated.
+    #[test]
+    fn this_hosts_sysctls_are_this_ends() {
+        let mut sysctls = BTreeMap::new();
+        sysctls.insert(
+            "net.ipv4.tcp_wmem".to_string(),
+            "4096 16384 4194304".to_string(),
+        );
+        let ctx = Context {
+            sysctls: sysctls.clone(),
+            ..nic()
+        };
+        let tr = tracked(94e6, 15_100, 0.4, None);
+        let ev = evidence(&tr, &ctx);
+        assert!(ev.sender_is_local);
+        assert_eq!(ev.sysctl_sender, sysctls);
+        assert!(ev.sysctl_receiver.is_empty());
+        let ts = tr.last.tcp.expect("tcp").options & plumb_model::tcp_info::OPT_TIMESTAMPS != 0;
+        assert_eq!(ev.tcp_timestamps, Some(ts));
     }
 }

@@ -1,7 +1,7 @@
 //! Ethernet framing: what share of the wire is TCP payload, and how many frames
 //! a link carries per second.
 
-use crate::units::{Bytes, Rate};
+use crate::units::{thousands, Bytes, Rate};
 
 /// Ethernet header (14 B, IEEE 802.3 §3.1.1).
 pub const ETH_HEADER: u64 = 14;
@@ -27,6 +27,11 @@ pub const TCP_TIMESTAMPS: u64 = 12;
 pub const CLOCK_TOLERANCE: f64 = 100e-6;
 
 /// How TCP segments are framed on an Ethernet link.
+///
+/// The default is the one every command assumes unless told otherwise:
+/// IPv4 at MTU 1500 with TCP timestamps on every segment, as Linux sends
+/// (1,448 B of payload). `--tcp-timestamps off` gives 1,460 B, as stacks
+/// without RFC 7323 (the backup scenario's old Windows hosts) send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Framing {
     /// IP MTU in bytes (1500 on most Ethernet).
@@ -44,7 +49,7 @@ impl Default for Framing {
         Framing {
             mtu: 1500,
             ipv6: false,
-            timestamps: false,
+            timestamps: true,
             vlan: false,
         }
     }
@@ -87,6 +92,18 @@ impl Framing {
     pub fn goodput(&self, rate: Rate) -> Rate {
         Rate::from_bps(rate.bps() * self.efficiency()).unwrap_or(rate)
     }
+    /// The header assumption in the words every command prints it with:
+    /// `IPv4, MTU 1500, TCP timestamps on: 1,448 B payload`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}, MTU {}, TCP timestamps {}: {} B payload{}",
+            if self.ipv6 { "IPv6" } else { "IPv4" },
+            self.mtu,
+            if self.timestamps { "on" } else { "off" },
+            thousands(self.payload().get()),
+            if self.vlan { ", 802.1Q" } else { "" }
+        )
+    }
 }
 
 /// Frames per second at line rate for `frame` bytes (Ethernet header to FCS):
@@ -112,7 +129,11 @@ mod tests {
 
     #[test]
     fn efficiency_at_1500() {
-        let f = Framing::default();
+        // Without timestamps: the backup scenario's hosts.
+        let f = Framing {
+            timestamps: false,
+            ..Framing::default()
+        };
         assert_eq!(f.mss(), Bytes(1460));
         assert_eq!(f.wire_bytes(), 1538);
         assert_eq!(format!("{:.1}", f.efficiency() * 100.0), "94.9");
@@ -130,6 +151,16 @@ mod tests {
         let vlan = Framing { vlan: true, ..f };
         assert_eq!(vlan.wire_bytes(), 1542);
         assert_eq!(Framing::with_mss(Bytes(1460), false, false, false), f);
+        // The default is Linux's: timestamps on.
+        assert_eq!(Framing::default(), ts);
+        assert_eq!(
+            ts.describe(),
+            "IPv4, MTU 1500, TCP timestamps on: 1,448 B payload"
+        );
+        assert_eq!(
+            f.describe(),
+            "IPv4, MTU 1500, TCP timestamps off: 1,460 B payload"
+        );
     }
 
     #[test]

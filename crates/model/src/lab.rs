@@ -93,10 +93,8 @@ pub fn lab_prediction(link: LabLink, client: LabClient) -> LabPrediction {
     let window = client.rwin.or(sndbuf);
     let framing = match client.mss {
         Some(m) => Framing::with_mss(m, false, true, false),
-        None => Framing {
-            timestamps: true,
-            ..Framing::default()
-        },
+        // Both ends of a lab are Linux: timestamps on, the default.
+        None => Framing::default(),
     };
     let path = Prediction::of(&PathInput {
         rate: Some(link.rate),

@@ -120,11 +120,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The backup scenario: its old hosts send no TCP timestamps.
     fn backup() -> PathInput {
         PathInput {
             rate: Rate::parse("1Gbit").ok(),
             rtt: Rtt::parse("15ms").ok(),
             window: Some(Bytes(17_520)),
+            framing: Framing {
+                timestamps: false,
+                ..Framing::default()
+            },
             ..PathInput::default()
         }
     }

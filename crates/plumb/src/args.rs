@@ -99,3 +99,12 @@ pub fn number(s: &str) -> Result<f64, String> {
         )),
     }
 }
+
+/// `on` or `off` (`--tcp-timestamps`).
+pub fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("'{s}' is neither on nor off; accepted: on, off")),
+    }
+}

@@ -21,7 +21,7 @@ mod output;
 /// Flags of `plumb calc`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example (the backup scenario):\n  plumb calc --rate 1Gbit --rtt 15ms --window 17520"
+    after_help = "Example (the backup scenario, whose old hosts send no TCP timestamps):\n  plumb calc --rate 1Gbit --rtt 15ms --window 17520 --tcp-timestamps off"
 )]
 pub struct CalcArgs {
     /// Line rate of the bottleneck link: 1G, 1Gbit, 100Mbps, 125MB/s (decimal prefixes)
@@ -48,8 +48,11 @@ pub struct CalcArgs {
     /// IPv6 headers (40 B) instead of IPv4 (20 B)
     #[arg(long)]
     pub ipv6: bool,
-    /// TCP timestamps on every segment (12 B of options; Linux's default)
-    #[arg(long)]
+    /// TCP timestamps on every segment (12 B of options): on, Linux's default (1448 B of payload at MTU 1500), or off (1460 B) [default: on]
+    #[arg(long, value_name = "on|off", value_parser = crate::args::on_off)]
+    pub tcp_timestamps: Option<bool>,
+    /// The same as --tcp-timestamps on
+    #[arg(long, hide = true, conflicts_with = "tcp_timestamps")]
     pub timestamps: bool,
     /// An 802.1Q VLAN tag on every frame (4 B)
     #[arg(long)]
@@ -158,12 +161,14 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn framing(a: &CalcArgs) -> Result<Framing, String> {
+    // The header every command assumes unless told: Linux's (timestamps on).
+    let timestamps = a.timestamps || a.tcp_timestamps.unwrap_or(Framing::default().timestamps);
     let f = match (a.mss, a.mtu) {
-        (Some(mss), _) => Framing::with_mss(mss, a.ipv6, a.timestamps, a.vlan),
+        (Some(mss), _) => Framing::with_mss(mss, a.ipv6, timestamps, a.vlan),
         (None, mtu) => Framing {
             mtu: mtu.map_or(1500, Bytes::get),
             ipv6: a.ipv6,
-            timestamps: a.timestamps,
+            timestamps,
             vlan: a.vlan,
         },
     };
@@ -213,18 +218,7 @@ fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSourc
     if let Some(l) = a.loss {
         path.push(format!("loss {}%", sig(l.probability() * 100.0, 3)));
     }
-    let framing = format!(
-        "{}, MTU {}, {}{}",
-        if f.ipv6 { "IPv6" } else { "IPv4" },
-        f.mtu,
-        if f.timestamps {
-            "TCP timestamps"
-        } else {
-            "no TCP timestamps"
-        },
-        if f.vlan { ", 802.1Q" } else { "" }
-    );
-    s += &format!("Path: {} ({framing})\n\n", path.join(", "));
+    s += &format!("Path: {} ({})\n\n", path.join(", "), f.describe());
 
     if let Some((rate, limit)) = p.predicted {
         let why = match limit {

@@ -64,6 +64,11 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     let small = model(Some(Bytes(17_520)));
     let big = model(None);
     let t = a.time.clamp(1, 60).to_string();
+    // The lab's ends are Linux, whatever the scenario's old hosts sent.
+    println!(
+        "The model frames segments as both ends here send them: {}.\n",
+        small.framing.describe()
+    );
 
     if let Err(e) = Lab::check_privileges().and_then(|()| Lab::install_signal_cleanup()) {
         if a.report.is_some() {

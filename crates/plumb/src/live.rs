@@ -354,6 +354,8 @@ pub fn run(
     let mut cpus: HashMap<u32, Option<plumb_live::evidence::ProcCpu>> = HashMap::new();
     // Which end opened each connection: read once, after the sampling.
     let mut listeners = plumb_live::sys::Listeners::default();
+    // This host's settings, once: a fix for this end raises what it has.
+    let sysctls = plumb_net::host::tcp_sysctls();
     for tr in &tracks {
         let owner = owner_of.get(&tr.first.cookie).cloned();
         let cpu = owner
@@ -364,6 +366,7 @@ pub fn run(
             cpu,
             pid: owner.as_ref().map(|o| o.pid),
             opened: listeners.opened(tr.last.local),
+            sysctls: sysctls.clone(),
         };
         let mut id = ConnectionRow::identity(tr, owner.as_ref());
         if tr.samples < 2 {

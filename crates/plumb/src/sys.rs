@@ -1,20 +1,23 @@
 //! The one foreign definition the binary makes: OpenSSL's `OPENSSL_init_ssl`,
-//! so that libssl is not loaded at all.
+//! so that no libssl code is linked in.
 //!
 //! Why: plumb uses libcrypto alone (RSA, AES and digests for iperf3's
 //! authentication), but the `openssl` crate's one-time set-up calls
-//! `OPENSSL_init_ssl`, libssl's entry point, and that one call made every run
-//! load libssl: about 250 KiB resident at each end of a test (its code and
-//! the relocations of its data), which `bench/run`'s memory row counts
-//! against iperf3, which links libcrypto alone. The executable's own
-//! definition takes the call; with nothing else of libssl referenced, the
-//! linker (which links shared libraries only as needed) leaves it out.
+//! `OPENSSL_init_ssl`, libssl's entry point. OpenSSL is built from source
+//! and linked statically (the crate's `vendored` feature), so that one call
+//! would pull libssl's set-up out of `libssl.a`, and with it the TLS
+//! methods, their error strings and what they reference: code and
+//! relocated data that every start maps and the loader fixes up, which
+//! `bench/run`'s start-up and memory rows count against iperf3, which
+//! loads no TLS at all to make its tokens. The executable's own definition
+//! takes the call; with nothing else of libssl referenced, the linker takes
+//! no member of `libssl.a`.
 //!
-//! This holds only while nothing uses libssl. If a dependency ever links it
-//! again, this definition would replace libssl's own set-up for libssl's
-//! callers too (TLS would start without its cipher lists and error strings):
-//! remove it then. The authentication interop test fails first, as it checks
-//! that no libssl is mapped into a running server.
+//! This holds only while nothing uses libssl. If a dependency ever needs it,
+//! this definition would replace libssl's own set-up for libssl's callers too
+//! (TLS would start without its cipher lists and error strings): remove it
+//! then. The authentication interop test (`crates/plumb/tests/hostile.rs`)
+//! checks that libssl's own set-up is not in the binary.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};

@@ -193,6 +193,8 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups
         cpu,
         pid,
         opened: look.listeners.opened(now.local),
+        // top shows each row's limit, not its fixes.
+        sysctls: Default::default(),
     };
     let (d, _, class) = explain_classed(&tr, &ctx);
     out.limit = d.limit;

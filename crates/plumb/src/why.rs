@@ -44,6 +44,9 @@ pub struct WhyArgs {
     /// Model alone: the loss rate
     #[arg(long, value_parser = crate::args::loss, conflicts_with_all = ["host", "from"])]
     pub loss: Option<LossRate>,
+    /// Model alone: TCP timestamps on every segment: on, Linux's default (1448 B of payload at MTU 1500), or off (1460 B) [default: on]
+    #[arg(long, value_name = "on|off", value_parser = crate::args::on_off, conflicts_with_all = ["host", "from", "capture"])]
+    pub tcp_timestamps: Option<bool>,
     /// Live: sample the running connections for this many seconds [default: 3]
     #[arg(long = "for", value_name = "SECS", value_parser = crate::args::seconds, conflicts_with_all = ["host", "from"])]
     pub for_secs: Option<f64>,
@@ -166,6 +169,7 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         // No HOST, no model inputs, a connection filter: explain what is running.
         None if a.rate.is_none()
             && a.rtt.is_none()
+            && a.tcp_timestamps.is_none()
             && (a.live.any() || a.for_secs.is_some() || a.measure.port.is_some()) =>
         {
             crate::live::run(
@@ -299,8 +303,10 @@ pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Re
 ///
 /// The model's rate stands in for the measurement and goes through the same
 /// rules as a test, so the summary, the windows and streams needed and the
-/// fixes come from one set of figures. Segments are framed as Linux sends
-/// them (MTU 1500, TCP timestamps: 1448 B of payload), as the rules assume.
+/// fixes come from one set of figures, defined as `plumb calc` defines them
+/// (`crates/plumb/tests/calc.rs` holds the two together). Segments are
+/// framed at MTU 1500 with the header `--tcp-timestamps` names, by default
+/// Linux's (timestamps on: 1448 B of payload); the first line says which.
 fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     let (Some(rate), Some(rtt)) = (a.rate.or(a.measure.link), a.rtt) else {
         return Ok(usage_error(
@@ -314,7 +320,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let framing = Framing {
-        timestamps: true,
+        timestamps: a.tcp_timestamps.unwrap_or(Framing::default().timestamps),
         ..Framing::default()
     };
     let input = PathInput {
@@ -345,6 +351,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             ..Default::default()
         }],
         loss_probability: a.loss.map(LossRate::probability),
+        tcp_timestamps: Some(framing.timestamps),
         ..Evidence::default()
     };
     let mut d = diagnose(&ev);
@@ -355,8 +362,8 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         "everything a test measures: this is the model alone (run plumb why HOST to measure)"
             .into(),
         format!(
-            "the segment size: {} B of payload assumed (MTU 1500, TCP timestamps, as Linux sends)",
-            framing.payload().get()
+            "the segment size: {} assumed (--tcp-timestamps on|off picks the header)",
+            framing.describe()
         ),
     ];
     let doc = Explained::new(Document::default(), d.clone());
@@ -379,6 +386,17 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let mut out = std::io::stdout().lock();
+        let mut path = vec![
+            format!("{} link", rate.human()),
+            format!("RTT {}", rtt.human()),
+        ];
+        if let Some(w) = window {
+            path.push(format!("window {}", w.human()));
+        }
+        if let Some(l) = a.loss {
+            path.push(format!("loss {l}"));
+        }
+        writeln!(out, "Model: {} ({})\n", path.join(", "), framing.describe())?;
         writeln!(out, "{}\n", d.summary)?;
         let windowed = matches!(
             d.limit,
@@ -387,7 +405,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         match (d.figures.window_needed_bytes, d.figures.streams_needed) {
             (Some(w), Some(n)) if windowed => writeln!(
                 out,
-                "Filling the link takes a window of {} or {} parallel streams.\n",
+                "Filling the link takes a window of the bandwidth-delay product, {}, or {} parallel streams.\n",
                 Bytes(w).human(),
                 thousands(n)
             )?,

@@ -812,14 +812,26 @@ fn authentication_interoperates_with_stock_iperf3_both_ways() {
         }
         if server_bin == plumb_bin() {
             assert!(srv.log_text().contains("unknown or the password is wrong"));
-            // plumb uses libcrypto alone, linked in statically
-            // (.cargo/config.toml): its own OPENSSL_init_ssl keeps libssl
-            // out (crates/plumb/src/sys.rs), and the RSA above worked with
-            // no OpenSSL library loaded at all.
+            // plumb uses libcrypto alone, built from source and linked in
+            // statically (the openssl crate's vendored feature): the RSA
+            // above worked with no OpenSSL library loaded at all, and the
+            // binary's own OPENSSL_init_ssl (crates/plumb/src/sys.rs) takes
+            // the crate's set-up call, so libssl's own set-up (ssl_init.o,
+            // whose local symbol this is, and the TLS it pulls in) is not
+            // linked. (A release build, with fat LTO, links no member of
+            // libssl.a at all; this debug one still has code that refers to
+            // some.)
             let maps = std::fs::read_to_string(format!("/proc/{}/maps", srv.child.id()))
                 .expect("server maps");
             assert!(!maps.contains("libcrypto"), "{maps}");
             assert!(!maps.contains("libssl"), "{maps}");
+            let binary = std::fs::read(plumb_bin()).expect("read the plumb binary");
+            let symbol = b"\0ossl_init_ssl_base_ossl_\0";
+            assert!(
+                !binary.windows(symbol.len()).any(|w| w == symbol),
+                "libssl's own OPENSSL_init_ssl is linked into {}",
+                plumb_bin()
+            );
         }
     }
 }

@@ -607,3 +607,64 @@ fn a_one_bdp_queue_adds_far_less() {
     // and the emulator's release error printed above.
     assert!(b.added(2) < 90.0, "the load added {} ms at p99", b.added(2));
 }
+
+/// The README's example of any program across the lab: a file served over
+/// HTTP in far (python3's http.server) and fetched by curl in near. The
+/// far side runs no sshd, so this, not rsync over ssh, is what the README
+/// shows. The file arrives whole.
+#[test]
+fn the_readmes_http_transfer_crosses_the_lab() {
+    if !can_lab() {
+        return;
+    }
+    for tool in ["python3", "curl"] {
+        let here = std::process::Command::new(tool)
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok();
+        if !here {
+            plumb_testkit::skip_tool!("{tool} is not installed (scripts/test installs it)");
+            return;
+        }
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("lab-http");
+    let file = dir.join("backup.tar");
+    let size = 20_000_000u64;
+    std::fs::File::create(&file)
+        .and_then(|f| f.set_len(size))
+        .expect("the file to serve");
+    // The README's command line, with the reader's backup/ as this test's directory.
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let far = "python3 -m http.server 8000 --directory backup/";
+    let near = "curl -s --retry 10 --retry-connrefused -o /dev/null -w \"%{size_download} B in %{time_total} s\\n\" http://$PLUMB_FAR:8000/backup.tar";
+    assert!(
+        readme.contains(&format!("--far-exec '{far}'"))
+            && readme.contains(&format!("--exec '{near}'")),
+        "the README's example changed: change this test with it"
+    );
+    let far = far.replace("backup/", &dir.display().to_string());
+    let args = [
+        "lab",
+        "--rate",
+        "1g",
+        "--rtt",
+        "15ms",
+        "--far-exec",
+        &far,
+        "--exec",
+        near,
+    ];
+    let (out, notes) = run_lab(&args, Duration::from_secs(60));
+    assert!(out.status.success(), "{notes}");
+    // curl's line, after the lab's own: every byte arrived.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(&format!("{size} B in "))),
+        "{notes}"
+    );
+}

@@ -672,7 +672,13 @@ fn why_report_flag_writes_the_model_and_the_live_pages() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("report written to"));
     let text = String::from_utf8_lossy(&o.stdout);
-    let first = text.lines().next().unwrap_or_default().to_string();
+    // The path and the header assumed, then the verdict.
+    let mut lines = text.lines().filter(|l| !l.is_empty());
+    assert!(
+        lines.next().is_some_and(|l| l.starts_with("Model: ")),
+        "{text}"
+    );
+    let first = lines.next().unwrap_or_default().to_string();
     assert!(first.starts_with("Limited by"), "{text}");
     let html = std::fs::read_to_string(&out).expect("model report written");
     assert_eq!(summaries(&html), vec![first.clone()]);

@@ -18,10 +18,22 @@ fn the_model_alone_explains_the_backup() {
     );
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
+    // First the path and the header assumed, then the answer.
     assert!(
         text.starts_with(
-            "Limited by the receive window: 17,520 B per 15 ms round trip allows 9.344 Mbit/s"
+            "Model: 1 Gbit/s link, RTT 15 ms, window 17,520 B (IPv4, MTU 1500, TCP timestamps on: 1,448 B payload)\n\n\
+             Limited by the receive window: 17,520 B per 15 ms round trip allows 9.344 Mbit/s"
         ),
+        "{text}"
+    );
+    // The window needed is the bandwidth-delay product, as plumb calc says,
+    // and a fix never lowers a stock kernel's 6 MiB autotuning maximum.
+    assert!(
+        text.contains("a window of the bandwidth-delay product, 1,875,000 B (1.875 MB), or 108 parallel streams"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sysctl -w net.ipv4.tcp_rmem=\"4096 131072 6291456\""),
         "{text}"
     );
     for needle in [
@@ -255,7 +267,7 @@ fn the_model_alone_quotes_one_set_of_figures() {
             .unwrap_or_default()
             .to_string()
     };
-    let streams = after("B) or ");
+    let streams = after("), or ");
     assert!(!streams.is_empty(), "{text}");
     assert!(
         text.contains(&format!(
@@ -263,7 +275,7 @@ fn the_model_alone_quotes_one_set_of_figures() {
         )),
         "{streams}:\n{text}"
     );
-    let window = after("takes a window of ");
+    let window = after("takes a window of the bandwidth-delay product, ");
     assert!(
         text.contains(&format!("let autotuning reach {window} B")),
         "{window}:\n{text}"

@@ -626,10 +626,14 @@ mod tests {
             authenticate(&k, &users, None, 1000, 10,),
             Err(AuthError::Missing)
         );
-        assert_eq!(
+        // Not a ciphertext of this key: refused. OpenSSL 3.2 and later
+        // answer a PKCS#1 v1.5 padding failure with a random plaintext
+        // (implicit rejection, so that no padding oracle exists), which
+        // then does not parse.
+        assert!(matches!(
             authenticate(&k, &users, Some("AAAA"), 1000, 10,),
-            Err(AuthError::Decrypt)
-        );
+            Err(AuthError::Decrypt | AuthError::Plaintext(_))
+        ));
         assert!(matches!(
             authenticate(&k, &users, Some("!!"), 1000, 10,),
             Err(AuthError::Base64(_))

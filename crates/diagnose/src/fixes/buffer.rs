@@ -1,6 +1,11 @@
 //! The fixes for a window or buffer limit: let autotuning reach twice the
 //! bandwidth-delay product on the receiver (the window) or the sender (the
 //! buffer), per operating system, or use parallel streams.
+//!
+//! A fix never lowers a setting: where the side's sysctls are known (a
+//! plumb peer sends its own, and this host's are read), a value already high
+//! enough is left alone; where they are not, the Linux commands go no lower
+//! than a stock kernel's own maximum and the note says the value is a floor.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +22,13 @@ pub(super) fn fixes(recv: bool, ev: &Evidence, figures: &Figures) -> Vec<Fix> {
     let expect = figures.expect_bps;
     let window_needed = figures.window_needed_bytes;
     let b = figures.buffer_bytes.unwrap_or(64 << 20);
-    let mut out = vec![linux(recv, ev, window_needed, b, expect)];
+    let mut out = vec![linux(
+        recv,
+        ev,
+        (window_needed, figures.window_goodput_bytes),
+        b,
+        expect,
+    )];
     out.extend(windows(recv, window_needed, b, expect));
     out.extend(bsd(recv, b, expect));
     if let Some(n) = figures.streams_needed {
@@ -38,7 +49,7 @@ pub(super) fn fixes(recv: bool, ev: &Evidence, figures: &Figures) -> Vec<Fix> {
 fn linux(
     recv: bool,
     ev: &Evidence,
-    window_needed: Option<u64>,
+    (window_needed, window_goodput): (Option<u64>, Option<u64>),
     b: u64,
     expect: Option<f64>,
 ) -> Fix {
@@ -51,8 +62,12 @@ fn linux(
         || "the bandwidth-delay product (give --link to compute it)".to_string(),
         |x| {
             format!(
-                "{} B (the link's goodput for one round trip; {} B with ESnet's 2x margin)",
+                "{} B (the bandwidth-delay product, line rate x RTT{}; {} B with ESnet's 2x margin)",
                 thousands(x),
+                window_goodput.map_or(String::new(), |g| format!(
+                    ", of which {} B is TCP payload",
+                    thousands(g)
+                )),
                 thousands(b)
             )
         },
@@ -63,6 +78,14 @@ fn linux(
         &ev.sysctl_sender
     };
     let (mut commands, already) = raise_only(sysctls, core, tcp_key, recv, b);
+    let floor = if sysctls.contains_key(&format!("net.ipv4.{tcp_key}")) {
+        String::new()
+    } else {
+        format!(
+            " (at least: its settings are not known here, so keep any larger value it has; a stock kernel's net.ipv4.{tcp_key} maximum is {} B)",
+            thousands(stock_max(recv))
+        )
+    };
     commands.push(format!(
         "{} the application from fixing its buffer (SO_{}BUF), or set it to {b}",
         if already { "stop" } else { "and stop" },
@@ -76,9 +99,21 @@ fn linux(
                 .map_or(String::new(), |v| format!(": net.ipv4.{tcp_key} is {}", v.trim()))
         )
     } else {
-        format!("on the {side}: let autotuning reach {need}")
+        format!("on the {side}: let autotuning reach {need}{floor}")
     };
     fix("linux", &note, expect, &commands)
+}
+
+/// The `tcp_rmem` (`recv`) or `tcp_wmem` maximum a stock Linux kernel sets
+/// on a host with memory to spare (`tcp_init` in `net/ipv4/tcp.c`: 6 MiB
+/// to receive, 4 MiB to send): a command written without the side's own
+/// value asks for no less.
+fn stock_max(recv: bool) -> u64 {
+    if recv {
+        6 << 20
+    } else {
+        4 << 20
+    }
 }
 
 /// Windows: receive-window autotuning (with the registry settings of a
@@ -189,12 +224,19 @@ fn raise_only(
     }
     let tcp_low = triple.as_ref().is_none_or(|t| t[2] < b);
     if tcp_low {
-        let (min, def) = triple
-            .as_ref()
-            .map_or((4096, if recv { 131_072 } else { 16_384 }), |t| {
-                (t[0], t[1])
-            });
-        out.push(format!("sysctl -w net.ipv4.{tcp_key}=\"{min} {def} {b}\""));
+        // Unknown settings: no lower than the stock maximum, which the
+        // host most likely has.
+        let (min, def, max) = triple.as_ref().map_or(
+            (
+                4096,
+                if recv { 131_072 } else { 16_384 },
+                b.max(stock_max(recv)),
+            ),
+            |t| (t[0], t[1], b),
+        );
+        out.push(format!(
+            "sysctl -w net.ipv4.{tcp_key}=\"{min} {def} {max}\""
+        ));
     }
     if scaling_off || triple.is_none() {
         out.push("sysctl -w net.ipv4.tcp_window_scaling=1".into());
@@ -237,6 +279,23 @@ mod tests {
                 "sysctl -w net.ipv4.tcp_rmem=\"4096 131072 67108864\"".to_string(),
             ]
         );
+    }
+
+    /// Without the receiver's settings, 4 MiB (twice the backup link's
+    /// BDP, rounded up) is asked for as no less than a stock kernel's 6 MiB
+    /// autotuning maximum, which it would otherwise lower.
+    #[test]
+    fn buffer_fix_never_lowers_a_stock_kernel() {
+        let (c, _) = raise_only(&BTreeMap::new(), "rmem_max", "tcp_rmem", true, 4 << 20);
+        assert_eq!(c[0], "sysctl -w net.core.rmem_max=4194304");
+        assert_eq!(c[1], "sysctl -w net.ipv4.tcp_rmem=\"4096 131072 6291456\"");
+        // Known settings are raised only to what is needed.
+        let s = sysctls(&[
+            ("net.core.rmem_max", "212992"),
+            ("net.ipv4.tcp_rmem", "4096 131072 2097152"),
+        ]);
+        let (c, _) = raise_only(&s, "rmem_max", "tcp_rmem", true, 4 << 20);
+        assert_eq!(c[1], "sysctl -w net.ipv4.tcp_rmem=\"4096 131072 4194304\"");
     }
 
     #[test]

@@ -98,12 +98,15 @@ impl<'a> Context<'a> {
     }
 }
 
-/// Whether the sender sends TCP timestamps: Linux does unless told not
-/// to, and a full-size segment then carries 1448 B.
+/// Whether the sender sends TCP timestamps: as given, else as its sysctl
+/// says, else on (Linux's default, the model's default header), and a
+/// full-size segment then carries 1448 B.
 pub(crate) fn timestamps(ev: &Evidence) -> bool {
-    ev.sysctl_sender
-        .get("net.ipv4.tcp_timestamps")
-        .is_none_or(|v| v.trim() != "0")
+    ev.tcp_timestamps.unwrap_or_else(|| {
+        ev.sysctl_sender
+            .get("net.ipv4.tcp_timestamps")
+            .is_none_or(|v| v.trim() != "0")
+    })
 }
 
 /// The smoothed and minimum RTT as evidence lines, those known.

@@ -31,6 +31,7 @@ pub(super) struct CalcOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     loss: Option<f64>,
     mtu_bytes: u64,
+    tcp_timestamps: bool,
     mss_bytes: u64,
     payload_bytes: u64,
     wire_bytes_per_frame: u64,
@@ -121,6 +122,7 @@ impl CalcOutput {
             }),
             loss: a.loss.map(|l| l.probability()),
             mtu_bytes: f.mtu,
+            tcp_timestamps: f.timestamps,
             mss_bytes: f.mss().get(),
             payload_bytes: f.payload().get(),
             wire_bytes_per_frame: f.wire_bytes(),

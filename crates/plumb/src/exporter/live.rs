@@ -192,6 +192,8 @@ fn sample(mut dumper: Dumper, counters: &LiveCounters, stop: &AtomicBool) {
                         cpu: None,
                         pid: None,
                         opened: listeners.opened(c.local),
+                        // The metrics carry the limit, not its fixes.
+                        sysctls: Default::default(),
                     };
                     let (dg, _, class) = explain_classed(&tr, &ctx);
                     counters.add(&c, class.class, dg.limit, d.secs, d.acked + d.received);
