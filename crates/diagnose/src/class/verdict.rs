@@ -7,7 +7,8 @@
 
 use plumb_model::slow_start::{slow_start_bytes, slow_start_rounds};
 
-use super::{initial_window, Classification, FlowClass, FlowShape, Rule, Run};
+use super::rules::initial_window;
+use super::types::{Classification, FlowClass, FlowShape, Rule, Run};
 use crate::finding::{line, EvidenceLine, Fix};
 use crate::human::{human_count, ms, secs};
 use crate::Diagnosis;
