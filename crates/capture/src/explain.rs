@@ -1,5 +1,6 @@
 //! A capture's connections explained: each one that carried data, busiest
-//! first, weighed by the diagnosis rules over its [`evidence`], with what
+//! first, given its class ([`crate::class`]); a bulk one weighed by the
+//! diagnosis rules over its [`evidence`], with what
 //! only a capture shows added the way `plumb-live` adds what only a live
 //! socket shows: numbers beside the finding they bear on, a zero window
 //! held long enough named as the receiving application, and a sender that
@@ -74,7 +75,6 @@ pub fn explain_all(
         .collect()
 }
 
-/// Explains one connection.
 /// Explains one connection: its class first; a bulk flow's rate weighed
 /// by the rules, any other's answer the class's own. A path-MTU black hole
 /// heads either: a stall matters whatever the flow's class.
