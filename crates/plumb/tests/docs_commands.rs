@@ -1,4 +1,5 @@
-//! Every `plumb` command line the README and `docs/` show runs here, as a
+//! Every `plumb` command line the README, `docs/` and each `--help`'s
+//! examples show runs here, as a
 //! reader would type it, and succeeds: exit status 0, no panic, and a
 //! command that runs until stopped (a server, the exporter, `top`, a held
 //! lab) shows it works and ends on Ctrl-C.
@@ -8,8 +9,10 @@
 //! this test builds ([`docs::scene`]); durations shrink to one second
 //! (`-t N`, `--for N`; `top -n N` reads twice) so the whole list runs in a
 //! few minutes; the files a line reads are made beforehand in the
-//! directory the lines run in. `plumb lab` and `plumb demo` lines build
-//! their own labs and run outside the scene. Needs root (namespaces).
+//! directory the lines run in; a line that names loopback (`--help`'s
+//! `plumb -c 127.0.0.1`) runs on the far side, where a server listens.
+//! `plumb lab` and `plumb demo` lines build their own labs and run outside
+//! the scene. Needs root (namespaces).
 //! A line added to the docs is run by this test without a change here.
 
 mod common;
@@ -21,7 +24,15 @@ use docs::scene::{Scene, FAR};
 use std::path::Path;
 
 fn doc_lines() -> Vec<DocLine> {
-    lines::all(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    let help = |sub: &str| {
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let out = run(plumb_bin(), &args, std::time::Duration::from_secs(10));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    lines::all(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), help)
 }
 
 /// The reading itself: the docs hold the lines this test is about, each
@@ -97,8 +108,11 @@ fn ready_mark(shown: &str) -> &'static str {
 /// Runs one line; None when it did what it should, else what went wrong.
 fn check(scene: &Scene, d: &DocLine) -> Option<String> {
     let cmd = d.as_run(FAR);
+    // A line that names loopback runs where the server listens: on far.
     let ns = if d.kind() == Kind::Lab || cmd.contains("--hold") {
         ""
+    } else if cmd.contains(" 127.0.0.1") {
+        scene.far.as_str()
     } else {
         scene.near.as_str()
     };

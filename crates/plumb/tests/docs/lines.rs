@@ -30,9 +30,10 @@ const SUBCOMMANDS: &[&str] = &[
     "handshake",
 ];
 
-/// Every command line of README.md and docs/*.md, each once, in the order
-/// first shown.
-pub fn all(root: &Path) -> Vec<DocLine> {
+/// Every command line of README.md, docs/*.md and the `Examples:` of each
+/// `--help` (`help` maps a subcommand, "" for plumb's own, to its text),
+/// each once, in the order first shown.
+pub fn all(root: &Path, help: impl Fn(&str) -> String) -> Vec<DocLine> {
     let mut files = vec![root.join("README.md")];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
         .expect("docs/")
@@ -46,17 +47,66 @@ pub fn all(root: &Path) -> Vec<DocLine> {
         let name = f.strip_prefix(root).unwrap_or(&f).display().to_string();
         let text = std::fs::read_to_string(&f).expect("doc file");
         for (line, shown) in in_file(&text) {
-            let place = format!("{name}:{line}");
-            match out.iter_mut().find(|d| d.shown == shown) {
-                Some(d) => d.places.push(place),
-                None => out.push(DocLine {
-                    places: vec![place],
-                    shown,
-                }),
-            }
+            add(&mut out, format!("{name}:{line}"), shown);
+        }
+    }
+    for sub in std::iter::once("").chain(SUBCOMMANDS.iter().copied()) {
+        let name = format!("plumb {sub} --help").replace("  ", " ");
+        for shown in in_help(&help(sub)) {
+            add(&mut out, name.clone(), shown);
         }
     }
     out
+}
+
+fn add(out: &mut Vec<DocLine>, place: String, shown: String) {
+    match out.iter_mut().find(|d| d.shown == shown) {
+        Some(d) => d.places.push(place),
+        None => out.push(DocLine {
+            places: vec![place],
+            shown,
+        }),
+    }
+}
+
+/// The command lines of a `--help`'s `Examples:`, up to its first blank
+/// line; what follows a run of two spaces is the example's comment.
+fn in_help(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut more = false;
+    let examples = text
+        .lines()
+        .skip_while(|l| l.trim() != "Examples:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty());
+    for l in examples {
+        let (body, next) = continued(help_comment(l.trim()).trim_end());
+        match out.last_mut() {
+            Some(last) if more => {
+                last.push(' ');
+                last.push_str(body);
+            }
+            _ if is_command(body) => out.push(body.to_string()),
+            _ => {}
+        }
+        more = next;
+    }
+    out
+}
+
+/// An example up to its comment: two spaces outside quotes.
+fn help_comment(line: &str) -> &str {
+    let (mut single, mut double) = (false, false);
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'\'' if !double => single = !single,
+            b'"' if !single => double = !double,
+            b' ' if !single && !double && bytes.get(i + 1) == Some(&b' ') => return &line[..i],
+            _ => {}
+        }
+    }
+    line
 }
 
 /// The command lines of one Markdown text, with their line numbers.

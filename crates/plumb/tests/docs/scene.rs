@@ -5,8 +5,10 @@
 //! handshake examples) — and one transfer on port 873 that runs while the
 //! commands do, for the lines that explain "the running rsync connections".
 //! A scratch directory holds the files the lines read (a `-J` document as
-//! `result.json`, `before.json`, `after.json`; a lab capture as
-//! `backup.pcap`, `near.pcap`, `transfer.pcap`; `backup/backup.tar`) and
+//! `result.json`, `before.json`, `after.json`; tcpdump's capture of the
+//! port-873 transfer as `backup.pcap` and `capture.pcap`, a lab capture as
+//! `near.pcap` and `transfer.pcap`; `top
+//! --json` readings as `top.ndjson`; `backup/backup.tar`) and
 //! `bin/plumb`, first on the `PATH`, so a line runs as shown. Dropping the
 //! scene kills every process in both namespaces and deletes them.
 
@@ -22,7 +24,7 @@ const FAR_PORTS: &[&str] = &["5201", "873", "445", "22", "443"];
 
 pub struct Scene {
     pub near: String,
-    far: String,
+    pub far: String,
     pub dir: PathBuf,
     background: Vec<Child>,
 }
@@ -53,12 +55,12 @@ impl Scene {
             let far = scene.far.clone();
             scene.serve(&far, &format!("plumb -s -p {port}"), "listening");
         }
-        scene.files();
         let near = scene.near.clone();
         let rsync = format!("plumb -c {FAR} -p 873 -t 300 -b 20M -i 0");
         scene
             .background
             .push(scene.spawn(&near, &rsync, "rsync.out"));
+        scene.files();
         scene
     }
 
@@ -98,9 +100,29 @@ impl Scene {
         }
         let cap =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../capture/tests/lab/stall-near.pcap");
-        for name in ["backup.pcap", "near.pcap", "transfer.pcap"] {
+        for name in ["near.pcap", "transfer.pcap"] {
             std::fs::copy(&cap, self.dir.join(name)).expect("capture file");
         }
+        // The rsync-like transfer, as the reader's tcpdump would have it.
+        let dump = "timeout -s INT 2 tcpdump -i eth0 -s 128 -w backup.pcap tcp port 873";
+        let dumped = self.run(&self.near.clone(), dump, 10);
+        assert!(
+            dumped.output.contains("packets captured"),
+            "{}",
+            dumped.output
+        );
+        std::fs::copy(self.dir.join("backup.pcap"), self.dir.join("capture.pcap")).expect("copy");
+        let top = self.run(
+            &self.near.clone(),
+            "plumb top -n 2 --json -p 873 > top.ndjson",
+            30,
+        );
+        assert_eq!(
+            top.status.map(|s| s.success()),
+            Some(true),
+            "{}",
+            top.output
+        );
         std::fs::create_dir_all(self.dir.join("backup")).expect("backup/");
         std::fs::write(self.dir.join("backup/backup.tar"), vec![7u8; 2 << 20]).expect("tar");
     }
