@@ -19,6 +19,7 @@ use plumb_report::Sink;
 use crate::cli::usage_error;
 
 mod harden;
+mod refused;
 
 /// iperf3's client and server flags.
 #[derive(Debug, Args, Clone, Default)]
@@ -57,7 +58,7 @@ pub struct MeasureArgs {
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
     /// Target bitrate per stream, bits/s (0 = unlimited) [UDP default: 1M]; RATE[/BURST] accepted
-    #[arg(short = 'b', long = "bitrate", allow_hyphen_values = true, value_parser = crate::args::valid(parse_bitrate))]
+    #[arg(short = 'b', long = "bitrate", alias = "bandwidth", allow_hyphen_values = true, value_parser = crate::args::valid(parse_bitrate))]
     pub bitrate: Option<String>,
     /// Block (TCP) or datagram (UDP) length [default: 128K TCP, 1460 UDP]
     #[arg(short = 'l', long = "length", value_parser = crate::args::bytes, allow_hyphen_values = true)]
@@ -72,11 +73,17 @@ pub struct MeasureArgs {
     #[arg(short = 'N', long = "no-delay")]
     pub nodelay: bool,
     /// TCP congestion control algorithm (cubic, bbr, reno, …)
-    #[arg(short = 'C', long = "congestion")]
+    #[arg(short = 'C', long = "congestion", alias = "linux-congestion")]
     pub congestion: Option<String>,
     /// Seconds to omit from the start of the statistics
     #[arg(short = 'O', long = "omit", value_parser = crate::args::seconds, allow_hyphen_values = true)]
     pub omit: Option<f64>,
+    /// iperf3's verbose output; plumb why: every flow, with everything known of it
+    #[arg(short = 'V', long = "verbose")]
+    pub verbose: bool,
+    /// Bitrate unit of the text output: k m g t (bits/sec), K M G T (bytes/sec) [default: adaptive]
+    #[arg(short = 'f', long = "format", value_name = "k|m|g|t|K|M|G|T", value_parser = plumb_report::format::RateFormat::parse)]
+    pub format: Option<plumb_report::format::RateFormat>,
     /// Output iperf3's JSON
     #[arg(short = 'J', long = "json")]
     pub json: bool,
@@ -176,9 +183,16 @@ pub struct MeasureArgs {
     /// With --rr: both ends poll the socket without sleeping this many microseconds before a read sleeps, and set SO_BUSY_POLL (at most 1000)
     #[arg(long = "busy-poll", value_parser = crate::args::whole::<u32>)]
     pub busy_poll: Option<u32>,
+    /// iperf3's deprecated --no-fq-socket-pacing (its --fq-rate 0): plumb
+    /// never sets a fair-queue pacing rate, so it asks for what already holds
+    #[arg(long = "no-fq-socket-pacing", hide = true)]
+    pub no_fq_socket_pacing: bool,
     /// Server limits and authentication (see measure/harden.rs).
     #[command(flatten)]
     pub harden: harden::HardenArgs,
+    /// iperf3's flags plumb refuses, each with its reason (measure/refused.rs).
+    #[command(flatten)]
+    pub refused: refused::RefusedArgs,
     /// Client: after the test, say what limited it (see plumb why)
     #[arg(long = "why")]
     pub why: bool,
@@ -662,7 +676,7 @@ fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
     } else if a.json {
         Box::new(JsonSink::new(out))
     } else {
-        Box::new(TextSink::new(out, flush))
+        Box::new(TextSink::new(out, flush).with_format(a.format.unwrap_or_default()))
     }
 }
 
@@ -692,6 +706,14 @@ fn host_name(a: &MeasureArgs) -> String {
 
 /// Runs the client or the server the flags ask for.
 pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
+    if let Some(why) = a.refused.first() {
+        return Ok(usage_error(why));
+    }
+    if a.verbose {
+        return Ok(usage_error(
+            "iperf3's -V/--verbose: not implemented by plumb's client and server yet (plumb why -V gives every flow's detail)",
+        ));
+    }
     if a.server {
         if a.client.is_some() {
             return Ok(usage_error("-s and -c cannot be used together"));

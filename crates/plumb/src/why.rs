@@ -56,9 +56,6 @@ pub struct WhyArgs {
     /// With --capture: also save what was read as pcapng
     #[arg(long, value_name = "FILE", requires = "capture")]
     pub write: Option<std::path::PathBuf>,
-    /// Every flow, with everything known of it: the capture's notes, each end's operating system, every system's fixes, what could not be known
-    #[arg(long, short = 'V')]
-    pub verbose: bool,
     /// Live connection filters (with -p PORT, either end)
     #[command(flatten)]
     pub live: crate::live::LiveFilterArgs,
@@ -86,6 +83,9 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             "plumb why takes the server as its argument: plumb why HOST, not -c HOST",
         ));
     }
+    if let Some(why) = a.measure.refused.first() {
+        return Ok(usage_error(why));
+    }
     if a.host.is_none() && a.measure.affinity.is_some() {
         return Ok(usage_error(
             "-A places a test's ends on CPUs: give plumb why a HOST to test",
@@ -111,7 +111,7 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             };
             let out = capture::Output {
                 json: a.measure.json,
-                verbose: a.verbose,
+                verbose: a.measure.verbose,
             };
             return capture::from_file(path, &f, a.measure.link, out, a.measure.report.as_deref());
         }

@@ -38,6 +38,51 @@ pub fn bitrate(bps: f64) -> String {
     format!("{} {}", three(v), units[i])
 }
 
+/// iperf3's `-f`: the unit of the bitrate column. The transfer column
+/// stays adaptive in bytes, as iperf3's does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RateFormat {
+    /// The prefix that keeps the figure under 1000 (iperf3's default).
+    #[default]
+    Adaptive,
+    /// `k m g t`: bits per second, that many thousands.
+    Bits(u8),
+    /// `K M G T`: bytes per second, that many 1024s.
+    Bytes(u8),
+}
+
+impl RateFormat {
+    /// Parses `-f`'s letter; anything else is one line naming the accepted ones.
+    pub fn parse(s: &str) -> Result<RateFormat, String> {
+        let power = |c: char| "kmgt".find(c.to_ascii_lowercase()).map(|i| i as u8 + 1);
+        match (s.len(), s.chars().next().and_then(|c| power(c).map(|p| (c, p)))) {
+            (1, Some((c, p))) if c.is_ascii_lowercase() => Ok(RateFormat::Bits(p)),
+            (1, Some((_, p))) => Ok(RateFormat::Bytes(p)),
+            _ => Err(format!(
+                "invalid format '{s}' (accepted: k m g t for Kbits…Tbits/sec, K M G T for KBytes…TBytes/sec)"
+            )),
+        }
+    }
+}
+
+/// Bits per second in the unit `-f` asks for: `bitrate` when adaptive,
+/// else `942 Mbits/sec` or `112290 KBytes/sec`, iperf3's fixed forms.
+pub fn bitrate_as(bps: f64, f: RateFormat) -> String {
+    const BITS: [&str; 5] = ["bits", "Kbits", "Mbits", "Gbits", "Tbits"];
+    const BYTES: [&str; 5] = ["Bytes", "KBytes", "MBytes", "GBytes", "TBytes"];
+    match f {
+        RateFormat::Adaptive => bitrate(bps),
+        RateFormat::Bits(p) => {
+            let v = bps / 1000f64.powi(i32::from(p));
+            format!("{} {}/sec", three(v), BITS[usize::from(p)])
+        }
+        RateFormat::Bytes(p) => {
+            let v = bps / 8.0 / 1024f64.powi(i32::from(p));
+            format!("{} {}/sec", three(v), BYTES[usize::from(p)])
+        }
+    }
+}
+
 /// An interval's start and end as iperf3's column: `  0.00-1.00   sec`.
 pub fn interval_secs(start: f64, end: f64) -> String {
     format!("{start:6.2}-{end:<6.2} sec")
@@ -166,6 +211,20 @@ mod tests {
         assert_eq!(bitrate(12.3e9), "12.3 Gbits/sec");
         assert_eq!(bitrate(100e6), " 100 Mbits/sec");
         assert_eq!(bitrate(9.344e6), "9.34 Mbits/sec");
+        // iperf3 -f: fixed units, bits by 1000s, bytes by 1024s.
+        let f = |s| RateFormat::parse(s).expect("a format iperf3 takes");
+        assert_eq!(bitrate_as(9.344e6, f("m")), "9.34 Mbits/sec");
+        assert_eq!(bitrate_as(9.344e6, f("k")), "9344 Kbits/sec");
+        assert_eq!(bitrate_as(941.5e6, f("g")), "0.94 Gbits/sec");
+        assert_eq!(bitrate_as(8.0 * 1024.0 * 1024.0, f("M")), "1.00 MBytes/sec");
+        assert_eq!(bitrate_as(17.0e9, f("K")), "2075195 KBytes/sec");
+        assert_eq!(bitrate_as(12.3e9, RateFormat::Adaptive), "12.3 Gbits/sec");
+        for bad in ["", "x", "mm", "b", "A"] {
+            assert!(
+                RateFormat::parse(bad).is_err_and(|e| e.contains("accepted")),
+                "{bad}"
+            );
+        }
         assert_eq!(interval_secs(0.0, 1.0), "  0.00-1.00   sec");
         assert_eq!(lost_of(3, 1000), "3/1000 (0.3%)");
         assert_eq!(lost_of(1, 1_000_000), "1/1000000 (1.00e-4%)");

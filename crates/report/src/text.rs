@@ -5,7 +5,7 @@ use std::io::Write;
 
 use plumb_record::UdpSummary;
 
-use crate::format::{bitrate, bytes, interval_secs, lost_of};
+use crate::format::{bitrate_as, bytes, interval_secs, lost_of, RateFormat};
 use crate::record::*;
 use crate::Sink;
 
@@ -20,6 +20,8 @@ pub struct TextSink<W: Write> {
     bidir: bool,
     streams: usize,
     header_done: bool,
+    /// The bitrate column's unit (`-f`).
+    format: RateFormat,
     /// Write errors (a closed pipe) end printing, not the test.
     broken: bool,
 }
@@ -35,8 +37,15 @@ impl<W: Write> TextSink<W> {
             bidir: false,
             streams: 0,
             header_done: false,
+            format: RateFormat::Adaptive,
             broken: false,
         }
+    }
+
+    /// The same sink with the bitrate column in `format`'s unit (`-f`).
+    pub fn with_format(mut self, format: RateFormat) -> Self {
+        self.format = format;
+        self
     }
 
     /// The writer, e.g. the captured bytes of a `Vec<u8>`.
@@ -305,7 +314,7 @@ impl<W: Write> TextSink<W> {
             self.id(socket, sender),
             interval_secs(start, end),
             bytes(n as f64),
-            bitrate(bps)
+            bitrate_as(bps, self.format)
         );
         match details.first() {
             Some(IntervalDetail::Tcp(Some(t))) => {
@@ -380,7 +389,7 @@ impl<W: Write> TextSink<W> {
             self.id(socket, sender),
             interval_secs(0.0, secs),
             bytes(n as f64),
-            bitrate(bps)
+            bitrate_as(bps, self.format)
         );
         if udp {
             let (mut j, mut lo, mut p, mut sent, mut k) = (0.0, 0, 0, 0, 0);

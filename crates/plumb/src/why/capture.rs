@@ -186,7 +186,7 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         a.measure.link,
         Output {
             json: a.measure.json,
-            verbose: a.verbose,
+            verbose: a.measure.verbose,
         },
     )?;
     if let (Some(out), Some(saved)) = (&a.measure.report, &spec.write) {

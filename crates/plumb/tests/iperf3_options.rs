@@ -1,0 +1,299 @@
+//! Every option of the newest iperf3 is either taken with iperf3's meaning
+//! or refused in one line that names it and says why — never clap's
+//! "unexpected argument", never a value iperf3 takes called invalid — and
+//! `docs/measure.md`'s table says which, row for row.
+//!
+//! The option list is iperf3's own: the names and argument kinds of
+//! `longopts` in esnet/iperf `src/iperf_api.c` at commit
+//! c9b74229d0d9bfec6d2307b66b43c29a7665ad0b (2026-07-10), read as facts.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::time::Duration;
+
+/// iperf3's options: long name, short letter, whether it takes a value
+/// (`Some(true)` required, `Some(false)` optional with `=`, `None` none).
+const IPERF3_LONGOPTS: &[(&str, Option<char>, Option<bool>)] = &[
+    ("port", Some('p'), Some(true)),
+    ("format", Some('f'), Some(true)),
+    ("interval", Some('i'), Some(true)),
+    ("daemon", Some('D'), None),
+    ("one-off", Some('1'), None),
+    ("verbose", Some('V'), None),
+    ("json", Some('J'), None),
+    ("json-stream", None, None),
+    ("json-stream-full-output", None, None),
+    ("version", Some('v'), None),
+    ("server", Some('s'), None),
+    ("client", Some('c'), Some(true)),
+    ("udp", Some('u'), None),
+    ("bitrate", Some('b'), Some(true)),
+    ("bandwidth", Some('b'), Some(true)),
+    ("server-bitrate-limit", None, Some(true)),
+    ("server-max-duration", None, Some(true)),
+    ("time", Some('t'), Some(true)),
+    ("bytes", Some('n'), Some(true)),
+    ("blockcount", Some('k'), Some(true)),
+    ("length", Some('l'), Some(true)),
+    ("parallel", Some('P'), Some(true)),
+    ("reverse", Some('R'), None),
+    ("bidir", None, None),
+    ("window", Some('w'), Some(true)),
+    ("bind", Some('B'), Some(true)),
+    ("bind-dev", None, Some(true)),
+    ("cport", None, Some(true)),
+    ("set-mss", Some('M'), Some(true)),
+    ("no-delay", Some('N'), None),
+    ("version4", Some('4'), None),
+    ("version6", Some('6'), None),
+    ("tos", Some('S'), Some(true)),
+    ("dscp", None, Some(true)),
+    ("extra-data", None, Some(true)),
+    ("flowlabel", Some('L'), Some(true)),
+    ("zerocopy", Some('Z'), None),
+    ("omit", Some('O'), Some(true)),
+    ("file", Some('F'), Some(true)),
+    ("repeating-payload", None, None),
+    ("timestamps", None, Some(false)),
+    ("affinity", Some('A'), Some(true)),
+    ("title", Some('T'), Some(true)),
+    ("congestion", Some('C'), Some(true)),
+    ("linux-congestion", Some('C'), Some(true)),
+    ("sctp", None, None),
+    ("nstreams", None, Some(true)),
+    ("xbind", Some('X'), Some(true)),
+    ("pidfile", Some('I'), Some(true)),
+    ("logfile", None, Some(true)),
+    ("forceflush", None, None),
+    ("get-server-output", None, None),
+    ("udp-counters-64bit", None, None),
+    ("no-fq-socket-pacing", None, None),
+    ("dont-fragment", None, None),
+    ("skip-rx-copy", None, None),
+    ("username", None, Some(true)),
+    ("rsa-public-key-path", None, Some(true)),
+    ("rsa-private-key-path", None, Some(true)),
+    ("authorized-users-path", None, Some(true)),
+    ("time-skew-threshold", None, Some(true)),
+    ("use-pkcs1-padding", None, None),
+    ("fq-rate", None, Some(true)),
+    ("pacing-timer", None, Some(true)),
+    ("connect-timeout", None, Some(true)),
+    ("idle-timeout", None, Some(true)),
+    ("rcv-timeout", None, Some(true)),
+    ("snd-timeout", None, Some(true)),
+    ("cntl-ka", None, Some(false)),
+    ("mptcp", Some('m'), None),
+    ("gsro", None, None),
+    ("debug", Some('d'), Some(false)),
+    ("help", Some('h'), None),
+];
+
+/// Options only a server takes: tried on `plumb -s`.
+const SERVER: &[&str] = &[
+    "server",
+    "one-off",
+    "daemon",
+    "pidfile",
+    "server-bitrate-limit",
+    "server-max-duration",
+    "idle-timeout",
+    "rsa-private-key-path",
+    "authorized-users-path",
+    "time-skew-threshold",
+];
+
+/// A value iperf3 takes for each option that needs one.
+fn sample(name: &str, closed: u16) -> String {
+    match name {
+        "port" => closed.to_string(),
+        "format" => "m".into(),
+        "client" | "bind" | "xbind" => "127.0.0.1".into(),
+        "bitrate" | "bandwidth" | "server-bitrate-limit" | "fq-rate" => "10M".into(),
+        "bytes" | "window" => "1M".into(),
+        "length" => "1K".into(),
+        "bind-dev" => "lo".into(),
+        "cport" => "31240".into(),
+        "set-mss" | "pacing-timer" | "rcv-timeout" | "snd-timeout" => "1000".into(),
+        "tos" => "16".into(),
+        "dscp" => "af11".into(),
+        "congestion" | "linux-congestion" => "cubic".into(),
+        "file" | "rsa-public-key-path" | "rsa-private-key-path" | "authorized-users-path" => {
+            "/dev/null".into()
+        }
+        "pidfile" | "logfile" => std::env::temp_dir()
+            .join(format!("plumb-iperf3-options-{}", std::process::id()))
+            .display()
+            .to_string(),
+        "connect-timeout" => "300".into(),
+        "omit" | "affinity" => "0".into(),
+        "extra-data" | "title" | "username" => "x".into(),
+        _ => "1".into(),
+    }
+}
+
+/// `docs/measure.md`'s table: option name → plumb's column.
+fn doc_rows() -> Vec<(String, String)> {
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/measure.md");
+    let text = std::fs::read_to_string(doc).expect("docs/measure.md");
+    text.lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix("`--")?.strip_suffix('`')?;
+            Some((name.to_string(), cells.get(4)?.to_string()))
+        })
+        .collect()
+}
+
+/// The command line that tries `name` (with its value) on the mode it
+/// belongs to: a client against a closed port, or a server.
+fn command_line(name: &str, takes: Option<bool>, closed: u16, free: u16) -> Vec<String> {
+    let server = SERVER.contains(&name);
+    let mut base: Vec<(&str, String)> = if server {
+        vec![("server", String::new()), ("port", free.to_string())]
+    } else {
+        vec![
+            ("client", "127.0.0.1".into()),
+            ("port", closed.to_string()),
+            ("connect-timeout", "300".into()),
+        ]
+    };
+    base.retain(|(b, _)| *b != name);
+    let mut args: Vec<String> = Vec::new();
+    for (b, v) in base {
+        args.push(format!("--{b}"));
+        if !v.is_empty() {
+            args.push(v);
+        }
+    }
+    args.push(format!("--{name}"));
+    if takes == Some(true) {
+        args.push(sample(name, closed));
+    }
+    args
+}
+
+/// Runs the line: a server still running after a second took its flags.
+fn outcome(args: &[String]) -> (Option<i32>, String) {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    match try_run(plumb_bin(), &refs, Duration::from_secs(1)) {
+        Ok(out) => (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        ),
+        Err(late) => (None, String::from_utf8_lossy(&late.stderr).into()),
+    }
+}
+
+#[test]
+fn every_iperf3_option_is_taken_or_refused_as_the_table_says() {
+    let rows = doc_rows();
+    let (closed, free) = (port(), port());
+    let mut wrong = Vec::new();
+    for &(name, _, takes) in IPERF3_LONGOPTS {
+        let Some((_, plumb)) = rows.iter().find(|(n, _)| n == name) else {
+            wrong.push(format!("--{name}: no row in docs/measure.md"));
+            continue;
+        };
+        let args = command_line(name, takes, closed, free);
+        let (code, err) = outcome(&args);
+        let refused = code == Some(2)
+            && err.lines().count() == 1
+            && err.starts_with("plumb: ")
+            && err.contains("iperf3's ")
+            && err.contains(&format!("--{name}"));
+        let unknown = err.contains("unexpected argument") || err.contains("invalid value");
+        let says_refused = plumb.starts_with("refused");
+        if says_refused != refused || (!says_refused && unknown) {
+            wrong.push(format!("--{name} ({plumb}): {args:?} → {code:?} {err}"));
+        }
+    }
+    let _ = std::fs::remove_file(sample("logfile", 0));
+    assert_eq!(
+        rows.len(),
+        IPERF3_LONGOPTS.len(),
+        "rows that are not iperf3's options"
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} of {}:\n{}",
+        wrong.len(),
+        IPERF3_LONGOPTS.len(),
+        wrong.join("\n")
+    );
+}
+
+/// Each option's short letter means what iperf3's does: the short form
+/// of every option that has one gives the same answer as the long form.
+#[test]
+fn short_letters_answer_as_the_long_options() {
+    let (closed, free) = (port(), port());
+    let mut wrong = Vec::new();
+    for &(name, short, takes) in IPERF3_LONGOPTS {
+        let Some(c) =
+            short.filter(|_| !matches!(name, "help" | "version" | "server" | "client" | "port"))
+        else {
+            continue;
+        };
+        let mut args = command_line(name, takes, closed, free);
+        let Some(long) = args.iter().position(|a| *a == format!("--{name}")) else {
+            panic!("--{name} missing from {args:?}");
+        };
+        let (lc, le) = outcome(&args);
+        args[long] = format!("-{c}");
+        let (sc, se) = outcome(&args);
+        let same = |e: &str| {
+            e.replace(&format!("-{c}/--{name}"), "")
+                .replace(&format!("--{name}"), "")
+        };
+        if lc != sc || (lc == Some(2) && same(&le) != same(&se)) {
+            wrong.push(format!("-{c} vs --{name}: {sc:?} {se} / {lc:?} {le}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// `-f`: the bitrate column in the unit asked for, the transfer column
+/// adaptive, as iperf3 prints them; a letter iperf3 refuses is refused.
+#[test]
+fn format_sets_the_bitrate_unit() {
+    let p = port();
+    for (f, unit) in [("m", "Mbits/sec"), ("K", "KBytes/sec"), ("g", "Gbits/sec")] {
+        let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+        let out = run(
+            plumb_bin(),
+            &[
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &p.to_string(),
+                "-t",
+                "0.5",
+                "-f",
+                f,
+            ],
+            Duration::from_secs(20),
+        );
+        drop(server);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("sec") && l.starts_with("["))
+            .collect();
+        assert!(!lines.is_empty(), "{text}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.contains(unit) && l.contains("Bytes  ")),
+            "-f {f}: {text}"
+        );
+    }
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-f", "x"],
+        Duration::from_secs(5),
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
