@@ -23,9 +23,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use plumb_tcpinfo::TcpInfo;
 
 use crate::host;
-use crate::tcpinfo::{tcp_info, TcpInfo};
+use crate::tcpinfo::tcp_info;
 
 /// How long a blocking socket call may wait before the loop looks at
 /// [`StopAndBudget::stop`] again.

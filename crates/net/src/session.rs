@@ -29,7 +29,8 @@ use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
 use crate::sockets::StreamSocket;
 use crate::sockopt;
-use crate::tcpinfo::{tcp_info, TcpInfo};
+use crate::tcpinfo::tcp_info;
+use plumb_tcpinfo::TcpInfo;
 
 /// What both ends derive from the parameters.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,20 +4,15 @@
 //! This module owns the read ([`tcp_info`], through
 //! [`crate::sys::tcp_info_raw`]). The decoded [`TcpInfo`] — bitfields
 //! unpacked, fields the running kernel did not report as `None`, the kernel's
-//! units — is `plumb-model`'s, the same view `plumb-live` decodes sock_diag
+//! units — is `plumb-tcpinfo`'s, the same view `plumb-live` decodes sock_diag
 //! answers into.
 
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use crate::sys;
+use plumb_tcpinfo::TcpInfo;
 
-// The typed view lives beside the raw layout in `plumb-model`, shared with
-// `plumb-live`'s sock_diag decoding.
-pub use plumb_model::tcp_info::{
-    TcpInfo, OPT_ECN, OPT_ECN_SEEN, OPT_SACK, OPT_SYN_DATA, OPT_TFO_CHILD, OPT_TIMESTAMPS,
-    OPT_USEC_TS, OPT_WSCALE, STATE_ESTABLISHED,
-};
+use crate::sys;
 
 /// Reads `TCP_INFO` for a TCP socket.
 ///
@@ -33,59 +28,9 @@ pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
 mod tests {
     use super::*;
     use crate::stream::{read_some, write_some};
-    use crate::sys::RawTcpInfo;
     use crate::testutil::tcp_pair;
+    use plumb_tcpinfo::STATE_ESTABLISHED;
     use std::os::fd::AsFd;
-
-    #[test]
-    fn short_struct_from_old_kernel_reads_as_none() {
-        let raw = RawTcpInfo {
-            state: 1,
-            wscale: 0x97,
-            app_limited_bits: 0b101,
-            total_retrans: 3,
-            pacing_rate: 10,
-            bytes_acked: 20,
-            ..RawTcpInfo::default()
-        };
-        // 104 bytes: a Linux 3.x-era struct that ends at total_retrans.
-        let old = TcpInfo::from_raw(&raw, 104);
-        assert_eq!(old.total_retrans, 3);
-        assert_eq!(old.pacing_rate, None);
-        assert_eq!(old.min_rtt, None);
-        assert_eq!(old.ecn_mode, None);
-        if cfg!(target_endian = "little") {
-            assert_eq!((old.snd_wscale, old.rcv_wscale), (7, 9));
-            assert!(old.delivery_rate_app_limited);
-            assert_eq!(old.fastopen_client_fail, 0b10);
-        }
-        // 120 bytes: pacing rates present, bytes_acked (ends at 128) not.
-        let mid = TcpInfo::from_raw(&raw, 120);
-        assert_eq!(mid.pacing_rate, Some(10));
-        assert_eq!(mid.bytes_acked, None);
-        let full = TcpInfo::from_raw(&raw, size_of::<RawTcpInfo>());
-        assert_eq!(full.bytes_acked, Some(20));
-        assert_eq!(full.ecn_mode, Some(0));
-    }
-
-    #[test]
-    fn ecn_bitfield_unit_decodes_in_declaration_order() {
-        // ecn_mode:2 = 2, accecn_opt_seen:2 = 1, fail_mode:4 = 0xA, options2 = 0x123456
-        let unit = if cfg!(target_endian = "little") {
-            2 | (1 << 2) | (0xA << 4) | (0x123456 << 8)
-        } else {
-            (2 << 30) | (1 << 28) | (0xA << 24) | 0x123456
-        };
-        let raw = RawTcpInfo {
-            ecn_bits: unit,
-            ..RawTcpInfo::default()
-        };
-        let info = TcpInfo::from_raw(&raw, size_of::<RawTcpInfo>());
-        assert_eq!(info.ecn_mode, Some(2));
-        assert_eq!(info.accecn_opt_seen, Some(1));
-        assert_eq!(info.accecn_fail_mode, Some(0xA));
-        assert_eq!(info.options2, Some(0x123456));
-    }
 
     /// Moves N bytes over loopback and checks that the counters at known
     /// offsets say so; a layout slip would put garbage in at least one.

@@ -44,7 +44,7 @@ pub use mem::{
 };
 pub use mmsg::{recvmmsg, sendmmsg, MmsgScratch, RecvMeta};
 pub use sockopt::{getsockopt_bytes, getsockopt_int, setsockopt_bytes, setsockopt_int};
-pub use tcp_info::{tcp_info_raw, RawTcpInfo};
+pub use tcp_info::tcp_info_raw;
 
 use std::io::Error;
 
