@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use plumb_tcpinfo::{tcp_info, TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
+
 use super::error::HandshakeError;
-use crate::tcpinfo::tcp_info;
-use plumb_handshake::{Caveat, Offer};
-use plumb_tcpinfo::{TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
+use crate::{Caveat, Offer};
 
 /// Bytes of every segment the timestamps option takes (10, padded to 12),
 /// which `tcpi_snd_mss` leaves out.

@@ -1,18 +1,12 @@
-//! `TCP_INFO`: the kernel's per-connection TCP state and counters, read
-//! from plumb's own sockets.
-//!
-//! This module owns the read ([`tcp_info`], through
-//! [`crate::sys::tcp_info_raw`]). The decoded [`TcpInfo`] — bitfields
-//! unpacked, fields the running kernel did not report as `None`, the kernel's
-//! units — is `plumb-tcpinfo`'s, the same view `plumb-live` decodes sock_diag
-//! answers into.
+//! `TCP_INFO` read from a socket of this process: the kernel's bytes
+//! ([`crate::sys`]) decoded into the typed view.
 
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use plumb_tcpinfo::TcpInfo;
-
+use crate::raw::{RawTcpInfo, SIZE};
 use crate::sys;
+use crate::view::TcpInfo;
 
 /// Reads `TCP_INFO` for a TCP socket.
 ///
@@ -20,37 +14,54 @@ use crate::sys;
 /// newer fields `None` and [`TcpInfo::len`] records what was returned.
 /// Allocates nothing, but it is a syscall: call it per interval, not per block.
 pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfo> {
-    let (raw, len) = sys::tcp_info_raw(fd)?;
+    let mut bytes = [0u8; SIZE];
+    let len = sys::getsockopt_tcp_info(fd, &mut bytes)?;
+    let (raw, len) = RawTcpInfo::from_bytes(&bytes[..len]);
     Ok(TcpInfo::from_raw(&raw, len))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::{read_some, write_some};
-    use crate::testutil::tcp_pair;
-    use plumb_tcpinfo::STATE_ESTABLISHED;
+    use crate::view::STATE_ESTABLISHED;
+    use std::io::{Read, Write};
+    use std::net::{Ipv4Addr, TcpListener, TcpStream};
     use std::os::fd::AsFd;
+    use std::time::Duration;
+
+    /// A connected loopback pair `(client, server)`, each call bounded.
+    fn tcp_pair() -> (TcpStream, TcpStream) {
+        let timeout = Duration::from_secs(10);
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind loopback");
+        let addr = listener.local_addr().expect("listener address");
+        let client = TcpStream::connect_timeout(&addr, timeout).expect("connect loopback");
+        let (server, _) = listener.accept().expect("accept loopback");
+        for s in [&client, &server] {
+            s.set_read_timeout(Some(timeout)).expect("read timeout");
+            s.set_write_timeout(Some(timeout)).expect("write timeout");
+        }
+        (client, server)
+    }
 
     /// Moves N bytes over loopback and checks that the counters at known
     /// offsets say so; a layout slip would put garbage in at least one.
     #[test]
     fn loopback_counters_match_bytes_moved() {
         const N: usize = 1_000_000;
-        let (client, server) = tcp_pair();
+        let (mut client, mut server) = tcp_pair();
         let block = vec![0x5a_u8; 64 * 1024];
         let writer = std::thread::spawn(move || {
             let mut sent = 0;
             while sent < N {
                 let want = (N - sent).min(block.len());
-                sent += write_some(client.as_fd(), &block[..want]).expect("write");
+                sent += client.write(&block[..want]).expect("write");
             }
             client
         });
         let mut buf = vec![0u8; 64 * 1024];
         let mut got = 0;
         while got < N {
-            let n = read_some(server.as_fd(), &mut buf).expect("read");
+            let n = server.read(&mut buf).expect("read");
             assert!(n > 0, "early EOF after {got} bytes");
             got += n;
         }
@@ -62,7 +73,7 @@ mod tests {
             if info.bytes_acked.unwrap_or(0) >= N as u64 {
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(10));
             info = tcp_info(client.as_fd()).expect("tcp_info");
         }
         let rx = tcp_info(server.as_fd()).expect("tcp_info");
