@@ -11,11 +11,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use plumb_capture::{Analyzer, ReadStats, Record};
 
 use crate::bpf::Selection;
+use crate::error::Error;
 use crate::pcapng::PcapngWriter;
 use crate::ring;
 use crate::socket::PacketSocket;
+use crate::spec::{CaptureSpec, LiveCapture, MIN_SNAPLEN};
 use crate::sys;
-use crate::{CaptureSpec, Error, LiveCapture, MIN_SNAPLEN};
 
 /// The longest the loop sleeps before looking at the clock and the flag.
 const WAKE_MS: u64 = 100;

@@ -8,10 +8,10 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::bpf::{self, Selection};
+use crate::error::Error;
 use crate::link::{self, Link};
 use crate::ring;
 use crate::sys::{self, RxRing};
-use crate::Error;
 
 /// `ETH_P_ALL`: every protocol (the filter then chooses).
 const ETH_P_ALL: u16 = 0x0003;

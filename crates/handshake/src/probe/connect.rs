@@ -13,7 +13,8 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use plumb_tcpinfo::{tcp_info, TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
 
 use super::error::HandshakeError;
-use crate::{Caveat, Offer};
+use crate::caveat::Caveat;
+use crate::offer::Offer;
 
 /// Bytes of every segment the timestamps option takes (10, padded to 12),
 /// which `tcpi_snd_mss` leaves out.

@@ -28,8 +28,10 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::caveat::Caveat;
+use crate::document::{Method, Observed};
+use crate::offer::Offer;
 use crate::wire;
-use crate::{Caveat, Method, Observed, Offer};
 
 /// How to probe.
 #[derive(Debug, Clone, Copy)]
