@@ -6,7 +6,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use plumb_live::diag::{parse, parse_into};
-use plumb_live::{CcName, TcpInfo};
+use plumb_live::CcName;
+use plumb_tcpinfo::TcpInfo;
 
 fuzz_target!(|data: &[u8]| {
     let p = parse(data);
@@ -23,6 +24,6 @@ fuzz_target!(|data: &[u8]| {
     // The length is of the struct the bytes cover: all of them up to the
     // struct's size, which later kernels may exceed.
     if let Some(t) = TcpInfo::decode(data) {
-        assert_eq!(t.len, data.len().min(plumb_live::tcpinfo::SIZE));
+        assert_eq!(t.len, data.len().min(plumb_tcpinfo::SIZE));
     }
 });

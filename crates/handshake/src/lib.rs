@@ -1,5 +1,5 @@
-//! What a TCP handshake says, without the sockets: the pure half of
-//! `plumb handshake`.
+//! What a TCP handshake says, and the probe that reads it: `plumb
+//! handshake`'s pure half and, beside it, its I/O.
 //!
 //! - [`wire`]: the SYN plumb sends (every option, ECE|CWR) and the SYN-ACK
 //!   it reads back, byte by byte, with the Internet checksum;
@@ -10,10 +10,13 @@
 //!   plumb-model's arithmetic;
 //! - [`os`]: a guess at the sending host's operating system from its SYN
 //!   or SYN-ACK, and which OS's fix to put first;
-//! - [`document`]: the typed `-J` entry, assembled from what was observed.
+//! - [`document`]: the typed `-J` entry, assembled from what was observed;
+//! - [`probe`]: the I/O — a raw SYN sent and its SYN-ACK read, or
+//!   `connect()` and `TCP_INFO` — that fills an [`Observed`]; its one
+//!   `unsafe` call (`recvmsg` with the IPv6 hop limit) is fenced in `sys`.
 //!
-//! `plumb-net`'s `handshake` module sends and reads the packets (a raw
-//! socket, or `connect()` and `TCP_INFO`) and fills these types.
+//! Every module but `probe` and `sys` is pure: bytes and values in, values
+//! out, no sockets or clocks.
 #![warn(clippy::too_many_lines)]
 
 pub mod caveat;
@@ -21,6 +24,8 @@ pub mod document;
 pub mod meaning;
 pub mod offer;
 pub mod os;
+pub mod probe;
+mod sys;
 pub mod target;
 pub mod wire;
 

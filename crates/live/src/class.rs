@@ -113,8 +113,8 @@ pub fn class_of(tr: &Track, opened: Option<bool>) -> (Classification, FlowShape)
 mod tests {
     use super::*;
     use crate::diag::Conn;
-    use crate::tcpinfo::TcpInfo;
     use plumb_diagnose::class::FlowClass;
+    use plumb_tcpinfo::TcpInfo;
 
     /// A sample: bytes acknowledged and received, busy time (µs), data
     /// segments out and in.

@@ -23,8 +23,7 @@ use netlink_packet_sock_diag::constants::{
     IPPROTO_TCP,
 };
 use netlink_packet_sock_diag::inet::InetResponseHeader;
-
-use crate::tcpinfo::TcpInfo;
+use plumb_tcpinfo::TcpInfo;
 
 /// Socket memory (SKMEMINFO), bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -197,7 +197,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         tcp_timestamps: tr
             .last
             .tcp
-            .map(|t| t.options & plumb_model::tcp_info::OPT_TIMESTAMPS != 0),
+            .map(|t| t.options & plumb_tcpinfo::OPT_TIMESTAMPS != 0),
         latency: None,
         udp: None,
         unknown,
@@ -590,7 +590,7 @@ mod tests {
 
     use super::*;
     use crate::diag::{BbrInfo, Conn};
-    use crate::tcpinfo::TcpInfo;
+    use plumb_tcpinfo::TcpInfo;
 
     /// A sending socket sampled at `t` seconds into a transfer at `bps`,
     /// its smoothed RTT `rtt` µs against a 15 ms minimum, TCP counting
@@ -806,7 +806,7 @@ mod tests {
         assert!(ev.sender_is_local);
         assert_eq!(ev.sysctl_sender, sysctls);
         assert!(ev.sysctl_receiver.is_empty());
-        let ts = tr.last.tcp.expect("tcp").options & plumb_model::tcp_info::OPT_TIMESTAMPS != 0;
+        let ts = tr.last.tcp.expect("tcp").options & plumb_tcpinfo::OPT_TIMESTAMPS != 0;
         assert_eq!(ev.tcp_timestamps, Some(ts));
     }
 }

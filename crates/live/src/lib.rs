@@ -3,7 +3,7 @@
 //! diagnosis evidence those deltas give.
 //!
 //! [`diag`] builds the sock_diag dump and lookup requests and parses the
-//! answers' bytes (pure; [`tcpinfo`] decodes TCP_INFO); [`track`] follows connections
+//! answers' bytes (pure; `plumb-tcpinfo` decodes TCP_INFO); [`track`] follows connections
 //! across dumps and computes deltas; [`filter`] picks connections;
 //! [`scan`] decides when a monitor walks the whole socket table and when it
 //! looks up only the busy connections;
@@ -18,10 +18,8 @@ pub mod evidence;
 pub mod filter;
 pub mod scan;
 pub mod sys;
-pub mod tcpinfo;
 pub mod track;
 
 pub use diag::{CcName, Conn, SkMem};
 pub use filter::Filter;
-pub use tcpinfo::TcpInfo;
 pub use track::{Delta, Role, Track, Tracker};

@@ -396,7 +396,7 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcpinfo::TcpInfo;
+    use plumb_tcpinfo::TcpInfo;
 
     fn conn(cookie: u64, acked: u64, received: u64, busy: u64, rwnd: u64) -> Conn {
         Conn {

@@ -18,7 +18,6 @@
 //! - [`lab`]: that prediction for a lab link and a client's flags (streams,
 //!   window clamp, send buffer, MSS, rate cap).
 //! - [`slow_start`]: the round trips slow start needs for a transfer.
-//! - [`tcp_info`]: the kernel's `struct tcp_info` decoded from its bytes.
 #![forbid(unsafe_code)]
 
 pub mod distance;
@@ -28,7 +27,6 @@ pub mod latency;
 pub mod predict;
 pub mod slow_start;
 pub mod tcp;
-pub mod tcp_info;
 pub mod units;
 
 pub use ethernet::Framing;

@@ -23,9 +23,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use plumb_tcpinfo::{tcp_info, TcpInfo};
 
 use crate::host;
-use crate::tcpinfo::{tcp_info, TcpInfo};
 
 /// How long a blocking socket call may wait before the loop looks at
 /// [`StopAndBudget::stop`] again.

@@ -5,10 +5,8 @@
 //! Files depend downward only: no file uses another that uses it back
 //! (`scripts/import-cycles`).
 //!
-//! **Primitives.** All `unsafe` lives in [`sys`] (and, for the packet
-//! socket, in `packet::sys`); the other modules wrap it
-//! in typed, safe APIs: [`sockopt`] (socket options), [`tcpinfo`]
-//! (`TCP_INFO`), [`stream`] (per-block TCP read/write/discard), [`zerocopy`]
+//! **Primitives.** All `unsafe` lives in [`sys`]; the other modules wrap it
+//! in typed, safe APIs: [`sockopt`] (socket options), [`stream`] (per-block TCP read/write/discard), [`zerocopy`]
 //! (`MSG_ZEROCOPY`, `sendfile`, `splice`), [`udp`] (`sendmmsg`/`recvmmsg`
 //! with GSO/GRO), [`host`] (CPU usage, sysctls, `uname`, affinity, link
 //! speed, routes) and [`cgroup`] (the CPU quota). [`buf`] gives the data
@@ -33,16 +31,6 @@
 //! shared state and per-test thread are files under it). [`config`],
 //! [`errors`] and [`signals`] serve them.
 //!
-//! **Handshakes.** [`handshake`] reads any TCP service's handshake for
-//! `plumb handshake`: a raw SYN with every option where the process may
-//! open raw sockets, `connect()` and `TCP_INFO` elsewhere; the packets'
-//! bytes and the words are `plumb-handshake`'s.
-//!
-//! **Live capture.** [`packet`] reads TCP headers from an interface (an
-//! `AF_PACKET` socket, a kernel filter, a `TPACKET_V3` ring) into
-//! `plumb-capture`'s analysis for `plumb why --capture`, and saves them as
-//! pcapng on request.
-//!
 //! Results leave this crate as the records of `plumb-report`, which prints
 //! them; plumb's evidence under `end.plumb` and `intervals[].plumb`
 //! (request/response and `--latency` results among it) as the document's
@@ -57,10 +45,8 @@ pub mod datapath;
 pub mod datathread;
 pub mod end_plumb;
 pub mod errors;
-pub mod handshake;
 pub mod host;
 pub mod pacing;
-pub mod packet;
 pub mod procfs;
 pub mod rr;
 pub mod server;
@@ -70,7 +56,6 @@ pub mod sockets;
 pub mod sockopt;
 pub mod stream;
 pub mod sys;
-pub mod tcpinfo;
 pub mod udp;
 pub mod zerocopy;
 

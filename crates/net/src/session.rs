@@ -29,7 +29,7 @@ use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
 use crate::sockets::StreamSocket;
 use crate::sockopt;
-use crate::tcpinfo::{tcp_info, TcpInfo};
+use plumb_tcpinfo::{tcp_info, TcpInfo};
 
 /// What both ends derive from the parameters.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! `plumb handshake HOST:PORT…`: the TCP handshake of any service, and what
-//! it means for a transfer. Glue only: the probe is `plumb_net::handshake`'s,
-//! the options, the sentences and the document `plumb_handshake`'s; here are
-//! the flags, the text layout and the exit codes.
+//! it means for a transfer. Glue only: the probe, the options, the sentences
+//! and the document are `plumb_handshake`'s; here are the flags, the text
+//! layout and the exit codes.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -9,10 +9,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 use plumb_handshake::os::{Confidence, OsGuess};
+use plumb_handshake::probe::{handshake, resolve, HandshakeError, Probe};
 use plumb_handshake::target::parse_target;
 use plumb_handshake::{Handshake, Method};
 use plumb_model::units::{sig, thousands};
-use plumb_net::handshake::{self, Probe};
 use serde::Serialize;
 
 use crate::cli::usage_error;
@@ -63,7 +63,7 @@ pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
             Ok(hp) => hp,
             Err(e) => return Ok(usage_error(e)),
         };
-        match handshake::resolve(&host, port) {
+        match resolve(&host, port) {
             Ok(addr) => addrs.push((t.clone(), addr)),
             Err(e) => return Ok(usage_error(format!("{t}: {e}"))),
         }
@@ -76,7 +76,7 @@ pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
     let mut done = Vec::new();
     let mut failed = false;
     for (t, addr) in &addrs {
-        match handshake::handshake(*addr, &probe) {
+        match handshake(*addr, &probe) {
             Ok(seen) => {
                 let h = Handshake::new(t, *addr, seen);
                 if !a.json {
@@ -108,14 +108,14 @@ pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The one line for a target that gave no handshake.
-fn failure(e: &handshake::HandshakeError, p: &Probe) -> String {
+fn failure(e: &HandshakeError, p: &Probe) -> String {
     match e {
-        handshake::HandshakeError::Timeout => format!(
+        HandshakeError::Timeout => format!(
             "no answer to {} SYNs, {} s each: the host is down, or a firewall drops them",
             p.attempts,
             p.timeout.as_secs_f64()
         ),
-        handshake::HandshakeError::Io(io)
+        HandshakeError::Io(io)
             if matches!(
                 io.kind(),
                 std::io::ErrorKind::NetworkUnreachable | std::io::ErrorKind::HostUnreachable

@@ -651,7 +651,7 @@ fn secs(s: f64) -> String {
 mod tests {
     use super::*;
 
-    fn conn(tcp: Option<plumb_live::TcpInfo>) -> Conn {
+    fn conn(tcp: Option<plumb_tcpinfo::TcpInfo>) -> Conn {
         Conn {
             local: "127.0.0.1:5201".parse().expect("addr"),
             remote: "127.0.0.1:40000".parse().expect("addr"),
@@ -674,7 +674,7 @@ mod tests {
     /// acknowledged, ten 1448-byte segments outstanding, a window of one,
     /// in Loss.
     fn stuck(resends: u32) -> Conn {
-        conn(Some(plumb_live::TcpInfo {
+        conn(Some(plumb_tcpinfo::TcpInfo {
             bytes_acked: Some(177),
             bytes_received: Some(80),
             unacked: 10,
@@ -685,7 +685,7 @@ mod tests {
             snd_mss: 1448,
             pmtu: 1500,
             rtt: 15_000,
-            ..plumb_live::TcpInfo::default()
+            ..plumb_tcpinfo::TcpInfo::default()
         }))
     }
 
@@ -754,11 +754,11 @@ mod tests {
         let v = String::from_utf8(out).expect("one JSON line");
         assert!(v.contains(r#""rtt_ms":null"#), "{v}");
         assert!(v.contains(r#""cwnd_bytes":null"#), "{v}");
-        let t = plumb_live::TcpInfo {
+        let t = plumb_tcpinfo::TcpInfo {
             rtt: 15_000,
             snd_cwnd: 10,
             snd_mss: 1448,
-            ..plumb_live::TcpInfo::default()
+            ..plumb_tcpinfo::TcpInfo::default()
         };
         let mut out = Vec::new();
         write_json(&mut out, &r, &conn(Some(t)), None, 1, true).expect("json");

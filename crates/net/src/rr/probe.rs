@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use plumb_proto::rr::RrParams;
 use plumb_record::{Latency, ProbeInterval, Real};
+use plumb_tcpinfo::tcp_info;
 
 use super::greeting::{expect_greeting, greet_tcp};
 use super::loops::{serve_tcp, RrContext};
@@ -20,7 +21,6 @@ use super::stats;
 use crate::datathread::{Counters, StopAndBudget};
 use crate::host;
 use crate::sockets::{self, StreamSocket};
-use crate::tcpinfo::tcp_info;
 
 /// Idle probing before the load: this long, one probe per [`IDLE_EVERY`].
 pub const IDLE_FOR: Duration = Duration::from_secs(1);

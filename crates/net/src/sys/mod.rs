@@ -3,15 +3,14 @@
 //! This module owns every raw system call the crate makes: `getsockopt` /
 //! `setsockopt`, `read` / `write` / `recv` / `send`, the error queue that
 //! carries `MSG_ZEROCOPY` completions, `sendfile` / `splice` / `memfd_create`,
-//! `sendmmsg` / `recvmmsg` with their control messages, a raw IPv6 socket's
-//! `recvmsg` with its hop limit, and the host queries
+//! `sendmmsg` / `recvmmsg` with their control messages, the host queries
 //! (`getrusage`, `uname`, `sched_setaffinity`, `sysconf`, `clock_gettime`),
 //! and the anonymous mappings behind the data path's buffers (`mmap`).
 //!
 //! Every function here has a safe signature: callers pass borrowed file
 //! descriptors and Rust slices, and each `unsafe` block states why the
 //! pointers it hands to the kernel are valid for the length it passes. The
-//! other modules of the crate (`sockopt`, `tcpinfo`, `stream`, `zerocopy`,
+//! other modules of the crate (`sockopt`, `stream`, `zerocopy`,
 //! `udp`, `host`) build typed APIs on top and contain no `unsafe`.
 //!
 //! Errors are the kernel's: each call returns [`std::io::Error`] built from
@@ -21,15 +20,12 @@
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-mod hoplimit;
 mod host;
 mod io;
 mod mem;
 mod mmsg;
 mod sockopt;
-mod tcp_info;
 
-pub use hoplimit::{recv_hoplimit, Received};
 pub use host::{
     clock_monotonic, clock_pair, getrusage_self, online_cpus, sched_batch_self,
     sched_getaffinity_self, sched_policy_self, sched_setaffinity_self, uname, RawUname, Rusage,
@@ -44,7 +40,6 @@ pub use mem::{
 };
 pub use mmsg::{recvmmsg, sendmmsg, MmsgScratch, RecvMeta};
 pub use sockopt::{getsockopt_bytes, getsockopt_int, setsockopt_bytes, setsockopt_int};
-pub use tcp_info::{tcp_info_raw, RawTcpInfo};
 
 use std::io::Error;
 

@@ -152,8 +152,7 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         _ => None,
     };
     let secs = a.for_secs.unwrap_or(3.0);
-    let mut spec =
-        plumb_net::packet::CaptureSpec::new(iface, std::time::Duration::from_secs_f64(secs));
+    let mut spec = plumb_packet::CaptureSpec::new(iface, std::time::Duration::from_secs_f64(secs));
     spec.ports = f.port.into_iter().collect();
     spec.peers = f.peer.map(|(ip, _)| ip).into_iter().collect();
     spec.write = a
@@ -161,7 +160,7 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         .clone()
         .or_else(|| scratch.as_ref().map(|s| s.0.clone()));
     // Ctrl-C (the signal flag) ends the capture early.
-    let got = plumb_net::packet::capture(&spec, &plumb_net::signals::flag());
+    let got = plumb_packet::capture(&spec, &plumb_net::signals::flag());
     let live = match got {
         Ok(l) => l,
         Err(e) => return Ok(usage_error(format!("--capture {iface}: {e}"))),

@@ -10,12 +10,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use plumb_capture::{Analyzer, ReadStats, Record};
 
-use super::bpf::Selection;
-use super::pcapng::PcapngWriter;
-use super::ring;
-use super::socket::PacketSocket;
-use super::{CaptureSpec, Error, LiveCapture, MIN_SNAPLEN};
-use crate::sys as net_sys;
+use crate::bpf::Selection;
+use crate::error::Error;
+use crate::pcapng::PcapngWriter;
+use crate::ring;
+use crate::socket::PacketSocket;
+use crate::spec::{CaptureSpec, LiveCapture, MIN_SNAPLEN};
+use crate::sys;
 
 /// The longest the loop sleeps before looking at the clock and the flag.
 const WAKE_MS: u64 = 100;
@@ -183,7 +184,7 @@ fn receive(
             continue;
         }
         let wait = left.map_or(WAKE_MS, |l| (l.as_millis() as u64).clamp(1, WAKE_MS));
-        match net_sys::poll_one(sock.fd(), libc::POLLIN | libc::POLLERR, wait as i32) {
+        match sys::poll_one(sock.fd(), libc::POLLIN | libc::POLLERR, wait as i32) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(Failure::Poll(e)),

@@ -1,5 +1,5 @@
 //! Live capture on `lo`: a transfer of a known byte count on 127.0.0.1 is
-//! read by `plumb_net::packet::capture` with a port filter while another
+//! read by `plumb_packet::capture` with a port filter while another
 //! transfer runs on another port. The analysis counts exactly the bytes
 //! sent, the other connection is not seen, the drop counter is reported,
 //! and the `--write` file reads back to the same analysis in plumb and to
@@ -20,7 +20,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use plumb_net::packet::{capture, capture_with, CaptureSpec, Error, LiveCapture};
+use plumb_packet::{capture, capture_with, CaptureSpec, Error, LiveCapture};
 
 /// A temporary directory removed on drop, also when the test fails.
 struct Scratch(PathBuf);

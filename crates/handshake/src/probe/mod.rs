@@ -5,13 +5,13 @@
 //!
 //! Two ways to read it, chosen by privilege:
 //! - [`Method::Syn`] (`CAP_NET_RAW`, IPv4 or IPv6): a SYN with every option from a
-//!   raw socket (`plumb_handshake::wire` builds it, `raw` sends it); the
+//!   raw socket ([`crate::wire`] builds it, `raw` sends it); the
 //!   SYN-ACK shows what the peer offers, whatever this host's sysctls.
 //! - [`Method::Connect`]: `connect()` and `TCP_INFO`; it shows what the two
 //!   ends negotiated, and an option this host does not offer is unknown.
 //!
-//! What was seen leaves as `plumb_handshake`'s [`Observed`], which that
-//! crate puts in words; nothing here formats.
+//! What was seen leaves as an [`Observed`], which [`crate::meaning`] and
+//! [`crate::document`] put in words; nothing here formats.
 //!
 //! No data is sent; each target gets `count` handshakes (a lost one is
 //! tried again, at most `attempts` times in all, `timeout` each).
@@ -20,6 +20,7 @@ pub mod error;
 
 mod connect;
 mod raw;
+mod sysctls;
 
 pub use error::HandshakeError;
 
@@ -27,8 +28,10 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use plumb_handshake::wire;
-use plumb_handshake::{Caveat, Method, Observed, Offer};
+use crate::caveat::Caveat;
+use crate::document::{Method, Observed};
+use crate::offer::Offer;
+use crate::wire;
 
 /// How to probe.
 #[derive(Debug, Clone, Copy)]
@@ -140,7 +143,7 @@ fn by_syn(probe: &raw::RawProbe, p: &Probe) -> Result<Observed, HandshakeError> 
 }
 
 fn by_connect(addr: SocketAddr, p: &Probe, why: Caveat) -> Result<Observed, HandshakeError> {
-    let sysctls = crate::host::tcp_sysctls();
+    let sysctls = sysctls::read();
     let mut rtts = Vec::new();
     let mut first = None;
     for _ in 0..p.count.max(1) {

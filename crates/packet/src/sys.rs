@@ -1,11 +1,12 @@
-//! The packet socket's system calls that need `unsafe`: the socket itself,
-//! its `sockaddr_ll` (bind, getsockname), the interface index, the classic
-//! BPF program (`SO_ATTACH_FILTER` takes a pointer to it) and the mapping of
-//! the `PACKET_RX_RING` ring.
+//! The only `unsafe` code in plumb-packet: the packet socket's system calls.
+//! The socket itself, its `sockaddr_ll` (bind, getsockname), the interface
+//! index, the classic BPF program (`SO_ATTACH_FILTER` takes a pointer to
+//! it), the options that are plain bytes or an `int` (`PACKET_VERSION`,
+//! `PACKET_RX_RING`, `PACKET_ADD_MEMBERSHIP`, `PACKET_STATISTICS`), `poll`
+//! and the mapping of the `PACKET_RX_RING` ring.
 //!
 //! Every function has a safe signature; each `unsafe` block says why what it
-//! hands the kernel is valid. Options that are plain bytes go through
-//! [`crate::sys`]'s `setsockopt_bytes` / `getsockopt_bytes` instead.
+//! hands the kernel is valid.
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -145,6 +146,74 @@ pub fn attach_filter(fd: BorrowedFd<'_>, program: &[Insn]) -> io::Result<()> {
         )
     })?;
     Ok(())
+}
+
+/// Converts a buffer length to `socklen_t`, refusing lengths the kernel
+/// could not be told about rather than truncating them.
+fn socklen(len: usize) -> io::Result<libc::socklen_t> {
+    libc::socklen_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "option buffer too large"))
+}
+
+/// `getsockopt(fd, level, name)` into `buf`; returns how many bytes the
+/// kernel wrote (the rest of `buf` is left untouched).
+pub fn getsockopt_bytes(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    let mut len = socklen(buf.len())?;
+    // SAFETY: `buf` is valid for writes of `len` bytes and `len` is a live
+    // local; the kernel writes at most `len` bytes and stores the count back.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    })?;
+    // The kernel only ever shrinks `len`; clamp anyway so a surprise can
+    // never make a caller index past its buffer.
+    Ok((len as usize).min(buf.len()))
+}
+
+/// `setsockopt(fd, level, name, value)` with the value given as raw bytes.
+pub fn setsockopt_bytes(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &[u8],
+) -> io::Result<()> {
+    let len = socklen(value.len())?;
+    // SAFETY: `value` is valid for reads of `len` bytes; the kernel copies it.
+    cvt(unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, value.as_ptr().cast(), len) })?;
+    Ok(())
+}
+
+/// Sets an `int`-valued option.
+pub fn setsockopt_int(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    setsockopt_bytes(fd, level, name, &value.to_ne_bytes())
+}
+
+/// `poll(2)` on one descriptor; returns the `revents` (0 on timeout).
+/// `timeout_ms < 0` waits forever, so callers pass a bound.
+pub fn poll_one(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> io::Result<i16> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid `pollfd` and we pass nfds = 1.
+    let n = cvt(unsafe { libc::poll(&mut pfd, 1, timeout_ms) })?;
+    Ok(if n == 0 { 0 } else { pfd.revents })
 }
 
 /// A `PACKET_RX_RING` mapped into this process: `blocks` blocks of

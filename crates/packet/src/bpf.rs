@@ -21,7 +21,7 @@
 
 use std::net::IpAddr;
 
-use super::sys::Insn;
+use crate::sys::Insn;
 
 /// Classic BPF opcodes (linux/bpf_common.h), the ones the program uses.
 mod op {

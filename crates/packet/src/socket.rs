@@ -7,12 +7,11 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use super::bpf::{self, Selection};
-use super::link::{self, Link};
-use super::ring;
-use super::sys::{self, RxRing};
-use super::Error;
-use crate::sys as net_sys;
+use crate::bpf::{self, Selection};
+use crate::error::Error;
+use crate::link::{self, Link};
+use crate::ring;
+use crate::sys::{self, RxRing};
 
 /// `ETH_P_ALL`: every protocol (the filter then chooses).
 const ETH_P_ALL: u16 = 0x0003;
@@ -94,7 +93,7 @@ impl PacketSocket {
     /// Reads (and resets) the kernel's counters (`PACKET_STATISTICS`).
     pub fn counters(&self) -> Result<Counters, Error> {
         let mut st = [0u8; 12];
-        let n = net_sys::getsockopt_bytes(self.fd(), libc::SOL_PACKET, PACKET_STATISTICS, &mut st)
+        let n = sys::getsockopt_bytes(self.fd(), libc::SOL_PACKET, PACKET_STATISTICS, &mut st)
             .map_err(Error::socket("reading the drop counter"))?;
         let word =
             |i: usize| u64::from(u32::from_ne_bytes([st[i], st[i + 1], st[i + 2], st[i + 3]]));
@@ -121,9 +120,9 @@ fn bind_error(iface: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
 }
 
 fn setup_ring(fd: BorrowedFd<'_>) -> Result<RxRing, Error> {
-    net_sys::setsockopt_int(fd, libc::SOL_PACKET, PACKET_VERSION, TPACKET_V3)
+    sys::setsockopt_int(fd, libc::SOL_PACKET, PACKET_VERSION, TPACKET_V3)
         .map_err(Error::socket("TPACKET_V3"))?;
-    net_sys::setsockopt_bytes(fd, libc::SOL_PACKET, PACKET_RX_RING, &ring::request())
+    sys::setsockopt_bytes(fd, libc::SOL_PACKET, PACKET_RX_RING, &ring::request())
         .map_err(Error::socket("the receive ring"))?;
     RxRing::map(fd, ring::BLOCK_SIZE, ring::BLOCKS)
         .map_err(Error::socket("mapping the receive ring"))
@@ -136,5 +135,5 @@ fn promisc(fd: BorrowedFd<'_>, index: u32) -> std::io::Result<()> {
     let mut mreq = [0u8; 16];
     mreq[0..4].copy_from_slice(&(index as i32).to_ne_bytes());
     mreq[4..6].copy_from_slice(&PACKET_MR_PROMISC.to_ne_bytes());
-    net_sys::setsockopt_bytes(fd, libc::SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq)
+    sys::setsockopt_bytes(fd, libc::SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq)
 }

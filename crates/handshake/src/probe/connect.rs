@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use plumb_tcpinfo::{tcp_info, TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
+
 use super::error::HandshakeError;
-use crate::tcpinfo::{tcp_info, TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WSCALE};
-use plumb_handshake::{Caveat, Offer};
+use crate::caveat::Caveat;
+use crate::offer::Offer;
 
 /// Bytes of every segment the timestamps option takes (10, padded to 12),
 /// which `tcpi_snd_mss` leaves out.
@@ -109,13 +111,13 @@ mod tests {
     }
 
     fn info(options: u8) -> TcpInfo {
-        let raw = plumb_model::tcp_info::RawTcpInfo {
+        let raw = plumb_tcpinfo::RawTcpInfo {
             options,
             wscale: 0x77,
             snd_mss: 1448,
             ..Default::default()
         };
-        TcpInfo::from_raw(&raw, plumb_model::tcp_info::SIZE)
+        TcpInfo::from_raw(&raw, plumb_tcpinfo::SIZE)
     }
 
     #[test]
@@ -166,13 +168,13 @@ mod tests {
 
     #[test]
     fn an_mss_at_half_the_peers_window_is_flagged() {
-        let raw = plumb_model::tcp_info::RawTcpInfo {
+        let raw = plumb_tcpinfo::RawTcpInfo {
             snd_mss: 32_741,
             options: OPT_TIMESTAMPS,
             snd_wnd: 65_483,
             ..Default::default()
         };
-        let info = TcpInfo::from_raw(&raw, plumb_model::tcp_info::SIZE);
+        let info = TcpInfo::from_raw(&raw, plumb_tcpinfo::SIZE);
         let s = sysctls(&[("net.ipv4.tcp_ecn", "1")]);
         let (o, notes) = offer_of(&info, &s);
         assert_eq!(o.mss, Some(32_753));

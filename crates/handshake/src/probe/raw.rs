@@ -2,7 +2,7 @@
 //! socket, and the peer's SYN-ACK read back from it. Needs `CAP_NET_RAW`.
 //! An IPv4 raw socket hands over the IP header with the TTL; an IPv6 one
 //! only the TCP segment, so its hop limit and sender come from `recvmsg`'s
-//! control message (`sys::recv_hoplimit`).
+//! control message ([`crate::sys::recv_hoplimit`]).
 //!
 //! The source port is reserved by an ordinary TCP socket bound to it (never
 //! listening), so no other connection of this host takes it meanwhile. No
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::error::HandshakeError;
-use plumb_handshake::wire::{self, Segment};
+use crate::wire::{self, Segment};
 
 /// A raw socket for probing one service.
 pub(super) struct RawProbe {
@@ -46,12 +46,7 @@ impl RawProbe {
     pub(super) fn open(dst: SocketAddr) -> io::Result<RawProbe> {
         let sock = Socket::new(Domain::for_address(dst), Type::RAW, Some(Protocol::TCP))?;
         if dst.is_ipv6() {
-            crate::sys::setsockopt_int(
-                sock.as_fd(),
-                libc::IPPROTO_IPV6,
-                libc::IPV6_RECVHOPLIMIT,
-                1,
-            )?;
+            sock.set_recv_hoplimit_v6(true)?;
         }
         let src = source_for(dst)?.ip();
         Ok(RawProbe { sock, src, dst })

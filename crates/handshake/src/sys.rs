@@ -1,8 +1,13 @@
-//! One datagram from an IPv6 raw socket with what the kernel strips from
-//! it: the sender's address and the hop limit it arrived with (an
-//! `IPV6_HOPLIMIT` control message, asked for with `IPV6_RECVHOPLIMIT`).
-//! An IPv6 raw socket hands over the payload only, so the SYN path's TTL
-//! comes from here.
+//! The only `unsafe` code in plumb-handshake: one datagram from an IPv6 raw
+//! socket with what the kernel strips from it, the sender's address and the
+//! hop limit it arrived with (an `IPV6_HOPLIMIT` control message, asked for
+//! with `IPV6_RECVHOPLIMIT`). An IPv6 raw socket hands over the payload
+//! only, so the SYN path's TTL comes from here.
+//!
+//! A safe signature; each `unsafe` block says why the pointers it hands the
+//! kernel are valid for the length it passes.
+#![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::io;
 use std::net::Ipv6Addr;

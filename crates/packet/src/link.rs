@@ -6,7 +6,7 @@
 //! — the filter passes IP packets only, so nothing else needs a header to
 //! tell it apart.
 
-use super::bpf::Framing;
+use crate::bpf::Framing;
 
 /// `ARPHRD_ETHER`.
 const ARPHRD_ETHER: u16 = 1;
