@@ -18,6 +18,7 @@ use plumb_report::Sink;
 
 use crate::cli::usage_error;
 
+mod daemon;
 mod harden;
 mod refused;
 
@@ -93,6 +94,12 @@ pub struct MeasureArgs {
     /// Server: handle one test, then exit
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
+    /// Server: run in the background (returns once the pid file is written)
+    #[arg(short = 'D', long = "daemon")]
+    pub daemon: bool,
+    /// Server: write the server's process id to this file (removed when it ends)
+    #[arg(short = 'I', long = "pidfile", value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
     /// Bind to this local address
     #[arg(short = 'B', long = "bind")]
     pub bind: Option<IpAddr>,
@@ -212,6 +219,8 @@ pub struct MeasureArgs {
 pub const SERVER_ONLY: &[&str] = &[
     "server",
     "one_off",
+    "daemon",
+    "pidfile",
     "max_tests",
     "max_duration",
     "max_parallel",
@@ -317,6 +326,10 @@ pub fn server_flag_given(a: &MeasureArgs) -> Option<&'static str> {
         Some("-s")
     } else if a.one_off {
         Some("-1")
+    } else if a.daemon {
+        Some("-D")
+    } else if a.pidfile.is_some() {
+        Some("-I")
     } else {
         a.harden.server_flags_given()
     }
@@ -683,6 +696,12 @@ fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
 /// The client run the flags describe, for a checked `spec`, with its
 /// authentication (password from `IPERF3_PASSWORD`, as iperf3).
 pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, String> {
+    if let Some(f) = [(a.daemon, "-D"), (a.pidfile.is_some(), "-I")]
+        .into_iter()
+        .find_map(|(given, f)| given.then_some(f))
+    {
+        return Err(format!("{f} is a server option (use it with -s)"));
+    }
     let auth = a
         .harden
         .client_auth(std::env::var(harden::PASSWORD_ENV).ok())?;
@@ -759,6 +778,14 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
                 None => Box::new(std::io::stdout()),
             };
             printer(out, a, a.forceflush)
+        };
+        let _pid = match daemon::start(a.daemon, a.pidfile.as_deref()) {
+            Ok(daemon::Next::Serve(pid)) => pid,
+            Ok(daemon::Next::Exit(code)) => return Ok(ExitCode::from(code)),
+            Err(why) => {
+                eprintln!("plumb: {why}");
+                return Ok(ExitCode::from(1));
+            }
         };
         return Ok(match plumb_net::server::run(&cfg, &make_sink) {
             Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,

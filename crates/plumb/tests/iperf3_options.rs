@@ -91,6 +91,9 @@ const IPERF3_LONGOPTS: &[(&str, Option<char>, Option<bool>)] = &[
     ("help", Some('h'), None),
 ];
 
+/// The two walks share one pid file: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Options only a server takes: tried on `plumb -s`.
 const SERVER: &[&str] = &[
     "server",
@@ -152,7 +155,12 @@ fn doc_rows() -> Vec<(String, String)> {
 fn command_line(name: &str, takes: Option<bool>, closed: u16, free: u16) -> Vec<String> {
     let server = SERVER.contains(&name);
     let mut base: Vec<(&str, String)> = if server {
-        vec![("server", String::new()), ("port", free.to_string())]
+        // A daemon is found by its pid file, and ended ([`end_daemon`]).
+        vec![
+            ("server", String::new()),
+            ("port", free.to_string()),
+            ("pidfile", sample("pidfile", closed)),
+        ]
     } else {
         vec![
             ("client", "127.0.0.1".into()),
@@ -175,6 +183,21 @@ fn command_line(name: &str, takes: Option<bool>, closed: u16, free: u16) -> Vec<
     args
 }
 
+/// Ends the server a line left behind (a `-D` daemon outlives its command)
+/// and removes its pid file.
+fn end_daemon() {
+    let file = sample("pidfile", 0);
+    if let Some(pid) = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let _ = std::fs::remove_file(&file);
+}
+
 /// Runs the line: a server still running after a second took its flags.
 fn outcome(args: &[String]) -> (Option<i32>, String) {
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -189,6 +212,9 @@ fn outcome(args: &[String]) -> (Option<i32>, String) {
 
 #[test]
 fn every_iperf3_option_is_taken_or_refused_as_the_table_says() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let rows = doc_rows();
     let (closed, free) = (port(), port());
     let mut wrong = Vec::new();
@@ -199,6 +225,7 @@ fn every_iperf3_option_is_taken_or_refused_as_the_table_says() {
         };
         let args = command_line(name, takes, closed, free);
         let (code, err) = outcome(&args);
+        end_daemon();
         let refused = code == Some(2)
             && err.lines().count() == 1
             && err.starts_with("plumb: ")
@@ -229,6 +256,9 @@ fn every_iperf3_option_is_taken_or_refused_as_the_table_says() {
 /// of every option that has one gives the same answer as the long form.
 #[test]
 fn short_letters_answer_as_the_long_options() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (closed, free) = (port(), port());
     let mut wrong = Vec::new();
     for &(name, short, takes) in IPERF3_LONGOPTS {
@@ -242,8 +272,10 @@ fn short_letters_answer_as_the_long_options() {
             panic!("--{name} missing from {args:?}");
         };
         let (lc, le) = outcome(&args);
+        end_daemon();
         args[long] = format!("-{c}");
         let (sc, se) = outcome(&args);
+        end_daemon();
         let same = |e: &str| {
             e.replace(&format!("-{c}/--{name}"), "")
                 .replace(&format!("--{name}"), "")

@@ -152,3 +152,79 @@ fn the_units_command_lines_run() {
         p,
     );
 }
+
+/// `plumb -s -D -I FILE`, as a `Type=forking` unit with `PIDFile=FILE`
+/// runs it: the command returns 0 once the pid file is written, the pid in
+/// it is a process that serves (a test against it completes), SIGTERM ends
+/// it, and the pid file goes with it.
+#[test]
+fn daemon_writes_its_pid_file_and_ends_on_sigterm() {
+    let dir = TempDir::new("daemon");
+    let pidfile = dir.join("plumb.pid");
+    let p = port();
+    let pf = pidfile.display().to_string();
+    let out = run(
+        plumb_bin(),
+        &["-s", "-D", "-I", &pf, "-p", &p.to_string()],
+        Duration::from_secs(10),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("the pid file is written before -D returns")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // Ends the daemon whatever happens below.
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.0.to_string()])
+                .status();
+        }
+    }
+    let _guard = Kill(pid);
+    let t0 = Instant::now();
+    while !listening(p) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the daemon did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let test = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p.to_string(), "-t", "0.3", "-J"],
+        Duration::from_secs(20),
+    );
+    assert!(test.status.success(), "a test against the daemon");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("the pid is alive");
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("-D"),
+        "the pid is the daemon's"
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let t0 = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the daemon did not end on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pidfile.exists(), "the pid file outlived the daemon");
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+    })
+}

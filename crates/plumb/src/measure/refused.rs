@@ -15,10 +15,6 @@ pub struct RefusedArgs {
     nstreams: Option<String>,
     #[arg(short = 'X', long = "xbind", hide = true, value_name = "NAME")]
     xbind: Option<String>,
-    #[arg(short = 'D', long = "daemon", hide = true)]
-    daemon: bool,
-    #[arg(short = 'I', long = "pidfile", hide = true, value_name = "FILE")]
-    pidfile: Option<String>,
     #[arg(short = 'd', long = "debug", hide = true, num_args = 0..=1, require_equals = true, value_name = "LEVEL")]
     debug: Option<Option<String>>,
     #[arg(long = "json-stream-full-output", hide = true)]
@@ -59,8 +55,6 @@ impl RefusedArgs {
             (self.sctp, "--sctp", NO_SCTP),
             (self.nstreams.is_some(), "--nstreams", NO_SCTP),
             (self.xbind.is_some(), "-X/--xbind", NO_SCTP),
-            (self.daemon, "-D/--daemon", NOT_YET),
-            (self.pidfile.is_some(), "-I/--pidfile", NOT_YET),
             (self.debug.is_some(), "-d/--debug", NOT_YET),
             (
                 self.json_stream_full_output,
