@@ -17,9 +17,9 @@ use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use plumb_net::errors::TestError;
 use plumb_record::Document;
+use plumb_record::Tee;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
-use plumb_report::Tee;
 
 use crate::cli::usage_error;
 use crate::measure::{test_spec, MeasureArgs};

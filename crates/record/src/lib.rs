@@ -1,4 +1,11 @@
-//! The one schema of plumb's `-J` test document.
+//! The contract every producer and every printer of plumb shares: the
+//! [`Sink`] the measuring engine pushes a test's [`engine`] records into
+//! (its start, intervals and end), and the one schema of plumb's `-J` test
+//! document. It sits below both sides: the engine (`plumb-net`) builds
+//! these types, the printers (`plumb-report`) implement [`Sink`] and read
+//! them, and this crate depends on no crate of plumb's.
+//!
+//! The document:
 //!
 //! iperf3's `-J` JSON — `start`, `intervals`, `end` with iperf3's own key
 //! names — plus what plumb adds: `end.plumb` (each end's CPU, cgroup quota,
@@ -23,6 +30,7 @@
 
 mod document;
 mod end;
+pub mod engine;
 mod interval;
 mod lab;
 mod latency;
@@ -30,6 +38,7 @@ mod model;
 pub mod nullable;
 mod number;
 mod plumb;
+mod sink;
 mod start;
 
 pub use document::Document;
@@ -45,4 +54,5 @@ pub use number::Real;
 pub use plumb::{
     CgroupCpu, CpuTimes, EndPlumb, PlumbSide, PlumbStream, PlumbUdp, TcpInfo, UdpSummary,
 };
+pub use sink::{Capture, ServerOutput, Sink, Tee};
 pub use start::{Connected, HostPort, Start, TestStart, Timestamp};

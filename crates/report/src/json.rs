@@ -13,8 +13,8 @@ use plumb_record::{self as doc, Document, Real};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::record::*;
-use crate::Sink;
+use plumb_record::engine::*;
+use plumb_record::{Capture, ServerOutput, Sink};
 
 /// Collects a test's record and writes one JSON document on [`Sink::finish`].
 pub struct JsonSink<W: Write> {
@@ -90,6 +90,12 @@ impl<W: Write> Sink for JsonSink<W> {
         let text = serde_json::to_string_pretty(&self.doc).map_err(std::io::Error::other)?;
         writeln!(self.out, "{text}")?;
         self.out.flush()
+    }
+}
+
+impl<W: Write> Capture for JsonSink<W> {
+    fn output(&self) -> ServerOutput {
+        ServerOutput::Json(self.record())
     }
 }
 
@@ -248,19 +254,7 @@ fn start_record(s: &StartRecord) -> doc::Start {
         extra: Map::new(),
     };
     doc::Start {
-        connected: Some(
-            s.connected
-                .iter()
-                .map(|c| doc::Connected {
-                    socket: c.socket,
-                    local_host: c.local_host.clone(),
-                    local_port: c.local_port,
-                    remote_host: c.remote_host.clone(),
-                    remote_port: c.remote_port,
-                    extra: Map::new(),
-                })
-                .collect(),
-        ),
+        connected: Some(s.connected.clone()),
         version: Some(s.version.clone()),
         system_info: Some(s.system_info.clone()),
         timestamp: Some(doc::Timestamp {
