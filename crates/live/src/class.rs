@@ -13,7 +13,8 @@
 //! asks (the client): an estimate that holds while the client asks again
 //! at once.
 
-use plumb_diagnose::class::{classify, Classification, FlowShape, Run, ServerTime};
+use plumb_diagnose::class::classify;
+use plumb_record::class::{Classification, FlowShape, Run, ServerTime};
 
 use crate::track::{Role, Track};
 
@@ -114,7 +115,7 @@ mod tests {
     use super::*;
     use crate::diag::Conn;
     use crate::tcpinfo::TcpInfo;
-    use plumb_diagnose::class::FlowClass;
+    use plumb_record::class::FlowClass;
 
     /// A sample: bytes acknowledged and received, busy time (µs), data
     /// segments out and in.

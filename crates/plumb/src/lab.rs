@@ -282,7 +282,7 @@ struct LabEventData<'a> {
     model: &'a Model,
     /// The diagnosis's own JSON (`plumb why --json`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    diagnosis: Option<&'a plumb_diagnose::Diagnosis>,
+    diagnosis: Option<&'a plumb_record::diagnosis::Diagnosis>,
 }
 
 /// The port of the far server.

@@ -15,7 +15,6 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_live::evidence::{explain_classed, Context, ProcCpu};
 use plumb_live::scan::{Schedule, DEFAULT_BUDGET};
@@ -23,6 +22,7 @@ use plumb_live::sys::Dumper;
 use plumb_live::sys::Owner;
 use plumb_live::{Conn, Role, Track};
 use plumb_model::Rate;
+use plumb_record::class::FlowClass;
 use plumb_report::format::size_compact;
 
 use crate::cli::usage_error;
@@ -134,7 +134,7 @@ struct Row {
     rate: f64,
     role: Role,
     retrans: u64,
-    limit: Option<plumb_diagnose::Limit>,
+    limit: Option<plumb_record::diagnosis::Limit>,
     /// The class over the interval (`None` for an idle row, which is not
     /// weighed).
     class: Option<FlowClass>,
@@ -711,7 +711,7 @@ mod tests {
         let mut look = lookups();
         let first = row(&stuck(0), 0.0, &stuck(3), 1.0, true, &mut look);
         assert_eq!((first.rate, first.role), (0.0, Role::Sender));
-        assert_eq!(first.limit, Some(plumb_diagnose::Limit::PathMtu));
+        assert_eq!(first.limit, Some(plumb_record::diagnosis::Limit::PathMtu));
         let in_a_row = |c: Conn| {
             let mut c = c;
             c.tcp.as_mut().expect("tcp").retransmits = 5;
@@ -726,10 +726,10 @@ mod tests {
             &mut look,
         );
         assert_eq!(later.role, Role::Sender);
-        assert_eq!(later.limit, Some(plumb_diagnose::Limit::PathMtu));
+        assert_eq!(later.limit, Some(plumb_record::diagnosis::Limit::PathMtu));
         let once = row(&stuck(5), 3.0, &stuck(6), 4.0, true, &mut look);
         assert_eq!(once.role, Role::Sender);
-        assert_ne!(once.limit, Some(plumb_diagnose::Limit::PathMtu));
+        assert_ne!(once.limit, Some(plumb_record::diagnosis::Limit::PathMtu));
         // A keep-alive connection with nothing outstanding stays idle.
         let mut quiet = stuck(0);
         let t = quiet.tcp.as_mut().expect("tcp");

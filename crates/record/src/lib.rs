@@ -28,6 +28,8 @@
 //! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
 //! absent, `null`, or a value.
 
+pub mod class;
+pub mod diagnosis;
 mod document;
 mod end;
 pub mod engine;

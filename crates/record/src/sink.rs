@@ -81,5 +81,5 @@ pub enum ServerOutput {
     /// Its text report (`server_output_text`).
     Text(String),
     /// Its `-J` document (`server_output_json`).
-    Json(crate::Document),
+    Json(Box<crate::Document>),
 }

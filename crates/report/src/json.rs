@@ -95,7 +95,7 @@ impl<W: Write> Sink for JsonSink<W> {
 
 impl<W: Write> Capture for JsonSink<W> {
     fn output(&self) -> ServerOutput {
-        ServerOutput::Json(self.record())
+        ServerOutput::Json(Box::new(self.record()))
     }
 }
 

@@ -2,10 +2,10 @@
 //! the sampling time, one row per connection (who, which way the data goes,
 //! its rate and its diagnosis), and the first diagnosis found.
 
-use plumb_diagnose::class::FlowClass;
-use plumb_diagnose::Diagnosis;
 use plumb_live::sys::Owner;
 use plumb_live::Track;
+use plumb_record::class::FlowClass;
+use plumb_record::diagnosis::Diagnosis;
 use serde::Serialize;
 
 /// The whole document.

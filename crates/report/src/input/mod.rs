@@ -64,7 +64,10 @@ pub fn document_of(doc: &impl serde::Serialize) -> Result<Document, String> {
 }
 
 /// `doc` with `diagnosis` as its `diagnosis` object, in place of any it had.
-pub fn with_diagnosis(mut doc: Document, diagnosis: &plumb_diagnose::Diagnosis) -> Document {
+pub fn with_diagnosis(
+    mut doc: Document,
+    diagnosis: &plumb_record::diagnosis::Diagnosis,
+) -> Document {
     // Serializing a diagnosis cannot fail: its keys are strings and its
     // numbers are written as null when not finite.
     let v = serde_json::to_value(diagnosis).unwrap_or(Value::Null);
