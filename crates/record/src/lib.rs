@@ -25,6 +25,8 @@
 //!   whether it was written as an integer (`0`) or a float (`0.0`); figures
 //!   iperf3 always writes as integers are plain integers.
 //!
+//! A `--json-stream` log carries the same records one [`Event`] a line.
+//!
 //! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
 //! absent, `null`, or a value.
 
@@ -33,6 +35,7 @@ pub mod diagnosis;
 mod document;
 mod end;
 pub mod engine;
+mod event;
 mod interval;
 mod lab;
 mod latency;
@@ -45,6 +48,7 @@ mod start;
 
 pub use document::Document;
 pub use end::{CpuUtilization, End, EndStream, EndSum, TcpEndSide, TcpSum, UdpEndStream, UdpSum};
+pub use event::{Event, LabEvent};
 pub use interval::{Interval, IntervalPlumb, IntervalStream, IntervalSum, LimitedTime};
 pub use lab::{Lab, LabConfigured, LabEmulator, LabMeasured};
 pub use latency::{
