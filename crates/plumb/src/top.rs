@@ -23,14 +23,11 @@ use plumb_live::sys::Owner;
 use plumb_live::{Conn, Role, Track};
 use plumb_model::Rate;
 use plumb_record::class::FlowClass;
+use plumb_record::TopLine;
 use plumb_report::format::size_compact;
 
 use crate::cli::usage_error;
 use crate::live::{link_for_peer, CpuMark, LiveFilterArgs, Owners};
-
-mod line;
-
-use line::TopLine;
 
 /// Flags of `plumb top`.
 #[derive(Debug, Args)]
@@ -222,21 +219,23 @@ fn write_json(
     full_scan: bool,
 ) -> std::io::Result<()> {
     let tcp = c.tcp;
+    // Without TCP_INFO (a dump that carried none) the RTT, congestion
+    // window and window are unknown (`null`), not zero.
     let line = TopLine {
         interval,
-        local: c.local,
-        remote: c.remote,
-        pid: owner.map(|o| o.pid),
-        command: owner.map(|o| o.command.as_str()),
-        direction: r.role.name(),
+        local: c.local.to_string(),
+        remote: c.remote.to_string(),
+        pid: owner.map(|o| u64::from(o.pid)),
+        command: owner.map(|o| o.command.clone()),
+        direction: r.role.name().to_string(),
         rate_bps: r.rate,
         rtt_ms: tcp.map(|t| f64::from(t.rtt) / 1e3),
         cwnd_bytes: tcp.map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
-        window_bytes: window(c, r.role),
-        retransmits: r.retrans,
-        limit: r.limit.map(|l| l.name()),
-        class: r.class.map(FlowClass::name),
-        congestion: c.congestion.as_ref().map(|cc| cc.as_str()),
+        window_bytes: window(c, r.role).map(u64::from),
+        retransmits: Some(r.retrans),
+        limit: r.limit.map(|l| l.name().to_string()),
+        class: r.class.map(|k| k.name().to_string()),
+        congestion: c.congestion.as_ref().map(|cc| cc.as_str().to_string()),
         full_scan,
     };
     serde_json::to_writer(&mut *out, &line)?;

@@ -25,6 +25,8 @@
 //!   whether it was written as an integer (`0`) or a float (`0.0`); figures
 //!   iperf3 always writes as integers are plain integers.
 //!
+//! `plumb top --json` writes one [`TopLine`] a line.
+//!
 //! A `--json-stream` log carries the same records one [`Event`] a line.
 //!
 //! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
@@ -45,6 +47,7 @@ mod number;
 mod plumb;
 mod sink;
 mod start;
+mod top;
 
 pub use document::Document;
 pub use end::{CpuUtilization, End, EndStream, EndSum, TcpEndSide, TcpSum, UdpEndStream, UdpSum};
@@ -62,3 +65,4 @@ pub use plumb::{
 };
 pub use sink::{Capture, ServerOutput, Sink, Tee};
 pub use start::{Connected, HostPort, Start, TestStart, Timestamp};
+pub use top::TopLine;

@@ -4,7 +4,7 @@
 //! [`Document`] ([`read_file`], [`read_text`]); the objects the record
 //! keeps as read (`diagnosis`, running connections, a top log's
 //! connections) are read into typed views ([`views::Extras`]), and a top
-//! log's lines into typed rows ([`top_log::TopRow`]). This module and its
+//! log's lines into the record's rows ([`plumb_record::TopLine`]). This module and its
 //! children are the only part of the HTML report that reads JSON.
 
 pub mod loose;
