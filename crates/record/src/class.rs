@@ -3,10 +3,10 @@
 //! classification. `plumb_diagnose::class` holds the rules and their
 //! numbers, and classifies.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The class of a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowClass {
     /// Over within a few round trips, or too little to reach a steady rate.

@@ -41,6 +41,7 @@ mod event;
 mod interval;
 mod lab;
 mod latency;
+mod live;
 mod model;
 pub mod nullable;
 mod number;
@@ -58,6 +59,7 @@ pub use latency::{
     BucketMs, BucketUs, IntervalLatency, Latency, PercentilesUs, ProbeCost, ProbeInterval, Probes,
     Summary, Transactions,
 };
+pub use live::{ConnectionRow, LiveDocument, LiveSampling};
 pub use model::Model;
 pub use number::Real;
 pub use plumb::{
