@@ -9,7 +9,9 @@
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::{Confidence, EvidenceLine, Figures, Finding, Fix, LatencyVerdict, Limit};
+use super::figures::Figures;
+use super::finding::{Confidence, EvidenceLine, Finding, Fix, Limit};
+use super::latency::LatencyVerdict;
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -97,7 +99,7 @@ impl Diagnosis {
 mod limit_or_unexplained {
     use serde::{Deserialize, Deserializer};
 
-    use super::Limit;
+    use crate::diagnosis::finding::Limit;
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
         #[derive(Deserialize)]

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Fix;
+use super::finding::Fix;
 
 /// The probes' figures, ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
