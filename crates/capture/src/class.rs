@@ -3,7 +3,8 @@
 //! ([`crate::shape`]), with the round trip and the segment size its
 //! evidence found.
 
-use plumb_diagnose::class::{classify, Classification, FlowShape, Run, ServerTime};
+use plumb_diagnose::class::classify;
+use plumb_record::class::{Classification, FlowShape, Run, ServerTime};
 
 use crate::connection::Connection;
 use crate::evidence::{data_direction, FlowEvidence};

@@ -14,8 +14,10 @@
 
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::path::{common_link, QUEUE_BIG_SHARE};
-use plumb_diagnose::rules::{efficiency, human_count, Finding, Fix};
-use plumb_diagnose::{Diagnosis, Limit, LinkSource};
+use plumb_diagnose::rules::{efficiency, human_count};
+use plumb_diagnose::LinkSource;
+use plumb_record::diagnosis::{Diagnosis, Limit};
+use plumb_record::diagnosis::{Finding, Fix};
 
 use crate::evidence::FlowEvidence;
 use crate::headline::put_first;

@@ -2,7 +2,8 @@
 //! and each connection explained ([`CaptureDocument`]); the text form of
 //! the same document is `plumb-report`'s `flows`.
 
-use plumb_diagnose::class::{ClassRules, RULES};
+use plumb_diagnose::class::RULES;
+use plumb_record::class::ClassRules;
 use serde::Serialize;
 
 use crate::analysis::{Analysis, DecodeStats};

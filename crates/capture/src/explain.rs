@@ -11,10 +11,13 @@
 //! when the segments show one (from either side of it), heads the answer
 //! ([`crate::pmtu`]).
 
-use plumb_diagnose::class::{class_diagnosis, Classification, FlowClass, FlowShape, Rule};
+use plumb_diagnose::class::class_diagnosis;
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::rules::{lead, EvidenceLine, Finding, Fix, BINDING_SHARE};
-use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
+use plumb_diagnose::rules::{lead, BINDING_SHARE};
+use plumb_diagnose::{diagnose, Evidence};
+use plumb_record::class::{Classification, FlowClass, FlowShape, Rule};
+use plumb_record::diagnosis::{Diagnosis, Limit};
+use plumb_record::diagnosis::{EvidenceLine, Finding, Fix};
 use serde::Serialize;
 
 use crate::analysis::Analysis;

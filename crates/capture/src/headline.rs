@@ -2,8 +2,8 @@
 //! the one fix that goes with it (`plumb_diagnose::put_first` does the
 //! reordering).
 
-use plumb_diagnose::rules::{Finding, Fix};
-use plumb_diagnose::Diagnosis;
+use plumb_record::diagnosis::Diagnosis;
+use plumb_record::diagnosis::{Finding, Fix};
 
 /// Makes `f` the answer of `dg`, with `fix` as its one fix.
 pub fn put_first(dg: &mut Diagnosis, f: Finding, fix: Fix) {

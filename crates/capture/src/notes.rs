@@ -6,7 +6,7 @@
 //! missed, and a sender that held its own flight.
 
 use plumb_diagnose::rules::{human_count, human_rate};
-use plumb_diagnose::{Diagnosis, Limit};
+use plumb_record::diagnosis::{Diagnosis, Limit};
 
 use crate::connection::Connection;
 use crate::direction::Direction;

@@ -8,8 +8,9 @@
 //! segment per round trip or less. A sender that holds its own flight, or
 //! a window that binds, keeps the rounds level.
 
-use plumb_diagnose::rules::{human_count, Finding, Fix};
-use plumb_diagnose::{Diagnosis, Limit};
+use plumb_diagnose::rules::human_count;
+use plumb_record::diagnosis::{Diagnosis, Limit};
+use plumb_record::diagnosis::{Finding, Fix};
 
 use crate::connection::Connection;
 use crate::evidence::FlowEvidence;

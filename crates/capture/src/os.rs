@@ -5,7 +5,7 @@
 //! caller's so that this crate needs no table of stacks: `plumb` joins it
 //! to `plumb-handshake`'s.
 
-use plumb_diagnose::{Diagnosis, Limit};
+use plumb_record::diagnosis::{Diagnosis, Limit};
 use serde::Serialize;
 
 use crate::connection::Connection;
@@ -148,7 +148,7 @@ pub fn fix_first(dg: &mut Diagnosis, guesses: &[HostGuess]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_diagnose::rules::Fix;
+    use plumb_record::diagnosis::Fix;
 
     fn reading(os: &str, fix: Option<&str>) -> OsReading {
         OsReading {

@@ -13,8 +13,9 @@
 //! more than arrived after a silence, and says it is seen from there.
 
 use plumb_diagnose::fixes::for_limit;
-use plumb_diagnose::rules::{human_count, EvidenceLine, Finding};
-use plumb_diagnose::{Diagnosis, Limit};
+use plumb_diagnose::rules::human_count;
+use plumb_record::diagnosis::{Diagnosis, Limit};
+use plumb_record::diagnosis::{EvidenceLine, Finding};
 
 use crate::blackhole::{LostRun, BLACK_HOLE_SENDS};
 use crate::connection::Connection;

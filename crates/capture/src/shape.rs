@@ -23,8 +23,8 @@
 //!
 //! The state is a few numbers per connection, whatever its length.
 //!
-//! [`Thresholds::idle_pause_round_trips`]: plumb_diagnose::class::Thresholds
-//! [`Thresholds::idle_pause_min_seconds`]: plumb_diagnose::class::Thresholds
+//! [`Thresholds::idle_pause_round_trips`]: plumb_record::class::Thresholds
+//! [`Thresholds::idle_pause_min_seconds`]: plumb_record::class::Thresholds
 
 use plumb_diagnose::class::THRESHOLDS;
 

@@ -9,7 +9,7 @@ mod common;
 
 use common::{linux_syn_options, pcap_of, Link, Pcap, Seg, MS, T0};
 use plumb_capture::{explain_all, CaptureFilters, Explanation, BLACK_HOLE_SENDS};
-use plumb_diagnose::Limit;
+use plumb_record::diagnosis::Limit;
 
 const FULL: u32 = 1448;
 const SMALL: u32 = 1012;

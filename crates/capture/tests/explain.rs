@@ -8,7 +8,7 @@ mod common;
 use common::flow::Flow;
 use common::{pcap_of, MS};
 use plumb_capture::{explain_all, CaptureFilters, Explanation, Position};
-use plumb_diagnose::Limit;
+use plumb_record::diagnosis::Limit;
 
 fn explained(f: &Flow) -> Vec<Explanation> {
     let a = common::analyze(&pcap_of(&f.segments()));

@@ -13,7 +13,7 @@ mod common;
 
 use common::{linux_syn_options, pcap_of, Link, Pcap, Seg, MS, T0};
 use plumb_capture::{explain_all, CaptureFilters, Connection, Explanation, FarStall, Proof};
-use plumb_diagnose::Limit;
+use plumb_record::diagnosis::Limit;
 
 /// The agreed full size: MSS 1460 less 12 B of timestamps.
 const FULL: u32 = 1448;

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use plumb_capture::{analyze_file, explain_all, CaptureFilters, Explanation, Limits, Proof};
-use plumb_diagnose::Limit;
+use plumb_record::diagnosis::Limit;
 
 /// The data connection's client port in each run.
 const STALL_PORT: u16 = 60318;

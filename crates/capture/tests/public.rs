@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use plumb_capture::{explain_all, Analysis, CaptureFilters, Limits};
-use plumb_diagnose::class::FlowClass;
-use plumb_diagnose::Limit;
+use plumb_record::class::FlowClass;
+use plumb_record::diagnosis::Limit;
 
 /// A direction: "sender -> receiver", both as `SocketAddr` prints them.
 type Key = (String, String);

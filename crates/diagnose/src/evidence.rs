@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::latency::LatencyEvidence;
+use plumb_record::diagnosis::LatencyEvidence;
 
 /// Where the link rate came from.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 use plumb_record::Document;
 use serde::{Deserialize, Serialize};
 
-use crate::diagnosis::Diagnosis;
+use plumb_record::diagnosis::Diagnosis;
 
 /// A `-J` document and its diagnosis.
 ///

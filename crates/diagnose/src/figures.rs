@@ -1,6 +1,7 @@
-//! The link and target figures of one answer: computed once, from the
-//! evidence and then from the primary finding, so that the summary, the
-//! windows and streams needed and every "expect about" agree.
+//! The link and target figures of one answer ([`Figures`], a type of the
+//! record): computed once, from the evidence and then from the primary
+//! finding, so that the summary, the windows and streams needed and every
+//! "expect about" agree.
 //!
 //! They are defined as `plumb calc` defines them (`plumb_model::Prediction`):
 //! the window needed is the bandwidth-delay product, line rate × RTT, and
@@ -9,130 +10,77 @@
 
 use plumb_model::tcp;
 use plumb_model::{Rate, Rtt};
-use serde::{Deserialize, Serialize};
+use plumb_record::diagnosis::{Figures, Finding, Limit};
 
 use crate::evidence::{Evidence, LinkSource};
-use crate::finding::{Finding, Limit};
 use crate::payload::{efficiency, udp_efficiency, UDP_PAYLOAD};
 
-/// The link and target figures of one answer, computed once so that the
-/// summary, the windows and streams needed and every "expect about" agree.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Figures {
-    /// The link's line rate, bit/s.
-    pub link_bps: Option<f64>,
-    /// What the link carries as TCP payload in full-size segments, bit/s.
-    pub goodput_bps: Option<f64>,
-    /// `goodput_bps` is the test's best interval, a lower bound on the link:
-    /// no window, streams or expectation is derived from it.
-    pub goodput_is_lower_bound: bool,
-    /// Payload bytes of a full-size segment behind `goodput_bps`.
-    pub segment_payload: u64,
-    /// The RTT reasoned with, seconds.
-    pub rtt_s: Option<f64>,
-    /// The window one stream needs to fill the link: the bandwidth-delay
-    /// product, the line rate `link_bps` over `rtt_s` (as `plumb calc`).
-    pub window_needed_bytes: Option<u64>,
-    /// The TCP payload the link carries in one round trip, `goodput_bps`
-    /// over `rtt_s`: what the window needed holds beside its headers.
-    pub window_goodput_bytes: Option<u64>,
-    /// The buffer ceiling to set: twice the window needed (ESnet's margin),
-    /// at least 4 MiB.
-    pub buffer_bytes: Option<u64>,
-    /// What one stream gets today under the primary limit (and any other
-    /// binding one), bit/s.
-    pub per_stream_bps: Option<f64>,
-    /// Streams of `per_stream_bps` that together reach the line rate
-    /// (⌈`link_bps` / `per_stream_bps`⌉, as `plumb calc`), when today's
-    /// streams carry less than the goodput.
-    pub streams_needed: Option<u64>,
-    /// What to expect once the primary limit is gone: the goodput, or the
-    /// next binding limit's prediction when lower, bit/s.
-    pub expect_bps: Option<f64>,
+/// The figures that do not depend on which limit wins.
+pub(crate) fn base(ev: &Evidence, ts: bool) -> Figures {
+    let full = if ts { 1448 } else { 1460 };
+    let payload = ev.mss().unwrap_or(full).max(full);
+    let rtt_s = ev.rtt_s();
+    let goodput = ev.link.as_ref().map(|l| match (&l.source, ev.udp) {
+        // The best interval is already goodput (and only a lower bound).
+        (LinkSource::BestInterval, _) => l.bps,
+        (_, Some(u)) => l.bps * udp_efficiency(u.payload.unwrap_or(UDP_PAYLOAD)),
+        _ => l.bps * efficiency(payload, ts),
+    });
+    let lower_bound = ev
+        .link
+        .as_ref()
+        .is_some_and(|l| matches!(l.source, LinkSource::BestInterval));
+    let in_flight = |bps: Option<f64>| {
+        bps.filter(|_| !lower_bound).zip(rtt_s).and_then(|(b, r)| {
+            Some(tcp::window_needed(Rate::from_bps(b)?, Rtt::from_secs(r)?).get())
+        })
+    };
+    let link_bps = ev.link.as_ref().map(|l| l.bps);
+    let window_needed = in_flight(link_bps);
+    Figures {
+        link_bps,
+        goodput_bps: goodput,
+        goodput_is_lower_bound: lower_bound,
+        segment_payload: payload,
+        rtt_s,
+        window_needed_bytes: window_needed,
+        window_goodput_bytes: in_flight(goodput),
+        buffer_bytes: window_needed.map(|w| (2 * w).max(4 << 20)),
+        ..Figures::default()
+    }
 }
 
-impl Figures {
-    /// The figures that do not depend on which limit wins.
-    pub(crate) fn base(ev: &Evidence, ts: bool) -> Figures {
-        let full = if ts { 1448 } else { 1460 };
-        let payload = ev.mss().unwrap_or(full).max(full);
-        let rtt_s = ev.rtt_s();
-        let goodput = ev.link.as_ref().map(|l| match (&l.source, ev.udp) {
-            // The best interval is already goodput (and only a lower bound).
-            (LinkSource::BestInterval, _) => l.bps,
-            (_, Some(u)) => l.bps * udp_efficiency(u.payload.unwrap_or(UDP_PAYLOAD)),
-            _ => l.bps * efficiency(payload, ts),
-        });
-        let lower_bound = ev
-            .link
-            .as_ref()
-            .is_some_and(|l| matches!(l.source, LinkSource::BestInterval));
-        let in_flight = |bps: Option<f64>| {
-            bps.filter(|_| !lower_bound).zip(rtt_s).and_then(|(b, r)| {
-                Some(tcp::window_needed(Rate::from_bps(b)?, Rtt::from_secs(r)?).get())
-            })
-        };
-        let link_bps = ev.link.as_ref().map(|l| l.bps);
-        let window_needed = in_flight(link_bps);
-        Figures {
-            link_bps,
-            goodput_bps: goodput,
-            goodput_is_lower_bound: lower_bound,
-            segment_payload: payload,
-            rtt_s,
-            window_needed_bytes: window_needed,
-            window_goodput_bytes: in_flight(goodput),
-            buffer_bytes: window_needed.map(|w| (2 * w).max(4 << 20)),
-            ..Figures::default()
-        }
-    }
-
-    /// The figures that depend on the answer: what one stream gets under
-    /// the binding limits, and what to expect once the primary is gone.
-    /// `findings` are ranked, the primary first; `n` is the number of
-    /// streams.
-    pub(crate) fn settle(&mut self, findings: &[Finding], measured: f64, n: f64) {
-        let Some(p) = findings.first() else { return };
-        let binding_rates: Vec<f64> = findings
-            .iter()
-            .filter(|f| f.explains)
-            .filter_map(|f| f.predicted_bps)
-            .collect();
-        let today = binding_rates
-            .iter()
-            .copied()
-            .fold(if p.explains { f64::INFINITY } else { measured }, f64::min);
-        let today = if today.is_finite() { today } else { measured };
-        self.per_stream_bps = Some(today / n).filter(|x| *x > 0.0);
-        let next = findings[1..]
-            .iter()
-            .filter(|f| f.explains && f.limit != Limit::Link)
-            .filter_map(|f| f.predicted_bps)
-            .fold(f64::INFINITY, f64::min);
-        let known_link = self.goodput_bps.filter(|_| !self.goodput_is_lower_bound);
-        self.expect_bps = match (known_link, next.is_finite()) {
-            _ if self.goodput_is_lower_bound => None,
-            (Some(g), true) => Some(g.min(next)),
-            (Some(g), false) => Some(g),
-            (None, true) => Some(next),
-            (None, false) => None,
-        };
-        self.streams_needed = self.streams(n);
-    }
-
-    /// The streams of `per_stream_bps` that reach the line rate, as
-    /// `plumb calc` counts them, when `n` streams carry less than the
-    /// link's goodput today and more than `n` are needed; `None` without a
-    /// known link or a per-stream rate.
-    pub fn streams(&self, n: f64) -> Option<u64> {
-        let known_link = self.goodput_bps.filter(|_| !self.goodput_is_lower_bound)?;
-        let per_stream = self.per_stream_bps?;
-        if per_stream * n >= known_link * (1.0 - 1e-9) {
-            return None;
-        }
-        let line = self.link_bps.unwrap_or(known_link);
-        Some((line / per_stream).ceil().max(1.0) as u64).filter(|k| *k as f64 > n)
-    }
+/// The figures that depend on the answer: what one stream gets under
+/// the binding limits, and what to expect once the primary is gone.
+/// `findings` are ranked, the primary first; `n` is the number of
+/// streams.
+pub(crate) fn settle(fig: &mut Figures, findings: &[Finding], measured: f64, n: f64) {
+    let Some(p) = findings.first() else { return };
+    let binding_rates: Vec<f64> = findings
+        .iter()
+        .filter(|f| f.explains)
+        .filter_map(|f| f.predicted_bps)
+        .collect();
+    let today = binding_rates
+        .iter()
+        .copied()
+        .fold(if p.explains { f64::INFINITY } else { measured }, f64::min);
+    let today = if today.is_finite() { today } else { measured };
+    fig.per_stream_bps = Some(today / n).filter(|x| *x > 0.0);
+    let next = findings[1..]
+        .iter()
+        .filter(|f| f.explains && f.limit != Limit::Link)
+        .filter_map(|f| f.predicted_bps)
+        .fold(f64::INFINITY, f64::min);
+    let known_link = fig.goodput_bps.filter(|_| !fig.goodput_is_lower_bound);
+    fig.expect_bps = match (known_link, next.is_finite()) {
+        _ if fig.goodput_is_lower_bound => None,
+        (Some(g), true) => Some(g.min(next)),
+        (Some(g), false) => Some(g),
+        (None, true) => Some(next),
+        (None, false) => None,
+    };
+    fig.streams_needed = fig.streams(n);
 }
 
 #[cfg(test)]

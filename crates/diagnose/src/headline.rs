@@ -4,9 +4,9 @@
 //! binding, and the diagnosis's limit, confidence, summary, evidence and
 //! fixes become the new finding's.
 
-use crate::finding::{Finding, Fix, Status};
 use crate::summary::lead;
-use crate::Diagnosis;
+use plumb_record::diagnosis::Diagnosis;
+use plumb_record::diagnosis::{Finding, Fix, Status};
 
 /// Makes `f` the answer of `dg`, with `fixes` as its fixes. No rate model
 /// stands behind such a finding, so the diagnosis predicts no rate.

@@ -1,18 +1,24 @@
 //! What limits a transfer, from the evidence a test recorded.
 //!
-//! This crate owns the diagnosis. [`diagnose`] is the one entry point: it
-//! takes typed [`Evidence`] and returns a [`Diagnosis`] naming the primary
-//! [`Limit`] only when its prediction explains the measured rate within a
-//! stated tolerance or TCP's counters show it binding, else "unexplained".
-//! Every finding carries its prediction (or none, for a cause with no rate
-//! model), its status and a confidence computed from the evidence. No I/O,
-//! no clock.
+//! This crate owns the rules of the diagnosis. [`diagnose`] is the one
+//! entry point: it takes typed [`Evidence`] and returns a [`Diagnosis`]
+//! naming the primary [`Limit`] only when its prediction explains the
+//! measured rate within a stated tolerance or TCP's counters show it
+//! binding, else "unexplained". Every finding carries its prediction (or
+//! none, for a cause with no rate model), its status and a confidence
+//! computed from the evidence. No I/O, no clock.
+//!
+//! The answer's types — [`Diagnosis`], [`Limit`], `Finding`, `EvidenceLine`,
+//! `Fix`, `Figures`, the latency verdict and the flow class types — are the
+//! record's ([`plumb_record::diagnosis`], [`plumb_record::class`]): this
+//! crate builds them, and every printer reads them without it.
+//!
+//! [`Diagnosis`]: plumb_record::diagnosis::Diagnosis
+//! [`Limit`]: plumb_record::diagnosis::Limit
 //!
 //! The modules, from the plain types up; none uses a module that uses it:
 //!
-//! - `finding`: the types an answer is made of: [`Limit`], [`Finding`],
-//!   [`EvidenceLine`] and its [`EvidenceKind`], [`Confidence`], [`Status`],
-//!   [`Fix`]. Uses no other.
+//! - `finding`: the evidence line every rule writes. Uses no other.
 //! - `tolerance`: the bars every rule is weighed against (how far a
 //!   prediction may stray, how much of the test a counter must cover).
 //! - `payload`, `human`: the payload share of the wire or a buffer; numbers
@@ -26,11 +32,9 @@
 //!   evidence) into [`Evidence`] and its latency probes.
 //! - [`path`]: the path's bottleneck inferred from the sender's evidence
 //!   (a standing queue, cwnd-limited time) when no link rate was given.
-//! - `figures`: the link and target [`Figures`] of one answer, computed once
+//! - `figures`: the link and target figures of one answer, computed once
 //!   so that the summary, the fixes and every "expect about" agree.
-//! - `diagnosis`: the answer, [`Diagnosis`], which is also the `diagnosis`
-//!   object of the `-J` document; `explained`: a document with its
-//!   diagnosis ([`Explained`]).
+//! - `explained`: a document with its diagnosis ([`Explained`]).
 //! - `seen`: what a rule reports before it is weighed.
 //! - [`rules`]: one file per rule (receive window, send buffer, application,
 //!   UDP loss, CPU, path MTU, loss, link, congestion), each weighing its own
@@ -38,7 +42,7 @@
 //!   `rules::context`.
 //! - `summary`: the lead sentence ("Limited by …", "Unexplained: …").
 //! - [`fixes`]: what to change on each OS for a limit, and what the model
-//!   expects the change to yield, from the answer's [`Figures`].
+//!   expects the change to yield, from the answer's figures.
 //! - `weigh`: weighs each observation into a finding, picks the primary and
 //!   builds the [`Diagnosis`] around it, with its summary and fixes.
 //! - [`class`]: a flow's class (short, request/response, interactive,
@@ -51,7 +55,6 @@
 #![forbid(unsafe_code)]
 
 pub mod class;
-mod diagnosis;
 pub mod evidence;
 mod explained;
 mod figures;
@@ -75,7 +78,4 @@ mod weigh;
 pub use evidence::{Evidence, LinkSource};
 pub use explained::Explained;
 pub use headline::put_first;
-pub use rules::{
-    diagnose, Confidence, Diagnosis, EvidenceKind, EvidenceLine, Figures, Finding, Fix, Limit,
-    Status,
-};
+pub use rules::diagnose;

@@ -14,9 +14,9 @@
 //! its rate. `docs/diagnosis.md` gives the reasoning and the tests.
 
 use crate::evidence::{Cpu, Evidence, LinkRate, LinkSource};
-use crate::finding::{Finding, Limit, Status};
 use crate::payload::efficiency;
 use crate::tolerance::BINDING_SHARE;
+use plumb_record::diagnosis::{Finding, Limit, Status};
 
 /// Common link rates, bit/s on the wire.
 pub const COMMON_LINKS: [f64; 8] = [10e6, 100e6, 1e9, 2.5e9, 10e9, 25e9, 40e9, 100e9];

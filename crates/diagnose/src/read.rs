@@ -14,7 +14,7 @@ use plumb_record::{
 };
 
 use crate::evidence::{Cpu, Evidence, LinkRate, StreamTcp, UdpEvidence};
-use crate::latency::LatencyEvidence;
+use plumb_record::diagnosis::LatencyEvidence;
 
 /// A figure's value; `None` for a `null` (read as NaN).
 fn real(r: Real) -> Option<f64> {
@@ -263,25 +263,23 @@ fn unknowns(ev: &Evidence, alone: bool) -> Vec<String> {
     unknown
 }
 
-impl LatencyEvidence {
-    /// Reads `end.plumb.latency` of a `-J` document, and the model's
-    /// full-queue delay beside it; `None` without loaded probes.
-    pub fn from_document(doc: &Document) -> Option<LatencyEvidence> {
-        let l = doc.end.as_ref()?.plumb.as_ref()?.latency.as_ref()?;
-        let (idle, loaded) = (l.idle.as_ref()?, l.loaded.as_ref()?);
-        Some(LatencyEvidence {
-            idle_p50_ms: idle.p50_ms.and_then(real)?,
-            loaded_p50_ms: loaded.p50_ms.and_then(real)?,
-            loaded_p99_ms: loaded.p99_ms.and_then(real)?,
-            loaded_rpm: loaded.rpm.flatten().and_then(real),
-            // The lab's queue model (`plumb lab --latency`).
-            predicted_queue_ms: doc
-                .model
-                .as_ref()
-                .and_then(|m| m.queue_delay_ms)
-                .and_then(real),
-        })
-    }
+/// Reads `end.plumb.latency` of a `-J` document, and the model's
+/// full-queue delay beside it; `None` without loaded probes.
+pub fn latency_evidence(doc: &Document) -> Option<LatencyEvidence> {
+    let l = doc.end.as_ref()?.plumb.as_ref()?.latency.as_ref()?;
+    let (idle, loaded) = (l.idle.as_ref()?, l.loaded.as_ref()?);
+    Some(LatencyEvidence {
+        idle_p50_ms: idle.p50_ms.and_then(real)?,
+        loaded_p50_ms: loaded.p50_ms.and_then(real)?,
+        loaded_p99_ms: loaded.p99_ms.and_then(real)?,
+        loaded_rpm: loaded.rpm.flatten().and_then(real),
+        // The lab's queue model (`plumb lab --latency`).
+        predicted_queue_ms: doc
+            .model
+            .as_ref()
+            .and_then(|m| m.queue_delay_ms)
+            .and_then(real),
+    })
 }
 
 impl Evidence {
@@ -314,7 +312,7 @@ impl Evidence {
             ..Evidence::default()
         };
         ev.sender_is_local = !ev.reverse;
-        ev.latency = LatencyEvidence::from_document(doc);
+        ev.latency = latency_evidence(doc);
 
         let per_stream = ts.and_then(|t| t.target_bitrate).filter(|b| *b > 0);
         let n = ts.map_or(1, |t| t.num_streams).max(1);
@@ -371,7 +369,7 @@ impl Evidence {
 mod tests {
     use plumb_record::Document;
 
-    use super::LatencyEvidence;
+    use super::{latency_evidence, LatencyEvidence};
     use crate::testing::*;
 
     #[test]
@@ -384,7 +382,7 @@ mod tests {
         )
         .expect("document");
         assert_eq!(
-            LatencyEvidence::from_document(&doc),
+            latency_evidence(&doc),
             Some(LatencyEvidence {
                 idle_p50_ms: 15.0,
                 loaded_p50_ms: 97.0,
@@ -394,7 +392,7 @@ mod tests {
             })
         );
         let empty = Document::parse(r#"{"end": {}}"#).expect("document");
-        assert_eq!(LatencyEvidence::from_document(&empty), None);
+        assert_eq!(latency_evidence(&empty), None);
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! A rule's raw observation, before it is weighed: what each rule in
 //! [`crate::rules`] reports and [`crate::weigh`] turns into a
-//! [`Finding`](crate::finding::Finding).
+//! [`Finding`](plumb_record::diagnosis::Finding).
 
-use crate::finding::{EvidenceLine, Limit};
 use crate::tolerance::BINDING_SHARE;
+use plumb_record::diagnosis::{EvidenceLine, Limit};
 
 /// One cause a rule saw, with its prediction and counters, not yet weighed.
 pub(crate) struct Seen {

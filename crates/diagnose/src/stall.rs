@@ -18,11 +18,12 @@
 use plumb_model::units::sig;
 
 use crate::evidence::{Evidence, StreamTcp};
-use crate::finding::{line, EvidenceLine, Finding, Limit};
+use crate::finding::line;
 use crate::fixes::for_limit;
 use crate::headline::put_first;
 use crate::rules::path_mtu::MOST_HEADERS;
-use crate::Diagnosis;
+use plumb_record::diagnosis::Diagnosis;
+use plumb_record::diagnosis::{EvidenceLine, Finding, Limit};
 
 /// The share of the test a stall must take to be the answer: beyond it the
 /// time lost outweighs what any rate model of the rest explains.

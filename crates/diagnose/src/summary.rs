@@ -4,9 +4,9 @@
 use plumb_model::units::sig;
 
 use crate::evidence::{Evidence, LinkSource};
-use crate::figures::Figures;
-use crate::finding::{Finding, Limit};
 use crate::human::{mbps, ms};
+use plumb_record::diagnosis::Figures;
+use plumb_record::diagnosis::{Finding, Limit};
 
 /// The lead sentence when `f` is the primary finding: "Limited by" its
 /// cause, its clause, and what the link could carry. Public so that other

@@ -2,11 +2,11 @@
 //! recorded fixtures, and the property every answer keeps. A test module
 //! takes them, and the types they use, with `use crate::testing::*`.
 
-pub(crate) use crate::diagnosis::Diagnosis;
 pub(crate) use crate::evidence::{Cpu, Evidence, LinkRate, LinkSource, StreamTcp};
-pub(crate) use crate::finding::{Confidence, EvidenceKind, Limit, Status};
 pub(crate) use crate::rules::diagnose;
 pub(crate) use crate::tolerance::explains;
+pub(crate) use plumb_record::diagnosis::Diagnosis;
+pub(crate) use plumb_record::diagnosis::{Confidence, EvidenceKind, Limit, Status};
 
 pub(crate) fn gig() -> Option<LinkRate> {
     Some(LinkRate {

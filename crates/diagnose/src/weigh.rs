@@ -9,16 +9,17 @@
 //! highest confidence wins. When none qualifies the answer is
 //! "unexplained", with what was measured.
 
-use crate::diagnosis::Diagnosis;
 use crate::evidence::{Evidence, LinkSource};
-use crate::figures::Figures;
-use crate::finding::{line, Confidence, EvidenceKind, EvidenceLine, Finding, Limit, Status};
+use crate::finding::line;
 use crate::fixes;
 use crate::latency;
 use crate::rules::context::{rtt_lines, timestamps};
 use crate::seen::Seen;
 use crate::summary::{lead, unexplained};
 use crate::tolerance::{explains, CONTRADICTED_SHARE, MISSING_FACTOR};
+use plumb_record::diagnosis::Diagnosis;
+use plumb_record::diagnosis::Figures;
+use plumb_record::diagnosis::{Confidence, EvidenceKind, EvidenceLine, Finding, Limit, Status};
 
 impl Seen {
     /// Weighs the observation against the measured rate.
@@ -144,7 +145,12 @@ pub(crate) fn answer(
     let measured = ev.measured_bps;
     let primary = rank(&mut findings);
     if primary.is_some() {
-        figures.settle(&findings, measured, ev.streams.len().max(1) as f64);
+        crate::figures::settle(
+            &mut figures,
+            &findings,
+            measured,
+            ev.streams.len().max(1) as f64,
+        );
     }
     let first = findings.first().filter(|_| primary.is_some());
     let summary = match first {

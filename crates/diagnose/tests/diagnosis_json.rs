@@ -5,7 +5,8 @@
 //! with its diagnosis ([`Explained`]) written and read back.
 
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Diagnosis, Evidence, Explained, LinkSource};
+use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
+use plumb_record::diagnosis::Diagnosis;
 use plumb_record::Document;
 
 const DIR: &str = env!("CARGO_MANIFEST_DIR");

@@ -13,7 +13,8 @@
 //! asks (the client): an estimate that holds while the client asks again
 //! at once.
 
-use plumb_diagnose::class::{classify, Classification, FlowShape, Run, ServerTime};
+use plumb_diagnose::class::classify;
+use plumb_record::class::{Classification, FlowShape, Run, ServerTime};
 
 use crate::track::{Role, Track};
 
@@ -113,7 +114,7 @@ pub fn class_of(tr: &Track, opened: Option<bool>) -> (Classification, FlowShape)
 mod tests {
     use super::*;
     use crate::diag::Conn;
-    use plumb_diagnose::class::FlowClass;
+    use plumb_record::class::FlowClass;
     use plumb_tcpinfo::TcpInfo;
 
     /// A sample: bytes acknowledged and received, busy time (µs), data

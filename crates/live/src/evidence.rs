@@ -10,13 +10,13 @@
 
 use std::collections::BTreeMap;
 
-use plumb_diagnose::class::{class_diagnosis, Classification, FlowClass};
+use plumb_diagnose::class::class_diagnosis;
 use plumb_diagnose::evidence::{Cpu, LinkRate, StreamTcp};
-use plumb_diagnose::rules::{
-    lead, quota_binds, Confidence, EvidenceKind, EvidenceLine, Finding, Status, BINDING_SHARE,
-    MISSING_FACTOR,
-};
-use plumb_diagnose::{diagnose, Diagnosis, Evidence, Limit};
+use plumb_diagnose::rules::{lead, quota_binds, BINDING_SHARE, MISSING_FACTOR};
+use plumb_diagnose::{diagnose, Evidence};
+use plumb_record::class::{Classification, FlowClass};
+use plumb_record::diagnosis::{Confidence, EvidenceKind, EvidenceLine, Finding, Status};
+use plumb_record::diagnosis::{Diagnosis, Limit};
 
 use crate::track::{Role, Track};
 
@@ -543,7 +543,7 @@ fn promote(dg: &mut Diagnosis, ev: &Evidence, app: Option<(&str, &str)>) {
     dg.evidence = f.evidence.clone();
     dg.evidence.extend(tail);
     dg.fixes = match app {
-        Some((command, note)) => vec![plumb_diagnose::rules::Fix {
+        Some((command, note)) => vec![plumb_record::diagnosis::Fix {
             os: "application".into(),
             commands: vec![command.into()],
             expected_bps: dg.figures.expect_bps,

@@ -12,8 +12,8 @@ use plumb_proto::client::{ClientControl, ClientEvent};
 use plumb_proto::params::{PlumbParams, Protocol as WireProtocol, TestParams};
 use plumb_proto::results::Results;
 use plumb_proto::{stream_id, udp, Cookie};
-use plumb_record::EndPlumb;
-use plumb_report::{EndRecord, Protocol, Role, Sink, StartRecord, StreamEnd};
+use plumb_record::engine::{EndRecord, Protocol, Role, StartRecord, StreamEnd};
+use plumb_record::{EndPlumb, Sink};
 
 use crate::config::{ClientConfig, Transport, DEFAULT_TCP_LEN, DEFAULT_UDP_RATE};
 use crate::datapath::Drain;
@@ -571,7 +571,7 @@ impl<'c> ClientRun<'c> {
 }
 
 /// Puts the request/response or `--latency` result under
-/// `end.plumb.latency` and prints its text lines.
+/// `end.plumb.latency` and hands it to the sink.
 fn attach_latency(
     end: &mut EndRecord,
     session: &Session,
@@ -601,9 +601,7 @@ fn attach_latency(
     } else {
         return;
     };
-    for l in plumb_report::latency::lines(&latency) {
-        sink.note(&l);
-    }
+    sink.latency(&latency);
     end.plumb.get_or_insert_with(EndPlumb::default).latency = Some(latency);
 }
 

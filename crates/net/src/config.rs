@@ -359,9 +359,6 @@ pub struct ServerConfig {
     pub access: AccessList,
     /// Authentication, when the server requires it.
     pub auth: Option<Arc<ServerAuth>>,
-    /// `-J`: the server reports in JSON, so `--get-server-output` returns its
-    /// JSON document (`server_output_json`) rather than its text.
-    pub json_output: bool,
 }
 
 impl Default for ServerConfig {
@@ -379,7 +376,6 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             access: AccessList::default(),
             auth: None,
-            json_output: false,
         }
     }
 }

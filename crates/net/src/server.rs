@@ -26,6 +26,7 @@
 //! had just arrived. After a `-1` server's test, "busy" comes at once.
 
 mod admission;
+mod printer;
 pub(crate) mod state;
 mod test;
 
@@ -43,9 +44,10 @@ use plumb_proto::cookie::COOKIE_LEN;
 use plumb_proto::params::TestParams;
 use plumb_proto::server::{ServerControl, ServerEvent, ServerLimits};
 use plumb_proto::State;
-use plumb_report::Sink;
+use plumb_record::Sink;
 
 pub use admission::{check_limits, cookie_key, requested_rate, Refusal, Registry, Route, Slots};
+pub use printer::Printer;
 use state::{log, Rebind, ServerState};
 
 use crate::config::ServerConfig;
@@ -90,11 +92,9 @@ struct Pending {
     stage: Stage,
 }
 
-/// Serves tests until interrupted (or after one with `-1`).
-pub fn run(
-    cfg: &ServerConfig,
-    make_sink: &(dyn Fn() -> Box<dyn Sink> + Sync),
-) -> Result<(), TestError> {
+/// Serves tests until interrupted (or after one with `-1`), printing with
+/// `printer`.
+pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
     signals::install();
     let listener =
         sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None).map_err(TestError::Connect)?;
@@ -105,7 +105,7 @@ pub fn run(
     let (rebind_tx, rebind_rx) = mpsc::channel();
     let shared = ServerState {
         cfg,
-        make_sink,
+        printer,
         registry: Registry::default(),
         slots: Slots::new(cfg.max_tests, cfg.limits.max_total_bitrate),
         udp_setup: Mutex::new(()),
@@ -122,7 +122,7 @@ pub fn run(
         epoch: Instant::now(),
         next_test: 1,
         admitted_any: false,
-        banner: make_sink(),
+        banner: printer.sink(),
     };
     std::thread::scope(|scope| gate.serve(scope))
 }

@@ -16,7 +16,7 @@ use plumb_proto::results::{
     CgroupCpu, CpuTimes, PlumbResults, PlumbStreamInfo, PlumbUdp, Results, StreamResult,
     TcpInfoSummary,
 };
-use plumb_report::{
+use plumb_record::engine::{
     CpuUtil, EndRecord, IntervalDetail, IntervalRecord, LimitedTime, Protocol, StreamEnd,
     StreamInterval, TcpEnd, TcpSample, Totals, UdpEnd,
 };
@@ -329,7 +329,7 @@ impl Session {
     }
 
     /// Each stream's addresses, as the start of a report lists them.
-    pub fn connected(&self) -> Vec<plumb_report::Connected> {
+    pub fn connected(&self) -> Vec<plumb_record::Connected> {
         self.streams
             .iter()
             .filter_map(|s| {
@@ -337,13 +337,13 @@ impl Session {
                     StreamSocket::Tcp(t) => (t.local_addr().ok()?, t.peer_addr().ok()?),
                     StreamSocket::Udp(u) => (u.local_addr().ok()?, u.peer_addr().ok()?),
                 };
-                Some(plumb_report::Connected {
-                    socket: s.socket.raw_fd(),
-                    local_host: crate::sockets::host_string(&l),
-                    local_port: l.port(),
-                    remote_host: crate::sockets::host_string(&r),
-                    remote_port: r.port(),
-                })
+                Some(plumb_record::Connected::new(
+                    s.socket.raw_fd(),
+                    crate::sockets::host_string(&l),
+                    l.port(),
+                    crate::sockets::host_string(&r),
+                    r.port(),
+                ))
             })
             .collect()
     }
@@ -375,13 +375,13 @@ impl Session {
         omit: f64,
         duration: f64,
         interval: f64,
-    ) -> plumb_report::StartRecord {
+    ) -> plumb_record::engine::StartRecord {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         let (sndbuf, rcvbuf) = self.granted_buffers();
-        plumb_report::StartRecord {
-            role: plumb_report::Role::Client,
+        plumb_record::engine::StartRecord {
+            role: plumb_record::engine::Role::Client,
             version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
             system_info: host::uname().to_string(),
             timesecs: now.as_secs(),
@@ -394,7 +394,7 @@ impl Session {
             sock_bufsize: p.window.unwrap_or(0).max(0) as u64,
             sndbuf_actual: u64::from(sndbuf),
             rcvbuf_actual: u64::from(rcvbuf),
-            test: plumb_report::TestStart {
+            test: plumb_record::engine::TestStart {
                 protocol: self.plan.protocol,
                 num_streams: p.parallel as u32,
                 blksize: p.len as u64,
@@ -608,7 +608,7 @@ impl Session {
     }
 
     /// Emits due intervals and ends the omit period when its time has come.
-    pub fn tick(&mut self, now: Instant, sink: &mut dyn plumb_report::Sink) {
+    pub fn tick(&mut self, now: Instant, sink: &mut dyn plumb_record::Sink) {
         let Some(started) = self.started else { return };
         if self.counted_from.is_none() && now >= started + Duration::from_secs_f64(self.plan.omit) {
             // Omit over: this interval ends here and counting restarts at zero.
@@ -775,7 +775,7 @@ impl Session {
     /// Ends the test on this end: stops everything, waits for the threads
     /// (receivers drain first), emits the last partial interval and fixes
     /// each stream's duration.
-    pub fn finish(&mut self, now: Instant, sink: &mut dyn plumb_report::Sink) {
+    pub fn finish(&mut self, now: Instant, sink: &mut dyn plumb_record::Sink) {
         self.stop_senders(now);
         self.stop_receivers();
         for s in &mut self.streams {

@@ -22,8 +22,7 @@ use plumb_lab::{Direction, Lab, LabConfig, LabError, Side};
 use plumb_model::latency::QueueSize;
 use plumb_model::units::sig;
 use plumb_model::{Bytes, LossRate, Rate, Rtt};
-use plumb_record::{Document, Model, Real};
-use serde::Serialize;
+use plumb_record::{Document, Event, LabEvent, Real};
 
 use crate::cli::usage_error;
 use crate::measure::MeasureArgs;
@@ -269,22 +268,6 @@ enum Near<'a> {
     Client(Box<MeasureArgs>),
 }
 
-/// `--json-stream`'s last event: the lab, the model and the diagnosis.
-#[derive(Serialize)]
-struct LabEvent<'a> {
-    event: &'static str,
-    data: LabEventData<'a>,
-}
-
-#[derive(Serialize)]
-struct LabEventData<'a> {
-    lab: &'a plumb_record::Lab,
-    model: &'a Model,
-    /// The diagnosis's own JSON (`plumb why --json`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    diagnosis: Option<&'a plumb_diagnose::Diagnosis>,
-}
-
 /// The port of the far server.
 const LAB_PORT: u16 = 5201;
 
@@ -446,15 +429,15 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         crate::report::write_for(out, vec![crate::report::input(name, full, Some(a.rate))])?;
     }
     if stream {
-        let mut data = LabEventData {
-            lab: &lab_obj,
-            model: &model.0,
-            diagnosis: None,
-        };
-        if let Some(Ok((d, _))) = &diagnosis {
-            data.diagnosis = Some(d);
-        }
-        let event = LabEvent { event: "lab", data };
+        // `--json-stream`'s last event: the lab, the model and the diagnosis.
+        let event = Event::Lab(Box::new(LabEvent {
+            lab: lab_obj,
+            model: model.0.clone(),
+            diagnosis: match &diagnosis {
+                Some(Ok((d, _))) => Some(d.clone()),
+                _ => None,
+            },
+        }));
         println!("{}", serde_json::to_string(&event)?);
     } else if json {
         record.lab = Some(lab_obj);

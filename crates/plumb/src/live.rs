@@ -23,7 +23,7 @@ use crate::cli::usage_error;
 
 mod document;
 
-pub use document::{ConnectionRow, LiveDocument, LiveSampling};
+use plumb_record::{LiveDocument, LiveSampling};
 
 /// Connection filters shared by `plumb why` (live) and `plumb top`.
 #[derive(Debug, Args, Clone, Default)]
@@ -368,12 +368,12 @@ pub fn run(
             opened: listeners.opened(tr.last.local),
             sysctls: sysctls.clone(),
         };
-        let mut id = ConnectionRow::identity(tr, owner.as_ref());
+        let mut id = document::identity(tr, owner.as_ref());
         if tr.samples < 2 {
             let msg = "closed before a second sample: nothing to measure";
             text += &format!("== {} ==\n{msg}\n\n", describe(tr, owner.as_ref()));
             id.closed = true;
-            id.note = Some(msg);
+            id.note = Some(msg.into());
             conns.push(id);
             continue;
         }

@@ -12,15 +12,17 @@ use plumb_model::{Bytes, Rate};
 use plumb_net::config::{
     ClientConfig, Family, ServerConfig, TestSpec, Transport, DEFAULT_PORT, MAX_STREAMS,
 };
+use plumb_record::engine::{EndRecord, IntervalRecord, StartRecord};
+use plumb_record::{Latency, Sink, Tee};
 use plumb_report::json::{JsonSink, JsonStreamSink};
 use plumb_report::text::TextSink;
-use plumb_report::Sink;
 
 use crate::cli::usage_error;
 
 mod daemon;
 mod harden;
 mod refused;
+mod server_printer;
 
 /// iperf3's client and server flags.
 #[derive(Debug, Args, Clone, Default)]
@@ -656,14 +658,17 @@ pub struct ErrorsToStderr<'a> {
 }
 
 impl Sink for ErrorsToStderr<'_> {
-    fn start(&mut self, s: &plumb_report::StartRecord) {
+    fn start(&mut self, s: &StartRecord) {
         self.inner.start(s);
     }
-    fn interval(&mut self, i: &plumb_report::IntervalRecord) {
+    fn interval(&mut self, i: &IntervalRecord) {
         self.inner.interval(i);
     }
-    fn end(&mut self, e: &plumb_report::EndRecord) {
+    fn end(&mut self, e: &EndRecord) {
         self.inner.end(e);
+    }
+    fn latency(&mut self, l: &Latency) {
+        self.inner.latency(l);
     }
     fn error(&mut self, msg: &str) {
         // What was printed so far must come first on a shared terminal.
@@ -763,22 +768,11 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             one_off: a.one_off,
             rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
             interval: a.interval.unwrap_or(1.0),
-            json_output: a.json || a.json_stream,
             ..ServerConfig::default()
         };
         if let Err(msg) = a.harden.apply_server(&mut cfg) {
             return Ok(usage_error(msg));
         }
-        let make_sink = || -> Box<dyn Sink> {
-            let out: Box<dyn Write> = match &a.logfile {
-                Some(p) => match OpenOptions::new().create(true).append(true).open(p) {
-                    Ok(f) => Box::new(f),
-                    Err(_) => Box::new(std::io::stdout()),
-                },
-                None => Box::new(std::io::stdout()),
-            };
-            printer(out, a, a.forceflush)
-        };
         let _pid = match daemon::start(a.daemon, a.pidfile.as_deref()) {
             Ok(daemon::Next::Serve(pid)) => pid,
             Ok(daemon::Next::Exit(code)) => return Ok(ExitCode::from(code)),
@@ -787,7 +781,8 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         };
-        return Ok(match plumb_net::server::run(&cfg, &make_sink) {
+        let printer = server_printer::ServerPrinter(a);
+        return Ok(match plumb_net::server::run(&cfg, &printer) {
             Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("plumb: {e}");
@@ -835,7 +830,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
                 None => plumb_net::client::run(&cfg, first),
                 Some(json) => plumb_net::client::run(
                     &cfg,
-                    &mut plumb_report::Tee {
+                    &mut Tee {
                         first,
                         second: json,
                     },
@@ -851,7 +846,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             } else {
                 errors.inner
             };
-            let mut tee = plumb_report::Tee {
+            let mut tee = Tee {
                 first,
                 second: &mut json,
             };

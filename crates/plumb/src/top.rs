@@ -15,7 +15,6 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_live::evidence::{explain_classed, Context, ProcCpu};
 use plumb_live::scan::{Schedule, DEFAULT_BUDGET};
@@ -23,14 +22,12 @@ use plumb_live::sys::Dumper;
 use plumb_live::sys::Owner;
 use plumb_live::{Conn, Role, Track};
 use plumb_model::Rate;
+use plumb_record::class::FlowClass;
+use plumb_record::TopLine;
 use plumb_report::format::size_compact;
 
 use crate::cli::usage_error;
 use crate::live::{link_for_peer, CpuMark, LiveFilterArgs, Owners};
-
-mod line;
-
-use line::TopLine;
 
 /// Flags of `plumb top`.
 #[derive(Debug, Args)]
@@ -134,7 +131,7 @@ struct Row {
     rate: f64,
     role: Role,
     retrans: u64,
-    limit: Option<plumb_diagnose::Limit>,
+    limit: Option<plumb_record::diagnosis::Limit>,
     /// The class over the interval (`None` for an idle row, which is not
     /// weighed).
     class: Option<FlowClass>,
@@ -222,21 +219,23 @@ fn write_json(
     full_scan: bool,
 ) -> std::io::Result<()> {
     let tcp = c.tcp;
+    // Without TCP_INFO (a dump that carried none) the RTT, congestion
+    // window and window are unknown (`null`), not zero.
     let line = TopLine {
         interval,
-        local: c.local,
-        remote: c.remote,
-        pid: owner.map(|o| o.pid),
-        command: owner.map(|o| o.command.as_str()),
-        direction: r.role.name(),
+        local: c.local.to_string(),
+        remote: c.remote.to_string(),
+        pid: owner.map(|o| u64::from(o.pid)),
+        command: owner.map(|o| o.command.clone()),
+        direction: r.role.name().to_string(),
         rate_bps: r.rate,
         rtt_ms: tcp.map(|t| f64::from(t.rtt) / 1e3),
         cwnd_bytes: tcp.map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
-        window_bytes: window(c, r.role),
-        retransmits: r.retrans,
-        limit: r.limit.map(|l| l.name()),
-        class: r.class.map(FlowClass::name),
-        congestion: c.congestion.as_ref().map(|cc| cc.as_str()),
+        window_bytes: window(c, r.role).map(u64::from),
+        retransmits: Some(r.retrans),
+        limit: r.limit.map(|l| l.name().to_string()),
+        class: r.class.map(|k| k.name().to_string()),
+        congestion: c.congestion.as_ref().map(|cc| cc.as_str().to_string()),
         full_scan,
     };
     serde_json::to_writer(&mut *out, &line)?;
@@ -711,7 +710,7 @@ mod tests {
         let mut look = lookups();
         let first = row(&stuck(0), 0.0, &stuck(3), 1.0, true, &mut look);
         assert_eq!((first.rate, first.role), (0.0, Role::Sender));
-        assert_eq!(first.limit, Some(plumb_diagnose::Limit::PathMtu));
+        assert_eq!(first.limit, Some(plumb_record::diagnosis::Limit::PathMtu));
         let in_a_row = |c: Conn| {
             let mut c = c;
             c.tcp.as_mut().expect("tcp").retransmits = 5;
@@ -726,10 +725,10 @@ mod tests {
             &mut look,
         );
         assert_eq!(later.role, Role::Sender);
-        assert_eq!(later.limit, Some(plumb_diagnose::Limit::PathMtu));
+        assert_eq!(later.limit, Some(plumb_record::diagnosis::Limit::PathMtu));
         let once = row(&stuck(5), 3.0, &stuck(6), 4.0, true, &mut look);
         assert_eq!(once.role, Role::Sender);
-        assert_ne!(once.limit, Some(plumb_diagnose::Limit::PathMtu));
+        assert_ne!(once.limit, Some(plumb_record::diagnosis::Limit::PathMtu));
         // A keep-alive connection with nothing outstanding stays idle.
         let mut quiet = stuck(0);
         let t = quiet.tcp.as_mut().expect("tcp");

@@ -17,9 +17,9 @@ use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use plumb_net::errors::TestError;
 use plumb_record::Document;
+use plumb_record::Tee;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
-use plumb_report::Tee;
 
 use crate::cli::usage_error;
 use crate::measure::{test_spec, MeasureArgs};
@@ -357,7 +357,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     let mut d = diagnose(&ev);
     // There was no measurement: the model's rate is not evidence.
     d.evidence
-        .retain(|e| e.kind != plumb_diagnose::EvidenceKind::Goodput);
+        .retain(|e| e.kind != plumb_record::diagnosis::EvidenceKind::Goodput);
     d.unknown = vec![
         "everything a test measures: this is the model alone (run plumb why HOST to measure)"
             .into(),
@@ -400,7 +400,10 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "{}\n", d.summary)?;
         let windowed = matches!(
             d.limit,
-            Some(plumb_diagnose::Limit::ReceiveWindow | plumb_diagnose::Limit::SendBuffer)
+            Some(
+                plumb_record::diagnosis::Limit::ReceiveWindow
+                    | plumb_record::diagnosis::Limit::SendBuffer
+            )
         );
         match (d.figures.window_needed_bytes, d.figures.streams_needed) {
             (Some(w), Some(n)) if windowed => writeln!(

@@ -1,4 +1,11 @@
-//! The one schema of plumb's `-J` test document.
+//! The contract every producer and every printer of plumb shares: the
+//! [`Sink`] the measuring engine pushes a test's [`engine`] records into
+//! (its start, intervals and end), and the one schema of plumb's `-J` test
+//! document. It sits below both sides: the engine (`plumb-net`) builds
+//! these types, the printers (`plumb-report`) implement [`Sink`] and read
+//! them, and this crate depends on no crate of plumb's.
+//!
+//! The document:
 //!
 //! iperf3's `-J` JSON — `start`, `intervals`, `end` with iperf3's own key
 //! names — plus what plumb adds: `end.plumb` (each end's CPU, cgroup quota,
@@ -18,31 +25,46 @@
 //!   whether it was written as an integer (`0`) or a float (`0.0`); figures
 //!   iperf3 always writes as integers are plain integers.
 //!
+//! `plumb top --json` writes one [`TopLine`] a line.
+//!
+//! A `--json-stream` log carries the same records one [`Event`] a line.
+//!
 //! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
 //! absent, `null`, or a value.
 
+pub mod class;
+pub mod diagnosis;
 mod document;
 mod end;
+pub mod engine;
+mod event;
 mod interval;
 mod lab;
 mod latency;
+mod live;
 mod model;
 pub mod nullable;
 mod number;
 mod plumb;
+mod sink;
 mod start;
+mod top;
 
 pub use document::Document;
 pub use end::{CpuUtilization, End, EndStream, EndSum, TcpEndSide, TcpSum, UdpEndStream, UdpSum};
+pub use event::{Event, LabEvent};
 pub use interval::{Interval, IntervalPlumb, IntervalStream, IntervalSum, LimitedTime};
 pub use lab::{Lab, LabConfigured, LabEmulator, LabMeasured};
 pub use latency::{
     BucketMs, BucketUs, IntervalLatency, Latency, PercentilesUs, ProbeCost, ProbeInterval, Probes,
     Summary, Transactions,
 };
+pub use live::{ConnectionRow, LiveDocument, LiveSampling};
 pub use model::Model;
 pub use number::Real;
 pub use plumb::{
     CgroupCpu, CpuTimes, EndPlumb, PlumbSide, PlumbStream, PlumbUdp, TcpInfo, UdpSummary,
 };
+pub use sink::{Capture, ServerOutput, Sink, Tee};
 pub use start::{Connected, HostPort, Start, TestStart, Timestamp};
+pub use top::TopLine;

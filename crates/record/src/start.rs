@@ -81,6 +81,26 @@ pub struct Connected {
     pub extra: Map<String, Value>,
 }
 
+impl Connected {
+    /// A stream's addresses as a producer knows them (no unknown keys).
+    pub fn new(
+        socket: i32,
+        local_host: String,
+        local_port: u16,
+        remote_host: String,
+        remote_port: u16,
+    ) -> Connected {
+        Connected {
+            socket,
+            local_host,
+            local_port,
+            remote_host,
+            remote_port,
+            extra: Map::new(),
+        }
+    }
+}
+
 /// `start.timestamp`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timestamp {

@@ -3,11 +3,12 @@
 //! against the measurement, the evidence, what else was seen, what to
 //! change on each system, what could not be known and the latency verdict.
 
-use plumb_diagnose::latency::LatencyVerdict;
 use plumb_diagnose::rules::quota_of;
-use plumb_diagnose::{Diagnosis, Evidence, Limit, Status};
+use plumb_diagnose::Evidence;
 use plumb_model::units::{sig, thousands};
 use plumb_model::Rate;
+use plumb_record::diagnosis::LatencyVerdict;
+use plumb_record::diagnosis::{Diagnosis, Limit, Status};
 
 use crate::format::os_name;
 

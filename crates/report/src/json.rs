@@ -10,11 +10,10 @@
 use std::io::Write;
 
 use plumb_record::{self as doc, Document, Real};
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::record::*;
-use crate::Sink;
+use plumb_record::engine::*;
+use plumb_record::{Capture, Event, ServerOutput, Sink};
 
 /// Collects a test's record and writes one JSON document on [`Sink::finish`].
 pub struct JsonSink<W: Write> {
@@ -40,11 +39,6 @@ impl<W: Write> JsonSink<W> {
         let mut d = self.doc.clone();
         fill_empty_parts(&mut d);
         d
-    }
-
-    /// The document as it stands (also used for `server_output_json`).
-    pub fn document(&self) -> Value {
-        self.record().to_value()
     }
 
     /// Gives back the writer.
@@ -93,6 +87,12 @@ impl<W: Write> Sink for JsonSink<W> {
     }
 }
 
+impl<W: Write> Capture for JsonSink<W> {
+    fn output(&self) -> ServerOutput {
+        ServerOutput::Json(Box::new(self.record()))
+    }
+}
+
 /// iperf3 writes `"start": {}` and `"end": {}` for the parts a failed test
 /// never reached.
 fn fill_empty_parts(d: &mut Document) {
@@ -127,38 +127,42 @@ impl<W: Write> JsonStreamSink<W> {
         self.out
     }
 
-    fn event(&mut self, event: &str, data: Value) {
+    fn event(&mut self, event: &Event) {
         if self.broken {
             return;
         }
-        let line = json!({"event": event, "data": data});
+        // Serializing an event cannot fail: its keys are strings and its
+        // numbers are written as null when not finite.
+        let Ok(line) = serde_json::to_string(event) else {
+            return;
+        };
         self.broken = !(writeln!(self.out, "{line}").is_ok() && self.out.flush().is_ok());
     }
 }
 
 impl<W: Write> Sink for JsonStreamSink<W> {
     fn start(&mut self, s: &StartRecord) {
-        self.event("start", value(&start_record(s)));
+        self.event(&Event::Start(Box::new(start_record(s))));
     }
     fn interval(&mut self, i: &IntervalRecord) {
-        self.event("interval", value(&interval_record(i)));
+        self.event(&Event::Interval(Box::new(interval_record(i))));
     }
     fn end(&mut self, e: &EndRecord) {
         if let Some(t) = &e.server_output_text {
-            self.event("server_output_text", json!(t));
+            self.event(&Event::ServerOutputText(t.clone()));
         }
         if let Some(j) = &e.server_output_json {
-            self.event("server_output_json", j.clone());
+            self.event(&Event::ServerOutputJson(j.clone()));
         }
-        self.event("end", value(&end_record(e)));
+        self.event(&Event::End(Box::new(end_record(e))));
         self.ended = true;
     }
     fn error(&mut self, msg: &str) {
-        self.event("error", json!(msg));
+        self.event(&Event::Error(msg.to_string()));
     }
     fn finish(&mut self) -> std::io::Result<()> {
         if !self.ended {
-            self.event("end", json!({}));
+            self.event(&Event::End(Box::default()));
             self.ended = true;
         }
         Ok(())
@@ -227,13 +231,6 @@ pub fn http_date(secs: u64) -> String {
     )
 }
 
-/// A part of the document as a stream event's `data`.
-fn value<T: Serialize>(part: &T) -> Value {
-    // These types serialize to a `Value` without fail: string keys only,
-    // and a non-finite number becomes `null`.
-    serde_json::to_value(part).unwrap_or(Value::Null)
-}
-
 /// A count iperf3 writes as a signed integer.
 fn signed(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -248,19 +245,7 @@ fn start_record(s: &StartRecord) -> doc::Start {
         extra: Map::new(),
     };
     doc::Start {
-        connected: Some(
-            s.connected
-                .iter()
-                .map(|c| doc::Connected {
-                    socket: c.socket,
-                    local_host: c.local_host.clone(),
-                    local_port: c.local_port,
-                    remote_host: c.remote_host.clone(),
-                    remote_port: c.remote_port,
-                    extra: Map::new(),
-                })
-                .collect(),
-        ),
+        connected: Some(s.connected.clone()),
         version: Some(s.version.clone()),
         system_info: Some(s.system_info.clone()),
         timestamp: Some(doc::Timestamp {
@@ -633,6 +618,11 @@ fn end_record(e: &EndRecord) -> doc::End {
 mod tests {
     use super::*;
 
+    /// A part of the document as JSON.
+    fn value<T: serde::Serialize>(part: &T) -> Value {
+        serde_json::to_value(part).expect("serializes")
+    }
+
     #[test]
     fn dates() {
         assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
@@ -683,7 +673,7 @@ mod tests {
             false,
             Protocol::Tcp,
         ));
-        let d = sink.document();
+        let d = sink.record().to_value();
         assert_eq!(d["end"]["sum_received"]["bytes"], 1500);
         assert_eq!(d["end"]["sum_received"]["bits_per_second"], 6000.0);
         assert_eq!(d["end"]["sum_sent"]["retransmits"], 6);
@@ -700,7 +690,7 @@ mod tests {
             true,
             Protocol::Tcp,
         ));
-        let d = sink.document();
+        let d = sink.record().to_value();
         assert_eq!(d["end"]["sum_received"]["bytes"], 1000);
         assert_eq!(d["end"]["sum_received_bidir_reverse"]["bytes"], 700);
         assert_eq!(d["end"]["sum_sent_bidir_reverse"]["sender"], false);
@@ -718,7 +708,7 @@ mod tests {
         });
         let mut sink = JsonSink::new(Vec::new());
         sink.end(&end(vec![s], false, Protocol::Udp));
-        let d = sink.document();
+        let d = sink.record().to_value();
         assert_eq!(d["end"]["sum"]["lost_percent"], 10.0);
         assert_eq!(d["end"]["sum_received"]["bytes"], 900);
         assert_eq!(d["end"]["sum_sent"]["packets"], 100);
@@ -756,7 +746,7 @@ mod tests {
             .collect();
         let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
         assert_eq!(names, ["interval", "server_output_json", "end"]);
-        let mut doc = whole.document();
+        let mut doc = whole.record().to_value();
         // -J gives an empty start when none was recorded; so does the stream.
         doc["start"] = json!({});
         assert_eq!(document_from_events(&text), Some(doc));

@@ -6,8 +6,8 @@ use std::io::Write;
 use plumb_record::UdpSummary;
 
 use crate::format::{bitrate_as, bytes, interval_secs, lost_of, RateFormat};
-use crate::record::*;
-use crate::Sink;
+use plumb_record::engine::*;
+use plumb_record::{Capture, Latency, ServerOutput, Sink};
 
 const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -";
 
@@ -283,11 +283,23 @@ impl<W: Write> Sink for TextSink<W> {
         self.line(line);
     }
 
+    fn latency(&mut self, l: &Latency) {
+        for l in crate::latency::lines(l) {
+            self.line(&l);
+        }
+    }
+
     fn finish(&mut self) -> std::io::Result<()> {
         if self.broken {
             return Ok(());
         }
         self.out.flush()
+    }
+}
+
+impl Capture for TextSink<Vec<u8>> {
+    fn output(&self) -> ServerOutput {
+        ServerOutput::Text(String::from_utf8_lossy(&self.out).into_owned())
     }
 }
 

@@ -20,18 +20,16 @@
 //! [`FlowShape`], which any source fills as far as it can (a capture
 //! fully, a live socket in part); [`Thresholds`] holds every number the
 //! rules use, and `-J` carries it. The answer for a flow that is not bulk
-//! is in `verdict`, the types in `types`, the rules in `rules`; the
+//! is in `verdict`, the order and numbers in `numbers`, the rules in
+//! `rules`; the types are the record's ([`plumb_record::class`]); the
 //! slow-start arithmetic is `plumb_model::slow_start`.
 
+mod numbers;
 mod rules;
-mod types;
 mod verdict;
 
+pub use numbers::{PRECEDENCE, RULES, THRESHOLDS};
 pub use rules::classify;
-pub use types::{
-    ClassRules, Classification, FlowClass, FlowShape, Rule, Run, ServerTime, Thresholds,
-    PRECEDENCE, RULES, THRESHOLDS,
-};
 pub use verdict::class_diagnosis;
 
 #[cfg(test)]

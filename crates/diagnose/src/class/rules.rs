@@ -1,9 +1,11 @@
 //! The class rules: which class a [`FlowShape`] fits, tried in
 //! [`PRECEDENCE`] order, with the rule that fits said in words.
 //!
-//! [`PRECEDENCE`]: super::types::PRECEDENCE
+//! [`PRECEDENCE`]: super::numbers::PRECEDENCE
 
-use super::types::{Classification, FlowClass, FlowShape, Rule, Run, THRESHOLDS};
+use plumb_record::class::{Classification, FlowClass, FlowShape, Rule, Run};
+
+use super::numbers::THRESHOLDS;
 
 /// The flow's class: the first of [`PRECEDENCE`] whose rule fits.
 pub fn classify(s: &FlowShape) -> Classification {

@@ -1,3 +1,5 @@
+use plumb_record::class::{FlowClass, FlowShape, Rule, Run, ServerTime};
+
 use super::*;
 
 /// A flow of one run of `bytes` over `seconds` at `rtt_s`.

@@ -8,10 +8,11 @@
 use plumb_model::slow_start::{slow_start_bytes, slow_start_rounds};
 
 use super::rules::initial_window;
-use super::types::{Classification, FlowClass, FlowShape, Rule, Run};
-use crate::finding::{line, EvidenceLine, Fix};
+use crate::finding::line;
 use crate::human::{human_count, ms, secs};
-use crate::Diagnosis;
+use plumb_record::class::{Classification, FlowClass, FlowShape, Rule, Run};
+use plumb_record::diagnosis::Diagnosis;
+use plumb_record::diagnosis::{EvidenceLine, Fix};
 
 /// The diagnosis of a flow of class `c` (not bulk) measured at
 /// `measured_bps`: no limit, the class's sentence, evidence and fixes.
@@ -35,7 +36,7 @@ pub fn class_diagnosis(shape: &FlowShape, c: &Classification, measured_bps: f64)
         confidence_level: None,
         evidence,
         findings: Vec::new(),
-        figures: crate::Figures::default(),
+        figures: plumb_record::diagnosis::Figures::default(),
         fixes,
         unknown: Vec::new(),
         latency: None,

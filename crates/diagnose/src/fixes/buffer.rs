@@ -14,8 +14,8 @@ use plumb_model::{tcp, Bytes};
 
 use super::command::fix;
 use crate::evidence::Evidence;
-use crate::figures::Figures;
-use crate::finding::Fix;
+use plumb_record::diagnosis::Figures;
+use plumb_record::diagnosis::Fix;
 
 /// The fixes for the receive window (`recv`) or the send buffer.
 pub(super) fn fixes(recv: bool, ev: &Evidence, figures: &Figures) -> Vec<Fix> {

@@ -1,6 +1,6 @@
 //! Building a [`Fix`], and the `-b` argument a fix's command offers.
 
-use crate::finding::Fix;
+use plumb_record::diagnosis::Fix;
 
 /// A fix on `os`: why (`note`), what the model expects afterwards, and the
 /// commands.

@@ -5,8 +5,8 @@ use plumb_model::units::sig;
 
 use super::command::fix;
 use crate::evidence::Evidence;
-use crate::finding::Fix;
 use crate::rules::cpu::quota_binds;
+use plumb_record::diagnosis::Fix;
 
 /// A quota that ran out first (the limit is then the container's, not the
 /// cycles each byte costs), then the cycles.

@@ -4,8 +4,8 @@
 
 use super::command::{fix, rate_arg};
 use crate::evidence::Evidence;
-use crate::figures::Figures;
-use crate::finding::{Finding, Fix, Limit};
+use plumb_record::diagnosis::Figures;
+use plumb_record::diagnosis::{Finding, Fix, Limit};
 
 /// The fixes for TCP loss. The loss finding's Mathis bound, when it has
 /// one, says what parallel streams would reach.

@@ -13,9 +13,9 @@ mod cpu;
 mod loss;
 
 use crate::evidence::Evidence;
-use crate::figures::Figures;
-use crate::finding::{Finding, Fix, Limit};
 use command::{fix, rate_arg};
+use plumb_record::diagnosis::Figures;
+use plumb_record::diagnosis::{Finding, Fix, Limit};
 
 /// What to change for `limit`. Every figure comes from `figures`, the one
 /// set the whole answer uses: the window needed, the buffer to allow, the

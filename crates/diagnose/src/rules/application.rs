@@ -2,10 +2,11 @@
 //! to send for part of the test.
 
 use super::context::Context;
-use crate::finding::{line, EvidenceKind, Limit};
+use crate::finding::line;
 use crate::human::{mbps, pct};
 use crate::seen::Seen;
 use crate::tolerance::TOLERANCE;
+use plumb_record::diagnosis::{EvidenceKind, Limit};
 
 /// A rate cap predicts itself; without one, the time the sender was not
 /// busy shows the application setting the pace (no rate model).

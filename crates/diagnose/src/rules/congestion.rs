@@ -3,10 +3,11 @@
 //! test). It runs after the other rules are weighed.
 
 use super::context::Context;
-use crate::finding::{line, Limit};
+use crate::finding::line;
 use crate::human::{bytes, mbps, ms};
 use crate::seen::Seen;
 use crate::tolerance::TOLERANCE;
+use plumb_record::diagnosis::Limit;
 
 /// The largest congestion window per round trip, when the loss is quiet
 /// (under 0.01 %) and the rate is below the link's goodput. The caller

@@ -3,9 +3,10 @@
 //! worked out once per diagnosis from the [`Evidence`].
 
 use crate::evidence::{Evidence, LinkRate, LinkSource};
-use crate::figures::Figures;
-use crate::finding::{line, EvidenceKind, EvidenceLine};
+use crate::finding::line;
 use crate::path::PathFull;
+use plumb_record::diagnosis::Figures;
+use plumb_record::diagnosis::{EvidenceKind, EvidenceLine};
 
 /// One test's evidence with the figures the rules share.
 pub(crate) struct Context<'a> {
@@ -47,7 +48,7 @@ impl<'a> Context<'a> {
             mss: ev.mss(),
             ts,
             full: if ts { 1448 } else { 1460 },
-            figures: Figures::base(ev, ts),
+            figures: crate::figures::base(ev, ts),
             measured: ev.measured_bps,
             counters_known: ev.streams.iter().any(|s| s.busy_us.is_some()),
             busy: ev.fraction(|s| s.busy_us),

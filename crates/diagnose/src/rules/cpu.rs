@@ -9,10 +9,11 @@ use plumb_model::units::sig;
 
 use super::context::Context;
 use crate::evidence::{Cpu, Evidence};
-use crate::finding::{line, Confidence, EvidenceLine, Finding, Limit, Status};
+use crate::finding::line;
 use crate::human::mbps;
 use crate::seen::Seen;
 use crate::tolerance::{MISSING_FACTOR, TOLERANCE};
+use plumb_record::diagnosis::{Confidence, EvidenceLine, Finding, Limit, Status};
 
 /// The share of the test a data thread must spend running or waiting to run
 /// for the CPU to bind: a thread that is runnable most of the time never

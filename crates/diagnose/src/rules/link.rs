@@ -6,11 +6,12 @@ use plumb_model::units::sig;
 
 use super::context::Context;
 use crate::evidence::LinkSource;
-use crate::finding::{line, EvidenceKind, Limit};
+use crate::finding::line;
 use crate::human::mbps;
 use crate::path::PathFull;
 use crate::seen::Seen;
 use crate::tolerance::{explains, TOLERANCE};
+use plumb_record::diagnosis::{EvidenceKind, Limit};
 
 /// The link, when its goodput explains the measured rate. A measurement
 /// the stated link cannot carry adds a line to `unknown` instead.

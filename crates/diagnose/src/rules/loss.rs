@@ -7,10 +7,11 @@ use plumb_model::units::sig;
 use plumb_model::{Bytes, LossRate, Rtt};
 
 use super::context::Context;
-use crate::finding::{line, EvidenceLine, Limit};
+use crate::finding::line;
 use crate::human::{mbps, ms};
 use crate::seen::Seen;
 use crate::tolerance::explains;
+use plumb_record::diagnosis::{EvidenceLine, Limit};
 
 /// The tolerance of the Mathis loss bound. Its constant depends on the ACK
 /// strategy and loss pattern (√(3/2) = 1.22, used here, for periodic loss

@@ -26,9 +26,6 @@ mod receive_window;
 mod send_buffer;
 mod udp_loss;
 
-pub use crate::diagnosis::Diagnosis;
-pub use crate::figures::Figures;
-pub use crate::finding::{Confidence, EvidenceKind, EvidenceLine, Finding, Fix, Limit, Status};
 pub use crate::human::{human_count, human_rate};
 pub use crate::payload::{efficiency, sndbuf_payload, udp_efficiency, UDP_PAYLOAD};
 pub use crate::summary::lead;
@@ -42,6 +39,8 @@ pub use cpu::{
 pub use loss::MATHIS_TOLERANCE;
 pub use send_buffer::SNDBUF_TOLERANCE;
 pub use udp_loss::UDP_LOSS_SEEN;
+
+use plumb_record::diagnosis::{Diagnosis, Finding, Limit};
 
 use crate::evidence::Evidence;
 use crate::path;

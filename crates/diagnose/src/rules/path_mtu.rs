@@ -7,11 +7,12 @@ use plumb_model::units::sig;
 
 use super::context::Context;
 use crate::evidence::LinkSource;
-use crate::finding::{line, Limit};
+use crate::finding::line;
 use crate::human::mbps;
 use crate::payload::efficiency;
 use crate::seen::Seen;
 use crate::tolerance::TOLERANCE;
+use plumb_record::diagnosis::Limit;
 
 /// An MSS under 1200 B on a link whose rate is stated or read from the
 /// interface.

@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use super::context::Context;
-use crate::finding::{line, Limit};
+use crate::finding::line;
 use crate::human::{bytes, mbps, ms, pct};
 use crate::seen::Seen;
 use crate::tolerance::TOLERANCE;
+use plumb_record::diagnosis::Limit;
 
 /// The third field of `net.ipv4.tcp_rmem` ("min default max"), the most
 /// receive-buffer autotuning grows to.

@@ -3,10 +3,11 @@
 
 use super::context::Context;
 use super::receive_window::mem_max;
-use crate::finding::{line, Limit};
+use crate::finding::line;
 use crate::human::{bytes, mbps, ms, pct};
 use crate::payload::sndbuf_payload;
 use crate::seen::Seen;
+use plumb_record::diagnosis::Limit;
 
 /// The tolerance of the send-buffer model, wider because the payload share
 /// of a buffer ([`sndbuf_payload`]) is itself an estimate: in the lab the

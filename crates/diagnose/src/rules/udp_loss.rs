@@ -8,10 +8,11 @@
 use plumb_model::units::thousands;
 
 use super::context::Context;
-use crate::finding::{line, Limit};
+use crate::finding::line;
 use crate::human::pct;
 use crate::seen::Seen;
 use crate::tolerance::{explains, TOLERANCE};
+use plumb_record::diagnosis::Limit;
 
 /// A UDP receiver that lost at least this share of the datagrams sent is
 /// shown with the loss; below it, loss is noise for a rate question.

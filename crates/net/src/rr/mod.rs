@@ -11,7 +11,7 @@
 //! - [`probe`]: the `--latency` probe connection and what it cost.
 //! - [`stats`]: counts and histograms (`hdrhistogram`, nanoseconds, three
 //!   significant digits) summed into the document's latency objects
-//!   ([`plumb_record::Latency`]), which `plumb_report::latency` prints.
+//!   ([`plumb_record::Latency`]), which the sinks print.
 //!
 //! The counters the loops write live with the other data-thread state in
 //! [`crate::datathread`].

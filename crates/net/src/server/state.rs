@@ -9,9 +9,8 @@ use std::os::unix::net::UnixDatagram;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use plumb_report::Sink;
-
 use super::admission::{Registry, Slots};
+use super::printer::Printer;
 use crate::config::{canonical, ServerConfig};
 use crate::sockets::DataOptions;
 
@@ -27,7 +26,7 @@ pub(crate) struct Rebind {
 /// What the gate and the test threads share.
 pub(crate) struct ServerState<'a> {
     pub cfg: &'a ServerConfig,
-    pub make_sink: &'a (dyn Fn() -> Box<dyn Sink> + Sync),
+    pub printer: &'a dyn Printer,
     pub registry: Registry<Incoming>,
     pub slots: Arc<Slots>,
     /// One test at a time binds the unconnected UDP socket that takes hellos.

@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 use plumb_proto::params::TestParams;
 use plumb_proto::server::{ServerControl, ServerEvent};
 use plumb_proto::{auth, stream_id, udp, Cookie, State};
-use plumb_report::json::JsonSink;
-use plumb_report::text::TextSink;
-use plumb_report::{EndRecord, IntervalRecord, Role, Sink, StartRecord};
+use plumb_record::engine::{EndRecord, IntervalRecord, Protocol, Role, StartRecord};
+use plumb_record::{Capture, Latency, ServerOutput, Sink};
 
 use super::admission::{code, cookie_key, Slot};
 use super::state::{log, ServerState};
@@ -59,7 +58,7 @@ pub(crate) struct Admitted {
 pub(crate) fn run(shared: &ServerState<'_>, a: Admitted) -> Result<String, TestError> {
     let peer = a.peer;
     let test_no = a.test_no;
-    let mut sink = (shared.make_sink)();
+    let mut sink = shared.printer.sink();
     let result = Test::new(shared, a, sink.as_mut()).drive();
     if let Err(e) = &result {
         sink.error(&e.to_string());
@@ -78,29 +77,15 @@ pub(crate) fn run(shared: &ServerState<'_>, a: Admitted) -> Result<String, TestE
 /// an iperf3 server returns whichever it prints.
 struct Tee<'a> {
     main: &'a mut dyn Sink,
-    capture: Capture,
+    capture: Box<dyn Capture>,
 }
 
-enum Capture {
-    Text(TextSink<Vec<u8>>),
-    Json(Box<JsonSink<Vec<u8>>>),
-}
-
-impl Capture {
-    fn sink(&mut self) -> &mut dyn Sink {
-        match self {
-            Capture::Text(t) => t,
-            Capture::Json(j) => j.as_mut(),
-        }
-    }
-
+impl Tee<'_> {
     /// Puts the captured report into the results sent to the client.
     fn attach(&self, r: &mut plumb_proto::results::Results) {
-        match self {
-            Capture::Text(t) => {
-                r.server_output_text = Some(String::from_utf8_lossy(t.get_ref()).into_owned());
-            }
-            Capture::Json(j) => r.server_output_json = Some(j.document()),
+        match self.capture.output() {
+            ServerOutput::Text(t) => r.server_output_text = Some(t),
+            ServerOutput::Json(d) => r.server_output_json = Some(d.to_value()),
         }
     }
 }
@@ -108,23 +93,27 @@ impl Capture {
 impl Sink for Tee<'_> {
     fn start(&mut self, s: &StartRecord) {
         self.main.start(s);
-        self.capture.sink().start(s);
+        self.capture.start(s);
     }
     fn interval(&mut self, i: &IntervalRecord) {
         self.main.interval(i);
-        self.capture.sink().interval(i);
+        self.capture.interval(i);
     }
     fn end(&mut self, e: &EndRecord) {
         self.main.end(e);
-        self.capture.sink().end(e);
+        self.capture.end(e);
     }
     fn error(&mut self, m: &str) {
         self.main.error(m);
-        self.capture.sink().error(m);
+        self.capture.error(m);
     }
     fn note(&mut self, l: &str) {
         self.main.note(l);
-        self.capture.sink().note(l);
+        self.capture.note(l);
+    }
+    fn latency(&mut self, l: &Latency) {
+        self.main.latency(l);
+        self.capture.latency(l);
     }
     fn finish(&mut self) -> io::Result<()> {
         self.main.finish()
@@ -175,11 +164,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             epoch: a.epoch,
             tee: Tee {
                 main: sink,
-                capture: if shared.cfg.json_output {
-                    Capture::Json(Box::new(JsonSink::new(Vec::new())))
-                } else {
-                    Capture::Text(TextSink::new(Vec::new(), false))
-                },
+                capture: shared.printer.capture(),
             },
             session: None,
             out: Vec::with_capacity(1024),
@@ -238,7 +223,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         // first UDP hello follows it within microseconds.
         let mut session = Session::new(plan.clone(), self.shared.cfg.interval);
         match plan.protocol {
-            plumb_report::Protocol::Tcp => {
+            Protocol::Tcp => {
                 // Listener options reach the SYN-ACK only through a new
                 // listener; that is safe only while no other test can be
                 // connecting (one slot). Otherwise they are set after accept.
@@ -275,7 +260,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 }
                 r.map_err(|e| self.fail(204, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
             }
-            plumb_report::Protocol::Udp => {
+            Protocol::Udp => {
                 let lock = self.udp_setup_lock()?;
                 let first = sockets::bind_udp(
                     self.shared.port,
@@ -834,7 +819,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         }
         self.tee.end(&end);
         if self.params.get_server_output {
-            self.tee.capture.attach(&mut local);
+            self.tee.attach(&mut local);
         }
         let _ = self.machine.send_results(&local);
         // The client may now finish and start its next test at once.
@@ -845,15 +830,14 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             .iter()
             .map(|x| x.received.seconds)
             .fold(0.0, f64::max);
+        let bps = if secs > 0.0 {
+            received as f64 * 8.0 / secs
+        } else {
+            0.0
+        };
         Ok(format!(
-            "{summary}: {} received, {}{}",
-            plumb_report::format::bytes(received as f64).trim(),
-            plumb_report::format::bitrate(if secs > 0.0 {
-                received as f64 * 8.0 / secs
-            } else {
-                0.0
-            })
-            .trim(),
+            "{summary}: {}{}",
+            self.shared.printer.received(received, bps),
             if others > 0 {
                 format!(" ({others} other test(s) at the same time)")
             } else {
@@ -912,6 +896,6 @@ mod tests {
             protocol: WireProtocol::Sctp,
             ..TestParams::default()
         };
-        assert_eq!(Plan::of(&p).protocol, plumb_report::Protocol::Tcp);
+        assert_eq!(Plan::of(&p).protocol, Protocol::Tcp);
     }
 }

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use plumb_diagnose::class::FlowClass;
-use plumb_diagnose::Limit;
 use plumb_live::evidence::{explain_classed, Context};
 use plumb_live::sys::Dumper;
 use plumb_live::{Conn, Role, Track};
+use plumb_record::class::FlowClass;
+use plumb_record::diagnosis::Limit;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 

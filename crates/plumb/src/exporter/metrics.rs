@@ -11,7 +11,7 @@
 
 use std::sync::atomic::AtomicU64;
 
-use plumb_diagnose::Diagnosis;
+use plumb_record::diagnosis::Diagnosis;
 use plumb_record::{Document, EndSum, Real};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;

@@ -14,7 +14,7 @@ use super::{captures_dir, Run};
 /// The classes a flow can be labelled with, as `-J` will name them.
 pub const CLASSES: [&str; 4] = ["short", "request_response", "interactive", "bulk"];
 
-/// The limits a bulk flow's cause can name (`plumb_diagnose::Limit`).
+/// The limits a bulk flow's cause can name (`plumb_record::diagnosis::Limit`).
 pub const CAUSES: [&str; 8] = [
     "receive_window",
     "send_buffer",

@@ -6,10 +6,10 @@
 //! every system's fixes and what a capture cannot know.
 
 use plumb_capture::Explanation;
-use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::rules::{human_count, human_rate};
-use plumb_diagnose::{Diagnosis, EvidenceLine, Fix};
 use plumb_model::units::{sig, thousands};
+use plumb_record::class::FlowClass;
+use plumb_record::diagnosis::{Diagnosis, EvidenceLine, Fix};
 
 use crate::format::os_name;
 

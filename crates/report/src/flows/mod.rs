@@ -12,8 +12,8 @@ mod flow;
 mod summary;
 
 use plumb_capture::{CaptureDocument, Duplicates, Explanation};
-use plumb_diagnose::class::FlowClass;
 use plumb_diagnose::rules::human_count;
+use plumb_record::class::FlowClass;
 
 pub use flow::MAX_LINES;
 

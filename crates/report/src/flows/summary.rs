@@ -3,8 +3,9 @@
 //! bulk flows ranked, busiest first, each with its one-line verdict.
 
 use plumb_capture::Explanation;
-use plumb_diagnose::class::{FlowClass, PRECEDENCE};
+use plumb_diagnose::class::PRECEDENCE;
 use plumb_diagnose::rules::{human_count, human_rate};
+use plumb_record::class::FlowClass;
 
 /// Bulk flows in the ranking.
 const RANKED: usize = 10;

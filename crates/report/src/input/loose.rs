@@ -1,8 +1,7 @@
 //! Lenient field types for the objects the record crate leaves untyped
-//! (`diagnosis`, `plumb live`'s `live` and `connections`, `plumb top`
-//! rows): a key that is missing, `null` or of the wrong type reads as
-//! absent rather than failing the whole object, and the readers that need
-//! to tell these apart (a top row's checks) can.
+//! (`diagnosis`, `plumb live`'s `live` and `connections`): a key that is
+//! missing, `null` or of the wrong type reads as absent rather than failing
+//! the whole object, and the readers that need to tell these apart can.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! [`Document`] ([`read_file`], [`read_text`]); the objects the record
 //! keeps as read (`diagnosis`, running connections, a top log's
 //! connections) are read into typed views ([`views::Extras`]), and a top
-//! log's lines into typed rows ([`top_log::TopRow`]). This module and its
+//! log's lines into the record's rows ([`plumb_record::TopLine`]). This module and its
 //! children are the only part of the HTML report that reads JSON.
 
 pub mod loose;
@@ -64,7 +64,10 @@ pub fn document_of(doc: &impl serde::Serialize) -> Result<Document, String> {
 }
 
 /// `doc` with `diagnosis` as its `diagnosis` object, in place of any it had.
-pub fn with_diagnosis(mut doc: Document, diagnosis: &plumb_diagnose::Diagnosis) -> Document {
+pub fn with_diagnosis(
+    mut doc: Document,
+    diagnosis: &plumb_record::diagnosis::Diagnosis,
+) -> Document {
     // Serializing a diagnosis cannot fail: its keys are strings and its
     // numbers are written as null when not finite.
     let v = serde_json::to_value(diagnosis).unwrap_or(Value::Null);

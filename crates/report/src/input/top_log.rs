@@ -1,122 +1,89 @@
 //! `plumb top --json` logs at the edge: telling one from a `--json-stream`
-//! log (whose lines are `{"event":…}`), reading each line into a typed
-//! [`TopRow`] with a one-line reason when it is not one, and carrying the
-//! connections [`crate::top::log`] keeps as a document (`{"plumb_top": …}`)
-//! that [`top_data`] reads back.
+//! log (whose lines are `{"event":…}`), reading each line into the record's
+//! [`TopLine`] with a one-line reason when it is not one ([`parse_line`]),
+//! and carrying the connections [`crate::top::log`] keeps as a document
+//! (`{"plumb_top": …}`) that [`top_data`] reads back.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::loose::Loose;
-use crate::top::{Sample, TopData};
-use plumb_record::Document;
+use crate::top::TopData;
+use plumb_record::{Document, TopLine};
 
 /// The key of a top log's document.
 const KEY: &str = "plumb_top";
 
-/// One line of a top log, as written: each key leniently, so that the
-/// checks of [`TopRow::parse`] can say which key is wrong and how.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct RawRow {
-    event: Loose<Value>,
-    interval: Loose<u64>,
-    local: Loose<String>,
-    remote: Loose<String>,
-    pid: Loose<u64>,
-    command: Loose<String>,
-    congestion: Loose<String>,
-    direction: Loose<String>,
-    rate_bps: Loose<f64>,
-    rtt_ms: Loose<f64>,
-    cwnd_bytes: Loose<f64>,
-    window_bytes: Loose<f64>,
-    retransmits: Loose<f64>,
-    limit: Loose<String>,
-}
-
-/// One line, checked: the connection's identity and the reading.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TopRow {
-    /// This host's address and port.
-    pub local: String,
-    /// The peer's.
-    pub remote: String,
-    /// The owning process.
-    pub pid: Option<u64>,
-    /// Its command name.
-    pub command: Option<String>,
-    /// The congestion control.
-    pub congestion: Option<String>,
-    /// The reading.
-    pub sample: Sample,
+/// A key that is there and not `null`.
+fn given<'a>(o: &'a Map<String, Value>, k: &str) -> Option<&'a Value> {
+    o.get(k).filter(|v| !v.is_null())
 }
 
 /// A required string.
-fn string(v: Loose<String>, k: &str) -> Result<String, String> {
-    v.ok().ok_or_else(|| format!("no \"{k}\" string"))
+fn string(o: &Map<String, Value>, k: &str) -> Result<(), String> {
+    match o.get(k) {
+        Some(Value::String(_)) => Ok(()),
+        _ => Err(format!("no \"{k}\" string")),
+    }
 }
 
 /// A string or `null`.
-fn opt_string(v: Loose<String>, k: &str) -> Result<Option<String>, String> {
-    match v {
-        Loose::Absent | Loose::Null => Ok(None),
-        Loose::Is(s) => Ok(Some(s)),
-        Loose::Wrong => Err(format!("\"{k}\" is not a string or null")),
+fn opt_string(o: &Map<String, Value>, k: &str) -> Result<(), String> {
+    match given(o, k) {
+        None | Some(Value::String(_)) => Ok(()),
+        Some(_) => Err(format!("\"{k}\" is not a string or null")),
     }
 }
 
-/// A number of 0 or more, or `null`.
-fn opt_num(v: Loose<f64>, k: &str) -> Result<Option<f64>, String> {
-    match v {
-        Loose::Absent | Loose::Null => Ok(None),
-        Loose::Is(n) if n >= 0.0 => Ok(Some(n)),
-        _ => Err(format!("\"{k}\" is not a number of 0 or more, or null")),
+/// A number of 0 or more, or `null`; `Some` when it is a number.
+fn opt_num(o: &Map<String, Value>, k: &str) -> Result<Option<f64>, String> {
+    match given(o, k) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|n| *n >= 0.0)
+            .map(Some)
+            .ok_or_else(|| format!("\"{k}\" is not a number of 0 or more, or null")),
     }
 }
 
-impl TopRow {
-    /// Reads one line, or says why it is not a row.
-    pub fn parse(line: &str) -> Result<TopRow, String> {
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            if e.is_eof() {
-                format!("cut short ({e})")
-            } else {
-                format!("not JSON ({e})")
-            }
-        })?;
-        if !v.is_object() {
-            return Err("not a JSON object".into());
-        }
-        let r = RawRow::deserialize(v).map_err(|e| e.to_string())?;
-        if !matches!(r.event, Loose::Absent) {
-            return Err("a --json-stream event among plumb top rows".into());
-        }
-        let interval = r.interval.ok().ok_or("no whole \"interval\" number")?;
-        let rate_bps = opt_num(r.rate_bps, "rate_bps")?.ok_or("no \"rate_bps\" number")?;
-        let pid = match r.pid {
-            Loose::Absent | Loose::Null => None,
-            Loose::Is(p) => Some(p),
-            Loose::Wrong => return Err("\"pid\" is not a whole number or null".into()),
-        };
-        Ok(TopRow {
-            local: string(r.local, "local")?,
-            remote: string(r.remote, "remote")?,
-            pid,
-            command: opt_string(r.command, "command")?,
-            congestion: opt_string(r.congestion, "congestion")?,
-            sample: Sample {
-                interval,
-                direction: string(r.direction, "direction")?,
-                rate_bps,
-                rtt_ms: opt_num(r.rtt_ms, "rtt_ms")?,
-                cwnd_bytes: opt_num(r.cwnd_bytes, "cwnd_bytes")?,
-                window_bytes: opt_num(r.window_bytes, "window_bytes")?,
-                retransmits: opt_num(r.retransmits, "retransmits")?,
-                limit: opt_string(r.limit, "limit")?,
-            },
-        })
+/// Checks a line's keys in the order a reader would name the first wrong
+/// one; what passes reads into a [`TopLine`].
+fn check(o: &Map<String, Value>) -> Result<(), String> {
+    if o.contains_key("event") {
+        return Err("a --json-stream event among plumb top rows".into());
     }
+    if o.get("interval").and_then(Value::as_u64).is_none() {
+        return Err("no whole \"interval\" number".into());
+    }
+    opt_num(o, "rate_bps")?.ok_or("no \"rate_bps\" number")?;
+    if given(o, "pid").is_some_and(|p| p.as_u64().is_none()) {
+        return Err("\"pid\" is not a whole number or null".into());
+    }
+    string(o, "local")?;
+    string(o, "remote")?;
+    opt_string(o, "command")?;
+    opt_string(o, "congestion")?;
+    string(o, "direction")?;
+    for k in ["rtt_ms", "cwnd_bytes", "window_bytes", "retransmits"] {
+        opt_num(o, k)?;
+    }
+    opt_string(o, "limit")
+}
+
+/// Reads one line, or says why it is not a row.
+pub fn parse_line(line: &str) -> Result<TopLine, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| {
+        if e.is_eof() {
+            format!("cut short ({e})")
+        } else {
+            format!("not JSON ({e})")
+        }
+    })?;
+    let Some(o) = v.as_object() else {
+        return Err("not a JSON object".into());
+    };
+    check(o)?;
+    TopLine::deserialize(v).map_err(|e| e.to_string())
 }
 
 /// Whether `text` is a `plumb top --json` log: its first non-blank line is
@@ -124,13 +91,15 @@ impl TopRow {
 pub fn is_top_log(text: &str) -> bool {
     text.lines()
         .find(|l| !l.trim().is_empty())
-        .and_then(|l| serde_json::from_str::<RawRow>(l).ok())
-        .is_some_and(|r| {
-            matches!(r.event, Loose::Absent)
-                && matches!(r.interval, Loose::Is(_))
-                && matches!(r.local, Loose::Is(_))
-                && matches!(r.remote, Loose::Is(_))
-                && !matches!(r.rate_bps, Loose::Absent)
+        .and_then(|l| serde_json::from_str::<Value>(l).ok())
+        .is_some_and(|v| {
+            v.as_object().is_some_and(|o| {
+                !o.contains_key("event")
+                    && o.get("interval").is_some_and(|i| i.as_u64().is_some())
+                    && o.get("local").is_some_and(Value::is_string)
+                    && o.get("remote").is_some_and(Value::is_string)
+                    && o.contains_key("rate_bps")
+            })
         })
 }
 
@@ -170,8 +139,8 @@ mod tests {
     fn rows_checked_key_by_key() {
         let ok =
             r#"{"interval":1,"local":"a","remote":"b","direction":"idle","rate_bps":0,"pid":null}"#;
-        let r = TopRow::parse(ok).expect("a row");
-        assert_eq!((r.pid, r.sample.rate_bps), (None, 0.0));
+        let r = parse_line(ok).expect("a row");
+        assert_eq!((r.pid, r.rate_bps), (None, 0.0));
         for (line, why) in [
             (r#"{"event":"start"}"#, "a --json-stream event"),
             ("[1]", "not a JSON object"),
@@ -190,7 +159,7 @@ mod tests {
                 "\"limit\" is not a string or null",
             ),
         ] {
-            let e = TopRow::parse(line).expect_err(line);
+            let e = parse_line(line).expect_err(line);
             assert!(e.contains(why), "{line}: {e}");
         }
         assert!(is_top_log(&format!("\n{ok}\n")));

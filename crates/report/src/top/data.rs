@@ -31,6 +31,23 @@ pub struct Sample {
     pub limit: Option<String>,
 }
 
+impl Sample {
+    /// The reading a line of the log holds.
+    pub fn of(l: &plumb_record::TopLine) -> Sample {
+        let f = |n: Option<u64>| n.map(|n| n as f64);
+        Sample {
+            interval: l.interval,
+            direction: l.direction.clone(),
+            rate_bps: l.rate_bps,
+            rtt_ms: l.rtt_ms,
+            cwnd_bytes: f(l.cwnd_bytes),
+            window_bytes: f(l.window_bytes),
+            retransmits: f(l.retransmits),
+            limit: l.limit.clone(),
+        }
+    }
+}
+
 /// One connection the page draws, with every reading of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopConn {

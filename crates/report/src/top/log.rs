@@ -1,12 +1,12 @@
 //! Keeping the connections of a `plumb top --json` log the page draws:
-//! every line checked (read into a typed row by
-//! [`crate::input::top_log::TopRow`]), and the [`MAX_DRAWN`] busiest
+//! every line checked (read into the record's [`plumb_record::TopLine`] by
+//! [`crate::input::top_log::parse_line`]), and the [`MAX_DRAWN`] busiest
 //! connections kept with all their readings ([`read_top`]).
 
 use std::collections::HashMap;
 
-use super::data::{TopConn, TopData, MAX_DRAWN};
-use crate::input::top_log::TopRow;
+use super::data::{Sample, TopConn, TopData, MAX_DRAWN};
+use crate::input::top_log::parse_line;
 
 /// What pass one keeps per connection.
 struct Tally {
@@ -30,8 +30,8 @@ pub fn read_top(text: &str) -> Result<TopData, String> {
     let mut tally: HashMap<(String, String), Tally> = HashMap::new();
     let (mut rows, mut first, mut last) = (0u64, u64::MAX, 0u64);
     for (n, line) in lines() {
-        let r = TopRow::parse(line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        let i = r.sample.interval;
+        let r = parse_line(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let i = r.interval;
         let order = tally.len();
         let t = tally.entry((r.local, r.remote)).or_insert(Tally {
             sum_bps: 0.0,
@@ -47,8 +47,8 @@ pub fn read_top(text: &str) -> Result<TopData, String> {
             ));
         }
         t.last = i;
-        t.sum_bps += r.sample.rate_bps;
-        t.busy |= r.sample.direction != "idle" || r.sample.rate_bps > 0.0;
+        t.sum_bps += r.rate_bps;
+        t.busy |= r.direction != "idle" || r.rate_bps > 0.0;
         rows += 1;
         first = first.min(i);
         last = last.max(i);
@@ -75,10 +75,11 @@ pub fn read_top(text: &str) -> Result<TopData, String> {
     let mut conns: Vec<Option<TopConn>> = vec![None; drawn.len()];
     // Pass two: the drawn connections' readings.
     for (_, line) in lines() {
-        let Ok(r) = TopRow::parse(line) else { continue };
+        let Ok(r) = parse_line(line) else { continue };
         let Some(&k) = drawn.get(&(r.local.clone(), r.remote.clone())) else {
             continue;
         };
+        let sample = Sample::of(&r);
         let c = conns[k].get_or_insert_with(|| TopConn {
             local: r.local,
             remote: r.remote,
@@ -90,7 +91,7 @@ pub fn read_top(text: &str) -> Result<TopData, String> {
         c.pid = c.pid.or(r.pid);
         c.command = c.command.take().or(r.command);
         c.congestion = c.congestion.take().or(r.congestion);
-        c.samples.push(r.sample);
+        c.samples.push(sample);
     }
     Ok(TopData {
         rows,

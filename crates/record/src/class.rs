@@ -1,10 +1,12 @@
-//! The types of a flow's class: the classes and their order, the
-//! thresholds, the shape a source measures, and the classification.
+//! The types of a flow's class: the classes, the thresholds and their
+//! order as `-J` states them, the shape a source measures, and the
+//! classification. `plumb_diagnose::class` holds the rules and their
+//! numbers, and classifies.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The class of a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowClass {
     /// Over within a few round trips, or too little to reach a steady rate.
@@ -39,15 +41,6 @@ impl FlowClass {
     }
 }
 
-/// The order in which the classes are tried: the first that fits is the
-/// flow's.
-pub const PRECEDENCE: [FlowClass; 4] = [
-    FlowClass::Bulk,
-    FlowClass::Interactive,
-    FlowClass::RequestResponse,
-    FlowClass::Short,
-];
-
 /// Every number the class rules use (serialized into `-J` as they are).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Thresholds {
@@ -73,33 +66,16 @@ pub struct Thresholds {
     pub idle_pause_min_seconds: f64,
 }
 
-/// The thresholds plumb uses.
-pub const THRESHOLDS: Thresholds = Thresholds {
-    bulk_min_bytes: 64 * 1024,
-    bulk_min_seconds: 0.2,
-    short_max_round_trips: 6,
-    bulk_stall_seconds: 1.0,
-    interactive_idle_share: 0.5,
-    request_response_min_exchanges: 4,
-    idle_pause_round_trips: 2.0,
-    idle_pause_min_seconds: 0.01,
-};
-
 /// The rules as `-J` states them once per document: the order and the
 /// numbers.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct ClassRules {
-    /// [`PRECEDENCE`].
+    /// The order in which the classes are tried: the first that fits is
+    /// the flow's.
     pub precedence: [FlowClass; 4],
-    /// [`THRESHOLDS`].
+    /// The numbers the rules use.
     pub thresholds: Thresholds,
 }
-
-/// [`PRECEDENCE`] and [`THRESHOLDS`] together.
-pub const RULES: ClassRules = ClassRules {
-    precedence: PRECEDENCE,
-    thresholds: THRESHOLDS,
-};
 
 /// One run of data: new bytes one side sent with no turn and no idle pause
 /// in between.

@@ -1,10 +1,17 @@
-//! The record of one test, in the terms iperf3 reports it.
+//! The engine's record of one test, in the terms iperf3 reports it: what
+//! the measuring engine pushes into a [`Sink`](crate::Sink) as the test runs
+//! (its start, each interval, its end), before any printer sums or formats
+//! it.
 //!
 //! Every number here was measured (locally, or by the peer and sent in its
 //! results); printers only sum and format. Times are seconds from the start of
-//! the test, rates are derived from bytes and seconds by the printers.
+//! the test, rates are derived from bytes and seconds by the printers. The
+//! JSON printer turns these records into the [`Document`](crate::Document)'s
+//! parts; a data stream's addresses are the document's own [`Connected`].
 
 use serde_json::Value;
+
+use crate::{Connected, EndPlumb, IntervalPlumb};
 
 /// Transport of the data streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,21 +39,6 @@ pub enum Role {
     Client,
     /// The side that accepted.
     Server,
-}
-
-/// One connected data stream's addresses.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Connected {
-    /// Local identifier shown as `[  5]` (iperf3 shows the socket fd).
-    pub socket: i32,
-    /// Local address.
-    pub local_host: String,
-    /// Local port.
-    pub local_port: u16,
-    /// Peer address.
-    pub remote_host: String,
-    /// Peer port.
-    pub remote_port: u16,
 }
 
 /// The agreed test parameters, as iperf3's `start.test_start`.
@@ -197,7 +189,7 @@ pub struct IntervalRecord {
     /// Every stream, in local order.
     pub streams: Vec<StreamInterval>,
     /// plumb's extras for the interval (request/response latency), under `"plumb"`.
-    pub plumb: Option<plumb_record::IntervalPlumb>,
+    pub plumb: Option<IntervalPlumb>,
 }
 
 /// One direction's totals of a stream.
@@ -291,7 +283,7 @@ pub struct EndRecord {
     /// Congestion control of the receiving end (TCP).
     pub receiver_tcp_congestion: Option<String>,
     /// plumb's evidence beyond iperf3's schema, under the key `"plumb"`.
-    pub plumb: Option<plumb_record::EndPlumb>,
+    pub plumb: Option<EndPlumb>,
     /// The server's report, when `--get-server-output` asked for it: text…
     pub server_output_text: Option<String>,
     /// …or its JSON document, as the server (any iperf3) wrote it.

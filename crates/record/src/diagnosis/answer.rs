@@ -1,5 +1,6 @@
-//! The answer: the primary limit, every finding behind it, the figures,
-//! the fixes and what could not be known ([`Diagnosis`]).
+//! The answer `plumb-diagnose` gives: the primary limit, every finding
+//! behind it, the figures, the fixes and what could not be known
+//! ([`Diagnosis`]).
 //!
 //! It is also the `diagnosis` object of plumb's `-J` documents: serialized,
 //! its fields are that object's keys in their order, and the document's
@@ -8,9 +9,9 @@
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::figures::Figures;
-use crate::finding::{Confidence, EvidenceLine, Finding, Fix, Limit};
-use crate::latency::LatencyVerdict;
+use super::figures::Figures;
+use super::finding::{Confidence, EvidenceLine, Finding, Fix, Limit};
+use super::latency::LatencyVerdict;
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -98,7 +99,7 @@ impl Diagnosis {
 mod limit_or_unexplained {
     use serde::{Deserialize, Deserializer};
 
-    use crate::finding::Limit;
+    use crate::diagnosis::finding::Limit;
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
         #[derive(Deserialize)]

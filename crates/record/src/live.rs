@@ -1,0 +1,68 @@
+//! The `-J` document of `plumb why` on running connections
+//! ([`LiveDocument`]): the filter and the sampling time, one row per
+//! connection (who, which way the data goes, its rate and its diagnosis),
+//! and the first diagnosis found.
+
+use serde::{Deserialize, Serialize};
+
+use crate::class::FlowClass;
+use crate::diagnosis::Diagnosis;
+
+/// The whole document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveDocument {
+    /// What was sampled.
+    pub live: LiveSampling,
+    /// One row per matching connection, busiest first.
+    pub connections: Vec<ConnectionRow>,
+    /// The first row's diagnosis that there is (`null`: none).
+    pub diagnosis: Option<Diagnosis>,
+}
+
+/// `live`: the filter in words and the seconds sampled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LiveSampling {
+    /// The filter, in words (`--port 5201`).
+    pub filter: String,
+    /// Seconds sampled.
+    pub seconds: f64,
+}
+
+/// One connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRow {
+    /// Local address and port.
+    pub local: String,
+    /// Remote address and port.
+    pub remote: String,
+    /// Local port.
+    pub local_port: u16,
+    /// Remote port.
+    pub remote_port: u16,
+    /// The owning process (`null`: unknown).
+    pub pid: Option<u32>,
+    /// Its command name (`null`: unknown).
+    pub command: Option<String>,
+    /// The congestion control (`null`: not reported).
+    pub congestion: Option<String>,
+    /// `sender`, `receiver` or `idle`.
+    pub this_host: String,
+    /// Its class over the period (`null`: nothing measured).
+    pub class: Option<FlowClass>,
+    /// The class rule that fits, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_why: Option<String>,
+    /// The connection closed while sampled.
+    pub closed: bool,
+    /// Its rate, bit/s (left out when there were too few samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// Samples taken (left out when there were too few).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u32>,
+    /// `plumb why`'s diagnosis object (`null`: nothing to measure).
+    pub diagnosis: Option<Diagnosis>,
+    /// Why there is no diagnosis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
