@@ -187,7 +187,9 @@ fn connect_control(
     ));
     let mut last = None;
     for a in &addrs {
-        match sockets::connect_tcp(*a, cfg.bind, None, cfg.connect_timeout, |_| Ok(())) {
+        match sockets::connect_tcp(*a, cfg.bind, None, cfg.connect_timeout, |s| {
+            cfg.local.control(s)
+        }) {
             Ok(s) => return Ok((s, *a)),
             Err(e) => last = Some(e),
         }
@@ -646,15 +648,18 @@ fn connect_streams(
         let socket = match plan.protocol {
             Protocol::Tcp => {
                 let mut s = sockets::connect_tcp(server, cfg.bind, port, timeout, |sock| {
-                    sockets::pre_connect(sock, opts, sender, !sender, true)
+                    sockets::pre_connect(sock, opts, sender, !sender, true)?;
+                    cfg.local.tcp_data(sock)
                 })
                 .map_err(TestError::Stream)?;
                 s.write_all(cookie.as_bytes()).map_err(TestError::Stream)?;
                 StreamSocket::Tcp(Arc::new(s))
             }
             Protocol::Udp => {
-                let s = sockets::connect_udp(server, cfg.bind, port, opts)
-                    .map_err(TestError::Stream)?;
+                let s = sockets::connect_udp(server, cfg.bind, port, opts, |sock| {
+                    cfg.local.udp_data(sock)
+                })
+                .map_err(TestError::Stream)?;
                 udp_hello(&s, !sender).map_err(TestError::Stream)?;
                 StreamSocket::Udp(Arc::new(s))
             }

@@ -170,6 +170,9 @@ pub struct ClientConfig {
     pub spec: TestSpec,
     /// `--username` with `--rsa-public-key-path`: authenticate to the server.
     pub auth: Option<ClientAuth>,
+    /// This end's own socket options (`--bind-dev`, `--cntl-ka`,
+    /// `--snd-timeout`, `--dont-fragment`).
+    pub local: crate::local::LocalOptions,
 }
 
 /// What a client needs to authenticate (spec §10).

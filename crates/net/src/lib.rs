@@ -46,6 +46,7 @@ pub mod datathread;
 pub mod end_plumb;
 pub mod errors;
 pub mod host;
+pub mod local;
 pub mod pacing;
 pub mod procfs;
 pub mod rr;

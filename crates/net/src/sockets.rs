@@ -230,15 +230,18 @@ fn udp_buffers(sock: &Socket, o: &DataOptions) {
     let _ = sockopt::set_timestamp_ns(sock.as_fd(), true);
 }
 
-/// A UDP socket connected to `addr`, optionally bound first.
+/// A UDP socket connected to `addr`, optionally bound first, with
+/// `prepare`'s options set before it connects.
 pub fn connect_udp(
     addr: SocketAddr,
     bind: Option<IpAddr>,
     local_port: Option<u16>,
     o: &DataOptions,
+    prepare: impl FnOnce(&Socket) -> io::Result<()>,
 ) -> io::Result<UdpSocket> {
     let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     pre_connect(&sock, o, true, true, false)?;
+    prepare(&sock)?;
     udp_buffers(&sock, o);
     let ip = bind.unwrap_or(if addr.is_ipv4() {
         IpAddr::V4(Ipv4Addr::UNSPECIFIED)

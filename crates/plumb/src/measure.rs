@@ -21,6 +21,7 @@ use crate::cli::usage_error;
 
 mod daemon;
 mod harden;
+mod local;
 mod refused;
 mod server_printer;
 
@@ -199,6 +200,9 @@ pub struct MeasureArgs {
     /// Server limits and authentication (see measure/harden.rs).
     #[command(flatten)]
     pub harden: harden::HardenArgs,
+    /// This end's own socket options (measure/local.rs).
+    #[command(flatten)]
+    pub local: local::LocalArgs,
     /// iperf3's flags plumb refuses, each with its reason (measure/refused.rs).
     #[command(flatten)]
     pub refused: refused::RefusedArgs,
@@ -720,6 +724,7 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
         rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
         spec,
         auth,
+        local: a.local.options(),
     })
 }
 
@@ -752,6 +757,13 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             return Ok(usage_error(
                 "--report is a client flag: the client writes the report",
             ));
+        }
+        if let Some(flag) = a.local.first_given() {
+            let why = match flag {
+                "--bind-dev" | "--snd-timeout" => "iperf3's server takes it, plumb's not yet",
+                _ => "as in iperf3",
+            };
+            return Ok(usage_error(format!("{flag} is a client option ({why})")));
         }
         if a.affinity.is_some_and(|x| x.server.is_some()) {
             return Ok(usage_error(

@@ -329,3 +329,73 @@ fn format_sets_the_bitrate_unit() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--cntl-ka` puts a keepalive timer on the control connection (ss shows
+/// it while the test runs), `--bind-dev lo` reaches loopback, and a device
+/// that does not exist is one line naming it.
+#[test]
+fn socket_options_reach_the_sockets() {
+    let p = port();
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let ps = p.to_string();
+    let mut client = std::process::Command::new(plumb_bin())
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &ps,
+            "-t",
+            "2",
+            "-b",
+            "10M",
+            "--cntl-ka=60/5/3",
+            "--bind-dev",
+            "lo",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("client");
+    let t0 = std::time::Instant::now();
+    let mut seen = String::new();
+    while t0.elapsed() < Duration::from_secs(3) && !seen.contains("keepalive") {
+        std::thread::sleep(Duration::from_millis(200));
+        let ss = std::process::Command::new("ss")
+            .args([
+                "-tno",
+                "state",
+                "established",
+                &format!("( dport = :{ps} )"),
+            ])
+            .output()
+            .expect("ss");
+        seen = String::from_utf8_lossy(&ss.stdout).into_owned();
+    }
+    let status = client.wait().expect("client ends");
+    drop(server);
+    assert!(
+        seen.contains("timer:(keepalive"),
+        "no keepalive timer: {seen}"
+    );
+    assert!(status.success(), "a test bound to lo");
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &ps,
+            "--bind-dev",
+            "nosuchdev0",
+            "--connect-timeout",
+            "300",
+        ],
+        Duration::from_secs(10),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.lines().count() <= 2 && err.contains("--bind-dev nosuchdev0"),
+        "{err}"
+    );
+}

@@ -19,26 +19,18 @@ pub struct RefusedArgs {
     debug: Option<Option<String>>,
     #[arg(long = "json-stream-full-output", hide = true)]
     json_stream_full_output: bool,
-    #[arg(long = "bind-dev", hide = true, value_name = "DEV")]
-    bind_dev: Option<String>,
     #[arg(short = 'L', long = "flowlabel", hide = true, value_name = "N")]
     flowlabel: Option<String>,
     #[arg(short = 'F', long = "file", hide = true, value_name = "NAME")]
     file: Option<String>,
     #[arg(long = "timestamps", hide = true, num_args = 0..=1, require_equals = true, value_name = "FORMAT")]
     timestamps: Option<Option<String>>,
-    #[arg(long = "dont-fragment", hide = true)]
-    dont_fragment: bool,
     #[arg(long = "fq-rate", hide = true, value_name = "RATE")]
     fq_rate: Option<String>,
     #[arg(long = "pacing-timer", hide = true, value_name = "US")]
     pacing_timer: Option<String>,
     #[arg(long = "idle-timeout", hide = true, value_name = "SECS")]
     idle_timeout: Option<String>,
-    #[arg(long = "snd-timeout", hide = true, value_name = "MS")]
-    snd_timeout: Option<String>,
-    #[arg(long = "cntl-ka", hide = true, num_args = 0..=1, require_equals = true, value_name = "IDLE/INTV/CNT")]
-    cntl_ka: Option<Option<String>>,
     #[arg(short = 'm', long = "mptcp", hide = true)]
     mptcp: bool,
 }
@@ -61,16 +53,12 @@ impl RefusedArgs {
                 "--json-stream-full-output",
                 NOT_YET,
             ),
-            (self.bind_dev.is_some(), "--bind-dev", NOT_YET),
             (self.flowlabel.is_some(), "-L/--flowlabel", NOT_YET),
             (self.file.is_some(), "-F/--file", NOT_YET),
             (self.timestamps.is_some(), "--timestamps", NOT_YET),
-            (self.dont_fragment, "--dont-fragment", NOT_YET),
             (self.fq_rate.is_some(), "--fq-rate", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NOT_YET),
             (self.idle_timeout.is_some(), "--idle-timeout", NOT_YET),
-            (self.snd_timeout.is_some(), "--snd-timeout", NOT_YET),
-            (self.cntl_ka.is_some(), "--cntl-ka", NOT_YET),
             (self.mptcp, "-m/--mptcp", NOT_YET),
         ];
         given
