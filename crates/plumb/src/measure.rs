@@ -24,6 +24,7 @@ mod harden;
 mod local;
 mod refused;
 mod server_printer;
+mod stamp;
 
 /// iperf3's client and server flags.
 #[derive(Debug, Args, Clone, Default)]
@@ -85,6 +86,9 @@ pub struct MeasureArgs {
     /// iperf3's verbose output; plumb why: every flow, with everything known of it
     #[arg(short = 'V', long = "verbose")]
     pub verbose: bool,
+    /// Start each line of the text output with the time, in strftime's FORMAT [default: "%c "]
+    #[arg(long = "timestamps", num_args = 0..=1, require_equals = true, default_missing_value = stamp::DEFAULT_FORMAT, value_name = "FORMAT", value_parser = check_stamp)]
+    pub timestamps: Option<String>,
     /// Bitrate unit of the text output: k m g t (bits/sec), K M G T (bytes/sec) [default: adaptive]
     #[arg(short = 'f', long = "format", value_name = "k|m|g|t|K|M|G|T", value_parser = plumb_report::format::RateFormat::parse)]
     pub format: Option<plumb_report::format::RateFormat>,
@@ -94,6 +98,9 @@ pub struct MeasureArgs {
     /// Output iperf3's line-delimited JSON events as they happen (iperf3 3.17+)
     #[arg(long = "json-stream")]
     pub json_stream: bool,
+    /// With --json-stream: also the whole -J document after the events (iperf3 3.19+)
+    #[arg(long = "json-stream-full-output", requires = "json_stream")]
+    pub json_stream_full_output: bool,
     /// Server: handle one test, then exit
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
@@ -359,6 +366,11 @@ pub fn traffic_flag_given(a: &MeasureArgs) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(given, name)| given.then_some(name))
+}
+
+/// A `--timestamps` format strftime can read.
+fn check_stamp(s: &str) -> Result<String, String> {
+    stamp::check(s).map(|()| s.to_string())
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {
@@ -694,10 +706,24 @@ impl Sink for ErrorsToStderr<'_> {
 /// `flush` makes the text printer flush every line.
 fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
     if a.json_stream {
-        Box::new(JsonStreamSink::new(out))
+        let sink = JsonStreamSink::new(out);
+        if a.json_stream_full_output {
+            Box::new(sink.with_full_output())
+        } else {
+            Box::new(sink)
+        }
     } else if a.json {
         Box::new(JsonSink::new(out))
     } else {
+        let out: Box<dyn Write> = if a.timestamps.is_some() || a.title.is_some() {
+            Box::new(stamp::Stamped::new(
+                out,
+                a.timestamps.as_deref(),
+                a.title.as_deref(),
+            ))
+        } else {
+            out
+        };
         Box::new(TextSink::new(out, flush).with_format(a.format.unwrap_or_default()))
     }
 }

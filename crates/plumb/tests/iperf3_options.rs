@@ -399,3 +399,111 @@ fn socket_options_reach_the_sockets() {
         "{err}"
     );
 }
+
+/// `--json-stream-full-output`: the events, one a line, then the whole
+/// `-J` document, as iperf3 3.19+ writes them; without `--json-stream` the
+/// flag is refused, not ignored.
+#[test]
+fn json_stream_full_output_follows_the_events_with_the_document() {
+    let p = port();
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let ps = p.to_string();
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &ps,
+            "-t",
+            "0.5",
+            "--json-stream",
+            "--json-stream-full-output",
+        ],
+        Duration::from_secs(20),
+    );
+    drop(server);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.starts_with("{\"event\""))
+        .collect();
+    assert!(events.len() >= 3, "start, intervals, end: {text}");
+    assert!(events
+        .last()
+        .is_some_and(|l| l.starts_with("{\"event\":\"end\"")));
+    let rest: String = text
+        .lines()
+        .skip(events.len())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let doc: serde_json::Value =
+        serde_json::from_str(&rest).expect("the whole document after the events");
+    assert!(num(&doc, "end.sum_received.bytes") > 0.0, "{rest}");
+    let alone = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "--json-stream-full-output"],
+        Duration::from_secs(5),
+    );
+    assert_eq!(alone.status.code(), Some(2));
+}
+
+/// `--timestamps=FORMAT` and `-T TITLE` start every text line as iperf3's
+/// do: the time in FORMAT, then `TITLE:  `; `-J` output is left alone.
+#[test]
+fn timestamps_and_title_prefix_every_text_line() {
+    let p = port();
+    let ps = p.to_string();
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &ps,
+            "-t",
+            "0.5",
+            "--timestamps=%Y|%m ",
+            "-T",
+            "backup",
+        ],
+        Duration::from_secs(20),
+    );
+    drop(server);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let shaped = |l: &str| {
+        let b = l.as_bytes();
+        l.len() > 16
+            && b[..4].iter().all(u8::is_ascii_digit)
+            && b[4] == b'|'
+            && b[5..7].iter().all(u8::is_ascii_digit)
+            && l[7..].starts_with(" backup:  ")
+    };
+    assert!(
+        text.lines().count() > 3 && text.lines().all(shaped),
+        "{text}"
+    );
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let json = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &ps,
+            "-t",
+            "0.5",
+            "--timestamps",
+            "-J",
+        ],
+        Duration::from_secs(20),
+    );
+    drop(server);
+    let doc = json_of(&json);
+    assert!(num(&doc, "end.sum_received.bytes") > 0.0);
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("a -J document")
+}

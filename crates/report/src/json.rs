@@ -110,6 +110,9 @@ pub struct JsonStreamSink<W: Write> {
     ended: bool,
     /// Write errors (a closed pipe) end printing, not the test.
     broken: bool,
+    /// `--json-stream-full-output`: the whole `-J` document, written after
+    /// the events.
+    full: Option<JsonSink<Vec<u8>>>,
 }
 
 impl<W: Write> JsonStreamSink<W> {
@@ -119,7 +122,15 @@ impl<W: Write> JsonStreamSink<W> {
             out,
             ended: false,
             broken: false,
+            full: None,
         }
+    }
+
+    /// The same sink, also writing the whole `-J` document once the events
+    /// are out, as iperf3's `--json-stream-full-output` does.
+    pub fn with_full_output(mut self) -> Self {
+        self.full = Some(JsonSink::new(Vec::new()));
+        self
     }
 
     /// Gives back the writer.
@@ -142,12 +153,15 @@ impl<W: Write> JsonStreamSink<W> {
 
 impl<W: Write> Sink for JsonStreamSink<W> {
     fn start(&mut self, s: &StartRecord) {
+        self.full.as_mut().map(|f| f.start(s));
         self.event(&Event::Start(Box::new(start_record(s))));
     }
     fn interval(&mut self, i: &IntervalRecord) {
+        self.full.as_mut().map(|f| f.interval(i));
         self.event(&Event::Interval(Box::new(interval_record(i))));
     }
     fn end(&mut self, e: &EndRecord) {
+        self.full.as_mut().map(|f| f.end(e));
         if let Some(t) = &e.server_output_text {
             self.event(&Event::ServerOutputText(t.clone()));
         }
@@ -158,6 +172,7 @@ impl<W: Write> Sink for JsonStreamSink<W> {
         self.ended = true;
     }
     fn error(&mut self, msg: &str) {
+        self.full.as_mut().map(|f| f.error(msg));
         self.event(&Event::Error(msg.to_string()));
     }
     fn finish(&mut self) -> std::io::Result<()> {
@@ -165,7 +180,14 @@ impl<W: Write> Sink for JsonStreamSink<W> {
             self.event(&Event::End(Box::default()));
             self.ended = true;
         }
-        Ok(())
+        match self.full.take() {
+            Some(mut f) if !self.broken => {
+                f.finish()?;
+                self.out.write_all(&f.into_inner())?;
+                self.out.flush()
+            }
+            _ => Ok(()),
+        }
     }
 }
 

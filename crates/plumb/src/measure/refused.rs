@@ -17,14 +17,10 @@ pub struct RefusedArgs {
     xbind: Option<String>,
     #[arg(short = 'd', long = "debug", hide = true, num_args = 0..=1, require_equals = true, value_name = "LEVEL")]
     debug: Option<Option<String>>,
-    #[arg(long = "json-stream-full-output", hide = true)]
-    json_stream_full_output: bool,
     #[arg(short = 'L', long = "flowlabel", hide = true, value_name = "N")]
     flowlabel: Option<String>,
     #[arg(short = 'F', long = "file", hide = true, value_name = "NAME")]
     file: Option<String>,
-    #[arg(long = "timestamps", hide = true, num_args = 0..=1, require_equals = true, value_name = "FORMAT")]
-    timestamps: Option<Option<String>>,
     #[arg(long = "fq-rate", hide = true, value_name = "RATE")]
     fq_rate: Option<String>,
     #[arg(long = "pacing-timer", hide = true, value_name = "US")]
@@ -48,14 +44,8 @@ impl RefusedArgs {
             (self.nstreams.is_some(), "--nstreams", NO_SCTP),
             (self.xbind.is_some(), "-X/--xbind", NO_SCTP),
             (self.debug.is_some(), "-d/--debug", NOT_YET),
-            (
-                self.json_stream_full_output,
-                "--json-stream-full-output",
-                NOT_YET,
-            ),
             (self.flowlabel.is_some(), "-L/--flowlabel", NOT_YET),
             (self.file.is_some(), "-F/--file", NOT_YET),
-            (self.timestamps.is_some(), "--timestamps", NOT_YET),
             (self.fq_rate.is_some(), "--fq-rate", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NOT_YET),
             (self.idle_timeout.is_some(), "--idle-timeout", NOT_YET),
@@ -82,12 +72,12 @@ mod tests {
         assert!(sctp
             .first()
             .is_some_and(|m| m.contains("--sctp: plumb measures over TCP and UDP")));
-        let ts = RefusedArgs {
-            timestamps: Some(None),
+        let mptcp = RefusedArgs {
+            mptcp: true,
             ..RefusedArgs::default()
         };
-        assert!(ts
+        assert!(mptcp
             .first()
-            .is_some_and(|m| m.contains("--timestamps: not implemented")));
+            .is_some_and(|m| m.contains("-m/--mptcp: not implemented")));
     }
 }
