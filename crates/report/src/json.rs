@@ -153,15 +153,21 @@ impl<W: Write> JsonStreamSink<W> {
 
 impl<W: Write> Sink for JsonStreamSink<W> {
     fn start(&mut self, s: &StartRecord) {
-        self.full.as_mut().map(|f| f.start(s));
+        if let Some(f) = self.full.as_mut() {
+            f.start(s);
+        }
         self.event(&Event::Start(Box::new(start_record(s))));
     }
     fn interval(&mut self, i: &IntervalRecord) {
-        self.full.as_mut().map(|f| f.interval(i));
+        if let Some(f) = self.full.as_mut() {
+            f.interval(i);
+        }
         self.event(&Event::Interval(Box::new(interval_record(i))));
     }
     fn end(&mut self, e: &EndRecord) {
-        self.full.as_mut().map(|f| f.end(e));
+        if let Some(f) = self.full.as_mut() {
+            f.end(e);
+        }
         if let Some(t) = &e.server_output_text {
             self.event(&Event::ServerOutputText(t.clone()));
         }
@@ -172,7 +178,9 @@ impl<W: Write> Sink for JsonStreamSink<W> {
         self.ended = true;
     }
     fn error(&mut self, msg: &str) {
-        self.full.as_mut().map(|f| f.error(msg));
+        if let Some(f) = self.full.as_mut() {
+            f.error(msg);
+        }
         self.event(&Event::Error(msg.to_string()));
     }
     fn finish(&mut self) -> std::io::Result<()> {
