@@ -724,7 +724,11 @@ fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
         } else {
             out
         };
-        Box::new(TextSink::new(out, flush).with_format(a.format.unwrap_or_default()))
+        Box::new(
+            TextSink::new(out, flush)
+                .with_format(a.format.unwrap_or_default())
+                .with_verbose(a.verbose),
+        )
     }
 }
 
@@ -763,11 +767,6 @@ fn host_name(a: &MeasureArgs) -> String {
 pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = a.refused.first() {
         return Ok(usage_error(why));
-    }
-    if a.verbose {
-        return Ok(usage_error(
-            "iperf3's -V/--verbose: not implemented by plumb's client and server yet (plumb why -V gives every flow's detail)",
-        ));
     }
     if a.server {
         if a.client.is_some() {

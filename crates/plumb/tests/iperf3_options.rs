@@ -507,3 +507,38 @@ fn timestamps_and_title_prefix_every_text_line() {
 fn json_of(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("a -J document")
 }
+
+/// `-V` adds iperf3's verbose lines, in iperf3's order, and nothing
+/// without it.
+#[test]
+fn verbose_adds_iperf3s_lines() {
+    let p = port();
+    let ps = p.to_string();
+    let markers = [
+        "Time: ",
+        "      Cookie: ",
+        "      TCP MSS: ",
+        "Starting Test: protocol: TCP, 1 streams, 131072 byte blocks",
+        "Test Complete. Summary Results:",
+    ];
+    for verbose in [true, false] {
+        let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+        let mut args = vec!["-c", "127.0.0.1", "-p", &ps, "-t", "0.5"];
+        if verbose {
+            args.push("-V");
+        }
+        let out = run(plumb_bin(), &args, Duration::from_secs(20));
+        drop(server);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let at: Vec<Option<usize>> = markers.iter().map(|m| text.find(m)).collect();
+        if verbose {
+            assert!(at.iter().all(Option::is_some), "{text}");
+            assert!(
+                at.windows(2).all(|w| w[0] < w[1]),
+                "out of iperf3's order: {text}"
+            );
+        } else {
+            assert!(at.iter().all(Option::is_none), "{text}");
+        }
+    }
+}

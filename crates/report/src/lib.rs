@@ -25,3 +25,4 @@ pub mod json;
 pub mod latency;
 pub mod text;
 pub mod top;
+pub mod verbose;

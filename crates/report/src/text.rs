@@ -22,6 +22,8 @@ pub struct TextSink<W: Write> {
     header_done: bool,
     /// The bitrate column's unit (`-f`).
     format: RateFormat,
+    /// `-V`: iperf3's verbose lines.
+    verbose: bool,
     /// Write errors (a closed pipe) end printing, not the test.
     broken: bool,
 }
@@ -38,8 +40,15 @@ impl<W: Write> TextSink<W> {
             streams: 0,
             header_done: false,
             format: RateFormat::Adaptive,
+            verbose: false,
             broken: false,
         }
+    }
+
+    /// The same sink with iperf3's verbose lines (`-V`).
+    pub fn with_verbose(mut self, verbose: bool) -> Self {
+        self.verbose = verbose;
+        self
     }
 
     /// The same sink with the bitrate column in `format`'s unit (`-f`).
@@ -156,12 +165,20 @@ impl<W: Write> Sink for TextSink<W> {
         self.protocol = s.test.protocol;
         self.bidir = s.test.bidir;
         self.streams = s.connected.len();
+        if self.verbose {
+            for l in crate::verbose::start_lines(s) {
+                self.line(&l);
+            }
+        }
         for c in &s.connected {
             let l = format!(
                 "[{:3}] local {} port {} connected to {} port {}",
                 c.socket, c.local_host, c.local_port, c.remote_host, c.remote_port
             );
             self.line(&l);
+        }
+        if self.verbose {
+            self.line(&crate::verbose::starting_test(s));
         }
     }
 
@@ -213,6 +230,9 @@ impl<W: Write> Sink for TextSink<W> {
     fn end(&mut self, e: &EndRecord) {
         if self.streams <= 1 || !self.header_done {
             self.line(SEPARATOR);
+        }
+        if self.verbose {
+            self.line(crate::verbose::SUMMARY);
         }
         let h = self.header(true, true);
         self.line(&h);
