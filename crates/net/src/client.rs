@@ -69,6 +69,7 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
     };
     p.bandwidth = i64::try_from(rate).unwrap_or(i64::MAX);
     p.pacing_timer = Some(1000);
+    p.fqrate = i64::try_from(s.fq_rate).unwrap_or(i64::MAX);
     p.tos = (s.tos != 0).then_some(i64::from(s.tos));
     p.title.clone_from(&s.title);
     p.extra_data.clone_from(&s.extra_data);

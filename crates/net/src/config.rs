@@ -97,6 +97,9 @@ pub struct TestSpec {
     /// `--total-bitrate`: `bandwidth` is the rate of all streams together,
     /// shared by one pacer on this end (peers are told each stream's share).
     pub total_bitrate: bool,
+    /// `--fq-rate`: the kernel's pacing rate for each sending stream,
+    /// bit/s (SO_MAX_PACING_RATE), 0 = none; sent to the peer as `fqrate`.
+    pub fq_rate: u64,
     /// `--gsro`: UDP with GSO on the sending end and GRO on the receiving
     /// end, asked of the peer as iperf3 3.21+ asks (`gso`, `gro`).
     pub gsro: bool,
@@ -141,6 +144,7 @@ impl Default for TestSpec {
             skip_rx_copy: false,
             gsro: false,
             total_bitrate: false,
+            fq_rate: 0,
             rr: None,
             latency: false,
             busy_poll: None,

@@ -35,6 +35,8 @@ pub struct DataOptions {
     pub rwin: Option<u32>,
     /// SO_SNDBUF on sending sockets only (`--sndbuf`).
     pub sndbuf: Option<u32>,
+    /// SO_MAX_PACING_RATE on sending sockets, bit/s (`fqrate`, `--fq-rate`).
+    pub fq_rate: Option<u64>,
 }
 
 impl DataOptions {
@@ -49,6 +51,7 @@ impl DataOptions {
             tos: p.tos.unwrap_or(0) as u8,
             rwin: plumb.rwin,
             sndbuf: plumb.sndbuf,
+            fq_rate: u64::try_from(p.fqrate).ok().filter(|&r| r > 0),
         }
     }
 
@@ -83,6 +86,7 @@ pub fn pre_connect(
             sock.set_send_buffer_size(s as usize)
                 .map_err(|e| opt_err("cannot set --sndbuf", e))?;
         }
+        pace(sock.as_fd(), o)?;
     }
     if tcp {
         if let Some(m) = o.mss {
@@ -114,6 +118,17 @@ pub fn pre_connect(
     Ok(())
 }
 
+/// The kernel's pacing of a sending stream (`fqrate`): SO_MAX_PACING_RATE
+/// takes bytes a second, and setting it turns TCP's own pacing on where
+/// the qdisc is not fq.
+fn pace(fd: std::os::fd::BorrowedFd<'_>, o: &DataOptions) -> io::Result<()> {
+    match o.fq_rate {
+        Some(bits) => sockopt::set_max_pacing_rate(fd, Some(bits / 8))
+            .map_err(|e| opt_err("cannot set the pacing rate (--fq-rate)", e)),
+        None => Ok(()),
+    }
+}
+
 /// Receive-buffer autotuning rewrites TCP_WINDOW_CLAMP as the buffer grows
 /// ("make the window clamp follow along" in tcp_rcv_space_adjust); a fixed
 /// SO_RCVBUF turns autotuning off. Four times the clamp (the kernel doubles it
@@ -141,8 +156,11 @@ pub fn post_accept(sock: &TcpStream, o: &DataOptions, sender: bool) -> io::Resul
             sockopt::set_window_clamp(fd, r)
                 .map_err(|e| opt_err("cannot clamp the window (--rwin)", e))?;
         }
-    } else if let Some(s) = o.sndbuf {
-        sockopt::set_send_buffer(fd, s).map_err(|e| opt_err("cannot set --sndbuf", e))?;
+    } else {
+        if let Some(s) = o.sndbuf {
+            sockopt::set_send_buffer(fd, s).map_err(|e| opt_err("cannot set --sndbuf", e))?;
+        }
+        pace(fd, o)?;
     }
     // Both ways: the accept loop turns Nagle off on every connection for the
     // control channel's sake, and a data stream keeps it only with -N, as

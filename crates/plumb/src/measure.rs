@@ -171,6 +171,9 @@ pub struct MeasureArgs {
     /// Receiver discards data without copying it (MSG_TRUNC); counts stay exact
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// The kernel's pacing rate for each sending stream, bits/s (SO_MAX_PACING_RATE; the server's too with -R)
+    #[arg(long = "fq-rate", value_name = "RATE", value_parser = crate::args::rate)]
+    pub fq_rate: Option<Rate>,
     /// -b is the rate of all -P streams together, shared by one pacer (a
     /// plumb server sending with -R splits it evenly instead)
     #[arg(long = "total-bitrate")]
@@ -580,6 +583,7 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     }
     t.skip_rx_copy = a.skip_rx_copy;
     t.total_bitrate = a.total_bitrate;
+    t.fq_rate = a.fq_rate.map_or(0, |r| r.bps().round() as u64);
     if a.gsro && !a.udp {
         return Err("--gsro applies to UDP (-u), not TCP".into());
     }

@@ -542,3 +542,29 @@ fn verbose_adds_iperf3s_lines() {
         }
     }
 }
+
+/// `--fq-rate 50M` paces each sending stream at 50 Mbit/s: the client's
+/// own, and with `-R` the server's (the rate travels as `fqrate`). The
+/// scenario first: unpaced, loopback carries far more.
+#[test]
+fn fq_rate_paces_the_sending_streams() {
+    let p = port();
+    let ps = p.to_string();
+    let rate = |extra: &[&str]| {
+        let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+        let mut args = vec!["-c", "127.0.0.1", "-p", &ps, "-t", "1", "-J"];
+        args.extend_from_slice(extra);
+        let out = run(plumb_bin(), &args, Duration::from_secs(20));
+        drop(server);
+        num(&json_of(&out), "end.sum_received.bits_per_second")
+    };
+    let unpaced = rate(&[]);
+    assert!(
+        unpaced > 400e6,
+        "loopback is too slow here to show a 50M pace: {unpaced}"
+    );
+    for extra in [&["--fq-rate", "50M"][..], &["--fq-rate", "50M", "-R"][..]] {
+        let r = rate(extra);
+        assert!((40e6..=60e6).contains(&r), "{extra:?}: {r} bit/s");
+    }
+}

@@ -21,8 +21,6 @@ pub struct RefusedArgs {
     flowlabel: Option<String>,
     #[arg(short = 'F', long = "file", hide = true, value_name = "NAME")]
     file: Option<String>,
-    #[arg(long = "fq-rate", hide = true, value_name = "RATE")]
-    fq_rate: Option<String>,
     #[arg(long = "pacing-timer", hide = true, value_name = "US")]
     pacing_timer: Option<String>,
     #[arg(long = "idle-timeout", hide = true, value_name = "SECS")]
@@ -46,7 +44,6 @@ impl RefusedArgs {
             (self.debug.is_some(), "-d/--debug", NOT_YET),
             (self.flowlabel.is_some(), "-L/--flowlabel", NOT_YET),
             (self.file.is_some(), "-F/--file", NOT_YET),
-            (self.fq_rate.is_some(), "--fq-rate", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NOT_YET),
             (self.idle_timeout.is_some(), "--idle-timeout", NOT_YET),
             (self.mptcp, "-m/--mptcp", NOT_YET),
