@@ -559,10 +559,12 @@ fn fq_rate_paces_the_sending_streams() {
         num(&json_of(&out), "end.sum_received.bits_per_second")
     };
     let unpaced = rate(&[]);
-    assert!(
-        unpaced > 400e6,
-        "loopback is too slow here to show a 50M pace: {unpaced}"
-    );
+    if unpaced < 400e6 {
+        plumb_testkit::skip_premise!(
+            "loopback carried {unpaced} bit/s: too slow to show a 50M pace"
+        );
+        return;
+    }
     for extra in [&["--fq-rate", "50M"][..], &["--fq-rate", "50M", "-R"][..]] {
         let r = rate(extra);
         assert!((40e6..=60e6).contains(&r), "{extra:?}: {r} bit/s");
