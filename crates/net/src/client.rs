@@ -70,6 +70,7 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
     p.bandwidth = i64::try_from(rate).unwrap_or(i64::MAX);
     p.pacing_timer = Some(1000);
     p.fqrate = i64::try_from(s.fq_rate).unwrap_or(i64::MAX);
+    p.mptcp = s.mptcp;
     p.tos = (s.tos != 0).then_some(i64::from(s.tos));
     p.title.clone_from(&s.title);
     p.extra_data.clone_from(&s.extra_data);
@@ -480,7 +481,11 @@ impl<'c> ClientRun<'c> {
         match ev {
             ClientEvent::AccessDenied => return TestError::Busy,
             ClientEvent::ServerError { code, errno } => {
-                return TestError::Server(server_error_text(code, errno));
+                let mut text = server_error_text(code, errno);
+                if self.cfg.spec.mptcp && errno == libc::EPROTONOSUPPORT {
+                    text.push_str(": MPTCP (-m) streams are not available there");
+                }
+                return TestError::Server(text);
             }
             _ => {}
         }
@@ -648,11 +653,12 @@ fn connect_streams(
         let port = cfg.cport.map(|p| p.saturating_add(i as u16));
         let socket = match plan.protocol {
             Protocol::Tcp => {
-                let mut s = sockets::connect_tcp(server, cfg.bind, port, timeout, |sock| {
-                    sockets::pre_connect(sock, opts, sender, !sender, true)?;
-                    cfg.local.tcp_data(sock)
-                })
-                .map_err(TestError::Stream)?;
+                let mut s =
+                    sockets::connect_stream(server, cfg.bind, port, timeout, opts.mptcp, |sock| {
+                        sockets::pre_connect(sock, opts, sender, !sender, true)?;
+                        cfg.local.tcp_data(sock)
+                    })
+                    .map_err(TestError::Stream)?;
                 s.write_all(cookie.as_bytes()).map_err(TestError::Stream)?;
                 StreamSocket::Tcp(Arc::new(s))
             }

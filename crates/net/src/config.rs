@@ -100,6 +100,8 @@ pub struct TestSpec {
     /// `--fq-rate`: the kernel's pacing rate for each sending stream,
     /// bit/s (SO_MAX_PACING_RATE), 0 = none; sent to the peer as `fqrate`.
     pub fq_rate: u64,
+    /// `-m`: the data streams are Multipath TCP (sent as `mptcp`).
+    pub mptcp: bool,
     /// `--gsro`: UDP with GSO on the sending end and GRO on the receiving
     /// end, asked of the peer as iperf3 3.21+ asks (`gso`, `gro`).
     pub gsro: bool,
@@ -145,6 +147,7 @@ impl Default for TestSpec {
             gsro: false,
             total_bitrate: false,
             fq_rate: 0,
+            mptcp: false,
             rr: None,
             latency: false,
             busy_poll: None,

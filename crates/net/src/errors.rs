@@ -64,6 +64,7 @@ pub fn server_error_text(code: i32, errno: i32) -> String {
         142 => "authorization failed",
         144 => "no data was received for too long",
         160 => "the test ran longer than the server allows",
+        202 => "the server could not listen for the data streams",
         250 => "the server refused the request/response parameters (sizes, burst or busy-poll out of range, or over its --max-rr-size or --max-rr-burst)",
         _ => "",
     };

@@ -37,6 +37,9 @@ pub struct DataOptions {
     pub sndbuf: Option<u32>,
     /// SO_MAX_PACING_RATE on sending sockets, bit/s (`fqrate`, `--fq-rate`).
     pub fq_rate: Option<u64>,
+    /// Multipath TCP data streams (`mptcp`, `-m`): the client's sockets and
+    /// the server's data listener are IPPROTO_MPTCP.
+    pub mptcp: bool,
 }
 
 impl DataOptions {
@@ -52,12 +55,13 @@ impl DataOptions {
             rwin: plumb.rwin,
             sndbuf: plumb.sndbuf,
             fq_rate: u64::try_from(p.fqrate).ok().filter(|&r| r > 0),
+            mptcp: p.mptcp,
         }
     }
 
     /// Whether the listener must be made anew with these options for the streams.
     pub fn need_listener_options(&self) -> bool {
-        self.window.is_some() || self.mss.is_some() || self.rwin.is_some()
+        self.window.is_some() || self.mss.is_some() || self.rwin.is_some() || self.mptcp
     }
 }
 
@@ -203,7 +207,42 @@ pub fn connect_tcp(
     timeout: Option<Duration>,
     prepare: impl FnOnce(&Socket) -> io::Result<()>,
 ) -> io::Result<TcpStream> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    connect_stream(addr, bind, local_port, timeout, false, prepare)
+}
+
+/// IPPROTO_MPTCP: Linux's Multipath TCP, a stream socket that speaks TCP
+/// to a peer without it.
+const MPTCP: i32 = 262;
+
+/// A stream socket: TCP, or Multipath TCP when `mptcp`.
+fn stream_socket(addr: SocketAddr, mptcp: bool) -> io::Result<Socket> {
+    let proto = if mptcp {
+        Protocol::from(MPTCP)
+    } else {
+        Protocol::TCP
+    };
+    Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto)).map_err(|e| {
+        if mptcp {
+            io::Error::new(
+                e.kind(),
+                format!("MPTCP (-m): {e} (this kernel has no MPTCP, or net.mptcp.enabled is 0)"),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// [`connect_tcp`], as Multipath TCP when `mptcp` (`-m`).
+pub fn connect_stream(
+    addr: SocketAddr,
+    bind: Option<IpAddr>,
+    local_port: Option<u16>,
+    timeout: Option<Duration>,
+    mptcp: bool,
+    prepare: impl FnOnce(&Socket) -> io::Result<()>,
+) -> io::Result<TcpStream> {
+    let sock = stream_socket(addr, mptcp)?;
     prepare(&sock)?;
     if bind.is_some() || local_port.is_some() {
         let ip = bind.unwrap_or(if addr.is_ipv4() {
@@ -297,7 +336,7 @@ pub fn listen_tcp(
     o: Option<&DataOptions>,
 ) -> io::Result<TcpListener> {
     let addr = listen_addr(port, bind, family);
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    let sock = stream_socket(addr, o.is_some_and(|o| o.mptcp))?;
     sock.set_reuse_address(true)?;
     dual_stack(&sock, addr, family);
     if let Some(o) = o {

@@ -62,6 +62,9 @@ pub struct MeasureArgs {
     /// UDP instead of TCP
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
+    /// Multipath TCP data streams (IPPROTO_MPTCP), where the kernel has it
+    #[arg(short = 'm', long = "mptcp", conflicts_with = "udp")]
+    pub mptcp: bool,
     /// Target bitrate per stream, bits/s (0 = unlimited) [UDP default: 1M]; RATE[/BURST] accepted
     #[arg(short = 'b', long = "bitrate", alias = "bandwidth", allow_hyphen_values = true, value_parser = crate::args::valid(parse_bitrate))]
     pub bitrate: Option<String>,
@@ -584,6 +587,7 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     t.skip_rx_copy = a.skip_rx_copy;
     t.total_bitrate = a.total_bitrate;
     t.fq_rate = a.fq_rate.map_or(0, |r| r.bps().round() as u64);
+    t.mptcp = a.mptcp;
     if a.gsro && !a.udp {
         return Err("--gsro applies to UDP (-u), not TCP".into());
     }

@@ -570,3 +570,71 @@ fn fq_rate_paces_the_sending_streams() {
         assert!((40e6..=60e6).contains(&r), "{extra:?}: {r} bit/s");
     }
 }
+
+/// Whether `ss -Mn` lists an MPTCP connection to `port` within 3 s, while
+/// `client` runs.
+fn mptcp_seen(port: u16, client: &mut std::process::Child) -> bool {
+    let t0 = std::time::Instant::now();
+    let want = format!(":{port}");
+    while t0.elapsed() < Duration::from_secs(3) {
+        let ss = std::process::Command::new("ss")
+            .args(["-Mn"])
+            .output()
+            .expect("ss");
+        if String::from_utf8_lossy(&ss.stdout)
+            .lines()
+            .any(|l| l.contains("ESTAB") && l.contains(&want))
+        {
+            return true;
+        }
+        if client.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+fn spawn(bin: &str, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(bin)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+/// `-m`: the data streams are Multipath TCP (ss -M lists them) with a plumb
+/// server and, both ways, with the newest iperf3; a plumb server that may
+/// run several tests at once refuses it in words.
+#[test]
+fn mptcp_streams_are_multipath() {
+    if !std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|s| s.trim() == "1") {
+        plumb_testkit::skip!("this kernel has no MPTCP enabled");
+        return;
+    }
+    let p = port();
+    let ps = p.to_string();
+    let client_args = ["-c", "127.0.0.1", "-p", &ps, "-t", "2", "-b", "50M", "-m"];
+    let mut pairs: Vec<(&str, &str)> = vec![(plumb_bin(), plumb_bin())];
+    match newest_iperf3() {
+        Ok(i3) => pairs.extend([(plumb_bin(), i3), (i3, plumb_bin())]),
+        Err(why) => plumb_testkit::skip!("the newest iperf3's half: {why}"),
+    }
+    for (client, server) in pairs {
+        let srv = Server::start(server, &["-s", "-1"], p);
+        let mut c = spawn(client, &client_args);
+        let seen = mptcp_seen(p, &mut c);
+        let ok = c.wait().expect("client").success();
+        drop(srv);
+        assert!(
+            seen && ok,
+            "{client} -m against {server}: seen {seen}, ok {ok}"
+        );
+    }
+    let srv = Server::start(plumb_bin(), &["-s", "--max-tests", "2"], p);
+    let out = run(plumb_bin(), &client_args, Duration::from_secs(20));
+    drop(srv);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("MPTCP"), "{err}");
+}

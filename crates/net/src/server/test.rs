@@ -227,6 +227,15 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 // Listener options reach the SYN-ACK only through a new
                 // listener; that is safe only while no other test can be
                 // connecting (one slot). Otherwise they are set after accept.
+                if opts.mptcp && self.shared.cfg.max_tests != 1 {
+                    // MPTCP reaches a stream only through a new listener,
+                    // which another test may be connecting to.
+                    let e = io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "MPTCP (-m) needs a server with --max-tests 1",
+                    );
+                    return Err(self.fail(202, libc::EPROTONOSUPPORT, TestError::Stream(e)));
+                }
                 if self.shared.cfg.max_tests == 1 && opts.need_listener_options() {
                     self.shared.rebind(Some(opts.clone())).map_err(|e| {
                         self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e))

@@ -25,8 +25,6 @@ pub struct RefusedArgs {
     pacing_timer: Option<String>,
     #[arg(long = "idle-timeout", hide = true, value_name = "SECS")]
     idle_timeout: Option<String>,
-    #[arg(short = 'm', long = "mptcp", hide = true)]
-    mptcp: bool,
 }
 
 /// Why SCTP's flags are refused: plumb has no SCTP data path.
@@ -46,7 +44,6 @@ impl RefusedArgs {
             (self.file.is_some(), "-F/--file", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NOT_YET),
             (self.idle_timeout.is_some(), "--idle-timeout", NOT_YET),
-            (self.mptcp, "-m/--mptcp", NOT_YET),
         ];
         given
             .into_iter()
@@ -69,12 +66,12 @@ mod tests {
         assert!(sctp
             .first()
             .is_some_and(|m| m.contains("--sctp: plumb measures over TCP and UDP")));
-        let mptcp = RefusedArgs {
-            mptcp: true,
+        let debug = RefusedArgs {
+            debug: Some(None),
             ..RefusedArgs::default()
         };
-        assert!(mptcp
+        assert!(debug
             .first()
-            .is_some_and(|m| m.contains("-m/--mptcp: not implemented")));
+            .is_some_and(|m| m.contains("-d/--debug: not implemented")));
     }
 }
