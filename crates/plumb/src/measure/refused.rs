@@ -29,6 +29,8 @@ pub struct RefusedArgs {
 
 /// Why SCTP's flags are refused: plumb has no SCTP data path.
 const NO_SCTP: &str = "plumb measures over TCP and UDP only; use iperf3 for SCTP";
+/// Why `--pacing-timer` is refused: there is no timer to set.
+const NO_TIMER: &str = "plumb's -b pacing keeps a timetable instead of checking on a timer, so there is no timer to set";
 /// Why the rest are refused, for now.
 const NOT_YET: &str = "not implemented by plumb yet (docs/measure.md lists iperf3's flags and plumb's answer to each)";
 
@@ -42,7 +44,7 @@ impl RefusedArgs {
             (self.debug.is_some(), "-d/--debug", NOT_YET),
             (self.flowlabel.is_some(), "-L/--flowlabel", NOT_YET),
             (self.file.is_some(), "-F/--file", NOT_YET),
-            (self.pacing_timer.is_some(), "--pacing-timer", NOT_YET),
+            (self.pacing_timer.is_some(), "--pacing-timer", NO_TIMER),
             (self.idle_timeout.is_some(), "--idle-timeout", NOT_YET),
         ];
         given
