@@ -71,6 +71,7 @@ pub fn params(cfg: &ClientConfig, control_mss: Option<u32>) -> TestParams {
     p.pacing_timer = Some(1000);
     p.fqrate = i64::try_from(s.fq_rate).unwrap_or(i64::MAX);
     p.mptcp = s.mptcp;
+    p.flowlabel = cfg.local.flowlabel.map(i64::from);
     p.tos = (s.tos != 0).then_some(i64::from(s.tos));
     p.title.clone_from(&s.title);
     p.extra_data.clone_from(&s.extra_data);
@@ -653,10 +654,11 @@ fn connect_streams(
         let port = cfg.cport.map(|p| p.saturating_add(i as u16));
         let socket = match plan.protocol {
             Protocol::Tcp => {
+                let to = cfg.local.data_addr(server).map_err(TestError::Stream)?;
                 let mut s =
-                    sockets::connect_stream(server, cfg.bind, port, timeout, opts.mptcp, |sock| {
+                    sockets::connect_stream(to, cfg.bind, port, timeout, opts.mptcp, |sock| {
                         sockets::pre_connect(sock, opts, sender, !sender, true)?;
-                        cfg.local.tcp_data(sock)
+                        cfg.local.tcp_data(sock, server)
                     })
                     .map_err(TestError::Stream)?;
                 s.write_all(cookie.as_bytes()).map_err(TestError::Stream)?;

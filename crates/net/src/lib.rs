@@ -45,6 +45,7 @@ pub mod datapath;
 pub mod datathread;
 pub mod end_plumb;
 pub mod errors;
+pub mod flowlabel;
 pub mod host;
 pub mod local;
 pub mod pacing;

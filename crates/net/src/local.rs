@@ -5,12 +5,17 @@
 //! applied before each socket connects.
 
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
 use socket2::{Socket, TcpKeepalive};
 
+use crate::flowlabel;
 use crate::sockopt::{self, PmtuDiscovery};
+
+/// The flow label's 20 bits of `sin6_flowinfo`.
+pub const FLOWLABEL_MASK: u32 = 0x000F_FFFF;
 
 /// `--cntl-ka[=IDLE/INTV/CNT]`: each part the system's default when left out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,6 +40,8 @@ pub struct LocalOptions {
     pub snd_timeout: Option<Duration>,
     /// `--dont-fragment`: IP_PMTUDISC_DO on the UDP data streams.
     pub dont_fragment: bool,
+    /// `-L`: the IPv6 flow label of the TCP data streams (20 bits).
+    pub flowlabel: Option<u32>,
 }
 
 impl LocalOptions {
@@ -62,9 +69,30 @@ impl LocalOptions {
         Ok(())
     }
 
-    /// Before a TCP data stream connects.
-    pub fn tcp_data(&self, s: &Socket) -> io::Result<()> {
+    /// Where a TCP data stream connects: `server`, carrying the flow label
+    /// in its flow information when `-L` gives one (IPv6 only).
+    pub fn data_addr(&self, server: SocketAddr) -> io::Result<SocketAddr> {
+        match (self.flowlabel, server) {
+            (None, a) => Ok(a),
+            (Some(label), SocketAddr::V6(mut a)) => {
+                // sin6_flowinfo is in network byte order.
+                a.set_flowinfo((label & FLOWLABEL_MASK).to_be());
+                Ok(SocketAddr::V6(a))
+            }
+            (Some(_), SocketAddr::V4(_)) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "-L: a flow label is IPv6's; the server's address is IPv4 (give -6 or an IPv6 address)",
+            )),
+        }
+    }
+
+    /// Before a TCP data stream connects to `server`.
+    pub fn tcp_data(&self, s: &Socket, server: SocketAddr) -> io::Result<()> {
         self.device(s)?;
+        if let (Some(label), SocketAddr::V6(a)) = (self.flowlabel, server) {
+            flowlabel::lease(s.as_fd(), a.ip(), label & FLOWLABEL_MASK)
+                .map_err(|e| io::Error::new(e.kind(), format!("-L {label}: {e}")))?;
+        }
         if let Some(t) = self.snd_timeout {
             s.set_tcp_user_timeout(Some(t))?;
         }
@@ -106,6 +134,7 @@ mod tests {
             }),
             snd_timeout: Some(Duration::from_millis(2500)),
             dont_fragment: true,
+            flowlabel: None,
         };
         let tcp = |()| Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP));
         let c = tcp(()).expect("socket");
@@ -115,7 +144,8 @@ mod tests {
         assert_eq!(c.keepalive_interval().ok(), Some(Duration::from_secs(3)));
         assert_eq!(c.keepalive_retries().ok(), Some(4));
         let d = tcp(()).expect("socket");
-        opts.tcp_data(&d).expect("data options");
+        opts.tcp_data(&d, "127.0.0.1:5201".parse().expect("addr"))
+            .expect("data options");
         assert_eq!(
             d.tcp_user_timeout().ok().flatten(),
             Some(Duration::from_millis(2500))

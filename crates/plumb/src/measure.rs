@@ -575,8 +575,14 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     t.udp_counters_64bit = a.udp_counters_64bit;
     t.repeating_payload = a.repeating_payload;
     t.zerocopy = a.zerocopy;
-    if a.udp && (a.rwin.is_some() || a.sndbuf.is_some() || a.zerocopy || a.mss.is_some()) {
-        return Err("--rwin, --sndbuf, -M and -Z apply to TCP, not UDP (-u)".into());
+    if a.udp
+        && (a.rwin.is_some()
+            || a.sndbuf.is_some()
+            || a.zerocopy
+            || a.mss.is_some()
+            || a.local.flowlabel.is_some())
+    {
+        return Err("--rwin, --sndbuf, -M, -Z and -L apply to TCP, not UDP (-u)".into());
     }
     if let Some(r) = a.rwin {
         t.rwin = Some(u32_of("--rwin", r, 1 << 30)?);

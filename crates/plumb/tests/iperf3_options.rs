@@ -638,3 +638,61 @@ fn mptcp_streams_are_multipath() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("MPTCP"), "{err}");
 }
+
+/// `-L 74565`: the TCP data stream to `::1` carries flow label 0x12345, as
+/// tcpdump reads it; with IPv4 it is refused in one line.
+#[test]
+fn flowlabel_reaches_the_wire() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        plumb_testkit::skip!("no IPv6 loopback");
+        return;
+    }
+    if tcpdump_missing() {
+        return;
+    }
+    let p = port();
+    let ps = p.to_string();
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let dump = std::process::Command::new("timeout")
+        .args([
+            "5",
+            "tcpdump",
+            "-i",
+            "lo",
+            "-n",
+            "-v",
+            "-c",
+            "60",
+            &format!("ip6 and tcp port {p}"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tcpdump");
+    std::thread::sleep(Duration::from_millis(800));
+    let out = run(
+        plumb_bin(),
+        &["-c", "::1", "-p", &ps, "-t", "0.5", "-L", "74565"],
+        Duration::from_secs(20),
+    );
+    drop(server);
+    let seen = String::from_utf8_lossy(&dump.wait_with_output().expect("tcpdump output").stdout)
+        .into_owned();
+    assert!(out.status.success());
+    assert!(
+        seen.contains("flowlabel 0x12345"),
+        "no label 0x12345 in: {seen}"
+    );
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let v4 = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-L", "1", "-t", "0.5"],
+        Duration::from_secs(10),
+    );
+    drop(server);
+    let err = String::from_utf8_lossy(&v4.stderr);
+    assert!(
+        v4.status.code() == Some(1) && err.contains("flow label is IPv6's"),
+        "{err}"
+    );
+}

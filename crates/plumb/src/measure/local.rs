@@ -1,8 +1,8 @@
 //! iperf3's flags for this end's own sockets — `--bind-dev`, `--cntl-ka`,
-//! `--snd-timeout`, `--dont-fragment` — read into
+//! `--snd-timeout`, `--dont-fragment`, `-L` — read into
 //! [`plumb_net::local::LocalOptions`]. A plumb client honours all four; a
-//! plumb server refuses them in one line (`--cntl-ka` and
-//! `--dont-fragment` are client options in iperf3 too).
+//! plumb server refuses them in one line (`--cntl-ka`, `--dont-fragment`
+//! and `-L` are client options in iperf3 too).
 
 use std::time::Duration;
 
@@ -24,6 +24,9 @@ pub struct LocalArgs {
     /// Client: set IPv4's don't-fragment bit on UDP datagrams (IP_PMTUDISC_DO)
     #[arg(long = "dont-fragment")]
     pub dont_fragment: bool,
+    /// Client: the IPv6 flow label of the TCP data streams (0 to 1048575)
+    #[arg(short = 'L', long = "flowlabel", value_name = "N", value_parser = parse_flowlabel)]
+    pub flowlabel: Option<u32>,
 }
 
 impl LocalArgs {
@@ -34,6 +37,7 @@ impl LocalArgs {
             keepalive: self.cntl_ka,
             snd_timeout: self.snd_timeout,
             dont_fragment: self.dont_fragment,
+            flowlabel: self.flowlabel,
         }
     }
 
@@ -44,6 +48,7 @@ impl LocalArgs {
             (self.cntl_ka.is_some(), "--cntl-ka"),
             (self.snd_timeout.is_some(), "--snd-timeout"),
             (self.dont_fragment, "--dont-fragment"),
+            (self.flowlabel.is_some(), "-L"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))
@@ -81,6 +86,14 @@ fn parse_keepalive(s: &str) -> Result<Keepalive, String> {
         interval: secs(interval),
         count: count.filter(|&c| c > 0),
     })
+}
+
+/// A 20-bit flow label, as iperf3 takes it (decimal; 0 sends none).
+fn parse_flowlabel(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n <= plumb_net::local::FLOWLABEL_MASK => Ok(n),
+        _ => Err(format!("invalid flow label '{s}' (accepted: 0 to 1048575)")),
+    }
 }
 
 /// Milliseconds, 1 to a day (iperf3's bound).

@@ -17,8 +17,6 @@ pub struct RefusedArgs {
     xbind: Option<String>,
     #[arg(short = 'd', long = "debug", hide = true, num_args = 0..=1, require_equals = true, value_name = "LEVEL")]
     debug: Option<Option<String>>,
-    #[arg(short = 'L', long = "flowlabel", hide = true, value_name = "N")]
-    flowlabel: Option<String>,
     #[arg(short = 'F', long = "file", hide = true, value_name = "NAME")]
     file: Option<String>,
     #[arg(long = "pacing-timer", hide = true, value_name = "US")]
@@ -42,7 +40,6 @@ impl RefusedArgs {
             (self.nstreams.is_some(), "--nstreams", NO_SCTP),
             (self.xbind.is_some(), "-X/--xbind", NO_SCTP),
             (self.debug.is_some(), "-d/--debug", NOT_YET),
-            (self.flowlabel.is_some(), "-L/--flowlabel", NOT_YET),
             (self.file.is_some(), "-F/--file", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NO_TIMER),
             (self.idle_timeout.is_some(), "--idle-timeout", NOT_YET),
