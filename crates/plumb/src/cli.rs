@@ -85,7 +85,10 @@ pub fn command() -> clap::Command {
         .mut_subcommand("server", |c| hide(hide(c, CLIENT_ONLY), &["server"]))
         .mut_subcommand("client", |c| hide(hide(c, SERVER_ONLY), &["client"]))
         .mut_subcommand("why", |c| {
-            hide(hide(c, SERVER_ONLY), &["client", "json_stream", "why"]).mut_arg("verbose", |a| {
+            hide(
+                hide(c, SERVER_ONLY),
+                &["client", "json_stream", "json_stream_full_output", "why"],
+            ).mut_arg("verbose", |a| {
                 a.help("Every flow, with everything known of it: the capture's notes, each end's operating system, every system's fixes, what could not be known")
             })
         })

@@ -292,6 +292,13 @@ pub const CLIENT_ONLY: &[&str] = &[
     "username",
     "rsa_public_key_path",
     "use_pkcs1_padding",
+    "fq_rate",
+    "mptcp",
+    "bind_dev",
+    "cntl_ka",
+    "snd_timeout",
+    "dont_fragment",
+    "flowlabel",
 ];
 
 /// `-A n[,m]`: the CPU this end runs on, and the one a client asks the
