@@ -965,6 +965,8 @@ const NOT_NUMBERS: &[&str] = &[
     "title",
     "extra-data",
     "logfile",
+    "pidfile",
+    "bind-dev",
     "username",
     "rsa-public-key-path",
     "rsa-private-key-path",
