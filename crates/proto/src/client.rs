@@ -426,7 +426,7 @@ impl ClientControl {
     fn read_state(&mut self, buf: &[u8]) -> Step {
         let state = match State::from_byte(buf[0]) {
             Ok(state) => state,
-            Err(e) => return self.fail(e),
+            Err(e) => return self.fail(e.into()),
         };
         let (event, next) = match (self.phase, state) {
             (_, State::ServerError) => {

@@ -519,7 +519,7 @@ impl ServerControl {
     fn read_state(&mut self, byte: u8) -> Step {
         let state = match State::from_byte(byte) {
             Ok(state) => state,
-            Err(e) => return self.fail(e),
+            Err(e) => return self.fail(e.into()),
         };
         let event = match (self.phase, state) {
             (_, State::ClientTerminate) => {
