@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 
 use plumb_record::Document as Record;
 
-use super::{num, BadDocument};
+use super::bad::BadDocument;
+use super::real::num;
 use crate::format::figures_trimmed;
 use crate::input::views::Extras;
 
