@@ -327,18 +327,14 @@ impl ClientControl {
     }
 
     fn read_results(&mut self, buf: &[u8]) -> Step {
-        let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return Step::NeedBytes,
-            Err(e) => return self.fail(e),
-        };
-        match framing::decode_json::<Results>(body, &self.limits, "results") {
-            Ok(results) => {
+        match framing::read_frame::<Results>(buf, &self.limits, "results") {
+            Ok(Some((results, len))) => {
                 self.events
                     .push_back(ClientEvent::ServerResults(Box::new(results)));
                 self.phase = ClientPhase::AwaitDisplayResults;
                 Step::Consumed(len)
             }
+            Ok(None) => Step::NeedBytes,
             Err(e) => self.fail(e),
         }
     }

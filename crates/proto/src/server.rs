@@ -390,13 +390,10 @@ impl ServerControl {
     }
 
     fn read_params(&mut self, buf: &[u8]) -> Step {
-        let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
+        let (params, len) = match framing::read_frame::<TestParams>(buf, &self.limits, "parameters")
+        {
             Ok(Some(frame)) => frame,
             Ok(None) => return Step::NeedBytes,
-            Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
-        };
-        let params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters") {
-            Ok(params) => params,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
         if let Err(e) = params.validate() {
@@ -409,18 +406,14 @@ impl ServerControl {
     }
 
     fn read_results(&mut self, buf: &[u8]) -> Step {
-        let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return Step::NeedBytes,
-            Err(e) => return self.fail(e),
-        };
-        match framing::decode_json::<Results>(body, &self.limits, "results") {
-            Ok(results) => {
+        match framing::read_frame::<Results>(buf, &self.limits, "results") {
+            Ok(Some((results, len))) => {
                 self.events
                     .push_back(ServerEvent::ClientResults(Box::new(results)));
                 self.phase = ServerPhase::ResultsReceived;
                 Step::Consumed(len)
             }
+            Ok(None) => Step::NeedBytes,
             Err(e) => self.fail(e),
         }
     }
