@@ -18,7 +18,7 @@ use std::net::{TcpListener, TcpStream};
 use std::time::Instant;
 
 use plumb_live::sys::Dumper;
-use plumb_live::Filter;
+use plumb_live::{Conn, Filter};
 
 /// This thread's CPU time, ns, brought up to date (see
 /// `plumb_net::host::thread_schedstat`: without the yield inside it, the
@@ -62,6 +62,37 @@ fn main() {
     let mut line = String::new();
     from_child.read_line(&mut line).expect("port");
     let port: u16 = line.trim().parse().expect("port number");
+    let keep = connect_all(port, n, &mut child);
+    line.clear();
+    from_child.read_line(&mut line).expect("accepted");
+    // One more connection on a port of its own: what a `--port` filter on a
+    // busy host looks for.
+    let lone = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let lone_port = lone.local_addr().expect("addr").port();
+    let lone_c = TcpStream::connect(lone.local_addr().expect("addr")).expect("connect");
+    let lone_s = lone.accept().expect("accept");
+    let m = measure(port, lone_port, reps);
+    println!(
+        "{{\"port\":{port},\"connections\":{n},\"sockets_matched\":{},\"samples\":{reps},\"wall_ms_median\":{:.2},\"cpu_ms_median\":{:.2},\"info_only_cpu_ms_median\":{:.2},\"one_port_cpu_ms_median\":{:.2},\"decode_cpu_ms_median\":{:.2},\"recv_buffers\":{},\"lookup_cpu_us_per_socket_of_2\":{:.1},\"lookup_cpu_us_per_socket_of_1000\":{:.1}}}",
+        m.seen,
+        m.wall,
+        m.cpu,
+        m.info_cpu,
+        m.lone_cpu,
+        m.decode_cpu,
+        m.recv_buffers,
+        m.lookup_2,
+        m.lookup_1000
+    );
+    hold_with_transfer(lone_c, lone_s.0);
+    drop(keep);
+    drop(child.stdin.take());
+    let _ = child.wait();
+}
+
+/// N connections to the child's port; the child is killed and the bench
+/// ends when one cannot be opened.
+fn connect_all(port: u16, n: usize, child: &mut std::process::Child) -> Vec<TcpStream> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let mut keep = Vec::with_capacity(n);
     for i in 0..n {
@@ -74,42 +105,47 @@ fn main() {
             }
         }
     }
-    line.clear();
-    from_child.read_line(&mut line).expect("accepted");
-    // One more connection on a port of its own: what a `--port` filter on a
-    // busy host looks for.
-    let lone = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let lone_port = lone.local_addr().expect("addr").port();
-    let _lone_c = TcpStream::connect(lone.local_addr().expect("addr")).expect("connect");
-    let _lone_s = lone.accept().expect("accept");
+    keep
+}
+
+/// What one run measures: medians over R repetitions.
+struct Measured {
+    /// Sockets the full sample's filter kept.
+    seen: usize,
+    /// The full sample, wall and CPU, ms.
+    wall: f64,
+    cpu: f64,
+    /// TCP_INFO alone, CPU ms.
+    info_cpu: f64,
+    /// One port filtered by the kernel, CPU ms.
+    lone_cpu: f64,
+    /// Decoding one dump's recorded bytes, CPU ms, and how many buffers.
+    decode_cpu: f64,
+    recv_buffers: usize,
+    /// Reading sockets again by lookup, CPU µs per socket.
+    lookup_2: f64,
+    lookup_1000: f64,
+}
+
+fn med(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The samples, lookups and decode this bench times, with the server's
+/// connections on `port` and one more on `lone_port`.
+fn measure(port: u16, lone_port: u16, reps: usize) -> Measured {
     let filter = Filter {
         port: Some(port),
         ..Filter::default()
     };
     let mut d = Dumper::open().expect("sock_diag");
     let mut conns = Vec::new();
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    // R samples as `plumb why`/`top` take them: median wall and CPU, ms,
-    // and the sockets the filter kept.
-    let mut time = |d: &mut Dumper, f: &Filter| {
-        let (mut walls, mut cpus, mut seen) = (Vec::new(), Vec::new(), 0);
-        for _ in 0..reps {
-            let (t, c) = (Instant::now(), cpu_ns());
-            d.dump_into(&mut conns).expect("dump");
-            seen = conns.iter().filter(|c| f.matches(c, None)).count();
-            cpus.push((cpu_ns() - c) as f64 / 1e6);
-            walls.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        (med(&mut walls), med(&mut cpus), seen)
-    };
     // Every socket, everything asked for: the full sample.
-    let (wall, cpu, seen) = time(&mut d, &filter);
+    let (wall, cpu, seen) = time_samples(&mut d, &mut conns, &filter, reps);
     // TCP_INFO alone: what the rates need.
     d.ext = plumb_live::diag::ext::INFO;
-    let (_, info_cpu, _) = time(&mut d, &filter);
+    let (_, info_cpu, _) = time_samples(&mut d, &mut conns, &filter, reps);
     d.ext = plumb_live::diag::ext::ALL;
     // One port among the 10,000, filtered by the kernel.
     let lone_filter = Filter {
@@ -117,7 +153,7 @@ fn main() {
         ..Filter::default()
     };
     d.port = Some(lone_port);
-    let (_, lone_cpu, lone_seen) = time(&mut d, &lone_filter);
+    let (_, lone_cpu, lone_seen) = time_samples(&mut d, &mut conns, &lone_filter, reps);
     assert_eq!(
         lone_seen, 2,
         "the kernel's port filter kept the wrong sockets"
@@ -130,21 +166,58 @@ fn main() {
     d.port = None;
     d.dump_into(&mut conns).expect("dump");
     let idle: Vec<_> = conns.iter().take(1000).copied().collect();
+    let lookup_2 = lookup_cpu(&mut d, &lone_ends, reps);
+    let lookup_1000 = lookup_cpu(&mut d, &idle, reps);
+    let (decode_cpu, recv_buffers) = decode_cpu(&mut d, seen, reps);
+    Measured {
+        seen,
+        wall,
+        cpu,
+        info_cpu,
+        lone_cpu,
+        decode_cpu,
+        recv_buffers,
+        lookup_2,
+        lookup_1000,
+    }
+}
+
+/// R samples as `plumb why`/`top` take them: median wall and CPU, ms,
+/// and the sockets the filter kept.
+fn time_samples(
+    d: &mut Dumper,
+    conns: &mut Vec<Conn>,
+    f: &Filter,
+    reps: usize,
+) -> (f64, f64, usize) {
+    let (mut walls, mut cpus, mut seen) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..reps {
+        let (t, c) = (Instant::now(), cpu_ns());
+        d.dump_into(conns).expect("dump");
+        seen = conns.iter().filter(|c| f.matches(c, None)).count();
+        cpus.push((cpu_ns() - c) as f64 / 1e6);
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    (med(&mut walls), med(&mut cpus), seen)
+}
+
+/// The median CPU of reading `set` again by lookup, µs per socket.
+fn lookup_cpu(d: &mut Dumper, set: &[Conn], reps: usize) -> f64 {
     let (mut found, mut gone) = (Vec::new(), Vec::new());
-    let mut per_lookup = |set: &[plumb_live::Conn]| {
-        let mut v = Vec::new();
-        for _ in 0..reps {
-            let c = cpu_ns();
-            d.lookup(set, &mut found, &mut gone).expect("lookup");
-            assert_eq!(found.len(), set.len(), "a lookup missed a socket");
-            v.push((cpu_ns() - c) as f64 / 1e3 / set.len() as f64);
-        }
-        med(&mut v)
-    };
-    let lookup_2 = per_lookup(&lone_ends);
-    let lookup_1000 = per_lookup(&idle);
-    // The decode alone, over one dump's recorded bytes: what of the sample
-    // is plumb's own work rather than the kernel's.
+    let mut v = Vec::new();
+    for _ in 0..reps {
+        let c = cpu_ns();
+        d.lookup(set, &mut found, &mut gone).expect("lookup");
+        assert_eq!(found.len(), set.len(), "a lookup missed a socket");
+        v.push((cpu_ns() - c) as f64 / 1e3 / set.len() as f64);
+    }
+    med(&mut v)
+}
+
+/// The decode alone, over one dump's recorded bytes: what of the sample
+/// is plumb's own work rather than the kernel's. Median CPU ms, and the
+/// number of receive buffers decoded.
+fn decode_cpu(d: &mut Dumper, seen: usize, reps: usize) -> (f64, usize) {
     let mut chunks: Vec<Vec<u8>> = Vec::new();
     let mut sink = Vec::new();
     for fam in plumb_live::diag::FAMILIES {
@@ -161,16 +234,14 @@ fn main() {
         assert!(sink.len() >= seen);
         parse_cpus.push((cpu_ns() - c) as f64 / 1e6);
     }
-    println!(
-        "{{\"port\":{port},\"connections\":{n},\"sockets_matched\":{seen},\"samples\":{reps},\"wall_ms_median\":{wall:.2},\"cpu_ms_median\":{cpu:.2},\"info_only_cpu_ms_median\":{info_cpu:.2},\"one_port_cpu_ms_median\":{lone_cpu:.2},\"decode_cpu_ms_median\":{:.2},\"recv_buffers\":{},\"lookup_cpu_us_per_socket_of_2\":{lookup_2:.1},\"lookup_cpu_us_per_socket_of_1000\":{lookup_1000:.1}}}",
-        med(&mut parse_cpus),
-        chunks.len()
-    );
-    // One busy transfer among the idle ones, for `plumb top`: about
-    // 100 Mb/s (64 KiB every 5 ms) over the lone connection, read by a
-    // second thread; both stop when stdin closes, or after 10 minutes.
+    (med(&mut parse_cpus), chunks.len())
+}
+
+/// One busy transfer among the idle ones, for `plumb top`: about
+/// 100 Mb/s (64 KiB every 5 ms) from `tx` to `rx`, read by a second
+/// thread; both stop when stdin closes, or after 10 minutes.
+fn hold_with_transfer(mut tx: TcpStream, mut rx: TcpStream) {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (mut tx, mut rx) = (_lone_c, _lone_s.0);
     let stop_w = stop.clone();
     let writer = std::thread::spawn(move || {
         let buf = vec![0u8; 64 << 10];
@@ -198,7 +269,4 @@ fn main() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = writer.join();
     let _ = reader.join();
-    drop(keep);
-    drop(child.stdin.take());
-    let _ = child.wait();
 }

@@ -18,7 +18,7 @@ use plumb_record::class::{Classification, FlowClass};
 use plumb_record::diagnosis::{Confidence, EvidenceKind, EvidenceLine, Finding, Status};
 use plumb_record::diagnosis::{Diagnosis, Limit};
 
-use crate::track::{Role, Track};
+use crate::track::{Delta, Role, Track};
 
 /// CPU of the process that owns the socket, over the sampling period.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -292,178 +292,219 @@ fn explain_bulk(tr: &Track, ctx: &Context, ev: Evidence) -> (Diagnosis, Evidence
     let d = tr.delta();
     let mut dg = diagnose(&ev);
     if d.role == Role::Idle {
-        dg.limit = None;
-        dg.secondary.clear();
-        dg.findings.clear();
-        dg.fixes.clear();
-        dg.predicted_bps = None;
-        dg.tolerance = None;
-        dg.confidence = None;
-        dg.confidence_level = None;
-        dg.evidence
-            .retain(|e| matches!(e.kind, EvidenceKind::Goodput | EvidenceKind::LinkRate));
-        dg.summary = format!(
-            "Idle: {} moved over {:.1} s; nothing limits a connection that has nothing to send.",
-            plumb_diagnose::rules::human_rate(ev.measured_bps),
-            d.secs
-        );
+        idle(&mut dg, &ev, d.secs);
         return (dg, ev);
     }
-    let cpu_missing = || {
-        ctx.cpu.is_none().then(|| {
-            "the owning process's CPU (a thread starved of CPU looks the same)".to_string()
-        })
-    };
     if d.role == Role::Receiver {
-        // Without the sender's cwnd a "congestion" verdict would rest on
-        // nothing: drop it, and if it was the answer, the answer goes too.
-        if dg.limit == Some(Limit::Congestion) {
-            demote(&mut dg);
-        }
-        dg.findings.retain(|f| f.limit != Limit::Congestion);
-        // The receive-window finding gets the receiver's own numbers.
-        let t = tr.last.tcp.unwrap_or_default();
-        let mut extra = vec![
-            line(
-                "receive-buffer autotuning space (TCP_INFO rcv_space)",
-                f64::from(t.rcv_space),
-                "B",
-            ),
-            line(
-                "window clamp in use (TCP_INFO rcv_ssthresh)",
-                f64::from(t.rcv_ssthresh),
-                "B",
-            ),
-        ];
-        if tr.min_rcv_wnd != u32::MAX {
-            extra.push(line(
-                "smallest window advertised (TCP_INFO rcv_wnd)",
-                f64::from(tr.min_rcv_wnd),
-                "B",
-            ));
-        }
-        if dg.limit == Some(Limit::ReceiveWindow) {
-            // The answer's evidence is its finding's, then the path's.
-            let at = dg.findings[0].evidence.len().min(dg.evidence.len());
-            dg.evidence.splice(at..at, extra.iter().cloned());
-        }
-        for f in dg
-            .findings
-            .iter_mut()
-            .filter(|f| f.limit == Limit::ReceiveWindow)
-        {
-            f.evidence.extend(extra.iter().cloned());
-        }
-        // A full receive queue: the window is small because the application
-        // does not read, not because the buffer is.
-        let share = ratio(tr.rq_full, tr.samples);
-        if tr.samples >= 3 && share >= APP_FULL_SHARE {
-            let m = tr.last.mem.unwrap_or_default();
-            let f = live_finding(
-                Limit::Application,
-                "the receiving application",
-                format!(
-                    "it did not read fast enough; its receive queue held at least 3/4 of the {} B receive buffer in {} of {} samples, so the window this host advertises stayed shut (no rate model: plumb predicts no rate for it)",
-                    m.rcvbuf, tr.rq_full, tr.samples
-                ),
-                share,
-                cpu_missing().into_iter().collect(),
-                vec![
-                    line("samples with the receive queue at least 3/4 full", f64::from(tr.rq_full), "samples"),
-                    line("samples", f64::from(tr.samples), "samples"),
-                    line("receive queue memory (SKMEMINFO rmem_alloc), last sample", f64::from(m.rmem_alloc), "B"),
-                    line("receive buffer (SKMEMINFO rcvbuf)", f64::from(m.rcvbuf), "B"),
-                    line("unread bytes (receive queue), last sample", f64::from(tr.last.recv_queue), "B"),
-                ],
-            );
-            dg.findings.insert(0, f);
-            promote(
-                &mut dg,
-                &ev,
-                Some(("read the socket sooner and in larger reads; move slow work (disk, decompression) off the reading thread", "let the receiving application keep up")),
-            );
-        } else if dg.limit.is_none() {
-            dg.summary = format!(
-                "Unexplained from the receiving end: {} received; the sender's limits are visible only on the sending host (run plumb why there).",
-                plumb_diagnose::rules::human_rate(ev.measured_bps)
-            );
-        }
+        receiving_end(&mut dg, tr, ctx, &ev);
     }
     if d.role == Role::Sender {
-        // TCP's busy time counts a paced writer as busy whenever anything is
-        // in flight, which on a long path is nearly always; what shows the
-        // writer is the limit is a send queue with nothing unsent and a
-        // congestion window left unfilled, sample after sample.
-        let share = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1e6 / d.secs.max(1e-3));
-        let waiting_share = ratio(tr.app_waiting, tr.samples);
-        // A writer blocked on a full send buffer is not waiting for itself.
-        let waiting =
-            tr.samples >= 3 && waiting_share >= APP_WAITING_SHARE && tr.sq_full * 2 < tr.samples;
-        let tcp_limited = share(d.rwnd_limited_us) >= BINDING_SHARE
-            || share(d.sndbuf_limited_us) >= BINDING_SHARE;
-        let cpu = dg.findings.iter().any(|f| f.limit == Limit::Cpu);
-        let already = dg.limit == Some(Limit::Application);
-        if waiting && !tcp_limited && !cpu && !already {
-            let t = tr.last.tcp.unwrap_or_default();
-            let mut missing: Vec<String> = cpu_missing().into_iter().collect();
-            if d.rwnd_limited_us.is_none() || d.sndbuf_limited_us.is_none() {
-                missing.push("the sender's TCP limit counters".into());
-            }
-            dg.findings.retain(|f| f.limit != Limit::Application);
-            let f = live_finding(
-                Limit::Application,
-                "the sending application",
-                format!(
-                    "in {} of {} samples it had written nothing TCP had not yet sent, and the congestion window ({} segments) was not full; it sent {}{} (no rate model: plumb predicts no rate for it)",
-                    tr.app_waiting,
-                    tr.samples,
-                    t.snd_cwnd,
-                    plumb_diagnose::rules::human_rate(ev.measured_bps),
-                    ev.link.as_ref().map_or(String::new(), |l| format!(" on a {} link", plumb_diagnose::rules::human_rate(l.bps)))
-                ),
-                waiting_share,
-                missing,
-                vec![
-                    line("samples with nothing unsent and cwnd not full (TCP_INFO notsent_bytes, unacked < cwnd)", f64::from(tr.app_waiting), "samples"),
-                    line("samples", f64::from(tr.samples), "samples"),
-                ],
-            );
-            dg.findings.insert(0, f);
-            promote(
-                &mut dg,
-                &ev,
-                Some(("write sooner and in larger writes; lift any rate cap; keep more requests outstanding", "let the sending application offer more data")),
-            );
-        }
+        sending_application(&mut dg, tr, &d, ctx, &ev);
     }
-    // A sender that "had nothing to send" while its thread waited for a CPU
-    // had nothing because it could not run: the CPU is the cause when its
-    // counters bind, or when its thread was runnable for at least as much of
-    // the period as the application sat idle (the idle time is then time it
-    // waited to run: under a 5 % quota the thread ran 1 % and waited 75 %
-    // while the sender was idle 52 %, in the lab). (A test's application
-    // finding can rest on a rate cap; a live one never does.)
-    if dg.limit == Some(Limit::Application) {
-        let idle = dg.findings[0].binding_share;
-        if let Some(i) = dg.findings.iter().position(|f| {
-            f.limit == Limit::Cpu
-                && (f.counters_bind
-                    || f.binding_share
-                        .zip(idle)
-                        .is_some_and(|(run, idle)| idle >= BINDING_SHARE && run >= idle))
-        }) {
-            let mut f = dg.findings.remove(i);
-            if !f.counters_bind {
-                let share = f.binding_share.unwrap_or(0.0);
-                f.counters_bind = true;
-                f.confidence = weigh(share, true, f.missing.len());
-                f.level = Confidence::of(f.confidence);
-            }
-            dg.findings.insert(0, f);
-            promote(&mut dg, &ev, None);
-        }
-    }
+    cpu_behind_the_application(&mut dg, &ev);
     (dg, ev)
+}
+
+/// An idle connection: what it moved, and no limit.
+fn idle(dg: &mut Diagnosis, ev: &Evidence, secs: f64) {
+    dg.limit = None;
+    dg.secondary.clear();
+    dg.findings.clear();
+    dg.fixes.clear();
+    dg.predicted_bps = None;
+    dg.tolerance = None;
+    dg.confidence = None;
+    dg.confidence_level = None;
+    dg.evidence
+        .retain(|e| matches!(e.kind, EvidenceKind::Goodput | EvidenceKind::LinkRate));
+    dg.summary = format!(
+        "Idle: {} moved over {:.1} s; nothing limits a connection that has nothing to send.",
+        plumb_diagnose::rules::human_rate(ev.measured_bps),
+        secs
+    );
+}
+
+/// What a live finding about the application lacks when the owning
+/// process's CPU is unknown.
+fn cpu_missing(ctx: &Context) -> Option<String> {
+    ctx.cpu
+        .is_none()
+        .then(|| "the owning process's CPU (a thread starved of CPU looks the same)".to_string())
+}
+
+/// The receiving end: no congestion verdict without the sender's cwnd, the
+/// receiver's own window numbers, and a receiving application that does
+/// not read.
+fn receiving_end(dg: &mut Diagnosis, tr: &Track, ctx: &Context, ev: &Evidence) {
+    // Without the sender's cwnd a "congestion" verdict would rest on
+    // nothing: drop it, and if it was the answer, the answer goes too.
+    if dg.limit == Some(Limit::Congestion) {
+        demote(dg);
+    }
+    dg.findings.retain(|f| f.limit != Limit::Congestion);
+    receive_window_numbers(dg, tr);
+    // A full receive queue: the window is small because the application
+    // does not read, not because the buffer is.
+    let share = ratio(tr.rq_full, tr.samples);
+    if tr.samples >= 3 && share >= APP_FULL_SHARE {
+        receiving_application(dg, tr, ctx, ev, share);
+    } else if dg.limit.is_none() {
+        dg.summary = format!(
+            "Unexplained from the receiving end: {} received; the sender's limits are visible only on the sending host (run plumb why there).",
+            plumb_diagnose::rules::human_rate(ev.measured_bps)
+        );
+    }
+}
+
+/// The receive-window finding gets the receiver's own numbers.
+fn receive_window_numbers(dg: &mut Diagnosis, tr: &Track) {
+    let t = tr.last.tcp.unwrap_or_default();
+    let mut extra = vec![
+        line(
+            "receive-buffer autotuning space (TCP_INFO rcv_space)",
+            f64::from(t.rcv_space),
+            "B",
+        ),
+        line(
+            "window clamp in use (TCP_INFO rcv_ssthresh)",
+            f64::from(t.rcv_ssthresh),
+            "B",
+        ),
+    ];
+    if tr.min_rcv_wnd != u32::MAX {
+        extra.push(line(
+            "smallest window advertised (TCP_INFO rcv_wnd)",
+            f64::from(tr.min_rcv_wnd),
+            "B",
+        ));
+    }
+    if dg.limit == Some(Limit::ReceiveWindow) {
+        // The answer's evidence is its finding's, then the path's.
+        let at = dg.findings[0].evidence.len().min(dg.evidence.len());
+        dg.evidence.splice(at..at, extra.iter().cloned());
+    }
+    for f in dg
+        .findings
+        .iter_mut()
+        .filter(|f| f.limit == Limit::ReceiveWindow)
+    {
+        f.evidence.extend(extra.iter().cloned());
+    }
+}
+
+/// The receiving application as the answer: its receive queue held at
+/// least 3/4 of the buffer in `share` of the samples.
+fn receiving_application(dg: &mut Diagnosis, tr: &Track, ctx: &Context, ev: &Evidence, share: f64) {
+    let m = tr.last.mem.unwrap_or_default();
+    let f = live_finding(
+        Limit::Application,
+        "the receiving application",
+        format!(
+            "it did not read fast enough; its receive queue held at least 3/4 of the {} B receive buffer in {} of {} samples, so the window this host advertises stayed shut (no rate model: plumb predicts no rate for it)",
+            m.rcvbuf, tr.rq_full, tr.samples
+        ),
+        share,
+        cpu_missing(ctx).into_iter().collect(),
+        vec![
+            line("samples with the receive queue at least 3/4 full", f64::from(tr.rq_full), "samples"),
+            line("samples", f64::from(tr.samples), "samples"),
+            line("receive queue memory (SKMEMINFO rmem_alloc), last sample", f64::from(m.rmem_alloc), "B"),
+            line("receive buffer (SKMEMINFO rcvbuf)", f64::from(m.rcvbuf), "B"),
+            line("unread bytes (receive queue), last sample", f64::from(tr.last.recv_queue), "B"),
+        ],
+    );
+    dg.findings.insert(0, f);
+    promote(
+        dg,
+        ev,
+        Some(("read the socket sooner and in larger reads; move slow work (disk, decompression) off the reading thread", "let the receiving application keep up")),
+    );
+}
+
+/// The sending application as the answer, when sample after sample it had
+/// nothing unsent and TCP's own limits did not bind.
+fn sending_application(dg: &mut Diagnosis, tr: &Track, d: &Delta, ctx: &Context, ev: &Evidence) {
+    // TCP's busy time counts a paced writer as busy whenever anything is
+    // in flight, which on a long path is nearly always; what shows the
+    // writer is the limit is a send queue with nothing unsent and a
+    // congestion window left unfilled, sample after sample.
+    let share = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1e6 / d.secs.max(1e-3));
+    let waiting_share = ratio(tr.app_waiting, tr.samples);
+    // A writer blocked on a full send buffer is not waiting for itself.
+    let waiting =
+        tr.samples >= 3 && waiting_share >= APP_WAITING_SHARE && tr.sq_full * 2 < tr.samples;
+    let tcp_limited =
+        share(d.rwnd_limited_us) >= BINDING_SHARE || share(d.sndbuf_limited_us) >= BINDING_SHARE;
+    let cpu = dg.findings.iter().any(|f| f.limit == Limit::Cpu);
+    let already = dg.limit == Some(Limit::Application);
+    if !waiting || tcp_limited || cpu || already {
+        return;
+    }
+    let t = tr.last.tcp.unwrap_or_default();
+    let mut missing: Vec<String> = cpu_missing(ctx).into_iter().collect();
+    if d.rwnd_limited_us.is_none() || d.sndbuf_limited_us.is_none() {
+        missing.push("the sender's TCP limit counters".into());
+    }
+    dg.findings.retain(|f| f.limit != Limit::Application);
+    let f = live_finding(
+        Limit::Application,
+        "the sending application",
+        format!(
+            "in {} of {} samples it had written nothing TCP had not yet sent, and the congestion window ({} segments) was not full; it sent {}{} (no rate model: plumb predicts no rate for it)",
+            tr.app_waiting,
+            tr.samples,
+            t.snd_cwnd,
+            plumb_diagnose::rules::human_rate(ev.measured_bps),
+            ev.link.as_ref().map_or(String::new(), |l| format!(" on a {} link", plumb_diagnose::rules::human_rate(l.bps)))
+        ),
+        waiting_share,
+        missing,
+        vec![
+            line("samples with nothing unsent and cwnd not full (TCP_INFO notsent_bytes, unacked < cwnd)", f64::from(tr.app_waiting), "samples"),
+            line("samples", f64::from(tr.samples), "samples"),
+        ],
+    );
+    dg.findings.insert(0, f);
+    promote(
+        dg,
+        ev,
+        Some((
+            "write sooner and in larger writes; lift any rate cap; keep more requests outstanding",
+            "let the sending application offer more data",
+        )),
+    );
+}
+
+/// A sender that "had nothing to send" while its thread waited for a CPU
+/// had nothing because it could not run: the CPU is the cause when its
+/// counters bind, or when its thread was runnable for at least as much of
+/// the period as the application sat idle (the idle time is then time it
+/// waited to run: under a 5 % quota the thread ran 1 % and waited 75 %
+/// while the sender was idle 52 %, in the lab). (A test's application
+/// finding can rest on a rate cap; a live one never does.)
+fn cpu_behind_the_application(dg: &mut Diagnosis, ev: &Evidence) {
+    if dg.limit != Some(Limit::Application) {
+        return;
+    }
+    let idle = dg.findings[0].binding_share;
+    let Some(i) = dg.findings.iter().position(|f| {
+        f.limit == Limit::Cpu
+            && (f.counters_bind
+                || f.binding_share
+                    .zip(idle)
+                    .is_some_and(|(run, idle)| idle >= BINDING_SHARE && run >= idle))
+    }) else {
+        return;
+    };
+    let mut f = dg.findings.remove(i);
+    if !f.counters_bind {
+        let share = f.binding_share.unwrap_or(0.0);
+        f.counters_bind = true;
+        f.confidence = weigh(share, true, f.missing.len());
+        f.level = Confidence::of(f.confidence);
+    }
+    dg.findings.insert(0, f);
+    promote(dg, ev, None);
 }
 
 /// The answer stops being the answer: its finding is only binding now (or

@@ -286,6 +286,10 @@ fn raw_test_retry(port: u16, tag: u8) -> Result<u32, RawError> {
 type Case = (&'static str, Box<dyn Fn()>);
 
 /// What each hostile client does.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of hostile clients, one short closure each"
+)]
 fn hostile_cases(port: u16) -> Vec<Case> {
     let p = port;
     vec![

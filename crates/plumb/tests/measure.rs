@@ -1006,6 +1006,10 @@ fn assert_refused_with_accepted_forms(args: &[&str], flag: &str) {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of every number flag with its bad value and the flag its error must name, one row each"
+)]
 fn every_number_flag_says_what_it_accepts() {
     // Particular mistakes: out of range, negative, zero, a bad burst.
     for (args, flag) in [

@@ -138,6 +138,10 @@ fn queue_drops(notes: &str) -> u64 {
 /// (`scripts/newest-iperf3` needs Debian's archive) Debian's iperf3 runs:
 /// its client ends on the same condition.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of runs (tool, flags, count) over one lab link, then one check per row"
+)]
 fn reverse_udp_counts_end_across_a_lossy_link() {
     if !can_lab() {
         return;

@@ -1255,6 +1255,10 @@ fn a_deep_queue_from_a_capture_is_the_link_with_no_window_fix() {
 /// page with the flow's verdict; an unknown interface, and tcpdump's
 /// `any`, is one line and exit 2.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one live capture scenario: the refused interfaces, the transfer under capture, then the verdict, the pcapng and the page it writes, checked in order"
+)]
 fn a_live_capture_of_loopback_explains_its_transfer() {
     let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines()

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::cookie::Cookie;
 use crate::error::ProtoError;
 use crate::framing::{self, JsonLimits, MAX_JSON_DEPTH, MAX_JSON_LEN};
+use crate::input::{self, Input, Reader, Step};
 use crate::params::TestParams;
 use crate::results::Results;
 use crate::state::State;
@@ -169,25 +170,13 @@ pub struct ClientControl {
     params: TestParams,
     limits: JsonLimits,
     phase: ClientPhase,
-    inbuf: Vec<u8>,
+    input: Input,
     outbuf: Vec<u8>,
     events: VecDeque<ClientEvent>,
     test_end_sent: bool,
-    eof: bool,
     test_start_time: Option<Duration>,
     /// The latest `now` given, for messages handled when a command resumes reading.
     now: Duration,
-}
-
-enum Step {
-    /// The message took this many bytes.
-    Consumed(usize),
-    /// The message is incomplete; more bytes are needed.
-    NeedBytes,
-    /// The driver owes a command before this input may be read.
-    Held,
-    /// Nothing more is read.
-    Stop,
 }
 
 impl ClientControl {
@@ -210,10 +199,9 @@ impl ClientControl {
                 max_depth: limits.max_json_depth,
             },
             phase: ClientPhase::AwaitParamExchange,
-            inbuf: Vec::new(),
+            input: Input::default(),
             events: VecDeque::new(),
             test_end_sent: false,
-            eof: false,
             test_start_time: None,
             now: Duration::ZERO,
         }
@@ -250,43 +238,14 @@ impl ClientControl {
     /// asked) only the server's abort messages are read; the rest waits.
     pub fn handle_input(&mut self, bytes: &[u8], now: Duration) {
         self.now = now;
-        if self.phase == ClientPhase::Closed || self.eof {
-            return;
-        }
-        self.inbuf.extend_from_slice(bytes);
-        self.process();
+        input::feed(self, bytes);
     }
 
     /// Reports that the server closed the control connection. Bytes already
     /// given are handled first.
     pub fn handle_eof(&mut self, now: Duration) {
         self.now = now;
-        self.eof = true;
-        self.process();
-    }
-
-    /// Handles buffered input as far as the phase allows, then a pending EOF.
-    fn process(&mut self) {
-        let buf = std::mem::take(&mut self.inbuf);
-        let mut pos = 0;
-        let mut held_for_driver = false;
-        while pos < buf.len() {
-            match self.step(&buf[pos..]) {
-                Step::Consumed(n) => pos += n,
-                Step::NeedBytes => break,
-                Step::Held => {
-                    held_for_driver = true;
-                    break;
-                }
-                Step::Stop => pos = buf.len(),
-            }
-        }
-        self.inbuf = buf;
-        self.inbuf.drain(..pos);
-        // EOF is reported once the held input has been read, not before.
-        if self.eof && self.phase != ClientPhase::Closed && !held_for_driver {
-            self.finish_at_eof();
-        }
+        input::feed_eof(self);
     }
 
     /// Whether the driver owes a command before the server may speak again.
@@ -296,32 +255,6 @@ impl ClientControl {
             ClientPhase::ResultsRequested => true,
             _ => false,
         }
-    }
-
-    fn finish_at_eof(&mut self) {
-        let buf = std::mem::take(&mut self.inbuf);
-        let event = match buf.first() {
-            None => ClientEvent::PeerClosed {
-                state: self.phase.awaited(),
-            },
-            // ≤3.18 servers send SERVER_ERROR without the errno word.
-            Some(&0xFE) if buf.len() >= 5 => ClientEvent::ServerError {
-                code: read_i32(&buf[1..5]),
-                errno: 0,
-            },
-            Some(&0xFE) => ClientEvent::ProtocolError(ProtoError::Truncated {
-                what: "SERVER_ERROR message",
-                have: buf.len(),
-                need: SERVER_ERROR_LEN,
-            }),
-            Some(_) => ClientEvent::ProtocolError(ProtoError::Truncated {
-                what: "server results",
-                have: buf.len(),
-                need: framing::frame_need(&buf),
-            }),
-        };
-        self.events.push_back(event);
-        self.phase = ClientPhase::Closed;
     }
 
     /// Appends the bytes to write on the control connection to `out`;
@@ -355,7 +288,7 @@ impl ClientControl {
         }
         self.test_end_sent = true;
         self.outbuf.push(State::TestEnd.to_byte());
-        self.process();
+        input::process(self);
         Ok(())
     }
 
@@ -366,7 +299,7 @@ impl ClientControl {
         }
         framing::write_frame(results, "results", &mut self.outbuf)?;
         self.phase = ClientPhase::AwaitServerResults;
-        self.process();
+        input::process(self);
         Ok(())
     }
 
@@ -393,32 +326,15 @@ impl ClientControl {
         Step::Stop
     }
 
-    /// Handles the message at the start of `buf` (never empty).
-    fn step(&mut self, buf: &[u8]) -> Step {
-        let abort = ABORT_BYTES.contains(&buf[0]);
-        match self.phase {
-            ClientPhase::Closed => Step::Stop,
-            ClientPhase::AwaitServerResults if !abort => self.read_results(buf),
-            // The server sends nothing before our TEST_END or our results
-            // unless it aborts; anything else waits for the command.
-            _ if self.waits_for_driver() && !abort => Step::Held,
-            _ => self.read_state(buf),
-        }
-    }
-
     fn read_results(&mut self, buf: &[u8]) -> Step {
-        let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return Step::NeedBytes,
-            Err(e) => return self.fail(e),
-        };
-        match framing::decode_json::<Results>(body, &self.limits, "results") {
-            Ok(results) => {
+        match framing::read_frame::<Results>(buf, &self.limits, "results") {
+            Ok(Some((results, len))) => {
                 self.events
                     .push_back(ClientEvent::ServerResults(Box::new(results)));
                 self.phase = ClientPhase::AwaitDisplayResults;
                 Step::Consumed(len)
             }
+            Ok(None) => Step::NeedBytes,
             Err(e) => self.fail(e),
         }
     }
@@ -426,7 +342,7 @@ impl ClientControl {
     fn read_state(&mut self, buf: &[u8]) -> Step {
         let state = match State::from_byte(buf[0]) {
             Ok(state) => state,
-            Err(e) => return self.fail(e),
+            Err(e) => return self.fail(e.into()),
         };
         let (event, next) = match (self.phase, state) {
             (_, State::ServerError) => {
@@ -480,6 +396,54 @@ impl ClientControl {
         self.events.extend(event);
         self.phase = next;
         Step::Consumed(1)
+    }
+}
+
+impl Reader for ClientControl {
+    fn input(&mut self) -> &mut Input {
+        &mut self.input
+    }
+
+    fn reads_no_more(&self) -> bool {
+        self.is_closed()
+    }
+
+    fn step(&mut self, buf: &[u8]) -> Step {
+        let abort = ABORT_BYTES.contains(&buf[0]);
+        match self.phase {
+            ClientPhase::Closed => Step::Stop,
+            ClientPhase::AwaitServerResults if !abort => self.read_results(buf),
+            // The server sends nothing before our TEST_END or our results
+            // unless it aborts; anything else waits for the command.
+            _ if self.waits_for_driver() && !abort => Step::Held,
+            _ => self.read_state(buf),
+        }
+    }
+
+    fn finish_at_eof(&mut self) {
+        let buf = self.input.take();
+        let event = match buf.first() {
+            None => ClientEvent::PeerClosed {
+                state: self.phase.awaited(),
+            },
+            // ≤3.18 servers send SERVER_ERROR without the errno word.
+            Some(&0xFE) if buf.len() >= 5 => ClientEvent::ServerError {
+                code: read_i32(&buf[1..5]),
+                errno: 0,
+            },
+            Some(&0xFE) => ClientEvent::ProtocolError(ProtoError::Truncated {
+                what: "SERVER_ERROR message",
+                have: buf.len(),
+                need: SERVER_ERROR_LEN,
+            }),
+            Some(_) => ClientEvent::ProtocolError(ProtoError::Truncated {
+                what: "server results",
+                have: buf.len(),
+                need: framing::frame_need(&buf),
+            }),
+        };
+        self.events.push_back(event);
+        self.phase = ClientPhase::Closed;
     }
 }
 

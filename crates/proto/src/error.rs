@@ -4,7 +4,7 @@
 //! is. Parameter range failures have their own type, [`crate::ParamError`],
 //! because they carry an iperf3 error code for the SERVER_ERROR reply.
 
-use crate::state::State;
+use crate::state::{State, UnknownStateByte};
 
 /// Something the peer sent (or the driver asked for) does not fit the protocol.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -79,4 +79,10 @@ pub enum ProtoError {
         /// What the machine was doing.
         phase: &'static str,
     },
+}
+
+impl From<UnknownStateByte> for ProtoError {
+    fn from(UnknownStateByte(byte): UnknownStateByte) -> Self {
+        ProtoError::UnknownState(byte)
+    }
 }

@@ -135,6 +135,20 @@ pub fn decode_json<T: DeserializeOwned>(
     })
 }
 
+/// The frame at the start of `buf` decoded as `what` ([`split_frame`],
+/// then [`decode_json`]), with the bytes it occupies; `Ok(None)` while more
+/// bytes are needed.
+pub(crate) fn read_frame<T: DeserializeOwned>(
+    buf: &[u8],
+    limits: &JsonLimits,
+    what: &'static str,
+) -> Result<Option<(T, usize)>, ProtoError> {
+    let Some((body, len)) = split_frame(buf, limits.max_len)? else {
+        return Ok(None);
+    };
+    Ok(Some((decode_json(body, limits, what)?, len)))
+}
+
 /// Serializes `value` as compact JSON with iperf3's number style.
 pub fn encode_json<T: Serialize>(value: &T, what: &'static str) -> Result<Vec<u8>, ProtoError> {
     let mut out = Vec::with_capacity(256);

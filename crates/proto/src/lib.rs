@@ -58,6 +58,7 @@ pub mod client;
 pub mod cookie;
 mod error;
 pub mod framing;
+mod input;
 mod lenient;
 pub mod params;
 pub mod results;

@@ -774,6 +774,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a table of out-of-range parameters, each with the iperf3 code and message it must give"
+    )]
     fn validate_reports_iperf3_codes_and_the_value() {
         let base = captured_params();
         assert_eq!(base.validate(), Ok(()));

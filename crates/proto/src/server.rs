@@ -12,6 +12,7 @@ pub use crate::cookie::matches;
 use crate::cookie::{Cookie, COOKIE_LEN};
 use crate::error::ProtoError;
 use crate::framing::{self, JsonLimits, MAX_JSON_DEPTH, MAX_JSON_LEN};
+use crate::input::{self, Input, Reader, Step};
 use crate::params::TestParams;
 use crate::results::Results;
 use crate::state::State;
@@ -167,21 +168,9 @@ pub struct ServerControl {
     phase: ServerPhase,
     deadline: Option<Duration>,
     cookie: Option<Cookie>,
-    inbuf: Vec<u8>,
+    input: Input,
     outbuf: Vec<u8>,
     events: VecDeque<ServerEvent>,
-    eof: bool,
-}
-
-enum Step {
-    /// The message took this many bytes.
-    Consumed(usize),
-    /// The message is incomplete; more bytes are needed.
-    NeedBytes,
-    /// The driver owes a command before this input may be read.
-    Held,
-    /// Nothing more is read.
-    Stop,
 }
 
 impl ServerControl {
@@ -195,10 +184,9 @@ impl ServerControl {
             phase: ServerPhase::AwaitCookie,
             deadline: now.checked_add(limits.handshake_timeout),
             cookie: None,
-            inbuf: Vec::new(),
+            input: Input::default(),
             outbuf: Vec::new(),
             events: VecDeque::new(),
-            eof: false,
         }
     }
 
@@ -225,43 +213,14 @@ impl ServerControl {
     /// other bytes stay buffered until the command is given.
     pub fn handle_input(&mut self, bytes: &[u8], now: Duration) {
         self.handle_timeout(now);
-        if self.phase == ServerPhase::Closed || self.eof {
-            return;
-        }
-        self.inbuf.extend_from_slice(bytes);
-        self.process();
+        input::feed(self, bytes);
     }
 
     /// Reports that the client closed the control connection. Bytes already
     /// given are handled first.
     pub fn handle_eof(&mut self, now: Duration) {
         self.handle_timeout(now);
-        self.eof = true;
-        self.process();
-    }
-
-    /// Handles buffered input as far as the phase allows, then a pending EOF.
-    fn process(&mut self) {
-        let buf = std::mem::take(&mut self.inbuf);
-        let mut pos = 0;
-        let mut held_for_driver = false;
-        while pos < buf.len() {
-            match self.step(&buf[pos..]) {
-                Step::Consumed(n) => pos += n,
-                Step::NeedBytes => break,
-                Step::Held => {
-                    held_for_driver = true;
-                    break;
-                }
-                Step::Stop => pos = buf.len(),
-            }
-        }
-        self.inbuf = buf;
-        self.inbuf.drain(..pos);
-        // EOF is reported once the held input has been read, not before.
-        if self.eof && self.phase != ServerPhase::Closed && !held_for_driver {
-            self.finish_at_eof();
-        }
+        input::feed_eof(self);
     }
 
     fn waits_for_driver(&self) -> bool {
@@ -272,31 +231,6 @@ impl ServerControl {
                 | ServerPhase::TestEnded
                 | ServerPhase::ResultsReceived
         )
-    }
-
-    fn finish_at_eof(&mut self) {
-        let buf = std::mem::take(&mut self.inbuf);
-        let event = match (self.phase, buf.len()) {
-            (ServerPhase::AwaitDone, 0) => ServerEvent::Done { clean: false },
-            (phase, 0) => ServerEvent::PeerClosed { phase },
-            (ServerPhase::AwaitCookie, have) => ServerEvent::ProtocolError(ProtoError::Truncated {
-                what: "cookie",
-                have,
-                need: COOKIE_LEN,
-            }),
-            (ServerPhase::AwaitParams, have) => ServerEvent::ProtocolError(ProtoError::Truncated {
-                what: "parameters",
-                have,
-                need: framing::frame_need(&buf),
-            }),
-            (_, have) => ServerEvent::ProtocolError(ProtoError::Truncated {
-                what: "results",
-                have,
-                need: framing::frame_need(&buf),
-            }),
-        };
-        self.events.push_back(event);
-        self.close();
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must next be called, if ever.
@@ -342,7 +276,7 @@ impl ServerControl {
             ServerPhase::CreatingStreams,
         )?;
         self.outbuf.push(State::CreateStreams.to_byte());
-        self.process();
+        input::process(self);
         Ok(())
     }
 
@@ -355,7 +289,7 @@ impl ServerControl {
         )?;
         self.outbuf
             .extend_from_slice(&[State::TestStart.to_byte(), State::TestRunning.to_byte()]);
-        self.process();
+        input::process(self);
         Ok(())
     }
 
@@ -367,7 +301,7 @@ impl ServerControl {
             ServerPhase::AwaitClientResults,
         )?;
         self.outbuf.push(State::ExchangeResults.to_byte());
-        self.process();
+        input::process(self);
         Ok(())
     }
 
@@ -379,7 +313,7 @@ impl ServerControl {
         framing::write_frame(results, "results", &mut self.outbuf)?;
         self.outbuf.push(State::DisplayResults.to_byte());
         self.phase = ServerPhase::AwaitDone;
-        self.process();
+        input::process(self);
         Ok(())
     }
 
@@ -438,7 +372,7 @@ impl ServerControl {
     fn close(&mut self) {
         self.phase = ServerPhase::Closed;
         self.deadline = None;
-        self.inbuf.clear();
+        self.input.clear();
     }
 
     fn fail(&mut self, error: ProtoError) -> Step {
@@ -455,39 +389,11 @@ impl ServerControl {
         Step::Stop
     }
 
-    /// Handles the message at the start of `buf` (never empty).
-    fn step(&mut self, buf: &[u8]) -> Step {
-        let abort = ABORT_BYTES.contains(&buf[0]);
-        match self.phase {
-            ServerPhase::Closed => Step::Stop,
-            ServerPhase::AwaitCookie => {
-                let Some(bytes) = buf.first_chunk::<COOKIE_LEN>() else {
-                    return Step::NeedBytes;
-                };
-                let cookie = Cookie::from_wire(bytes);
-                self.cookie = Some(cookie);
-                self.events.push_back(ServerEvent::Cookie(cookie));
-                self.outbuf.push(State::ParamExchange.to_byte());
-                self.phase = ServerPhase::AwaitParams;
-                Step::Consumed(COOKIE_LEN)
-            }
-            ServerPhase::AwaitParams if !abort => self.read_params(buf),
-            ServerPhase::AwaitClientResults if !abort => self.read_results(buf),
-            // The client sends nothing while we wait for the driver, except
-            // when it is interrupted; anything else waits for the command.
-            _ if self.waits_for_driver() && !abort => Step::Held,
-            _ => self.read_state(buf[0]),
-        }
-    }
-
     fn read_params(&mut self, buf: &[u8]) -> Step {
-        let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
+        let (params, len) = match framing::read_frame::<TestParams>(buf, &self.limits, "parameters")
+        {
             Ok(Some(frame)) => frame,
             Ok(None) => return Step::NeedBytes,
-            Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
-        };
-        let params = match framing::decode_json::<TestParams>(body, &self.limits, "parameters") {
-            Ok(params) => params,
             Err(e) => return self.reject(ERROR_RECV_PARAMS, e.to_string()),
         };
         if let Err(e) = params.validate() {
@@ -500,18 +406,14 @@ impl ServerControl {
     }
 
     fn read_results(&mut self, buf: &[u8]) -> Step {
-        let (body, len) = match framing::split_frame(buf, self.limits.max_len) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return Step::NeedBytes,
-            Err(e) => return self.fail(e),
-        };
-        match framing::decode_json::<Results>(body, &self.limits, "results") {
-            Ok(results) => {
+        match framing::read_frame::<Results>(buf, &self.limits, "results") {
+            Ok(Some((results, len))) => {
                 self.events
                     .push_back(ServerEvent::ClientResults(Box::new(results)));
                 self.phase = ServerPhase::ResultsReceived;
                 Step::Consumed(len)
             }
+            Ok(None) => Step::NeedBytes,
             Err(e) => self.fail(e),
         }
     }
@@ -519,7 +421,7 @@ impl ServerControl {
     fn read_state(&mut self, byte: u8) -> Step {
         let state = match State::from_byte(byte) {
             Ok(state) => state,
-            Err(e) => return self.fail(e),
+            Err(e) => return self.fail(e.into()),
         };
         let event = match (self.phase, state) {
             (_, State::ClientTerminate) => {
@@ -545,6 +447,65 @@ impl ServerControl {
         };
         self.events.push_back(event);
         Step::Consumed(1)
+    }
+}
+
+impl Reader for ServerControl {
+    fn input(&mut self) -> &mut Input {
+        &mut self.input
+    }
+
+    fn reads_no_more(&self) -> bool {
+        self.is_closed()
+    }
+
+    fn step(&mut self, buf: &[u8]) -> Step {
+        let abort = ABORT_BYTES.contains(&buf[0]);
+        match self.phase {
+            ServerPhase::Closed => Step::Stop,
+            ServerPhase::AwaitCookie => {
+                let Some(bytes) = buf.first_chunk::<COOKIE_LEN>() else {
+                    return Step::NeedBytes;
+                };
+                let cookie = Cookie::from_wire(bytes);
+                self.cookie = Some(cookie);
+                self.events.push_back(ServerEvent::Cookie(cookie));
+                self.outbuf.push(State::ParamExchange.to_byte());
+                self.phase = ServerPhase::AwaitParams;
+                Step::Consumed(COOKIE_LEN)
+            }
+            ServerPhase::AwaitParams if !abort => self.read_params(buf),
+            ServerPhase::AwaitClientResults if !abort => self.read_results(buf),
+            // The client sends nothing while we wait for the driver, except
+            // when it is interrupted; anything else waits for the command.
+            _ if self.waits_for_driver() && !abort => Step::Held,
+            _ => self.read_state(buf[0]),
+        }
+    }
+
+    fn finish_at_eof(&mut self) {
+        let buf = self.input.take();
+        let event = match (self.phase, buf.len()) {
+            (ServerPhase::AwaitDone, 0) => ServerEvent::Done { clean: false },
+            (phase, 0) => ServerEvent::PeerClosed { phase },
+            (ServerPhase::AwaitCookie, have) => ServerEvent::ProtocolError(ProtoError::Truncated {
+                what: "cookie",
+                have,
+                need: COOKIE_LEN,
+            }),
+            (ServerPhase::AwaitParams, have) => ServerEvent::ProtocolError(ProtoError::Truncated {
+                what: "parameters",
+                have,
+                need: framing::frame_need(&buf),
+            }),
+            (_, have) => ServerEvent::ProtocolError(ProtoError::Truncated {
+                what: "results",
+                have,
+                need: framing::frame_need(&buf),
+            }),
+        };
+        self.events.push_back(event);
+        self.close();
     }
 }
 

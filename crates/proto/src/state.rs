@@ -6,7 +6,11 @@
 
 use std::fmt;
 
-use crate::error::ProtoError;
+/// A byte where a state message belongs that names no iperf3 state; it
+/// becomes [`crate::ProtoError::UnknownState`] in the machines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("unknown state byte 0x{0:02x}")]
+pub struct UnknownStateByte(pub u8);
 
 /// A state message, as iperf3 numbers it.
 ///
@@ -59,7 +63,7 @@ impl State {
     ];
 
     /// Reads a state byte; the byte is signed, so `0xFF` is `AccessDenied`.
-    pub fn from_byte(byte: u8) -> Result<State, ProtoError> {
+    pub fn from_byte(byte: u8) -> Result<State, UnknownStateByte> {
         Ok(match byte as i8 {
             1 => State::TestStart,
             2 => State::TestRunning,
@@ -73,7 +77,7 @@ impl State {
             16 => State::IperfDone,
             -1 => State::AccessDenied,
             -2 => State::ServerError,
-            _ => return Err(ProtoError::UnknownState(byte)),
+            _ => return Err(UnknownStateByte(byte)),
         })
     }
 
@@ -153,7 +157,7 @@ mod tests {
             if known.contains(&byte) {
                 assert!(parsed.is_ok(), "0x{byte:02x}");
             } else {
-                assert_eq!(parsed, Err(ProtoError::UnknownState(byte)));
+                assert_eq!(parsed, Err(UnknownStateByte(byte)));
             }
         }
         // Internal iperf3 states that are never sent.

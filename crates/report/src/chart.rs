@@ -181,6 +181,18 @@ pub enum Style {
     Reference,
 }
 
+impl Style {
+    /// The CSS classes that draw it.
+    fn class(self) -> String {
+        match self {
+            Style::Palette(k) => format!("s{}", k % 8),
+            Style::Dashed(k) => format!("s{} dash", k % 8),
+            Style::Sum => "sum".into(),
+            Style::Reference => "ref".into(),
+        }
+    }
+}
+
 /// One line on a chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
@@ -320,40 +332,15 @@ impl Chart {
             unit(&ys)
         );
         for (i, ser) in self.series.iter().enumerate() {
-            let class = match ser.style {
-                Style::Palette(k) => format!("s{}", k % 8),
-                Style::Dashed(k) => format!("s{} dash", k % 8),
-                Style::Sum => "sum".into(),
-                Style::Reference => "ref".into(),
-            };
-            let mut d = String::new();
-            let mut prev: Option<(f64, f64)> = None;
-            for &(x, y) in &ser.points {
-                if !(x.is_finite() && y.is_finite()) {
-                    prev = None;
-                    continue;
-                }
-                let (cx, cy) = (px(x), py(y));
-                match prev {
-                    None => {
-                        let _ = write!(d, "M{cx:.1} {cy:.1}");
-                    }
-                    Some(_) if self.steps => {
-                        let _ = write!(d, "H{cx:.1}V{cy:.1}");
-                    }
-                    Some(_) => {
-                        let _ = write!(d, "L{cx:.1} {cy:.1}");
-                    }
-                }
-                prev = Some((cx, cy));
-            }
+            let class = ser.style.class();
+            let (d, last) = self.path(&ser.points, px, py);
             let _ = write!(
                 s,
                 "<path class=\"series {class}\" data-series=\"{i}\" d=\"{d}\"><title>{}</title></path>",
                 esc(&ser.name)
             );
             if ser.points.len() == 1 && ser.style != Style::Reference {
-                if let Some((cx, cy)) = prev {
+                if let Some((cx, cy)) = last {
                     let _ = write!(
                         s,
                         "<circle class=\"dot {class}\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"3\"/>"
@@ -361,22 +348,57 @@ impl Chart {
                 }
             }
         }
-        s.push_str("</svg><ul class=\"legend\">");
+        s.push_str("</svg>");
+        self.legend(&mut s);
+        s.push_str("</figure>");
+        s
+    }
+
+    /// A series' SVG path through `points` in plot coordinates (`px`,
+    /// `py`), in steps when the chart draws steps; a point that is not a
+    /// number breaks the line. Also the last point drawn.
+    fn path(
+        &self,
+        points: &[(f64, f64)],
+        px: impl Fn(f64) -> f64,
+        py: impl Fn(f64) -> f64,
+    ) -> (String, Option<(f64, f64)>) {
+        let mut d = String::new();
+        let mut prev: Option<(f64, f64)> = None;
+        for &(x, y) in points {
+            if !(x.is_finite() && y.is_finite()) {
+                prev = None;
+                continue;
+            }
+            let (cx, cy) = (px(x), py(y));
+            match prev {
+                None => {
+                    let _ = write!(d, "M{cx:.1} {cy:.1}");
+                }
+                Some(_) if self.steps => {
+                    let _ = write!(d, "H{cx:.1}V{cy:.1}");
+                }
+                Some(_) => {
+                    let _ = write!(d, "L{cx:.1} {cy:.1}");
+                }
+            }
+            prev = Some((cx, cy));
+        }
+        (d, prev)
+    }
+
+    /// The legend beneath the chart: each series' name beside its line.
+    fn legend(&self, s: &mut String) {
+        s.push_str("<ul class=\"legend\">");
         for ser in &self.series {
-            let class = match ser.style {
-                Style::Palette(k) => format!("s{}", k % 8),
-                Style::Dashed(k) => format!("s{} dash", k % 8),
-                Style::Sum => "sum".into(),
-                Style::Reference => "ref".into(),
-            };
+            let class = ser.style.class();
             let _ = write!(
                 s,
                 "<li><svg class=\"key\" viewBox=\"0 0 24 8\" width=\"24\" height=\"8\"><line class=\"series {class}\" x1=\"0\" x2=\"24\" y1=\"4\" y2=\"4\"/></svg>{}</li>",
                 esc(&ser.name)
             );
         }
-        s.push_str("</ul></figure>");
-        s
+        s.push_str("</ul>");
     }
 }
 

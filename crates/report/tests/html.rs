@@ -605,6 +605,10 @@ fn request_response_round_trips_and_their_intervals_from_recorded_documents() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one walk over both recorded live documents, checking every part of the page they make"
+)]
 fn live_connections_each_with_identity_and_verdict_busiest_first() {
     // plumb why --peer 198.18.0.2 --for 3 -J --link 1g, in the near namespace
     // of plumb lab --rate 1gbit --rtt 15ms, beside a plumb client clamped to

@@ -5,6 +5,7 @@
 //! Everything a client can get wrong ends this test only, with a log line
 //! naming the peer; the slot is freed when the thread returns.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::Ordering::Relaxed;
@@ -117,6 +118,51 @@ impl Sink for Tee<'_> {
     }
     fn finish(&mut self) -> io::Result<()> {
         self.main.finish()
+    }
+}
+
+/// What the run loop of a test keeps between its turns.
+struct RunState {
+    /// The outcome line for the log, completed by the results.
+    summary: String,
+    /// When the server ends the test whatever the client does.
+    watchdog: Option<Instant>,
+    /// Data flows: the client has not sent TEST_END.
+    running: bool,
+    /// When the step the client owes (its results, IPERF_DONE) is late.
+    step_deadline: Option<Instant>,
+    /// The progress last seen, and when it changed (`--rcv-timeout`).
+    last_seen: u64,
+    last_progress: Instant,
+    /// Bytes moved over the last seconds (`--max-bitrate`).
+    samples: VecDeque<(Instant, u64)>,
+}
+
+impl RunState {
+    fn new(plan: &Plan, started: Instant, max_duration: Option<Duration>) -> Self {
+        let summary = format!(
+            "{} {} stream(s){}{}, {} s",
+            plan.protocol.name(),
+            plan.parallel,
+            if plan.reverse { ", reverse" } else { "" },
+            if plan.bidir { ", bidir" } else { "" },
+            plan.time
+        );
+        let watchdog = if plan.time > 0.0 {
+            Some(started + Duration::from_secs_f64(plan.time + plan.omit) + WATCHDOG_SLACK)
+        } else {
+            // Bounded by bytes or blocks: the operator's maximum, if any.
+            max_duration.map(|m| started + m)
+        };
+        RunState {
+            summary,
+            watchdog,
+            running: true,
+            step_deadline: None,
+            last_seen: 0,
+            last_progress: started,
+            samples: VecDeque::new(),
+        }
     }
 }
 
@@ -433,6 +479,44 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         self.machine.is_closed()
     }
 
+    /// Takes data streams from `next` until the test has all it announced;
+    /// `next` waits at most the time it is given and says `None` when
+    /// nothing came that is a stream. A client that takes too long, or
+    /// leaves, ends the wait: `what` names its streams in the error.
+    fn accept_streams(
+        &mut self,
+        plan: &Plan,
+        session: &mut Session,
+        what: &str,
+        mut next: impl FnMut(Duration, &Session) -> io::Result<Option<Stream>>,
+    ) -> io::Result<()> {
+        let deadline = Instant::now() + STREAMS_TIMEOUT;
+        while session.streams.len() < plan.total_streams() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || signals::interrupted() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the client opened {} of its {} {what}",
+                        session.streams.len(),
+                        plan.total_streams()
+                    ),
+                ));
+            }
+            if self.control_gone() {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the client left while its streams were connecting",
+                ));
+            }
+            if let Some(stream) = next(left.min(Duration::from_millis(100)), session)? {
+                session.streams.push(stream);
+            }
+        }
+        Ok(())
+    }
+
+    /// TCP streams, as the gate routes them here by their cookie.
     fn accept_tcp(
         &mut self,
         rx: &mpsc::Receiver<(TcpStream, SocketAddr)>,
@@ -440,7 +524,6 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         opts: &DataOptions,
         session: &mut Session,
     ) -> io::Result<()> {
-        let deadline = Instant::now() + STREAMS_TIMEOUT;
         // --latency: the client's first connection is its probe, answered at once.
         let mut probe = self.params.plumb.as_ref().is_some_and(|p| p.latency);
         let crr_port = session
@@ -449,34 +532,17 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             .as_ref()
             .and_then(|l| l.local_addr().ok())
             .map_or(0, |a| a.port());
-        while session.streams.len() < plan.total_streams() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || signals::interrupted() {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "the client opened {} of its {} streams",
-                        session.streams.len(),
-                        plan.total_streams()
-                    ),
-                ));
-            }
-            if self.control_gone() {
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the client left while its streams were connecting",
-                ));
-            }
-            let (s, _) = match rx.recv_timeout(left.min(Duration::from_millis(100))) {
+        self.accept_streams(plan, session, "streams", |wait, session| {
+            let (s, _) = match rx.recv_timeout(wait) {
                 Ok(c) => c,
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(None),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(io::Error::other("the server is shutting down"))
                 }
             };
             if std::mem::take(&mut probe) {
                 crate::rr::serve_probe(s, Arc::clone(&session.shared))?;
-                continue;
+                return Ok(None);
             }
             s.set_nonblocking(false)?;
             let i = session.streams.len();
@@ -485,15 +551,15 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             if plan.rr.is_some() {
                 crate::rr::greet_tcp(&s, crr_port)?;
             }
-            session.streams.push(Stream::new(
+            Ok(Some(Stream::new(
                 stream_id(i),
                 sender,
                 StreamSocket::Tcp(Arc::new(s)),
-            ));
-        }
-        Ok(())
+            )))
+        })
     }
 
+    /// UDP streams, each announced by a hello on the socket bound for it.
     fn accept_udp(
         &mut self,
         first: UdpSocket,
@@ -501,31 +567,13 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         opts: &DataOptions,
         session: &mut Session,
     ) -> io::Result<()> {
-        let cfg = self.shared.cfg;
-        let deadline = Instant::now() + STREAMS_TIMEOUT;
+        let (shared, peer) = (self.shared, self.peer);
         let mut waiting = first;
         let mut hello = [0u8; 2048];
         let mut stray = 0u64;
-        let want_ip = canonical(self.peer.ip());
-        while session.streams.len() < plan.total_streams() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || signals::interrupted() {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!(
-                        "the client opened {} of its {} UDP streams",
-                        session.streams.len(),
-                        plan.total_streams()
-                    ),
-                ));
-            }
-            if self.control_gone() {
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the client left while its streams were connecting",
-                ));
-            }
-            waiting.set_read_timeout(Some(left.min(Duration::from_millis(100))))?;
+        let want_ip = canonical(peer.ip());
+        self.accept_streams(plan, session, "UDP streams", |wait, session| {
+            waiting.set_read_timeout(Some(wait))?;
             let (n, from) = match waiting.recv_from(&mut hello) {
                 Ok(r) => r,
                 Err(e)
@@ -536,7 +584,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                             | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    continue
+                    return Ok(None)
                 }
                 Err(e) => return Err(e),
             };
@@ -550,12 +598,12 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     );
                 }
                 stray += 1;
-                continue;
+                return Ok(None);
             }
             waiting.connect(from)?;
             // The next stream's hello follows our reply at once: its socket
             // must be bound before the reply goes out.
-            let next = sockets::bind_udp(self.shared.port, cfg.bind, cfg.family, opts)?;
+            let next = sockets::bind_udp(shared.port, shared.cfg.bind, shared.cfg.family, opts)?;
             waiting.send(&udp::REPLY)?;
             if plan.rr.is_some() {
                 crate::rr::greet_udp(&waiting)?;
@@ -563,15 +611,15 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             let stream: UdpSocket = std::mem::replace(&mut waiting, next);
             let i = session.streams.len();
             let sender = !plan.client_sends(i);
-            session.streams.push(Stream::new(
+            Ok(Some(Stream::new(
                 stream_id(i),
                 sender,
                 StreamSocket::Udp(Arc::new(stream)),
-            ));
-        }
+            )))
+        })?;
         if stray > 1 {
             log(
-                &self.peer,
+                &peer,
                 &format!("{stray} stray UDP datagrams were ignored while its streams connected"),
             );
         }
@@ -606,71 +654,16 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         })
     }
 
+    /// Runs the test to its end: the client's messages, the streams'
+    /// intervals, and the limits the server enforces, until the results are
+    /// exchanged or something ends the test.
     fn run_test(&mut self, plan: &Plan, started: Instant) -> Result<String, TestError> {
-        let cfg = self.shared.cfg;
-        let mut summary = format!(
-            "{} {} stream(s){}{}, {} s",
-            plan.protocol.name(),
-            plan.parallel,
-            if plan.reverse { ", reverse" } else { "" },
-            if plan.bidir { ", bidir" } else { "" },
-            plan.time
-        );
-        let watchdog = if plan.time > 0.0 {
-            Some(started + Duration::from_secs_f64(plan.time + plan.omit) + WATCHDOG_SLACK)
-        } else {
-            // Bounded by bytes or blocks: the operator's maximum, if any.
-            cfg.limits.max_duration.map(|m| started + m)
-        };
-        let mut running = true;
-        let mut step_deadline: Option<Instant> = None;
-        let mut last_seen = 0u64;
-        let mut last_progress = started;
-        let mut samples: std::collections::VecDeque<(Instant, u64)> =
-            std::collections::VecDeque::new();
+        let mut st = RunState::new(plan, started, self.shared.cfg.limits.max_duration);
         let mut buf = vec![0u8; 16 * 1024];
         loop {
             self.flush()?;
-            while let Some(ev) = self.machine.poll_event() {
-                match ev {
-                    ServerEvent::TestEnd => {
-                        running = false;
-                        if let Some(s) = self.session.as_mut() {
-                            s.finish(Instant::now(), &mut self.tee);
-                            close_streams(s);
-                        }
-                        let _ = self.machine.request_results();
-                        step_deadline = Some(Instant::now() + RESULTS_TIMEOUT);
-                    }
-                    ServerEvent::ClientResults(r) => {
-                        summary = self.send_results(&r, summary)?;
-                        step_deadline = Some(Instant::now() + DONE_TIMEOUT);
-                    }
-                    ServerEvent::Done { .. } => {
-                        self.flush()?;
-                        let _ = self.ctl.shutdown(std::net::Shutdown::Both);
-                        return Ok(summary);
-                    }
-                    ServerEvent::ClientTerminated => {
-                        self.finish_session();
-                        return Err(TestError::Ended("the client terminated the test".into()));
-                    }
-                    ServerEvent::PeerClosed { phase } => {
-                        self.finish_session();
-                        return Err(TestError::Protocol(format!(
-                            "the client closed the control connection ({})",
-                            phase.as_str()
-                        )));
-                    }
-                    ServerEvent::ProtocolError(e) => {
-                        self.finish_session();
-                        return Err(TestError::Protocol(e.to_string()));
-                    }
-                    other => {
-                        self.finish_session();
-                        return Err(TestError::Protocol(format!("unexpected event {other:?}")));
-                    }
-                }
+            if let Some(summary) = self.handle_events(&mut st)? {
+                return Ok(summary);
             }
             self.flush()?;
             let now = Instant::now();
@@ -680,76 +673,150 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 self.finish_session();
                 return Err(TestError::Interrupted);
             }
-            if running {
-                if let Some(s) = self.session.as_mut() {
-                    s.tick(now, &mut self.tee);
-                }
-                // --rcv-timeout: no progress on any stream for that long.
-                let moved = self.bytes_moved();
-                let progress = self.progress();
-                if progress != last_seen {
-                    last_seen = progress;
-                    last_progress = now;
-                } else if now.duration_since(last_progress) > cfg.rcv_timeout {
-                    return Err(self.fail(
-                        code::IDLE,
-                        0,
-                        TestError::Ended(format!(
-                            "no data for {} ms (--rcv-timeout)",
-                            cfg.rcv_timeout.as_millis()
-                        )),
-                    ));
-                }
-                if let Some(e) = self.check_rate(now, moved, &mut samples) {
-                    return Err(e);
-                }
+            if st.running {
+                self.check_running(now, &mut st)?;
             }
-            if watchdog.is_some_and(|w| now > w) {
-                return Err(self.fail(
-                    code::EXPIRED,
-                    0,
-                    TestError::Ended(
-                        "the test ran past what the server allows; ended by the server".into(),
-                    ),
-                ));
+            if let Some(summary) = self.check_deadlines(now, &mut st)? {
+                return Ok(summary);
             }
-            if step_deadline.is_some_and(|d| now > d) {
-                if self.machine.phase() == plumb_proto::ServerPhase::AwaitDone {
-                    // Results are exchanged; a missing IPERF_DONE changes nothing.
-                    return Ok(summary);
+            self.read_control(now, &mut buf)?;
+        }
+    }
+
+    /// Acts on what the client said; the test's summary line once it is
+    /// over.
+    fn handle_events(&mut self, st: &mut RunState) -> Result<Option<String>, TestError> {
+        while let Some(ev) = self.machine.poll_event() {
+            match ev {
+                ServerEvent::TestEnd => {
+                    st.running = false;
+                    if let Some(s) = self.session.as_mut() {
+                        s.finish(Instant::now(), &mut self.tee);
+                        close_streams(s);
+                    }
+                    let _ = self.machine.request_results();
+                    st.step_deadline = Some(Instant::now() + RESULTS_TIMEOUT);
                 }
-                self.finish_session();
-                return Err(TestError::Timeout);
-            }
-            let mut wake = now + Duration::from_millis(200);
-            if let Some(t) = self.session.as_ref().and_then(Session::poll_at) {
-                wake = wake.min(t);
-            }
-            if !sockets::readable(&self.ctl, wake.saturating_duration_since(now)) {
-                continue;
-            }
-            match self.ctl.read(&mut buf) {
-                Ok(0) => {
-                    let t = self.now();
-                    self.machine.handle_eof(t);
+                ServerEvent::ClientResults(r) => {
+                    st.summary = self.send_results(&r, std::mem::take(&mut st.summary))?;
+                    st.step_deadline = Some(Instant::now() + DONE_TIMEOUT);
                 }
-                Ok(n) => {
-                    let t = self.now();
-                    self.machine.handle_input(&buf[..n], t);
+                ServerEvent::Done { .. } => {
+                    self.flush()?;
+                    let _ = self.ctl.shutdown(std::net::Shutdown::Both);
+                    return Ok(Some(std::mem::take(&mut st.summary)));
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(e) => {
+                ServerEvent::ClientTerminated => {
                     self.finish_session();
-                    return Err(TestError::Control(e));
+                    return Err(TestError::Ended("the client terminated the test".into()));
+                }
+                ServerEvent::PeerClosed { phase } => {
+                    self.finish_session();
+                    return Err(TestError::Protocol(format!(
+                        "the client closed the control connection ({})",
+                        phase.as_str()
+                    )));
+                }
+                ServerEvent::ProtocolError(e) => {
+                    self.finish_session();
+                    return Err(TestError::Protocol(e.to_string()));
+                }
+                other => {
+                    self.finish_session();
+                    return Err(TestError::Protocol(format!("unexpected event {other:?}")));
                 }
             }
         }
+        Ok(None)
+    }
+
+    /// While data flows: the streams' intervals, then `--rcv-timeout` (no
+    /// progress on any stream for that long) and the reserved rate.
+    fn check_running(&mut self, now: Instant, st: &mut RunState) -> Result<(), TestError> {
+        let cfg = self.shared.cfg;
+        if let Some(s) = self.session.as_mut() {
+            s.tick(now, &mut self.tee);
+        }
+        let moved = self.bytes_moved();
+        let progress = self.progress();
+        if progress != st.last_seen {
+            st.last_seen = progress;
+            st.last_progress = now;
+        } else if now.duration_since(st.last_progress) > cfg.rcv_timeout {
+            return Err(self.fail(
+                code::IDLE,
+                0,
+                TestError::Ended(format!(
+                    "no data for {} ms (--rcv-timeout)",
+                    cfg.rcv_timeout.as_millis()
+                )),
+            ));
+        }
+        match self.check_rate(now, moved, &mut st.samples) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The server's watchdog and the deadline of the step the client owes;
+    /// the summary when a missing IPERF_DONE is all that is late.
+    fn check_deadlines(
+        &mut self,
+        now: Instant,
+        st: &mut RunState,
+    ) -> Result<Option<String>, TestError> {
+        if st.watchdog.is_some_and(|w| now > w) {
+            return Err(self.fail(
+                code::EXPIRED,
+                0,
+                TestError::Ended(
+                    "the test ran past what the server allows; ended by the server".into(),
+                ),
+            ));
+        }
+        if st.step_deadline.is_some_and(|d| now > d) {
+            if self.machine.phase() == plumb_proto::ServerPhase::AwaitDone {
+                // Results are exchanged; a missing IPERF_DONE changes nothing.
+                return Ok(Some(std::mem::take(&mut st.summary)));
+            }
+            self.finish_session();
+            return Err(TestError::Timeout);
+        }
+        Ok(None)
+    }
+
+    /// Waits for the control connection until the next interval is due (at
+    /// most 200 ms) and hands what arrives to the machine.
+    fn read_control(&mut self, now: Instant, buf: &mut [u8]) -> Result<(), TestError> {
+        let mut wake = now + Duration::from_millis(200);
+        if let Some(t) = self.session.as_ref().and_then(Session::poll_at) {
+            wake = wake.min(t);
+        }
+        if !sockets::readable(&self.ctl, wake.saturating_duration_since(now)) {
+            return Ok(());
+        }
+        match self.ctl.read(buf) {
+            Ok(0) => {
+                let t = self.now();
+                self.machine.handle_eof(t);
+            }
+            Ok(n) => {
+                let t = self.now();
+                self.machine.handle_input(&buf[..n], t);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                self.finish_session();
+                return Err(TestError::Control(e));
+            }
+        }
+        Ok(())
     }
 
     /// `--max-bitrate` / `--max-total-bitrate`: the rate over the last few
@@ -758,7 +825,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         &mut self,
         now: Instant,
         moved: u64,
-        samples: &mut std::collections::VecDeque<(Instant, u64)>,
+        samples: &mut VecDeque<(Instant, u64)>,
     ) -> Option<TestError> {
         let limits = &self.shared.cfg.limits;
         if limits.max_bitrate.is_none() && limits.max_total_bitrate.is_none() {

@@ -27,6 +27,7 @@ pub use charts::{
     compare_chart, latency_chart, latency_interval_chart, limited_chart, retransmit_chart,
     rtt_chart, throughput_chart, window_chart,
 };
+pub use extract::bad::BadDocument;
 pub use extract::config::{Config, Hosts, Lab};
 pub use extract::diagnosis::{Diagnosis, Evidence, Fix};
 pub use extract::latency::{
@@ -34,6 +35,6 @@ pub use extract::latency::{
 };
 pub use extract::live::{is_live, live_connections, Live, LiveConn};
 pub use extract::series::{run_data, RunData, StreamData};
-pub use extract::{BadDocument, Document, Input};
+pub use extract::{Document, Input};
 pub use page::render;
 pub use panels::{Panel, PANELS};

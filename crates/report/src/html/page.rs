@@ -7,7 +7,8 @@
 use std::fmt::Write as _;
 
 use super::charts::compare_chart;
-use super::extract::{BadDocument, Document, Input};
+use super::extract::bad::BadDocument;
+use super::extract::{Document, Input};
 use super::panels::PANELS;
 use super::style::CSS;
 use crate::chart::esc;

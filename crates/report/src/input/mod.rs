@@ -8,6 +8,7 @@
 //! children are the only part of the HTML report that reads JSON.
 
 pub mod loose;
+pub mod top_line;
 pub mod top_log;
 pub mod views;
 

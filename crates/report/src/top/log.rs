@@ -1,12 +1,12 @@
 //! Keeping the connections of a `plumb top --json` log the page draws:
 //! every line checked (read into the record's [`plumb_record::TopLine`] by
-//! [`crate::input::top_log::parse_line`]), and the [`MAX_DRAWN`] busiest
+//! [`crate::input::top_line::parse_line`]), and the [`MAX_DRAWN`] busiest
 //! connections kept with all their readings ([`read_top`]).
 
 use std::collections::HashMap;
 
 use super::data::{Sample, TopConn, TopData, MAX_DRAWN};
-use crate::input::top_log::parse_line;
+use crate::input::top_line::parse_line;
 
 /// What pass one keeps per connection.
 struct Tally {

@@ -4,12 +4,12 @@
 //! `local`, `remote`, `pid`, `command`, `direction`, `rate_bps`, `rtt_ms`,
 //! `cwnd_bytes`, `window_bytes`, `retransmits`, `limit`, `congestion`, as
 //! `plumb top`'s `write_json` writes them). [`crate::input::top_log`] tells
-//! such a log from a `--json-stream` log and reads each line into a typed
-//! row; [`log`] keeps the [`MAX_DRAWN`] busiest connections by data moved
-//! with all their readings — the rest are counted, not kept, so a log of a
-//! host with thousands of sockets costs memory per connection, not per
-//! line. The result, [`TopData`] ([`data`]), rides in a document
-//! (`{"plumb_top": …}`) to the page, which
+//! such a log from a `--json-stream` log and [`crate::input::top_line`]
+//! reads each line into a typed row; [`log`] keeps the [`MAX_DRAWN`]
+//! busiest connections by data moved with all their readings — the rest
+//! are counted, not kept, so a log of a host with thousands of sockets
+//! costs memory per connection, not per line. The result, [`TopData`]
+//! ([`data`]), rides in a document (`{"plumb_top": …}`) to the page, which
 //! [`panel`] draws: a table, throughput, RTT and windows over time
 //! ([`charts`]), and the limit named per interval.
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use plumb_record::{Document as Record, PlumbSide};
 
-use super::num;
+use super::real::num;
 
 /// What the configuration panel shows of a test (`start`, parts of `end`,
 /// `lab`). Values the document wrote as scalars are kept as written.

@@ -7,7 +7,7 @@ use plumb_record::{
     BucketMs, BucketUs, Document as Record, Latency as Recorded, PercentilesUs, Probes, Real,
 };
 
-use super::num;
+use super::real::num;
 use super::series::{close_steps, step};
 
 /// One latency distribution as plumb records it: percentile keys

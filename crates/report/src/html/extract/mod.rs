@@ -8,21 +8,23 @@
 //! not say. Only what makes a document no report at all is a
 //! [`BadDocument`].
 
+pub mod bad;
 pub mod config;
 pub mod diagnosis;
 pub mod latency;
 pub mod live;
+mod real;
 pub mod series;
-
-use plumb_record::Real;
 
 use crate::input::views::Extras;
 use crate::top::TopData;
 
+use bad::BadDocument;
 use config::Config;
 use diagnosis::Diagnosis;
 use latency::Latency;
 use live::Live;
+use real::num;
 use series::RunData;
 
 /// One document to report on.
@@ -33,18 +35,6 @@ pub struct Input {
     /// The `-J` document.
     pub doc: plumb_record::Document,
 }
-
-/// Why a document cannot be reported on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadDocument(pub String);
-
-impl std::fmt::Display for BadDocument {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadDocument {}
 
 /// One document as the page draws it: every value a panel, a chart or the
 /// comparison shows, read once.
@@ -105,11 +95,6 @@ impl Document {
     }
 }
 
-/// A finite number, or nothing (a `null` read as NaN).
-pub(crate) fn num(v: Real) -> Option<f64> {
-    Some(v.get()).filter(|x| x.is_finite())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,13 +104,6 @@ mod tests {
             name: "t.json".into(),
             doc: plumb_record::Document::parse(text).expect("a document"),
         }
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(num(Real::float(1.5)), Some(1.5));
-        assert_eq!(num(Real::float(f64::NAN)), None);
-        assert_eq!(num(Real::int(3)), Some(3.0));
     }
 
     #[test]

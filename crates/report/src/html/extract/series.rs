@@ -6,9 +6,10 @@
 
 use std::fmt::Write as _;
 
-use plumb_record::Document as Record;
+use plumb_record::{Document as Record, IntervalStream};
 
-use super::{num, BadDocument};
+use super::bad::BadDocument;
+use super::real::num;
 use crate::format::figures_trimmed;
 use crate::input::views::Extras;
 
@@ -120,27 +121,7 @@ pub(super) fn run_data_with(doc: &Record, extras: &Extras) -> Result<RunData, Ba
                     keys.len() - 1
                 }
             };
-            let st = &mut d.streams[k];
-            let secs = (end - start).max(1e-9);
-            step(&mut st.rate, start, num(s.bits_per_second));
-            step(&mut st.cwnd, start, s.snd_cwnd.map(|w| w as f64));
-            let rwnd = s.snd_wnd.map(|w| w as f64).filter(|w| *w > 0.0);
-            step(&mut st.rwnd, start, rwnd);
-            let rtt = s.rtt.map(|r| r as f64).filter(|r| *r > 0.0);
-            step(&mut st.rtt_us, start, rtt);
-            step(&mut st.retransmits, start, s.retransmits.map(|r| r as f64));
-            let share = |us: u64| (us as f64 / 1e6 / secs * 100.0).min(100.0);
-            let p = s.plumb.as_ref();
-            step(
-                &mut st.rwnd_limited_pct,
-                start,
-                p.map(|p| share(p.rwnd_limited_us)),
-            );
-            step(
-                &mut st.sndbuf_limited_pct,
-                start,
-                p.map(|p| share(p.sndbuf_limited_us)),
-            );
+            step_stream(&mut d.streams[k], s, start, end);
             last_end = last_end.max(end);
         }
         if let Some(start) = num(iv.sum.start) {
@@ -152,6 +133,47 @@ pub(super) fn run_data_with(doc: &Record, extras: &Extras) -> Result<RunData, Ba
             }
         }
     }
+    close_run(&mut d, last_end);
+    let diagnosed = extras.diagnosis.as_ref().and_then(|g| {
+        let p = g.predicted_bps.get().copied()?;
+        let limit = g.limit.get().map_or("model", String::as_str);
+        Some((p, format!("predicted ({})", limit.replace('_', " "))))
+    });
+    d.predicted = diagnosed.or_else(|| {
+        let m = doc.model.as_ref()?;
+        Some((num(m.predicted_bps)?, format!("predicted ({})", m.limit)))
+    });
+    Ok(d)
+}
+
+/// One stream's readings of one interval (`start` to `end`, in seconds),
+/// each a step of its series.
+fn step_stream(st: &mut StreamData, s: &IntervalStream, start: f64, end: f64) {
+    let secs = (end - start).max(1e-9);
+    step(&mut st.rate, start, num(s.bits_per_second));
+    step(&mut st.cwnd, start, s.snd_cwnd.map(|w| w as f64));
+    let rwnd = s.snd_wnd.map(|w| w as f64).filter(|w| *w > 0.0);
+    step(&mut st.rwnd, start, rwnd);
+    let rtt = s.rtt.map(|r| r as f64).filter(|r| *r > 0.0);
+    step(&mut st.rtt_us, start, rtt);
+    step(&mut st.retransmits, start, s.retransmits.map(|r| r as f64));
+    let share = |us: u64| (us as f64 / 1e6 / secs * 100.0).min(100.0);
+    let p = s.plumb.as_ref();
+    step(
+        &mut st.rwnd_limited_pct,
+        start,
+        p.map(|p| share(p.rwnd_limited_us)),
+    );
+    step(
+        &mut st.sndbuf_limited_pct,
+        start,
+        p.map(|p| share(p.sndbuf_limited_us)),
+    );
+}
+
+/// Names the streams (by direction when the test ran both ways) and ends
+/// every series at `end`, the last interval's end.
+fn close_run(d: &mut RunData, end: f64) {
     let bidir = !d.sum_reverse.is_empty();
     for (k, st) in d.streams.iter_mut().enumerate() {
         st.label = match (bidir, st.sender) {
@@ -168,22 +190,12 @@ pub(super) fn run_data_with(doc: &Record, extras: &Extras) -> Result<RunData, Ba
             &mut st.rwnd_limited_pct,
             &mut st.sndbuf_limited_pct,
         ] {
-            close_steps(s, last_end);
+            close_steps(s, end);
         }
     }
-    close_steps(&mut d.sum, last_end);
-    close_steps(&mut d.sum_reverse, last_end);
-    d.end_s = last_end;
-    let diagnosed = extras.diagnosis.as_ref().and_then(|g| {
-        let p = g.predicted_bps.get().copied()?;
-        let limit = g.limit.get().map_or("model", String::as_str);
-        Some((p, format!("predicted ({})", limit.replace('_', " "))))
-    });
-    d.predicted = diagnosed.or_else(|| {
-        let m = doc.model.as_ref()?;
-        Some((num(m.predicted_bps)?, format!("predicted ({})", m.limit)))
-    });
-    Ok(d)
+    close_steps(&mut d.sum, end);
+    close_steps(&mut d.sum_reverse, end);
+    d.end_s = end;
 }
 
 /// What a document without a test's `start` is, for the page's subtitle:

@@ -4,7 +4,6 @@
 
 use std::fmt::Write as _;
 
-use super::kv_rows;
 use crate::chart::esc;
 use crate::format::{figures, rate};
 use crate::html::extract::config::{Config, Lab, Sysctls};
@@ -32,6 +31,13 @@ pub fn config_panel(d: &Document) -> Option<String> {
     }
     s.push_str("</section>");
     Some(s)
+}
+
+/// Rows of a two-column table: a name and its value.
+fn kv_rows(s: &mut String, rows: &[(String, String)]) {
+    for (k, v) in rows {
+        let _ = write!(s, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+    }
 }
 
 /// The rows of the test's table: the writer, both hosts, the parameters,

@@ -9,11 +9,8 @@ pub mod live;
 pub mod missing;
 pub mod verdict;
 
-use std::fmt::Write as _;
-
 use super::charts::{limited_chart, retransmit_chart, rtt_chart, throughput_chart, window_chart};
 use super::extract::Document;
-use crate::chart::esc;
 
 /// One section of a run: its HTML, or nothing when the document holds
 /// nothing for it.
@@ -35,10 +32,3 @@ pub const PANELS: &[Panel] = &[
     missing::missing_panel,
     config::config_panel,
 ];
-
-/// Rows of a two-column table: a name and its value.
-fn kv_rows(s: &mut String, rows: &[(String, String)]) {
-    for (k, v) in rows {
-        let _ = write!(s, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
-    }
-}
