@@ -369,6 +369,10 @@ pub struct ServerConfig {
     pub access: AccessList,
     /// Authentication, when the server requires it.
     pub auth: Option<Arc<ServerAuth>>,
+    /// This end's own socket options: `--bind-dev` and `--snd-timeout` on
+    /// the listener (inherited by every connection it accepts) and the UDP
+    /// data sockets.
+    pub local: crate::local::LocalOptions,
 }
 
 impl Default for ServerConfig {
@@ -386,6 +390,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             access: AccessList::default(),
             auth: None,
+            local: crate::local::LocalOptions::default(),
         }
     }
 }

@@ -99,6 +99,16 @@ impl LocalOptions {
         Ok(())
     }
 
+    /// A server's listener, before it binds: what accepted connections
+    /// inherit from it (the device, the send timeout).
+    pub fn listener(&self, s: &Socket) -> io::Result<()> {
+        self.device(s)?;
+        if let Some(t) = self.snd_timeout {
+            s.set_tcp_user_timeout(Some(t))?;
+        }
+        Ok(())
+    }
+
     /// Before a UDP data stream connects.
     pub fn udp_data(&self, s: &Socket) -> io::Result<()> {
         self.device(s)?;

@@ -97,7 +97,7 @@ struct Pending {
 pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
     signals::install();
     let listener =
-        sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None).map_err(TestError::Connect)?;
+        sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None, &cfg.local).map_err(TestError::Connect)?;
     listener.set_nonblocking(true).map_err(TestError::Connect)?;
     let port = listener.local_addr().map_err(TestError::Connect)?.port();
     let (wake_tx, wake_rx) = UnixDatagram::pair().map_err(TestError::Connect)?;
@@ -243,6 +243,7 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                 cfg.bind,
                 cfg.family,
                 req.opts.as_ref(),
+                &cfg.local,
             )
             .and_then(|()| self.listener.set_nonblocking(true));
             let _ = req.done.send(r);

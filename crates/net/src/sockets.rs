@@ -16,6 +16,7 @@ use plumb_proto::params::TestParams;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::config::Family;
+use crate::local::LocalOptions;
 use crate::sockopt;
 
 /// Options for one data socket, from the test parameters and its role.
@@ -334,9 +335,12 @@ pub fn listen_tcp(
     bind: Option<IpAddr>,
     family: Family,
     o: Option<&DataOptions>,
+    local: &LocalOptions,
 ) -> io::Result<TcpListener> {
     let addr = listen_addr(port, bind, family);
     let sock = stream_socket(addr, o.is_some_and(|o| o.mptcp))?;
+    // What the listener has, each connection it accepts has too.
+    local.listener(&sock)?;
     sock.set_reuse_address(true)?;
     dual_stack(&sock, addr, family);
     if let Some(o) = o {
@@ -354,9 +358,11 @@ pub fn bind_udp(
     bind: Option<IpAddr>,
     family: Family,
     o: &DataOptions,
+    local: &LocalOptions,
 ) -> io::Result<UdpSocket> {
     let addr = listen_addr(port, bind, family);
     let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    local.udp_data(&sock)?;
     sock.set_reuse_address(true)?;
     sock.set_reuse_port(true)?;
     dual_stack(&sock, addr, family);
@@ -386,6 +392,7 @@ pub fn rebind_listener(
     bind: Option<IpAddr>,
     family: Family,
     o: Option<&DataOptions>,
+    local: &LocalOptions,
 ) -> io::Result<()> {
     let port = listener.local_addr()?.port();
     let placeholder = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
@@ -393,7 +400,7 @@ pub fn rebind_listener(
     let mut last = None;
     // Bounded: a few tries over ~200 ms if the kernel still holds the port.
     for _ in 0..10 {
-        match listen_tcp(port, bind, family, o) {
+        match listen_tcp(port, bind, family, o, local) {
             Ok(l) => {
                 *listener = l;
                 return Ok(());

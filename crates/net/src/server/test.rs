@@ -322,6 +322,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                     self.shared.cfg.bind,
                     self.shared.cfg.family,
                     &opts,
+                    &self.shared.cfg.local,
                 )
                 .map_err(|e| self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
                 self.create_streams()?;
@@ -603,7 +604,13 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             waiting.connect(from)?;
             // The next stream's hello follows our reply at once: its socket
             // must be bound before the reply goes out.
-            let next = sockets::bind_udp(shared.port, shared.cfg.bind, shared.cfg.family, opts)?;
+            let next = sockets::bind_udp(
+                shared.port,
+                shared.cfg.bind,
+                shared.cfg.family,
+                opts,
+                &shared.cfg.local,
+            )?;
             waiting.send(&udp::REPLY)?;
             if plan.rr.is_some() {
                 crate::rr::greet_udp(&waiting)?;
