@@ -14,7 +14,7 @@ use plumb_model::units::{sig, thousands};
 use plumb_model::{distance, ethernet, tcp};
 use plumb_model::{Bytes, Distance, Framing, Limit, LossRate, PathInput, Prediction, Rate, Rtt};
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 
 mod output;
 

@@ -27,7 +27,7 @@ use plumb_net::config::IpPrefix;
 use plumb_report::json::JsonSink;
 use tiny_http::{Header, Method, Request, Response, Server};
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 use gate::{Busy, Gate};
 use metrics::{Outcome, Own, ProbeResult};
 use query::{Policy, Probe, Refusal};

@@ -24,7 +24,7 @@ use plumb_model::units::sig;
 use plumb_model::{Bytes, LossRate, Rate, Rtt};
 use plumb_record::{Document, Event, LabEvent, Real};
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 use crate::measure::MeasureArgs;
 
 mod record;
@@ -246,7 +246,7 @@ fn check_client_flags(args: &[String]) -> Result<MeasureArgs, ExitCode> {
             )));
         }
         // --help after --: the client's flags.
-        Err(e) => return Err(crate::cli::clap_exit(e)),
+        Err(e) => return Err(crate::usage::clap_exit(e)),
     };
     if m.server {
         return Err(usage_error(

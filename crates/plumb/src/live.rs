@@ -19,7 +19,7 @@ use plumb_live::{Filter, Role, Track, Tracker};
 use plumb_model::Rate;
 use plumb_net::cgroup::CgroupCpuReading;
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 
 mod document;
 

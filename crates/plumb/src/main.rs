@@ -17,6 +17,7 @@ mod measure;
 mod report;
 mod sys;
 mod top;
+mod usage;
 mod why;
 
 use std::process::ExitCode;

@@ -17,7 +17,7 @@ use plumb_record::{Latency, Sink, Tee};
 use plumb_report::json::{JsonSink, JsonStreamSink};
 use plumb_report::text::TextSink;
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 
 mod daemon;
 mod harden;

@@ -23,7 +23,7 @@ use plumb_report::html::capture::{render_captures, CaptureInput};
 use plumb_report::html::{render, Input};
 use plumb_report::input::Document;
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 
 /// Flags of `plumb report`.
 #[derive(Debug, Args)]

@@ -26,7 +26,7 @@ use plumb_record::class::FlowClass;
 use plumb_record::TopLine;
 use plumb_report::format::size_compact;
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 use crate::live::{link_for_peer, CpuMark, LiveFilterArgs, Owners};
 
 /// Flags of `plumb top`.

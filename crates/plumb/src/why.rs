@@ -21,7 +21,7 @@ use plumb_record::Tee;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 use crate::measure::{test_spec, MeasureArgs};
 
 /// Flags of `plumb why`.

@@ -17,7 +17,7 @@ use plumb_diagnose::rules::human_count;
 use plumb_diagnose::LinkSource;
 use plumb_model::Rate;
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 
 /// The filters of `plumb why` as they apply to a capture: `-p` only when
 /// given, `--peer` at either end, `--conn`; `--pid` is refused.
