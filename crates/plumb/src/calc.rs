@@ -196,6 +196,17 @@ fn framing(a: &CalcArgs) -> Result<Framing, String> {
 }
 
 fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSource>) -> String {
+    let mut s = path_text(a, i, source);
+    if let Some((rate, limit)) = p.predicted {
+        s += &limits_text(a, i, p, rate, limit);
+    }
+    s += &bdp_text(a, i, p);
+    s += &notes_text(a, i, p, source);
+    s
+}
+
+/// The first line: the path as given, and its framing.
+fn path_text(a: &CalcArgs, i: &PathInput, source: Option<&RttSource>) -> String {
     let mut s = String::new();
     let f = i.framing;
     let mut path = Vec::new();
@@ -219,59 +230,69 @@ fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSourc
         path.push(format!("loss {}%", sig(l.probability() * 100.0, 3)));
     }
     s += &format!("Path: {} ({})\n\n", path.join(", "), f.describe());
+    s
+}
 
-    if let Some((rate, limit)) = p.predicted {
-        let why = match limit {
-            Limit::Window => "limited by the window",
-            Limit::Loss => "limited by packet loss",
-            Limit::Link => "limited by the link",
-        };
-        s += &format!("Predicted: {} per stream, {why}.\n", rate.human());
-        let mark = |l: Limit| if l == limit { "  <- binds" } else { "" };
-        if let (Some(r), Some(w), Some(rtt)) = (p.window_limited, a.window, i.rtt) {
-            s += &format!(
-                "  window limit   {:<44}{:>14}{}\n",
-                format!("{} per {} round trip", w.human(), rtt.human()),
-                r.human(),
-                mark(Limit::Window)
-            );
-        }
-        if let (Some(r), Some(l), Some(rtt)) = (p.loss_limited, a.loss, i.rtt) {
-            s += &format!(
-                "  loss limit     {:<44}{:>14}{}\n",
-                format!(
-                    "Mathis: {} B / {} x 1.22 / sqrt({})",
-                    f.payload().get(),
-                    rtt.human(),
-                    sig(l.probability(), 3)
-                ),
-                r.human(),
-                mark(Limit::Loss)
-            );
-        }
-        if let (Some(r), Some(rate)) = (p.link_goodput, a.rate) {
-            s += &format!(
-                "  link goodput   {:<44}{:>14}{}\n",
-                format!(
-                    "{} x {}/{} B ({}%)",
-                    rate.human(),
-                    f.payload().get(),
-                    f.wire_bytes(),
-                    sig(f.efficiency() * 100.0, 3)
-                ),
-                r.human(),
-                mark(Limit::Link)
-            );
-        }
-        if a.loss.is_none() && i.rtt.is_some() {
-            s += "  loss limit     not computed (no --loss given)\n";
-        }
-        if a.loss.is_some() {
-            s += "  (The Mathis bound models loss-based congestion control such as Reno and CUBIC; BBR does not slow down for random loss.)\n";
-        }
-        s += "\n";
+/// The predicted rate per stream and each limit beside it, the binding one
+/// marked.
+fn limits_text(a: &CalcArgs, i: &PathInput, p: &Prediction, rate: Rate, limit: Limit) -> String {
+    let mut s = String::new();
+    let f = i.framing;
+    let why = match limit {
+        Limit::Window => "limited by the window",
+        Limit::Loss => "limited by packet loss",
+        Limit::Link => "limited by the link",
+    };
+    s += &format!("Predicted: {} per stream, {why}.\n", rate.human());
+    let mark = |l: Limit| if l == limit { "  <- binds" } else { "" };
+    if let (Some(r), Some(w), Some(rtt)) = (p.window_limited, a.window, i.rtt) {
+        s += &format!(
+            "  window limit   {:<44}{:>14}{}\n",
+            format!("{} per {} round trip", w.human(), rtt.human()),
+            r.human(),
+            mark(Limit::Window)
+        );
     }
+    if let (Some(r), Some(l), Some(rtt)) = (p.loss_limited, a.loss, i.rtt) {
+        s += &format!(
+            "  loss limit     {:<44}{:>14}{}\n",
+            format!(
+                "Mathis: {} B / {} x 1.22 / sqrt({})",
+                f.payload().get(),
+                rtt.human(),
+                sig(l.probability(), 3)
+            ),
+            r.human(),
+            mark(Limit::Loss)
+        );
+    }
+    if let (Some(r), Some(rate)) = (p.link_goodput, a.rate) {
+        s += &format!(
+            "  link goodput   {:<44}{:>14}{}\n",
+            format!(
+                "{} x {}/{} B ({}%)",
+                rate.human(),
+                f.payload().get(),
+                f.wire_bytes(),
+                sig(f.efficiency() * 100.0, 3)
+            ),
+            r.human(),
+            mark(Limit::Link)
+        );
+    }
+    if a.loss.is_none() && i.rtt.is_some() {
+        s += "  loss limit     not computed (no --loss given)\n";
+    }
+    if a.loss.is_some() {
+        s += "  (The Mathis bound models loss-based congestion control such as Reno and CUBIC; BBR does not slow down for random loss.)\n";
+    }
+    s += "\n";
+    s
+}
 
+/// The bandwidth-delay product and the window (or streams) that fill it.
+fn bdp_text(a: &CalcArgs, i: &PathInput, p: &Prediction) -> String {
+    let mut s = String::new();
     if let (Some(bdp), Some(rate), Some(rtt)) = (p.bdp, a.rate, i.rtt) {
         s += &format!(
             "Bandwidth-delay product: {} x {} = {}, i.e. {} in flight.\n",
@@ -315,6 +336,13 @@ fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSourc
             }
         }
     }
+    s
+}
+
+/// What else the flags ask about: a window's scaling, the RTT alone, the
+/// frame rate, a transfer's time.
+fn notes_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSource>) -> String {
+    let mut s = String::new();
     if let Some(w) = a.window {
         if w > tcp::MAX_SCALED_WINDOW {
             s += "Note: that window is larger than TCP can advertise (RFC 7323 caps it near 2^30 B).\n";

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::calc::CalcArgs;
+use crate::common::test_flags::MeasureArgs;
 use crate::usage::clap_exit;
-use crate::measure::MeasureArgs;
 use crate::why::WhyArgs;
 
 /// Why does my application use only 10 Mb/s when the link is 1 Gb/s?
@@ -50,7 +50,7 @@ enum Command {
     /// The host's TCP connections, busiest first, with the limit of each (q quits).
     Top(crate::top::TopArgs),
     /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
-    Lab(crate::lab::LabArgs),
+    Lab(crate::common::lab_flags::LabArgs),
     /// Prometheus probes: HTTP /probe?target=HOST runs a test and answers with its metrics and limit.
     Exporter(crate::exporter::ExporterArgs),
     /// A TCP service's handshake: window scaling, SACK, timestamps, ECN, MSS, RTT, and what they mean.
@@ -72,7 +72,7 @@ enum Command {
 /// apply to it: `plumb server` no client flags, `plumb client` and `plumb why`
 /// no server flags (`plumb --help` shows both modes, as iperf3's does).
 pub fn command() -> clap::Command {
-    use crate::measure::{CLIENT_ONLY, SERVER_ONLY};
+    use crate::common::test_flags::{CLIENT_ONLY, SERVER_ONLY};
     fn hide(mut c: clap::Command, ids: &[&str]) -> clap::Command {
         for id in ids {
             c = c.mut_arg(id, |a| a.hide(true));

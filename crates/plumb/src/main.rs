@@ -7,12 +7,12 @@
 mod args;
 mod calc;
 mod cli;
+mod common;
 mod demo;
 mod exporter;
 mod generate;
 mod handshake;
 mod lab;
-mod live;
 mod measure;
 mod report;
 mod sys;

@@ -1,0 +1,16 @@
+//! What several commands share, and none of them owns: the flags of a test
+//! and of a lab, the report page, the link-rate lookup, the live filters
+//! and process lookups. Adapter glue between flags and the library crates;
+//! nothing here imports a command's module.
+
+pub mod capture_verdicts;
+pub mod cpu_mark;
+pub mod lab_flags;
+pub mod lab_record;
+pub mod link;
+pub mod live_flags;
+pub mod os_guess;
+pub mod owners;
+pub mod report_page;
+pub mod test_explain;
+pub mod test_flags;
