@@ -4,7 +4,7 @@
 //! Glue only: reads packet captures (pcap, pcapng, gzip) with
 //! `plumb_capture`, or `-J` documents and `--json-stream` logs (plumb's or
 //! iperf3's) and `plumb top --json` logs with `plumb_report::input`, and
-//! writes their page with [`crate::common::report_page`].
+//! writes their page with `plumb_report::page_file`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,11 +13,12 @@ use clap::Args;
 use plumb_capture::{file_is_capture, CaptureFilters};
 use plumb_model::Rate;
 use plumb_report::html::capture::render_captures;
-
-use crate::common::capture_verdicts::say_where_cut;
-use crate::common::report_page::{
+use plumb_report::page_file::{
     capture_input, display_name, input, page_analysis, write, write_html, WriteError,
 };
+
+use crate::common::capture_verdicts::{guesser, say_where_cut};
+use crate::common::link::given_rate;
 use crate::usage::usage_error;
 
 /// Flags of `plumb report`.
@@ -62,6 +63,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// `plumb report` of packet captures: one page of their flows, each that
 /// carried data with the verdict `plumb why` gives it.
 fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let link = a.link.map(given_rate);
     let mut inputs = Vec::with_capacity(a.files.len());
     for path in &a.files {
         match page_analysis(path) {
@@ -72,7 +74,8 @@ fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
                     display_name(path),
                     analysis,
                     &CaptureFilters::default(),
-                    a.link,
+                    link.as_ref(),
+                    Some(guesser()),
                 ));
             }
             Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
@@ -89,6 +92,6 @@ fn finish(out: &Path, r: Result<(), WriteError>) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(WriteError::Bad(msg)) => Ok(usage_error(msg)),
-        Err(WriteError::Io(e)) => Err(e),
+        Err(WriteError::Io(msg)) => Err(anyhow::anyhow!(msg)),
     }
 }

@@ -15,6 +15,7 @@
 #![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
+pub mod calc;
 pub mod chart;
 pub mod diagnosis;
 pub mod flows;
@@ -23,5 +24,6 @@ pub mod html;
 pub mod input;
 pub mod json;
 pub mod latency;
+pub mod page_file;
 pub mod text;
 pub mod top;

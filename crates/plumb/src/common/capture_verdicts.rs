@@ -1,14 +1,11 @@
-//! The verdicts of a capture's connections, as `plumb why -r FILE` prints
-//! them and the capture page shows them, and the one line that says where a
-//! capture was cut short.
+//! What `plumb why -r FILE` and the capture page share: each end's
+//! operating system guessed from its SYN, and the one line that says where
+//! a capture was cut short.
 
 use std::path::Path;
 
-use plumb_capture::{Analysis, CaptureFilters, OsGuess, Truncation};
+use plumb_capture::{Analysis, OsGuess, Truncation};
 use plumb_diagnose::rules::human_count;
-use plumb_model::Rate;
-
-use super::link::given_rate;
 
 /// The one line on stderr for a capture cut short (nothing for a whole
 /// one): where it was cut; what follows covers the packets before it.
@@ -31,24 +28,6 @@ fn cut_text(t: &Truncation) -> String {
 /// `plumb_handshake`'s table.
 pub fn guesser() -> OsGuess<'static> {
     &super::os_guess::read_syn
-}
-
-/// The verdict of each connection of `a` (by index) that matches `f` and
-/// carried data, as the capture page shows it: the lead sentence
-/// `plumb why` prints for it.
-pub fn verdicts(a: &Analysis, f: &CaptureFilters, link: Option<Rate>) -> Vec<Option<String>> {
-    let link = link.map(given_rate);
-    a.connections
-        .iter()
-        .map(|c| {
-            let carried = plumb_capture::data_direction(c).0.timing.new_bytes > 0;
-            (carried && f.matches(c)).then(|| {
-                plumb_capture::explain(c, link.clone(), Some(guesser()))
-                    .diagnosis
-                    .summary
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

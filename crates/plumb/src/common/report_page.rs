@@ -1,128 +1,19 @@
-//! The report page of the commands that write one (`plumb report`, and the
-//! `--report FILE` of `plumb -c`, `plumb why`, `plumb lab` and `plumb demo`):
-//! documents given a diagnosis where they have none, captures given their
-//! verdicts, the page rendered by `plumb_report::html` and written to a
-//! temporary file renamed into place, so that a failure never leaves half a
-//! report behind.
+//! The `--report FILE` of `plumb -c`, `plumb why`, `plumb lab` and `plumb
+//! demo`: the page written by `plumb_report::page_file`, a line on stderr
+//! saying where it went, and its failure as the command's error.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use plumb_capture::{analyze_file_with_series, Analysis, CaptureFilters, Limits};
-use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, LinkSource};
+use plumb_capture::CaptureFilters;
 use plumb_model::Rate;
-use plumb_report::html::capture::{render_captures, CaptureInput};
-use plumb_report::html::{render, Input};
-use plumb_report::input::Document;
+use plumb_report::html::capture::render_captures;
+use plumb_report::html::Input;
+use plumb_report::page_file::{self, WriteError};
 
-use super::capture_verdicts::verdicts;
+use super::capture_verdicts::guesser;
+use super::link::given_rate;
 
-/// Connections a capture page tracks: the busiest survive the ceiling (the
-/// page draws a dozen), and with [`SERIES_BUDGET`] it bounds the page's
-/// memory whatever the capture's length (under 200 kB per direction).
-const CAPTURE_CONNECTIONS: usize = 256;
-/// Points of each kind per direction of a connection on a capture page.
-const SERIES_BUDGET: usize = 1000;
-
-/// The capture's limits and series budget for a page.
-pub fn page_analysis(path: &Path) -> Result<Analysis, plumb_capture::Error> {
-    let limits = Limits {
-        max_connections: CAPTURE_CONNECTIONS,
-    };
-    analyze_file_with_series(path, limits, SERIES_BUDGET)
-}
-
-/// A capture for the page, with the verdicts of its connections that
-/// match `f` and carried data (weighed with `link` when given).
-pub fn capture_input(
-    name: String,
-    analysis: Analysis,
-    f: &CaptureFilters,
-    link: Option<Rate>,
-) -> CaptureInput {
-    let verdicts = verdicts(&analysis, f, link);
-    CaptureInput {
-        name,
-        analysis,
-        verdicts,
-    }
-}
-
-/// The name a file goes by on a page: its file name.
-pub fn display_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into(),
-    )
-}
-
-/// A document ready for the page: with a `diagnosis` when it has none and
-/// the evidence allows one (the link rate from `link`, else the best
-/// interval as a lower bound, as `plumb why --from` does).
-pub fn input(name: String, doc: Document, link: Option<Rate>) -> Input {
-    // A top log names a limit per connection and interval already.
-    let top = plumb_report::top::is_top_doc(&doc);
-    if top || plumb_report::input::has_diagnosis(&doc) {
-        return Input { name, doc };
-    }
-    let mut link = link.map(|r| LinkRate {
-        bps: r.bps(),
-        source: LinkSource::Given,
-    });
-    let Ok(ev0) = Evidence::from_document(&doc, link.clone()) else {
-        return Input { name, doc };
-    };
-    if link.is_none() && ev0.best_interval_bps > 0.0 {
-        link = Some(LinkRate {
-            bps: ev0.best_interval_bps,
-            source: LinkSource::BestInterval,
-        });
-    }
-    let d = diagnose(&Evidence { link, ..ev0 });
-    let doc = plumb_report::input::with_diagnosis(doc, &d);
-    Input { name, doc }
-}
-
-/// Why a report was not written.
-#[derive(Debug)]
-pub enum WriteError {
-    /// A document that cannot be reported on (a usage error).
-    Bad(String),
-    /// The file could not be written.
-    Io(anyhow::Error),
-}
-
-/// Renders `inputs` and writes the page to `out` atomically: a temporary
-/// file in the same directory, renamed over `out` once complete.
-pub fn write(out: &Path, inputs: &[Input]) -> Result<(), WriteError> {
-    let html = render(inputs).map_err(|e| WriteError::Bad(e.to_string()))?;
-    write_html(out, &html)
-}
-
-/// Writes a page to `out` atomically.
-pub fn write_html(out: &Path, html: &str) -> Result<(), WriteError> {
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        out.file_name()
-            .map_or("report".into(), |n| n.to_string_lossy()),
-        std::process::id()
-    ));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(html.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, out)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        WriteError::Io(anyhow::anyhow!("cannot write {}: {e}", out.display()))
-    })
-}
+pub use plumb_report::page_file::input;
 
 /// The `--report FILE` of `plumb why --from CAPTURE`: the capture page,
 /// with verdicts for the connections that match `f`, and a line saying
@@ -135,29 +26,28 @@ pub fn capture_page_for(
     link: Option<Rate>,
     out: &Path,
 ) -> anyhow::Result<()> {
-    let analysis =
-        page_analysis(path).map_err(|e| anyhow::anyhow!("no report: {}: {e}", path.display()))?;
-    let name = name.map_or_else(|| display_name(path), str::to_string);
-    let input = capture_input(name, analysis, f, link);
-    match write_html(out, &render_captures(&[input])) {
-        Ok(()) => {
-            eprintln!("plumb: report written to {}", out.display());
-            Ok(())
-        }
-        Err(WriteError::Bad(msg)) => Err(anyhow::anyhow!("no report: {msg}")),
-        Err(WriteError::Io(e)) => Err(e),
-    }
+    let analysis = page_file::page_analysis(path)
+        .map_err(|e| anyhow::anyhow!("no report: {}: {e}", path.display()))?;
+    let name = name.map_or_else(|| page_file::display_name(path), str::to_string);
+    let link = link.map(given_rate);
+    let input = page_file::capture_input(name, analysis, f, link.as_ref(), Some(guesser()));
+    said(out, page_file::write_html(out, &render_captures(&[input])))
 }
 
 /// The `--report FILE` of the measuring commands: one page from the
 /// documents a command just produced, and a line saying where it went.
 pub fn write_for(out: &Path, inputs: Vec<Input>) -> anyhow::Result<()> {
-    match write(out, &inputs) {
+    said(out, page_file::write(out, &inputs))
+}
+
+/// The line saying where the page went, or why there is none.
+fn said(out: &Path, r: Result<(), WriteError>) -> anyhow::Result<()> {
+    match r {
         Ok(()) => {
             eprintln!("plumb: report written to {}", out.display());
             Ok(())
         }
         Err(WriteError::Bad(msg)) => Err(anyhow::anyhow!("no report: {msg}")),
-        Err(WriteError::Io(e)) => Err(e),
+        Err(WriteError::Io(msg)) => Err(anyhow::anyhow!(msg)),
     }
 }
