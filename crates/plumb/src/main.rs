@@ -3,6 +3,7 @@
 //! The binary is glue: it turns flags into typed configurations for the library
 //! crates and maps their outcomes to exit codes. No formula, protocol decision
 //! or socket lives here.
+#![warn(clippy::too_many_lines)]
 
 mod args;
 mod calc;
