@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::calc::CalcArgs;
-use crate::common::test_flags::MeasureArgs;
+use crate::measure::MeasureArgs;
 use crate::usage::clap_exit;
 use crate::why::WhyArgs;
 
@@ -72,7 +72,7 @@ enum Command {
 /// apply to it: `plumb server` no client flags, `plumb client` and `plumb why`
 /// no server flags (`plumb --help` shows both modes, as iperf3's does).
 pub fn command() -> clap::Command {
-    use crate::common::test_flags::{CLIENT_ONLY, SERVER_ONLY};
+    use crate::measure::{CLIENT_ONLY, SERVER_ONLY};
     fn hide(mut c: clap::Command, ids: &[&str]) -> clap::Command {
         for id in ids {
             c = c.mut_arg(id, |a| a.hide(true));
@@ -126,13 +126,13 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Handshake(args)) => crate::handshake::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
-            crate::measure::run(&m)
+            crate::client_server::run(&m)
         }
         Some(Command::Client { host, mut measure }) => {
             measure.client = Some(host);
-            crate::measure::run(&measure)
+            crate::client_server::run(&measure)
         }
-        None => crate::measure::run(&cli.measure),
+        None => crate::client_server::run(&cli.measure),
     }
 }
 

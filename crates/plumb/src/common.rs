@@ -1,6 +1,6 @@
-//! What several commands share, and none of them owns: the flags of a test
-//! and of a lab, the report page, the link-rate lookup, the live filters
-//! and process lookups. Adapter glue between flags and the library crates;
+//! What several commands share, and none of them owns: a test with its
+//! diagnosis, the flags of a lab, the report page, the link-rate lookup, the
+//! live filters and process lookups (iperf3's flags are `crate::measure`). Adapter glue between flags and the library crates;
 //! nothing here imports a command's module.
 
 pub mod capture_verdicts;
@@ -13,4 +13,3 @@ pub mod os_guess;
 pub mod owners;
 pub mod report_page;
 pub mod test_explain;
-pub mod test_flags;

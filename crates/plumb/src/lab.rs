@@ -25,7 +25,7 @@ use crate::common::lab_record::{
 };
 use crate::common::link::given_rate;
 use crate::common::report_page;
-use crate::common::test_flags::{client_config, test_spec, MeasureArgs};
+use crate::measure::{client_config, test_spec, MeasureArgs};
 use crate::usage::{clap_exit, usage_error};
 
 fn lab_error(e: &LabError) -> ExitCode {

@@ -8,6 +8,7 @@
 mod args;
 mod calc;
 mod cli;
+mod client_server;
 mod common;
 mod demo;
 mod exporter;

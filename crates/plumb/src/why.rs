@@ -18,7 +18,7 @@ use plumb_record::Document;
 
 use crate::common::report_page;
 use crate::common::test_explain::{explain, test_and_explain, NO_JSON_STREAM};
-use crate::common::test_flags::{server_flag_given, traffic_flag_given, MeasureArgs};
+use crate::measure::{server_flag_given, traffic_flag_given, MeasureArgs};
 use crate::usage::usage_error;
 
 /// Flags of `plumb why`.

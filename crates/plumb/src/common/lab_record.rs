@@ -14,7 +14,7 @@ use plumb_model::{
 use plumb_record::{Document, Lab, LabConfigured, LabEmulator, LabMeasured, Model, Real};
 
 use super::lab_flags::LabArgs;
-use super::test_flags::MeasureArgs;
+use crate::measure::MeasureArgs;
 
 /// The client flags the prediction depends on.
 fn lab_client(m: &MeasureArgs) -> LabClient {

@@ -13,8 +13,8 @@ use plumb_record::{Document, Tee};
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 
-use super::test_flags::{client_config, pin, test_spec, ErrorsToStderr, MeasureArgs};
 use super::{link, report_page};
+use crate::measure::{client_config, pin, test_spec, ErrorsToStderr, MeasureArgs};
 use crate::usage::usage_error;
 
 /// An explanation is one document, written once the test is over: there is

@@ -1,14 +1,14 @@
 //! A `/probe` query turned into a checked client run: which address to test,
 //! with which of `plumb -c`'s flags, for how long. Everything a stranger can
 //! put in a URL is checked here, through the same checks as the command line
-//! (`test_flags::test_spec`), and every refusal is one line.
+//! (`measure::test_spec`), and every refusal is one line.
 
 use std::net::{IpAddr, ToSocketAddrs};
 
 use plumb_model::Rate;
 use plumb_net::config::{ClientConfig, IpPrefix};
 
-use crate::common::test_flags::{client_config, test_spec, MeasureArgs};
+use crate::measure::{client_config, test_spec, MeasureArgs};
 
 /// Test seconds when the query gives none (iperf3 exporters use 5 too).
 pub const DEFAULT_TIME_S: f64 = 5.0;

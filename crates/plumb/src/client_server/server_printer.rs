@@ -11,7 +11,7 @@ use plumb_report::format;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 
-use crate::common::test_flags::{printer, MeasureArgs};
+use crate::measure::{printer, MeasureArgs};
 
 /// [`plumb_net::server::Printer`] for the flags `a`.
 pub struct ServerPrinter<'a>(pub &'a MeasureArgs);
