@@ -1,7 +1,8 @@
 //! What several commands share, and none of them owns: a test with its
 //! diagnosis, the flags of a lab, the report page, the link-rate lookup, the
-//! live filters and process lookups (iperf3's flags are `crate::measure`). Adapter glue between flags and the library crates;
-//! nothing here imports a command's module.
+//! live filters and CPU marks (iperf3's flags are `crate::measure`).
+//! Adapter glue between flags and the library crates; nothing here imports
+//! a command's module.
 
 pub mod capture_verdicts;
 pub mod cpu_mark;
@@ -10,6 +11,5 @@ pub mod lab_record;
 pub mod link;
 pub mod live_flags;
 pub mod os_guess;
-pub mod owners;
 pub mod report_page;
 pub mod test_explain;

@@ -29,8 +29,8 @@ use plumb_report::format::size_compact;
 use crate::common::cpu_mark::CpuMark;
 use crate::common::link;
 use crate::common::live_flags::LiveFilterArgs;
-use crate::common::owners::Owners;
 use crate::usage::usage_error;
+use plumb_live::owners::Owners;
 
 /// Flags of `plumb top`.
 #[derive(Debug, Args)]

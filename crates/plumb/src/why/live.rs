@@ -17,9 +17,9 @@ use plumb_model::Rate;
 use crate::common::cpu_mark::CpuMark;
 use crate::common::link;
 use crate::common::live_flags::LiveFilterArgs;
-use crate::common::owners::Owners;
 use crate::common::report_page;
 use crate::usage::usage_error;
+use plumb_live::owners::Owners;
 
 mod document;
 

@@ -1,10 +1,10 @@
-//! Which process owns a socket, found by scanning `/proc` as seldom as
-//! `plumb why` (live) and `plumb top` can afford.
+//! Which process owns a socket, found by scanning `/proc` (`sys`) as seldom
+//! as a monitor (`plumb why` on running connections, `plumb top`) can afford.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use plumb_live::sys::{self, Owner};
+use crate::sys::{self, Owner};
 
 /// The owners of sockets. A scan of /proc reads every descriptor of every
 /// process (20,000 `readlink`s on a host with 10,000 loopback connections,
