@@ -51,7 +51,6 @@
 //! - [`diagnose`] (in [`rules`]) sits on top: it asks each rule in turn and
 //!   hands what they saw to `weigh`.
 //! - `testing` (tests only): evidence and fixtures the tests share.
-#![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
 pub mod class;

@@ -17,7 +17,6 @@
 //!
 //! Every module but `probe` and `sys` is pure: bytes and values in, values
 //! out, no sockets or clocks.
-#![warn(clippy::too_many_lines)]
 
 pub mod caveat;
 pub mod document;

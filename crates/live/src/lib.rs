@@ -10,12 +10,14 @@
 //! [`class`] names a connection's class from the period's counters;
 //! [`evidence`] turns a delta into `plumb-diagnose` evidence and explains
 //! it (a connection that is not bulk by its class's own answer). [`sys`] is the only part that touches the host: the netlink socket
-//! and `/proc`. Nothing here prints.
+//! and `/proc`; [`owners`] keeps its scan of socket owners as seldom as a
+//! monitor can afford. Nothing here prints.
 
 pub mod class;
 pub mod diag;
 pub mod evidence;
 pub mod filter;
+pub mod owners;
 pub mod scan;
 pub mod sys;
 pub mod track;

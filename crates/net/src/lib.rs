@@ -35,7 +35,6 @@
 //! them; plumb's evidence under `end.plumb` and `intervals[].plumb`
 //! (request/response and `--latency` results among it) as the document's
 //! own types, those of `plumb-record`.
-#![warn(clippy::too_many_lines)]
 
 pub mod buf;
 pub mod cgroup;

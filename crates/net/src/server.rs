@@ -96,8 +96,8 @@ struct Pending {
 /// `printer`.
 pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
     signals::install();
-    let listener =
-        sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None, &cfg.local).map_err(TestError::Connect)?;
+    let listener = sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None, &cfg.local)
+        .map_err(TestError::Connect)?;
     listener.set_nonblocking(true).map_err(TestError::Connect)?;
     let port = listener.local_addr().map_err(TestError::Connect)?.port();
     let (wake_tx, wake_rx) = UnixDatagram::pair().map_err(TestError::Connect)?;

@@ -16,7 +16,6 @@
 //! A crate of its own beside `plumb-capture`, which reads capture files and
 //! does no other I/O: the socket, the ring and the writer are this crate's,
 //! the analysis of what they read is that crate's, as it is for a file.
-#![warn(clippy::too_many_lines)]
 
 pub mod bpf;
 mod error;

@@ -1,7 +1,7 @@
 //! `plumb calc`: the model's arithmetic for one path, explained.
 //!
-//! Flags become a [`PathInput`]; [`Prediction::of`] does every computation; this
-//! module only words the answer (text, or `--json`'s typed object in `output`).
+//! Flags become a [`PathInput`]; [`Prediction::of`] does every computation;
+//! `plumb_report::calc` words the answer (text, or `--json`'s typed object).
 //! Flags not given stay unknown: the answer leaves out, or sets to null, what
 //! depends on them.
 
@@ -10,13 +10,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 use plumb_model::latency::{self, QueueSize};
-use plumb_model::units::{sig, thousands};
-use plumb_model::{distance, ethernet, tcp};
-use plumb_model::{Bytes, Distance, Framing, Limit, LossRate, PathInput, Prediction, Rate, Rtt};
+use plumb_model::{distance, ethernet};
+use plumb_model::{Bytes, Distance, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
+use plumb_report::calc::json::CalcOutput;
+use plumb_report::calc::query::{QueuePrediction, RttSource};
+use plumb_report::calc::text::{queue_text, text};
 
-use crate::cli::usage_error;
-
-mod output;
+use crate::usage::usage_error;
 
 /// Flags of `plumb calc`.
 #[derive(Debug, Args)]
@@ -69,18 +69,6 @@ pub struct CalcArgs {
     /// One JSON object instead of text
     #[arg(long)]
     pub json: bool,
-}
-
-/// The queue's delay when full and the loaded round trip, seconds.
-struct QueuePrediction {
-    delay: f64,
-    loaded_rtt: Option<f64>,
-}
-
-/// Where the RTT came from.
-enum RttSource {
-    Given,
-    Distance { d: Distance, floor: Rtt },
 }
 
 /// Runs `plumb calc`.
@@ -149,10 +137,10 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if a.json {
-        let v = output::CalcOutput::of(a, &input, &p, source.as_ref(), queue.as_ref());
+        let v = CalcOutput::of(&input, &p, source.as_ref(), a.frame, queue.as_ref());
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        write!(out, "{}", to_text(a, &input, &p, source.as_ref()))?;
+        write!(out, "{}", text(&input, &p, source.as_ref(), a.frame))?;
         if let Some(q) = &queue {
             write!(out, "{}", queue_text(q))?;
         }
@@ -193,180 +181,4 @@ fn framing(a: &CalcArgs) -> Result<Framing, String> {
         ));
     }
     Ok(f)
-}
-
-fn to_text(a: &CalcArgs, i: &PathInput, p: &Prediction, source: Option<&RttSource>) -> String {
-    let mut s = String::new();
-    let f = i.framing;
-    let mut path = Vec::new();
-    if let Some(r) = a.rate {
-        path.push(format!("{} link", r.human()));
-    }
-    match (i.rtt, source) {
-        (Some(rtt), Some(RttSource::Distance { d, floor })) => path.push(format!(
-            "RTT {} (typical for {} km; light in fibre alone needs {})",
-            rtt.human(),
-            sig(d.km(), 6),
-            floor.human()
-        )),
-        (Some(rtt), _) => path.push(format!("RTT {}", rtt.human())),
-        _ => {}
-    }
-    if let Some(w) = a.window {
-        path.push(format!("window {}", w.human()));
-    }
-    if let Some(l) = a.loss {
-        path.push(format!("loss {}%", sig(l.probability() * 100.0, 3)));
-    }
-    s += &format!("Path: {} ({})\n\n", path.join(", "), f.describe());
-
-    if let Some((rate, limit)) = p.predicted {
-        let why = match limit {
-            Limit::Window => "limited by the window",
-            Limit::Loss => "limited by packet loss",
-            Limit::Link => "limited by the link",
-        };
-        s += &format!("Predicted: {} per stream, {why}.\n", rate.human());
-        let mark = |l: Limit| if l == limit { "  <- binds" } else { "" };
-        if let (Some(r), Some(w), Some(rtt)) = (p.window_limited, a.window, i.rtt) {
-            s += &format!(
-                "  window limit   {:<44}{:>14}{}\n",
-                format!("{} per {} round trip", w.human(), rtt.human()),
-                r.human(),
-                mark(Limit::Window)
-            );
-        }
-        if let (Some(r), Some(l), Some(rtt)) = (p.loss_limited, a.loss, i.rtt) {
-            s += &format!(
-                "  loss limit     {:<44}{:>14}{}\n",
-                format!(
-                    "Mathis: {} B / {} x 1.22 / sqrt({})",
-                    f.payload().get(),
-                    rtt.human(),
-                    sig(l.probability(), 3)
-                ),
-                r.human(),
-                mark(Limit::Loss)
-            );
-        }
-        if let (Some(r), Some(rate)) = (p.link_goodput, a.rate) {
-            s += &format!(
-                "  link goodput   {:<44}{:>14}{}\n",
-                format!(
-                    "{} x {}/{} B ({}%)",
-                    rate.human(),
-                    f.payload().get(),
-                    f.wire_bytes(),
-                    sig(f.efficiency() * 100.0, 3)
-                ),
-                r.human(),
-                mark(Limit::Link)
-            );
-        }
-        if a.loss.is_none() && i.rtt.is_some() {
-            s += "  loss limit     not computed (no --loss given)\n";
-        }
-        if a.loss.is_some() {
-            s += "  (The Mathis bound models loss-based congestion control such as Reno and CUBIC; BBR does not slow down for random loss.)\n";
-        }
-        s += "\n";
-    }
-
-    if let (Some(bdp), Some(rate), Some(rtt)) = (p.bdp, a.rate, i.rtt) {
-        s += &format!(
-            "Bandwidth-delay product: {} x {} = {}, i.e. {} in flight.\n",
-            rate.human(),
-            rtt.human(),
-            sig_bits(bdp.bits),
-            bdp.ceil_bytes().human()
-        );
-        if let Some(need) = p.window_needed {
-            let scaling = if tcp::needs_scaling(need) {
-                match tcp::window_shift(need) {
-                    Some(sh) => format!(
-                        ",\nabove 65,535 B, so it needs RFC 7323 window scaling (shift {sh} or more)"
-                    ),
-                    None => ",\nmore than TCP can advertise even with window scaling".to_string(),
-                }
-            } else {
-                String::new()
-            };
-            s += &format!(
-                "To fill the link one stream needs a window of at least {}{scaling}",
-                need.human()
-            );
-            match (p.streams_needed, a.window, a.loss) {
-                (Some(n), Some(w), None) if n > 1 => {
-                    s += &format!(";\nor {} parallel streams of {} each.\n", thousands(n), w.human())
-                }
-                (Some(n), _, Some(_)) if n > 1 => s += &format!(
-                    ";\nwith this loss rate one stream cannot fill it whatever the window: it takes {} parallel streams.\n",
-                    thousands(n)
-                ),
-                _ => s += ".\n",
-            }
-        }
-        if let (Some(w), Some(g)) = (p.window_limited, p.link_goodput) {
-            if w < g {
-                s += &format!(
-                    "The window uses {}% of the link's goodput.\n",
-                    sig(w.bps() / g.bps() * 100.0, 3)
-                );
-            }
-        }
-    }
-    if let Some(w) = a.window {
-        if w > tcp::MAX_SCALED_WINDOW {
-            s += "Note: that window is larger than TCP can advertise (RFC 7323 caps it near 2^30 B).\n";
-        } else if p.bdp.is_none() && tcp::needs_scaling(w) {
-            s += &format!(
-                "A window of {} needs RFC 7323 window scaling (shift {}).\n",
-                w.human(),
-                tcp::window_shift(w).unwrap_or(tcp::MAX_WINDOW_SHIFT)
-            );
-        }
-    }
-    if let (Some(rtt), None, None) = (i.rtt, a.rate, a.window) {
-        if !matches!(source, Some(RttSource::Distance { .. })) {
-            s += &format!("RTT {}.\n", rtt.human());
-        }
-    }
-    if let (Some(frame), Some(rate)) = (a.frame, a.rate) {
-        let (lo, hi) = ethernet::frame_rate_band(rate, frame);
-        s += &format!(
-            "{}-byte frames at {}: {} frames/s (±100 ppm clock tolerance: {} – {}).\n",
-            frame.get(),
-            rate.human(),
-            thousands(ethernet::frame_rate(rate, frame).floor() as u64),
-            thousands(lo.floor() as u64),
-            thousands(hi.floor() as u64)
-        );
-    }
-    if let (Some(size), Some(secs), Some((rate, _))) = (a.size, p.transfer_secs, p.predicted) {
-        let t = Rtt::from_secs(secs).map_or_else(|| format!("{secs} s"), Rtt::human);
-        s += &format!("Moving {} at {} takes {t}.\n", size.human(), rate.human());
-    }
-    s
-}
-
-fn queue_text(q: &QueuePrediction) -> String {
-    let mut s = format!(
-        "A full bottleneck queue adds {} ms to every round trip through it",
-        sig(q.delay * 1e3, 4)
-    );
-    match q.loaded_rtt {
-        Some(l) => {
-            s += &format!(
-                ";\na flow that keeps it full (loss-based TCP such as CUBIC) sees a loaded RTT of {} ms.\n",
-                sig(l * 1e3, 4)
-            )
-        }
-        None => s += ".\n",
-    }
-    s
-}
-
-fn sig_bits(bits: f64) -> String {
-    let r = Rate::from_bps(bits).map(Rate::human).unwrap_or_default();
-    r.trim_end_matches("/s").to_string()
 }

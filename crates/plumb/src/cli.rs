@@ -1,8 +1,8 @@
 //! Flags and dispatch: parses the command line into typed configurations and
 //! hands them to the command that runs them.
 //!
-//! Bad input of any kind ends here with one line on stderr and exit code 2,
-//! the convention of clap and of iperf3's usage errors.
+//! Bad input of any kind ends with one line on stderr and exit code 2
+//! ([`crate::usage`]).
 
 use std::process::ExitCode;
 
@@ -10,10 +10,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::calc::CalcArgs;
 use crate::measure::MeasureArgs;
+use crate::usage::clap_exit;
 use crate::why::WhyArgs;
-
-/// Exit code for bad flags or values.
-pub const EXIT_USAGE: u8 = 2;
 
 /// Why does my application use only 10 Mb/s when the link is 1 Gb/s?
 ///
@@ -52,7 +50,7 @@ enum Command {
     /// The host's TCP connections, busiest first, with the limit of each (q quits).
     Top(crate::top::TopArgs),
     /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
-    Lab(crate::lab::LabArgs),
+    Lab(crate::common::lab_flags::LabArgs),
     /// Prometheus probes: HTTP /probe?target=HOST runs a test and answers with its metrics and limit.
     Exporter(crate::exporter::ExporterArgs),
     /// A TCP service's handshake: window scaling, SACK, timestamps, ECN, MSS, RTT, and what they mean.
@@ -118,7 +116,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(what) = cli.generate {
-        return crate::generate::run(&what);
+        return crate::generate::run(&what, command());
     }
     match cli.command {
         Some(Command::Calc(args)) => crate::calc::run(&args),
@@ -131,13 +129,13 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Some(Command::Handshake(args)) => crate::handshake::run(&args),
         Some(Command::Server(mut m)) => {
             m.server = true;
-            crate::measure::run(&m)
+            crate::client_server::run(&m)
         }
         Some(Command::Client { host, mut measure }) => {
             measure.client = Some(host);
-            crate::measure::run(&measure)
+            crate::client_server::run(&measure)
         }
-        None => crate::measure::run(&cli.measure),
+        None => crate::client_server::run(&cli.measure),
     }
 }
 
@@ -198,43 +196,6 @@ struct Plain {
     version: bool,
     #[arg(long, hide = true, num_args = 2, value_names = ["WHAT", "DIR"])]
     generate: Option<Vec<String>>,
-}
-
-/// Prints help and version as clap does, but a usage error as one line.
-pub fn clap_exit(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            // Nothing useful to do if stdout is gone.
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
-        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            ExitCode::from(EXIT_USAGE)
-        }
-        _ => {
-            let rendered = e.render().to_string();
-            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-            let first = lines.next().unwrap_or("invalid arguments");
-            let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
-            // "the following required arguments were not provided:" names them on the next line.
-            if msg.ends_with(':') {
-                if let Some(next) = lines.next() {
-                    msg = format!("{msg} {next}");
-                }
-            }
-            eprintln!("plumb: {msg} (see plumb --help)");
-            ExitCode::from(EXIT_USAGE)
-        }
-    }
-}
-
-/// Prints a usage error found after clap's own checks, as one line, and gives
-/// the usage exit code.
-pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("plumb: {msg}");
-    ExitCode::from(EXIT_USAGE)
 }
 
 #[cfg(test)]

@@ -10,14 +10,16 @@ use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use clap::Args;
-use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, LinkSource};
+use plumb_diagnose::{diagnose, Evidence};
 use plumb_lab::{Lab, LabConfig};
 use plumb_model::units::sig;
 use plumb_model::{lab_prediction, Bytes, LabClient, LabLink, LabPrediction, Rate, Rtt};
 use plumb_record::Document;
 
-use crate::lab::{lab_line, lab_record, measured_bps, model_record};
+use crate::common::lab_flags::LabArgs;
+use crate::common::lab_record::{lab_line, lab_record, measured_bps, model_record};
+use crate::common::link::given_rate;
+use crate::common::report_page;
 use plumb_lab::programs::{run_client, start_server, Reaper};
 
 /// Flags of `plumb demo`.
@@ -70,12 +72,76 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         small.framing.describe()
     );
 
+    let lab = match start_lab(a, &t, &small)? {
+        Ok(lab) => lab,
+        Err(code) => return Ok(code),
+    };
+    let probe = lab.probe().ok();
+    let args = demo_args(link, rtt);
+    println!("{}\n", lab_line(&args, probe.as_ref()));
+    let exe = std::env::current_exe()?.to_string_lossy().to_string();
+    let port = 5201;
+    let server = start_server(&lab, &exe, port)?;
+
+    println!("1) With the 17,520-byte receive window (plumb -c … --rwin 17520 -t {t}):");
+    let (_, doc1) = run_client(
+        &lab,
+        &exe,
+        port,
+        &["--rwin".into(), "17520".into(), "-t".into(), t.clone()],
+        false,
+    )?;
+    let doc1 = doc1.and_then(|t| Document::parse(&t).ok());
+    let m1 = measured(&doc1);
+    let p1 = small.predicted_bps;
+    println!(
+        "\n   model: {} (17,520 B / 15 ms)   measured: {}",
+        rate(p1),
+        m1.map_or("no result".into(), rate)
+    );
+    if let Some(doc) = &doc1 {
+        let link_ev = Some(given_rate(link));
+        if let Ok(ev) = Evidence::from_document(doc, link_ev) {
+            println!("   plumb why: {}", diagnose(&ev).summary);
+        }
+    }
+
+    println!("\n2) The same link with window scaling and autotuning (plumb -c … -t {t}):");
+    let (_, doc2) = run_client(&lab, &exe, port, &["-t".into(), t.clone()], false)?;
+    let doc2 = doc2.and_then(|t| Document::parse(&t).ok());
+    let m2 = measured(&doc2);
+    let p2 = big.predicted_bps;
+    println!(
+        "\n   model: {} (the link's TCP goodput)   measured: {}",
+        rate(p2),
+        m2.map_or("no result".into(), rate)
+    );
+    drop(server);
+    if let Some(out) = &a.report {
+        let runs = [
+            ("before: 17,520-byte window", &doc1, &small, m1),
+            ("after: autotuned window", &doc2, &big, m2),
+        ];
+        write_report(out, &lab, &args, probe.as_ref(), &runs, link)?;
+    }
+
+    summary((p1, m1), (p2, m2), &small);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The demo's lab (1 Gbit/s, 15 ms), or the exit code of the loopback
+/// measurement made instead where no lab can be built.
+fn start_lab(
+    a: &DemoArgs,
+    t: &str,
+    small: &LabPrediction,
+) -> anyhow::Result<Result<Lab, ExitCode>> {
     if let Err(e) = Lab::check_privileges().and_then(|()| Lab::install_signal_cleanup()) {
         if a.report.is_some() {
             eprintln!("plumb: no report: the demo's before/after needs the lab ({e})");
         }
         println!("No lab here ({e}); measuring on loopback instead, where there is no 15 ms to wait for.\n");
-        return loopback(&t, &small);
+        return loopback(t, small).map(Err);
     }
     let lab = match Lab::start(LabConfig::new(
         plumb_lab::emu::Rate::from_mbps(1000.0).ok_or_else(|| anyhow::anyhow!("rate"))?,
@@ -84,11 +150,15 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         Ok(l) => l,
         Err(e) => {
             println!("Cannot build the lab ({e}); measuring on loopback instead.\n");
-            return loopback(&t, &small);
+            return loopback(t, small).map(Err);
         }
     };
-    let probe = lab.probe().ok();
-    let args = crate::lab::LabArgs {
+    Ok(Ok(lab))
+}
+
+/// `plumb lab`'s flags for the demo's link: nothing but its rate and RTT.
+fn demo_args(link: Rate, rtt: Rtt) -> LabArgs {
+    LabArgs {
         rate: link,
         rtt,
         loss: None,
@@ -112,66 +182,43 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         latency: false,
         tcp_buffer_max: None,
         client: Vec::new(),
-    };
-    println!("{}\n", lab_line(&args, probe.as_ref()));
-    let exe = std::env::current_exe()?.to_string_lossy().to_string();
-    let port = 5201;
-    let server = start_server(&lab, &exe, port)?;
-
-    println!("1) With the 17,520-byte receive window (plumb -c … --rwin 17520 -t {t}):");
-    let (_, doc1) = run_client(
-        &lab,
-        &exe,
-        port,
-        &["--rwin".into(), "17520".into(), "-t".into(), t.clone()],
-        false,
-    )?;
-    let doc1 = doc1.and_then(|t| Document::parse(&t).ok());
-    let m1 = measured(&doc1);
-    let p1 = small.predicted_bps;
-    println!(
-        "\n   model: {} (17,520 B / 15 ms)   measured: {}",
-        rate(p1),
-        m1.map_or("no result".into(), rate)
-    );
-    if let Some(doc) = &doc1 {
-        let link_ev = Some(LinkRate {
-            bps: 1e9,
-            source: LinkSource::Given,
-        });
-        if let Ok(ev) = Evidence::from_document(doc, link_ev) {
-            println!("   plumb why: {}", diagnose(&ev).summary);
-        }
     }
+}
 
-    println!("\n2) The same link with window scaling and autotuning (plumb -c … -t {t}):");
-    let (_, doc2) = run_client(&lab, &exe, port, &["-t".into(), t.clone()], false)?;
-    let doc2 = doc2.and_then(|t| Document::parse(&t).ok());
-    let m2 = measured(&doc2);
-    let p2 = big.predicted_bps;
-    println!(
-        "\n   model: {} (the link's TCP goodput)   measured: {}",
-        rate(p2),
-        m2.map_or("no result".into(), rate)
-    );
-    drop(server);
-    if let Some(out) = &a.report {
-        let stats = lab.stats();
-        let lab = lab_record(&args, probe.as_ref(), &stats);
-        let mut inputs = Vec::new();
-        for (name, doc, p, m) in [
-            ("before: 17,520-byte window", &doc1, &small, m1),
-            ("after: autotuned window", &doc2, &big, m2),
-        ] {
-            let Some(doc) = doc else { continue };
-            let mut doc = doc.clone();
-            doc.lab = Some(lab.clone());
-            doc.model = Some(model_record(p, m));
-            inputs.push(crate::report::input(name.into(), doc, Some(link)));
-        }
-        crate::report::write_for(out, inputs)?;
+/// One run of the demo: its name, document, the model's prediction and what
+/// was measured.
+type Run<'a> = (
+    &'a str,
+    &'a Option<Document>,
+    &'a LabPrediction,
+    Option<f64>,
+);
+
+/// The before/after page: each run's document with the lab and the model.
+fn write_report(
+    out: &std::path::Path,
+    lab: &Lab,
+    args: &LabArgs,
+    probe: Option<&plumb_lab::measure::Probe>,
+    runs: &[Run],
+    link: Rate,
+) -> anyhow::Result<()> {
+    let stats = lab.stats();
+    let lab = lab_record(args, probe, &stats);
+    let mut inputs = Vec::new();
+    for &(name, doc, p, m) in runs {
+        let Some(doc) = doc else { continue };
+        let mut doc = doc.clone();
+        doc.lab = Some(lab.clone());
+        doc.model = Some(model_record(p, m));
+        inputs.push(report_page::input(name.into(), doc, Some(link)));
     }
+    report_page::write_for(out, inputs)
+}
 
+/// The closing table: each run's model and measurement, and what the
+/// window cost.
+fn summary((p1, m1): (f64, Option<f64>), (p2, m2): (f64, Option<f64>), small: &LabPrediction) {
     println!("\n               window        model          measured");
     println!(
         "  before       17,520 B      {:<14} {}",
@@ -193,7 +240,6 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         "To fill it one stream needs {} in flight (the bandwidth-delay product); `plumb why` prints the exact settings per OS.",
         small.path.window_needed.map_or(String::new(), Bytes::human)
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The fallback: a real measurement on loopback, and the model for the backup link.

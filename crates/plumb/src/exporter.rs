@@ -27,7 +27,8 @@ use plumb_net::config::IpPrefix;
 use plumb_report::json::JsonSink;
 use tiny_http::{Header, Method, Request, Response, Server};
 
-use crate::cli::usage_error;
+use crate::common::link;
+use crate::usage::usage_error;
 use gate::{Busy, Gate};
 use metrics::{Outcome, Own, ProbeResult};
 use query::{Policy, Probe, Refusal};
@@ -323,23 +324,6 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
     }
 }
 
-/// The link rate for the diagnosis: given, else the speed of the interface
-/// the route to `ip` uses (as `plumb why` does).
-fn link_for(ip: IpAddr, given: Option<plumb_model::Rate>) -> Option<LinkRate> {
-    if let Some(r) = given {
-        return Some(LinkRate {
-            bps: r.bps(),
-            source: LinkSource::Given,
-        });
-    }
-    let ifname = plumb_net::host::route_interface(ip)?;
-    let mbps = plumb_net::host::link_speed_mbps(&ifname)?;
-    Some(LinkRate {
-        bps: mbps as f64 * 1e6,
-        source: LinkSource::Interface(ifname),
-    })
-}
-
 fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
     let t0 = Instant::now();
     let mut capture = JsonSink::new(Vec::new());
@@ -351,7 +335,7 @@ fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
         ..ProbeResult::default()
     };
     if r.up {
-        if let Ok(ev) = Evidence::from_document(&record, link_for(target, p.link)) {
+        if let Ok(ev) = Evidence::from_document(&record, link::for_peer(target, p.link)) {
             let mut ev = ev;
             if ev.link.is_none() && ev.best_interval_bps > 0.0 {
                 // Without a link rate the best interval is the only bound on it (as plumb why).

@@ -11,16 +11,17 @@ use anyhow::Context;
 use clap::builder::Resettable;
 use clap_complete::Shell;
 
-use crate::cli::{command, usage_error};
+use crate::usage::usage_error;
 
-/// Writes the files `what` names into `dir` (created if missing).
-pub fn run(what: &[String]) -> anyhow::Result<ExitCode> {
+/// Writes the files `what` names into `dir` (created if missing), made from
+/// `root`, the command line as `--help` shows it.
+pub fn run(what: &[String], root: clap::Command) -> anyhow::Result<ExitCode> {
     let [what, dir] = what else {
         return Ok(usage_error("--generate takes WHAT and DIR"));
     };
     let files = match what.as_str() {
-        "man" => man_pages(),
-        "completions" => completions(),
+        "man" => man_pages(root),
+        "completions" => completions(root),
         _ => {
             return Ok(usage_error(format!(
                 "--generate {what}: say man or completions"
@@ -40,8 +41,8 @@ pub fn run(what: &[String]) -> anyhow::Result<ExitCode> {
 /// Each page shows what `plumb [SUB] --help` shows: the same command, so the
 /// flags a subcommand hides from its help (`plumb why` has no server flags)
 /// are left out of its page too.
-fn man_pages() -> Vec<(String, Vec<u8>)> {
-    let mut root = command().disable_help_subcommand(true);
+fn man_pages(root: clap::Command) -> Vec<(String, Vec<u8>)> {
+    let mut root = root.disable_help_subcommand(true);
     root.build();
     let subs: Vec<clap::Command> = root
         .get_subcommands()
@@ -125,8 +126,8 @@ fn see_also_root(subs: &[clap::Command]) -> String {
 /// Completions for bash, zsh and fish, named as Debian's shells look them
 /// up: `plumb` in bash-completion's directory, `_plumb` in zsh's, and
 /// `plumb.fish` in fish's.
-fn completions() -> Vec<(String, Vec<u8>)> {
-    let mut root = command();
+fn completions(root: clap::Command) -> Vec<(String, Vec<u8>)> {
+    let mut root = root;
     root.build();
     [
         (Shell::Bash, "plumb"),
@@ -194,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_page_for_plumb_and_each_subcommand() {
-        let pages = man_pages();
+        let pages = man_pages(crate::cli::command());
         let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
         for want in ["plumb.1", "plumb-why.1", "plumb-lab.1", "plumb-server.1"] {
             assert!(names.contains(&want), "{want} not in {names:?}");
@@ -213,7 +214,7 @@ mod tests {
 
     #[test]
     fn completions_leave_out_what_help_hides() {
-        let files = completions();
+        let files = completions(crate::cli::command());
         for (name, _) in &files {
             let t = text(&files, name);
             assert!(t.contains("rwin"), "{name}");

@@ -15,7 +15,7 @@ use plumb_handshake::{Handshake, Method};
 use plumb_model::units::{sig, thousands};
 use serde::Serialize;
 
-use crate::cli::usage_error;
+use crate::usage::usage_error;
 
 /// Flags of `plumb handshake`.
 #[derive(Debug, Args)]

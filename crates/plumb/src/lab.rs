@@ -13,180 +13,20 @@ use std::io::Write;
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
-use clap::Args;
-use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, LinkSource};
-use plumb_lab::emu::{GilbertElliott, LossModel, QueueLimit, Reorder};
+use plumb_diagnose::{diagnose, Evidence};
 use plumb_lab::programs::{run_client, start_server, wait_listening, wait_passing_signals, Reaper};
-use plumb_lab::{Direction, Lab, LabConfig, LabError, Side};
-use plumb_model::latency::QueueSize;
+use plumb_lab::{Lab, LabConfig, LabError, Side};
 use plumb_model::units::sig;
-use plumb_model::{Bytes, LossRate, Rate, Rtt};
 use plumb_record::{Document, Event, LabEvent, Real};
 
-use crate::cli::usage_error;
-use crate::measure::MeasureArgs;
-
-mod record;
-
-pub(crate) use record::{lab_record, measured_bps, model_record};
-
-/// Flags of `plumb lab`.
-#[derive(Debug, Args, Clone)]
-#[command(
-    after_help = "Examples:\n  plumb lab --rate 1gbit --rtt 15ms -- --rwin 17520 -t 5\n  plumb lab --rate 100m --rtt 40ms --loss 0.5% -- -C reno -t 10\n  plumb lab --rate 1g --rtt 15ms --far-exec 'python3 -m http.server 8000' \\\n          --exec 'curl -s --retry 10 --retry-connrefused -o /dev/null http://$PLUMB_FAR:8000/'\n  plumb lab --rate 1g --rtt 15ms --hold"
-)]
-pub struct LabArgs {
-    /// Link rate, each direction: 1gbit, 100M
-    #[arg(long, value_parser = crate::args::rate, default_value = "1gbit")]
-    pub rate: Rate,
-    /// Round-trip propagation delay, split evenly between the directions
-    #[arg(long, value_parser = crate::args::rtt, default_value = "15ms")]
-    pub rtt: Rtt,
-    /// Random loss on the near-to-far (data) direction: 0.1%, 1e-3
-    #[arg(long, value_parser = crate::args::loss)]
-    pub loss: Option<LossRate>,
-    /// Make --loss bursty (Gilbert-Elliott) with this mean burst length in packets
-    #[arg(long, requires = "loss", value_parser = crate::args::number)]
-    pub loss_burst: Option<f64>,
-    /// Drop-tail queue: 1.5BDP, 2MB, 20ms [default: 1BDP]
-    #[arg(long, value_parser = crate::args::valid(QueueSize::parse))]
-    pub queue: Option<String>,
-    /// Extra delay per packet, up to this much, without reordering
-    #[arg(long, value_parser = crate::args::rtt)]
-    pub jitter: Option<Rtt>,
-    /// Reorder this share of packets (they skip ahead by 1 ms)
-    #[arg(long, value_parser = crate::args::packet_share)]
-    pub reorder: Option<LossRate>,
-    /// Duplicate this share of packets
-    #[arg(long, value_parser = crate::args::packet_share)]
-    pub duplicate: Option<LossRate>,
-    /// Drop every packet over this many IP bytes, both directions, with no
-    /// ICMP "fragmentation needed" sent back: a path-MTU black hole (68 to
-    /// the MTU 1500 less one)
-    #[arg(long, value_name = "BYTES", value_parser = crate::args::whole::<u32>)]
-    pub drop_over: Option<u32>,
-    /// Seed of the loss and jitter random numbers, to repeat a run
-    #[arg(long, value_parser = crate::args::whole::<u64>)]
-    pub seed: Option<u64>,
-    /// Run this shell command in "near" instead of plumb (PLUMB_FAR holds the far address)
-    #[arg(long)]
-    pub exec: Option<String>,
-    /// Run this shell command in "far" instead of a plumb server (PLUMB_NEAR holds the near address)
-    #[arg(long)]
-    pub far_exec: Option<String>,
-    /// Limit the far side (its server or --far-exec program) to this share of one CPU: 5%, 0.5
-    #[arg(long, value_parser = crate::args::cpu_share)]
-    pub far_cpu: Option<LossRate>,
-    /// The --far-cpu quota's period, 1ms to 1s: the far side runs its share of each period, then waits
-    #[arg(long, value_parser = crate::args::rtt, default_value = "100ms", requires = "far_cpu")]
-    pub far_cpu_period: Rtt,
-    /// Keep the link up until Ctrl-C and print how to enter each side
-    #[arg(long, conflicts_with = "exec")]
-    pub hold: bool,
-    /// Also say what limited the transfer (plumb why)
-    #[arg(long)]
-    pub why: bool,
-    /// Also write an HTML report of the run (charts, verdict, the lab link) to this file
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["exec", "hold"])]
-    pub report: Option<std::path::PathBuf>,
-    /// One JSON document: the client's, plus "lab" and "model" (and "diagnosis"); notes go to stderr
-    #[arg(short = 'J', long)]
-    pub json: bool,
-    /// The client's line-delimited JSON events, then one "lab" event; notes go to stderr
-    #[arg(long)]
-    pub json_stream: bool,
-    /// Also measure idle and loaded latency (the client's --latency) and predict the queue's delay
-    #[arg(long)]
-    pub latency: bool,
-    /// Raise the TCP buffer maximum (tcp_rmem/tcp_wmem) in both namespaces, so one
-    /// loss-based flow can fill a queue deeper than the default 4 MiB allows: 64M
-    #[arg(long, value_parser = crate::args::bytes)]
-    pub tcp_buffer_max: Option<Bytes>,
-    /// plumb client flags, after --
-    #[arg(last = true, allow_hyphen_values = true)]
-    pub client: Vec<String>,
-}
-
-/// `--queue` as the emulator takes it.
-fn queue_limit(s: &str) -> Result<QueueLimit, String> {
-    Ok(match QueueSize::parse(s)? {
-        QueueSize::Bytes(b) => QueueLimit::Bytes(b),
-        QueueSize::Delay(d) => QueueLimit::Delay(Duration::from_secs_f64(d)),
-        QueueSize::Bdp(m) => QueueLimit::Bdp(m),
-    })
-}
-
-/// The emulator configuration the flags describe.
-pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
-    let rate = plumb_lab::emu::Rate::from_mbps(a.rate.bps() / 1e6).ok_or_else(|| {
-        format!(
-            "invalid rate '{}': the lab needs at least 1 kbit/s",
-            a.rate.human()
-        )
-    })?;
-    if a.rtt.secs() > 10.0 {
-        return Err(format!(
-            "invalid RTT {}: the lab emulates at most 10 s",
-            a.rtt.human()
-        ));
-    }
-    let mut cfg = LabConfig::new(rate, Duration::from_secs_f64(a.rtt.secs()));
-    if let Some(q) = &a.queue {
-        cfg = cfg.with_queue(queue_limit(q)?);
-    }
-    if let Some(l) = a.loss {
-        let model = match a.loss_burst {
-            Some(b) => LossModel::GilbertElliott(
-                GilbertElliott::from_loss_and_burst(l.probability(), b)
-                    .map_err(|e| format!("invalid --loss-burst: {e}"))?,
-            ),
-            None => LossModel::Bernoulli(l.probability()),
-        };
-        cfg = cfg.with_loss(Direction::NearToFar, model);
-    }
-    if let Some(seed) = a.seed {
-        cfg = cfg.with_seed(seed);
-    }
-    if let Some(m) = a.drop_over {
-        if !(plumb_lab::emu::MIN_IP_PACKET..cfg.mtu).contains(&m) {
-            return Err(format!(
-                "invalid --drop-over {m}: expected {} to {} bytes (below the lab's MTU of {} B, or nothing is dropped)",
-                plumb_lab::emu::MIN_IP_PACKET,
-                cfg.mtu - 1,
-                cfg.mtu
-            ));
-        }
-        cfg = cfg.with_max_packet(m);
-    }
-    cfg.far_cpu = a.far_cpu.map(LossRate::probability);
-    cfg.far_cpu_period = Duration::from_secs_f64(a.far_cpu_period.secs());
-    if let Some(b) = a.tcp_buffer_max {
-        if !(4096..=1 << 30).contains(&b.get()) {
-            return Err(format!(
-                "invalid --tcp-buffer-max {}: expected 4K to 1G",
-                b.human()
-            ));
-        }
-        cfg.tcp_buffer_max = u32::try_from(b.get()).ok();
-    }
-    for dir in [Direction::NearToFar, Direction::FarToNear] {
-        let link = cfg.link_mut(dir);
-        if let Some(j) = a.jitter {
-            link.jitter = Duration::from_secs_f64(j.secs());
-        }
-        if let Some(r) = a.reorder {
-            link.reorder = Some(Reorder {
-                probability: r.probability(),
-                advance: Duration::from_millis(1),
-            });
-        }
-        if let Some(d) = a.duplicate {
-            link.duplicate = d.probability();
-        }
-    }
-    Ok(cfg)
-}
+use crate::common::lab_flags::{lab_config, LabArgs};
+use crate::common::lab_record::{
+    self as record, lab_line, lab_record, measured_bps, release_error_us,
+};
+use crate::common::link::given_rate;
+use crate::common::report_page;
+use crate::measure::{client_config, test_spec, MeasureArgs};
+use crate::usage::{clap_exit, usage_error};
 
 fn lab_error(e: &LabError) -> ExitCode {
     eprintln!("plumb: {e}");
@@ -246,15 +86,14 @@ fn check_client_flags(args: &[String]) -> Result<MeasureArgs, ExitCode> {
             )));
         }
         // --help after --: the client's flags.
-        Err(e) => return Err(crate::cli::clap_exit(e)),
+        Err(e) => return Err(clap_exit(e)),
     };
     if m.server {
         return Err(usage_error(
             "client flags after --: -s is not one; the lab runs the server itself",
         ));
     }
-    let checked = crate::measure::test_spec(&m)
-        .and_then(|spec| crate::measure::client_config(&m, spec).map(|_| ()));
+    let checked = test_spec(&m).and_then(|spec| client_config(&m, spec).map(|_| ()));
     if let Err(msg) = checked {
         return Err(usage_error(format!("client flags after --: {msg}")));
     }
@@ -294,21 +133,9 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
-    let cfg = match lab_config(a) {
+    let (cfg, client) = match checked(a) {
         Ok(c) => c,
-        Err(msg) => return Ok(usage_error(msg)),
-    };
-    if !a.client.is_empty() && a.exec.is_some() {
-        return Ok(usage_error(
-            "--exec runs your program instead of the plumb client: drop the client flags after --",
-        ));
-    }
-    let client = match &a.exec {
-        Some(cmd) => Near::Exec(cmd),
-        None => match check_client_flags(&a.client) {
-            Ok(m) => Near::Client(Box::new(m)),
-            Err(code) => return Ok(code),
-        },
+        Err(code) => return Ok(code),
     };
     let flags = match &client {
         Near::Client(m) => Some(m),
@@ -316,48 +143,17 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     };
     let stream = a.json_stream || flags.is_some_and(|m| m.json_stream);
     let json = a.json || stream || flags.is_some_and(|m| m.json);
-    if let Err(e) = Lab::check_privileges() {
-        return Ok(lab_error(&e));
-    }
-    if let Err(e) = Lab::install_signal_cleanup() {
-        return Ok(lab_error(&e));
-    }
-    let lab = match Lab::start(cfg) {
+    let lab = match build(cfg) {
         Ok(l) => l,
         Err(e) => return Ok(lab_error(&e)),
     };
     let probe = lab.probe().ok();
-    let far = lab.far_addr().to_string();
-    let near = lab.near_addr().to_string();
     note(json, &lab_line(a, probe.as_ref()));
     if a.hold {
         return hold(&lab, json);
     }
-
-    // The far side: a plumb server, or the user's program.
-    let exe = std::env::current_exe()?;
-    let exe_s = exe.to_string_lossy().to_string();
-    let port = LAB_PORT;
-    let server = match &a.far_exec {
-        Some(cmd) => {
-            let mut c = lab.command(Side::Far, "sh");
-            c.args(["-c", cmd])
-                .env("PLUMB_NEAR", &near)
-                .env("PLUMB_FAR", &far)
-                .stdin(Stdio::null());
-            if json {
-                // Its output is not JSON: keep stdout for the document.
-                c.stdout(std::io::stderr());
-            }
-            let r = Reaper(Some(c.spawn()?));
-            if a.exec.is_none() {
-                // The plumb client will connect: the far program is its server.
-                wait_listening(&lab, port)?;
-            }
-            r
-        }
-        None => start_server(&lab, &exe_s, port)?,
-    };
+    let exe = std::env::current_exe()?.to_string_lossy().to_string();
+    let server = start_far(&lab, a, json, &exe)?;
 
     // From here the first SIGINT/SIGTERM goes to the program in the lab,
     // which ends (the plumb client with its partial result); we report and
@@ -367,18 +163,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     // The near side: the user's program, or the plumb client.
     let m = match client {
         Near::Client(m) => m,
-        Near::Exec(cmd) => {
-            let mut c = lab.command(Side::Near, "sh");
-            c.args(["-c", cmd])
-                .env("PLUMB_FAR", &far)
-                .env("PLUMB_NEAR", &near);
-            let status = wait_passing_signals(c.spawn()?)?;
-            drop(server);
-            report_emulator(&lab, json);
-            return Ok(status
-                .code()
-                .map_or(ExitCode::from(1), |c| ExitCode::from(c.clamp(0, 255) as u8)));
-        }
+        Near::Exec(cmd) => return run_near_exec(&lab, cmd, server, json),
     };
     let mut client_args = a.client.clone();
     if stream && !m.json_stream {
@@ -389,23 +174,109 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
     }
     // With --json-stream the client's events are the stream; with -J the
     // client is quiet and its document comes back to be extended.
-    let (status, doc) = run_client(&lab, &exe_s, port, &client_args, json && !stream)?;
+    let (status, doc) = run_client(&lab, &exe, LAB_PORT, &client_args, json && !stream)?;
     drop(server);
-    let Some(mut record) = doc.and_then(|t| Document::parse(&t).ok()) else {
+    let Some(record) = doc.and_then(|t| Document::parse(&t).ok()) else {
         eprintln!("plumb: the client produced no result");
         return Ok(ExitCode::from(1));
     };
-    let mut model = record::model_for(a, &m, measured_bps(&record));
+    let out = Output { json, stream };
+    finish(a, &lab, probe.as_ref(), &m, record, out)?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The flags checked before any lab is built: the emulator's configuration
+/// and what runs on the near side.
+fn checked(a: &LabArgs) -> Result<(LabConfig, Near<'_>), ExitCode> {
+    let cfg = lab_config(a).map_err(usage_error)?;
+    if !a.client.is_empty() && a.exec.is_some() {
+        return Err(usage_error(
+            "--exec runs your program instead of the plumb client: drop the client flags after --",
+        ));
+    }
+    let client = match &a.exec {
+        Some(cmd) => Near::Exec(cmd),
+        None => Near::Client(Box::new(check_client_flags(&a.client)?)),
+    };
+    Ok((cfg, client))
+}
+
+/// The lab itself, once this process may build one and its teardown on a
+/// signal is in place.
+fn build(cfg: LabConfig) -> Result<Lab, LabError> {
+    Lab::check_privileges()?;
+    Lab::install_signal_cleanup()?;
+    Lab::start(cfg)
+}
+
+/// The far side: a plumb server, or the user's program.
+fn start_far(lab: &Lab, a: &LabArgs, json: bool, exe: &str) -> anyhow::Result<Reaper> {
+    let Some(cmd) = &a.far_exec else {
+        return Ok(start_server(lab, exe, LAB_PORT)?);
+    };
+    let mut c = lab.command(Side::Far, "sh");
+    c.args(["-c", cmd])
+        .env("PLUMB_NEAR", lab.near_addr().to_string())
+        .env("PLUMB_FAR", lab.far_addr().to_string())
+        .stdin(Stdio::null());
+    if json {
+        // Its output is not JSON: keep stdout for the document.
+        c.stdout(std::io::stderr());
+    }
+    let r = Reaper(Some(c.spawn()?));
+    if a.exec.is_none() {
+        // The plumb client will connect: the far program is its server.
+        wait_listening(lab, LAB_PORT)?;
+    }
+    Ok(r)
+}
+
+/// `--exec`: the user's program on the near side; its exit status is the
+/// lab's.
+fn run_near_exec(lab: &Lab, cmd: &str, server: Reaper, json: bool) -> anyhow::Result<ExitCode> {
+    let mut c = lab.command(Side::Near, "sh");
+    c.args(["-c", cmd])
+        .env("PLUMB_FAR", lab.far_addr().to_string())
+        .env("PLUMB_NEAR", lab.near_addr().to_string());
+    let status = wait_passing_signals(c.spawn()?)?;
+    drop(server);
+    report_emulator(lab, json);
+    Ok(status
+        .code()
+        .map_or(ExitCode::from(1), |c| ExitCode::from(c.clamp(0, 255) as u8)))
+}
+
+/// How the run's result is written: `-J` (one document), `--json-stream`
+/// (the client's events, then the lab's), or text.
+#[derive(Clone, Copy)]
+struct Output {
+    json: bool,
+    stream: bool,
+}
+
+/// The client's document with what the lab adds to it: the link, the
+/// model's prediction and (with `--why`) the diagnosis; the report, then
+/// the output.
+fn finish(
+    a: &LabArgs,
+    lab: &Lab,
+    probe: Option<&plumb_lab::measure::Probe>,
+    m: &MeasureArgs,
+    mut record: Document,
+    out: Output,
+) -> anyhow::Result<()> {
+    let mut model = record::model_for(a, m, measured_bps(&record));
     if let Some(line) = record::queue_model(a, &record, &mut model.0) {
         model.1 = format!("{}\n{line}", model.1);
     }
     let stats = lab.stats();
-    let lab_obj = lab_record(a, probe.as_ref(), &stats);
+    let lab_obj = lab_record(a, probe, &stats);
     let diagnosis = a.why.then(|| {
-        let link = Some(LinkRate {
-            bps: a.rate.bps(),
-            source: LinkSource::Given,
-        });
+        let link = Some(given_rate(a.rate));
         Evidence::from_document(&record, link).map(|mut ev| {
             if let Some(l) = ev.latency.as_mut() {
                 l.predicted_queue_ms = model.0.queue_delay_ms.map(Real::get);
@@ -413,10 +284,10 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             (diagnose(&ev), ev)
         })
     });
-    if let (true, Some(Err(e))) = (json, &diagnosis) {
+    if let (true, Some(Err(e))) = (out.json, &diagnosis) {
         eprintln!("plumb: cannot diagnose: {e}");
     }
-    if let Some(out) = &a.report {
+    if let Some(path) = &a.report {
         let mut full = record.clone();
         full.lab = Some(lab_obj.clone());
         full.model = Some(model.0.clone());
@@ -426,9 +297,9 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             a.rtt.human(),
             a.client.join(" ")
         );
-        crate::report::write_for(out, vec![crate::report::input(name, full, Some(a.rate))])?;
+        report_page::write_for(path, vec![report_page::input(name, full, Some(a.rate))])?;
     }
-    if stream {
+    if out.stream {
         // `--json-stream`'s last event: the lab, the model and the diagnosis.
         let event = Event::Lab(Box::new(LabEvent {
             lab: lab_obj,
@@ -439,7 +310,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             },
         }));
         println!("{}", serde_json::to_string(&event)?);
-    } else if json {
+    } else if out.json {
         record.lab = Some(lab_obj);
         record.model = Some(model.0.clone());
         let record = match &diagnosis {
@@ -457,57 +328,9 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
             Some(Err(e)) => eprintln!("plumb: cannot diagnose: {e}"),
             None => {}
         }
-        report_emulator(&lab, false);
+        report_emulator(lab, false);
     }
-    Ok(if status.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
-
-pub(crate) fn lab_line(a: &LabArgs, probe: Option<&plumb_lab::measure::Probe>) -> String {
-    let mut s = format!(
-        "Lab link: {} each way, RTT {}",
-        a.rate.human(),
-        a.rtt.human()
-    );
-    if let Some(l) = a.loss {
-        s += &format!(", loss {}%", sig(l.probability() * 100.0, 3));
-        if let Some(b) = a.loss_burst {
-            s += &format!(" in bursts of {b}");
-        }
-    }
-    if let Some(m) = a.drop_over {
-        s += &format!(", packets over {m} B dropped without ICMP");
-    }
-    if let Some(p) = probe {
-        s += &format!(
-            "; measured before the test: RTT {} (min of {}), rate {}",
-            Rtt::from_secs(p.rtt_min.as_secs_f64()).map_or_else(|| "?".into(), Rtt::human),
-            p.rtt_samples,
-            p.rate.map_or_else(
-                || "unknown".into(),
-                |r| format!("{} Mbit/s", sig(r.bps() as f64 / 1e6, 4))
-            )
-        );
-    }
-    s
-}
-
-/// The release error's p50, p99, p99.9 and maximum, µs; `None` for a link
-/// that released nothing, which has no release error (not a 0 µs that
-/// reads as a perfect emulator).
-pub(crate) fn release_error_us(h: &plumb_lab::hist::Histogram) -> Option<[f64; 4]> {
-    let us = |t: Duration| t.as_secs_f64() * 1e6;
-    (h.count() > 0).then(|| {
-        [
-            us(h.quantile(0.5)),
-            us(h.quantile(0.99)),
-            us(h.quantile(0.999)),
-            us(h.max()),
-        ]
-    })
+    Ok(())
 }
 
 fn report_emulator(lab: &Lab, json: bool) {

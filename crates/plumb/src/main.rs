@@ -7,16 +7,18 @@
 mod args;
 mod calc;
 mod cli;
+mod client_server;
+mod common;
 mod demo;
 mod exporter;
 mod generate;
 mod handshake;
 mod lab;
-mod live;
 mod measure;
 mod report;
 mod sys;
 mod top;
+mod usage;
 mod why;
 
 use std::process::ExitCode;

@@ -1,5 +1,7 @@
-//! `plumb -s` / `plumb -c HOST` (and `plumb server` / `plumb client HOST`):
-//! iperf3's flags, turned into a [`ClientConfig`] or [`ServerConfig`].
+//! iperf3's client and server flags ([`MeasureArgs`]), shared by `plumb -s/-c`,
+//! `plumb why HOST`, `plumb lab … -- FLAGS` and the exporter's probes, and
+//! what they become: a checked [`TestSpec`], a [`ClientConfig`], the printer
+//! they ask for.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -9,21 +11,15 @@ use std::time::Duration;
 
 use clap::Args;
 use plumb_model::{Bytes, Rate};
-use plumb_net::config::{
-    ClientConfig, Family, ServerConfig, TestSpec, Transport, DEFAULT_PORT, MAX_STREAMS,
-};
+use plumb_net::config::{ClientConfig, Family, TestSpec, Transport, DEFAULT_PORT, MAX_STREAMS};
 use plumb_record::engine::{EndRecord, IntervalRecord, StartRecord};
-use plumb_record::{Latency, Sink, Tee};
+use plumb_record::{Latency, Sink};
 use plumb_report::json::{JsonSink, JsonStreamSink};
 use plumb_report::text::TextSink;
 
-use crate::cli::usage_error;
-
-mod daemon;
 mod harden;
 mod local;
 mod refused;
-mod server_printer;
 mod stamp;
 
 /// iperf3's client and server flags.
@@ -294,9 +290,7 @@ pub const CLIENT_ONLY: &[&str] = &[
     "use_pkcs1_padding",
     "fq_rate",
     "mptcp",
-    "bind_dev",
     "cntl_ka",
-    "snd_timeout",
     "dont_fragment",
     "flowlabel",
 ];
@@ -582,6 +576,15 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     t.udp_counters_64bit = a.udp_counters_64bit;
     t.repeating_payload = a.repeating_payload;
     t.zerocopy = a.zerocopy;
+    transport_spec(a, &mut t)?;
+    latency_spec(a, &mut t)?;
+    Ok(t)
+}
+
+/// The flags that belong to one transport — TCP's buffers, clamp, MSS,
+/// zero-copy and flow label; UDP's GSO/GRO — and the sending streams'
+/// pacing.
+fn transport_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
     if a.udp
         && (a.rwin.is_some()
             || a.sndbuf.is_some()
@@ -605,8 +608,7 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
         return Err("--gsro applies to UDP (-u), not TCP".into());
     }
     t.gsro = a.gsro && a.udp;
-    latency_spec(a, &mut t)?;
-    Ok(t)
+    Ok(())
 }
 
 /// `--rr`, `--crr`, `--latency` and their options into the spec.
@@ -659,7 +661,7 @@ fn latency_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
     Ok(())
 }
 
-fn family(a: &MeasureArgs) -> Family {
+pub fn family(a: &MeasureArgs) -> Family {
     if a.v4 {
         Family::V4
     } else if a.v6 {
@@ -725,7 +727,7 @@ impl Sink for ErrorsToStderr<'_> {
 
 /// The printer `-J`, `--json-stream` or neither asks for, writing to `out`;
 /// `flush` makes the text printer flush every line.
-fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
+pub fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sink> {
     if a.json_stream {
         let sink = JsonStreamSink::new(out);
         if a.json_stream_full_output {
@@ -777,160 +779,6 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
         auth,
         local: a.local.options(),
     })
-}
-
-/// A report's name for a test against the host in the flags.
-fn host_name(a: &MeasureArgs) -> String {
-    format!("test against {}", a.client.as_deref().unwrap_or("?"))
-}
-
-/// Runs the client or the server the flags ask for.
-pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
-    if let Some(why) = a.refused.first() {
-        return Ok(usage_error(why));
-    }
-    if a.server {
-        if a.client.is_some() {
-            return Ok(usage_error("-s and -c cannot be used together"));
-        }
-        if a.gsro || a.no_gsro {
-            // As iperf3: the client asks, the server follows it.
-            return Ok(usage_error(
-                "--gsro and --no-gsro are client options (the server follows the client)",
-            ));
-        }
-        if a.report.is_some() {
-            return Ok(usage_error(
-                "--report is a client flag: the client writes the report",
-            ));
-        }
-        if let Some(flag) = a.local.first_given() {
-            let why = match flag {
-                "--bind-dev" | "--snd-timeout" => "iperf3's server takes it, plumb's not yet",
-                _ => "as in iperf3",
-            };
-            return Ok(usage_error(format!("{flag} is a client option ({why})")));
-        }
-        if a.affinity.is_some_and(|x| x.server.is_some()) {
-            return Ok(usage_error(
-                "-A n,m: the ,m (the server's CPU for a test) is a client's request; a server takes -A n",
-            ));
-        }
-        if let Err(code) = pin(a) {
-            return Ok(code);
-        }
-        let mut cfg = ServerConfig {
-            port: a.port.unwrap_or(DEFAULT_PORT),
-            bind: a.bind,
-            family: family(a),
-            one_off: a.one_off,
-            rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
-            interval: a.interval.unwrap_or(1.0),
-            ..ServerConfig::default()
-        };
-        if let Err(msg) = a.harden.apply_server(&mut cfg) {
-            return Ok(usage_error(msg));
-        }
-        let _pid = match daemon::start(a.daemon, a.pidfile.as_deref()) {
-            Ok(daemon::Next::Serve(pid)) => pid,
-            Ok(daemon::Next::Exit(code)) => return Ok(ExitCode::from(code)),
-            Err(why) => {
-                eprintln!("plumb: {why}");
-                return Ok(ExitCode::from(1));
-            }
-        };
-        let printer = server_printer::ServerPrinter(a);
-        return Ok(match plumb_net::server::run(&cfg, &printer) {
-            Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("plumb: {e}");
-                ExitCode::from(1)
-            }
-        });
-    }
-    let Some(host) = a.client.clone() else {
-        return Ok(usage_error(
-            "give -s to run a server or -c HOST to run a client (see plumb --help)",
-        ));
-    };
-    let _ = host;
-    if a.why {
-        // It pins this end itself (so does `plumb why HOST`).
-        return crate::why::test_and_explain(a, a.link);
-    }
-    if let Err(code) = pin(a) {
-        return Ok(code);
-    }
-    let spec = match test_spec(a) {
-        Ok(s) => s,
-        Err(msg) => return Ok(usage_error(msg)),
-    };
-    let cfg = match client_config(a, spec) {
-        Ok(c) => c,
-        Err(msg) => return Ok(usage_error(msg)),
-    };
-    let mut sink = sink(a)?;
-    let text_on_terminal = !a.json && !a.json_stream && a.logfile.is_none();
-    let mut errors = ErrorsToStderr {
-        inner: sink.as_mut(),
-        printed: false,
-    };
-    // --report keeps the test's -J document for the page.
-    let mut capture = a.report.as_ref().map(|_| JsonSink::new(Vec::new()));
-    let outcome = match &a.json_file {
-        None => {
-            let first: &mut dyn Sink = if text_on_terminal {
-                &mut errors
-            } else {
-                &mut *errors.inner
-            };
-            match capture.as_mut() {
-                None => plumb_net::client::run(&cfg, first),
-                Some(json) => plumb_net::client::run(
-                    &cfg,
-                    &mut Tee {
-                        first,
-                        second: json,
-                    },
-                ),
-            }
-        }
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-            let mut json = JsonSink::new(file);
-            let first: &mut dyn Sink = if text_on_terminal {
-                &mut errors
-            } else {
-                errors.inner
-            };
-            let mut tee = Tee {
-                first,
-                second: &mut json,
-            };
-            let r = plumb_net::client::run(&cfg, &mut tee);
-            json.finish()?;
-            r
-        }
-    };
-    let printed = errors.printed;
-    sink.finish()?;
-    if let (Ok(()), Some(path), Some(json)) = (&outcome, &a.report, &capture) {
-        let input = crate::report::input(host_name(a), json.record(), a.link);
-        crate::report::write_for(path, vec![input])?;
-    }
-    match outcome {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            // The error is in the output already (JSON "error" key, the log
-            // file's text, or stderr); stderr gets the one line unless it
-            // has it or JSON went to stdout.
-            if !printed && !a.json && !a.json_stream {
-                eprintln!("plumb: error - {e}");
-            }
-            Ok(ExitCode::from(1))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,28 +2,24 @@
 //! `plumb -c`, `plumb why`, `plumb lab` and `plumb demo`.
 //!
 //! Glue only: reads packet captures (pcap, pcapng, gzip) with
-//! `plumb_capture` and draws their flows with
-//! `plumb_report::html::capture`, or reads `-J` documents and `--json-stream` logs (plumb's or
-//! iperf3's) and `plumb top --json` logs with `plumb_report::input`, adds a
-//! diagnosis where a test's document has none and the evidence allows one,
-//! hands them to `plumb_report::html`, and writes the page to a temporary
-//! file renamed into place, so that a failure never leaves half a report
-//! behind.
+//! `plumb_capture`, or `-J` documents and `--json-stream` logs (plumb's or
+//! iperf3's) and `plumb top --json` logs with `plumb_report::input`, and
+//! writes their page with `plumb_report::page_file`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use plumb_capture::{analyze_file_with_series, file_is_capture, Analysis, CaptureFilters, Limits};
-use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, LinkSource};
+use plumb_capture::{file_is_capture, CaptureFilters};
 use plumb_model::Rate;
-use plumb_report::html::capture::{render_captures, CaptureInput};
-use plumb_report::html::{render, Input};
-use plumb_report::input::Document;
+use plumb_report::html::capture::render_captures;
+use plumb_report::page_file::{
+    capture_input, display_name, input, page_analysis, write, write_html, WriteError,
+};
 
-use crate::cli::usage_error;
+use crate::common::capture_verdicts::{guesser, say_where_cut};
+use crate::common::link::given_rate;
+use crate::usage::usage_error;
 
 /// Flags of `plumb report`.
 #[derive(Debug, Args)]
@@ -64,35 +60,22 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     finish(&a.output, write(&a.output, &inputs))
 }
 
-/// Connections a capture page tracks: the busiest survive the ceiling (the
-/// page draws a dozen), and with [`SERIES_BUDGET`] it bounds the page's
-/// memory whatever the capture's length (under 200 kB per direction).
-const CAPTURE_CONNECTIONS: usize = 256;
-/// Points of each kind per direction of a connection on a capture page.
-const SERIES_BUDGET: usize = 1000;
-
-/// The capture's limits and series budget for a page.
-fn page_analysis(path: &Path) -> Result<Analysis, plumb_capture::Error> {
-    let limits = Limits {
-        max_connections: CAPTURE_CONNECTIONS,
-    };
-    analyze_file_with_series(path, limits, SERIES_BUDGET)
-}
-
 /// `plumb report` of packet captures: one page of their flows, each that
 /// carried data with the verdict `plumb why` gives it.
 fn capture_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let link = a.link.map(given_rate);
     let mut inputs = Vec::with_capacity(a.files.len());
     for path in &a.files {
         match page_analysis(path) {
             Ok(analysis) => {
                 // A capture cut short is drawn up to the cut, said once.
-                crate::why::capture::say_where_cut(path, &analysis);
+                say_where_cut(path, &analysis);
                 inputs.push(capture_input(
                     display_name(path),
                     analysis,
                     &CaptureFilters::default(),
-                    a.link,
+                    link.as_ref(),
+                    Some(guesser()),
                 ));
             }
             Err(e) => return Ok(usage_error(format!("{}: {e}", path.display()))),
@@ -109,135 +92,6 @@ fn finish(out: &Path, r: Result<(), WriteError>) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(WriteError::Bad(msg)) => Ok(usage_error(msg)),
-        Err(WriteError::Io(e)) => Err(e),
-    }
-}
-
-/// A capture for the page, with the verdicts of its connections that
-/// match `f` and carried data (weighed with `link` when given).
-fn capture_input(
-    name: String,
-    analysis: Analysis,
-    f: &CaptureFilters,
-    link: Option<Rate>,
-) -> CaptureInput {
-    let verdicts = crate::why::capture::verdicts(&analysis, f, link);
-    CaptureInput {
-        name,
-        analysis,
-        verdicts,
-    }
-}
-
-/// The name a file goes by on a page: its file name.
-fn display_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into(),
-    )
-}
-
-/// A document ready for the page: with a `diagnosis` when it has none and
-/// the evidence allows one (the link rate from `link`, else the best
-/// interval as a lower bound, as `plumb why --from` does).
-pub fn input(name: String, doc: Document, link: Option<Rate>) -> Input {
-    // A top log names a limit per connection and interval already.
-    let top = plumb_report::top::is_top_doc(&doc);
-    if top || plumb_report::input::has_diagnosis(&doc) {
-        return Input { name, doc };
-    }
-    let mut link = link.map(|r| LinkRate {
-        bps: r.bps(),
-        source: LinkSource::Given,
-    });
-    let Ok(ev0) = Evidence::from_document(&doc, link.clone()) else {
-        return Input { name, doc };
-    };
-    if link.is_none() && ev0.best_interval_bps > 0.0 {
-        link = Some(LinkRate {
-            bps: ev0.best_interval_bps,
-            source: LinkSource::BestInterval,
-        });
-    }
-    let d = diagnose(&Evidence { link, ..ev0 });
-    let doc = plumb_report::input::with_diagnosis(doc, &d);
-    Input { name, doc }
-}
-
-/// Why a report was not written.
-#[derive(Debug)]
-pub enum WriteError {
-    /// A document that cannot be reported on (a usage error).
-    Bad(String),
-    /// The file could not be written.
-    Io(anyhow::Error),
-}
-
-/// Renders `inputs` and writes the page to `out` atomically: a temporary
-/// file in the same directory, renamed over `out` once complete.
-pub fn write(out: &Path, inputs: &[Input]) -> Result<(), WriteError> {
-    let html = render(inputs).map_err(|e| WriteError::Bad(e.to_string()))?;
-    write_html(out, &html)
-}
-
-/// Writes a page to `out` atomically.
-fn write_html(out: &Path, html: &str) -> Result<(), WriteError> {
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        out.file_name()
-            .map_or("report".into(), |n| n.to_string_lossy()),
-        std::process::id()
-    ));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(html.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, out)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        WriteError::Io(anyhow::anyhow!("cannot write {}: {e}", out.display()))
-    })
-}
-
-/// The `--report FILE` of `plumb why --from CAPTURE`: the capture page,
-/// with verdicts for the connections that match `f`, and a line saying
-/// where it went. `name` names the capture on the page (the file's name
-/// when `None`).
-pub fn capture_page_for(
-    path: &Path,
-    name: Option<&str>,
-    f: &CaptureFilters,
-    link: Option<Rate>,
-    out: &Path,
-) -> anyhow::Result<()> {
-    let analysis =
-        page_analysis(path).map_err(|e| anyhow::anyhow!("no report: {}: {e}", path.display()))?;
-    let name = name.map_or_else(|| display_name(path), str::to_string);
-    let input = capture_input(name, analysis, f, link);
-    match write_html(out, &render_captures(&[input])) {
-        Ok(()) => {
-            eprintln!("plumb: report written to {}", out.display());
-            Ok(())
-        }
-        Err(WriteError::Bad(msg)) => Err(anyhow::anyhow!("no report: {msg}")),
-        Err(WriteError::Io(e)) => Err(e),
-    }
-}
-
-/// The `--report FILE` of the measuring commands: one page from the
-/// documents a command just produced, and a line saying where it went.
-pub fn write_for(out: &Path, inputs: Vec<Input>) -> anyhow::Result<()> {
-    match write(out, &inputs) {
-        Ok(()) => {
-            eprintln!("plumb: report written to {}", out.display());
-            Ok(())
-        }
-        Err(WriteError::Bad(msg)) => Err(anyhow::anyhow!("no report: {msg}")),
-        Err(WriteError::Io(e)) => Err(e),
+        Err(WriteError::Io(msg)) => Err(anyhow::anyhow!(msg)),
     }
 }

@@ -20,14 +20,17 @@ use plumb_live::evidence::{explain_classed, Context, ProcCpu};
 use plumb_live::scan::{Schedule, DEFAULT_BUDGET};
 use plumb_live::sys::Dumper;
 use plumb_live::sys::Owner;
-use plumb_live::{Conn, Role, Track};
+use plumb_live::{Conn, Filter, Role, Track};
 use plumb_model::Rate;
 use plumb_record::class::FlowClass;
 use plumb_record::TopLine;
 use plumb_report::format::size_compact;
 
-use crate::cli::usage_error;
-use crate::live::{link_for_peer, CpuMark, LiveFilterArgs, Owners};
+use crate::common::cpu_mark::CpuMark;
+use crate::common::link;
+use crate::common::live_flags::LiveFilterArgs;
+use crate::usage::usage_error;
+use plumb_live::owners::Owners;
 
 /// Flags of `plumb top`.
 #[derive(Debug, Args)]
@@ -185,7 +188,7 @@ fn row(prev: &Conn, tp: f64, now: &Conn, t: f64, fresh: bool, look: &mut Lookups
         link: look
             .links
             .entry(now.remote.ip())
-            .or_insert_with(|| link_for_peer(now.remote.ip(), link))
+            .or_insert_with(|| link::for_peer(now.remote.ip(), link))
             .clone(),
         cpu,
         pid,
@@ -421,35 +424,9 @@ fn cpu_now(start: Instant) -> f64 {
 
 /// Runs `plumb top`.
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
-    let filter = match a.live.filter(a.port) {
-        Ok(f) => f,
-        Err(m) => return Ok(usage_error(m)),
-    };
-    if !(0.1..=3600.0).contains(&a.interval) {
-        return Ok(usage_error(format!(
-            "--interval {}: give 0.1 to 3600 seconds",
-            a.interval
-        )));
-    }
-    if a.count == Some(0) {
-        return Ok(usage_error("-n 0: give at least one interval"));
-    }
-    if !(a.scan_budget > 0.0 && a.scan_budget <= 100.0) {
-        return Ok(usage_error(format!(
-            "--scan-budget {}: give a share of one core above 0 and at most 100 (%)",
-            a.scan_budget
-        )));
-    }
-    let mut sched = match a.scan_every {
-        Some(s) if s.is_finite() && s > 0.0 => {
-            Schedule::every(a.interval, (s / a.interval - 1e-9).ceil().max(1.0) as u64)
-        }
-        Some(s) => {
-            return Ok(usage_error(format!(
-                "--scan-every {s}: give seconds above 0"
-            )))
-        }
-        None => Schedule::new(a.interval, a.scan_budget / 100.0),
+    let (filter, mut sched) = match checked(a) {
+        Ok(x) => x,
+        Err(code) => return Ok(code),
     };
     let mut dumper = match Dumper::open() {
         Ok(d) => d,
@@ -473,20 +450,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let step = Duration::from_secs_f64(a.interval);
     // The kernel skips sockets on other ports before it fills a message.
     dumper.port = filter.kernel_port();
-    // Buffers kept across intervals, so memory stays flat: every connection
-    // as last read (by cookie), the ones followed between scans, their
-    // readings this interval, the ones gone, the rows read now in order and
-    // the last scan's. Nothing per interval walks
-    // every connection but a scan: on a host of idle connections that walk
-    // alone (their entries are 8 MB at 20,000) cost a millisecond.
-    let mut known: HashMap<u64, Box<Seen>> = HashMap::new();
-    let mut followed: HashSet<u64> = HashSet::new();
-    let mut scan_order: Vec<(f64, u64)> = Vec::new();
-    let mut conns: Vec<Conn> = Vec::new();
-    let mut gone: Vec<u64> = Vec::new();
-    let mut order: Vec<(f64, u64)> = Vec::new();
-    // Cleared if this kernel cannot look one socket up: then every interval scans.
-    let mut lookups = true;
+    let mut w = Watch::default();
     // Buffered: stdout's line buffering would make one write(2) per row, and
     // a busy host has tens of thousands of rows a second. Flushed per interval.
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
@@ -503,120 +467,21 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     loop {
         let t = start.elapsed().as_secs_f64();
         let cpu0 = cpu_now(start);
-        let hold = sched.hold_secs();
-        followed.retain(|k| known.get(k).is_some_and(|e| hot(e, t, hold)));
-        let asked = followed.len();
-        let mut full = !lookups || sched.full(i, asked);
-        conns.clear();
-        if !full {
-            let ask = followed
-                .iter()
-                .filter_map(|k| known.get(k))
-                .map(|e| &e.conn);
-            match dumper.lookup(ask, &mut conns, &mut gone) {
-                Ok(()) => {
-                    for g in &gone {
-                        known.remove(g);
-                    }
-                }
-                Err(_) => {
-                    lookups = false;
-                    full = true;
-                    conns.clear();
-                }
-            }
-        }
-        let mut take = |c: &Conn| {
-            let pid = if filter.pid.is_some() {
-                look.owners.get(c.inode).map(|o| o.pid)
-            } else {
-                None
-            };
-            if filter.matches(c, pid) {
-                record(&mut known, &mut followed, c, t, i, &mut look);
-            }
-        };
-        if full {
-            // Each socket is taken as its buffer is parsed: no vector holds
-            // the whole table. What the scan did not list has closed.
-            dumper.dump_each(&mut take)?;
-            known.retain(|_, e| e.read == i);
-        } else {
-            conns.iter().for_each(&mut take);
-        }
+        let (asked, full) = w.read(&mut dumper, &filter, &sched, &mut look, t, i)?;
         look.next_interval();
         if i > 0 {
-            // The rows read now, busiest first: every connection's on a
-            // scan, the followed ones' between. The view adds the rest as
-            // the last scan saw them (idle, or they would be followed).
-            order.clear();
-            let read_now = |k: &u64| {
-                known
-                    .get(k)
-                    .filter(|e| e.read == i)?
-                    .row
-                    .map(|r| (r.rate, *k))
-            };
-            if full {
-                order.extend(known.keys().filter_map(read_now));
-            } else {
-                order.extend(followed.iter().filter_map(read_now));
-            }
-            order.sort_unstable_by(|x, y| y.0.total_cmp(&x.0));
-            if full && !a.json {
-                scan_order.clone_from(&order);
-            }
+            w.rank(i, full, a.json);
             if a.json {
-                for (_, cookie) in &order {
-                    let Some(e) = known.get(cookie) else { continue };
-                    let Some(r) = &e.row else { continue };
-                    let owner = look.owners.get(e.conn.inode);
-                    write_json(&mut out, r, &e.conn, owner, i, full)?;
-                }
-                out.flush()?;
+                w.write_json(&mut out, &mut look.owners, i, full)?;
             } else {
-                let (w, h) = if screen.is_some() {
-                    crossterm::terminal::size()
-                        .ok()
-                        // A pty nobody sized (script, tmux detached) says 0 x 0.
-                        .filter(|(w, h)| *w > 0 && *h > 0)
-                        .map_or((120, 40), |(w, h)| (usize::from(w), usize::from(h)))
-                } else {
-                    (200, known.len() + 2)
+                let view = View {
+                    a,
+                    sched: &sched,
+                    screen: screen.is_some(),
                 };
-                let busy = order
-                    .iter()
-                    .take_while(|(r, _)| *r >= plumb_live::track::IDLE_BPS)
-                    .count();
-                let header = format!(
-                    "plumb top — {} connections, {busy} busy; interval {} s, full scan every {} s{}",
-                    known.len(),
-                    a.interval,
-                    secs(sched.period_secs()),
-                    if screen.is_some() { "; q quits" } else { "" }
-                );
-                let rest = scan_order
-                    .iter()
-                    .filter(|(_, k)| known.get(k).is_some_and(|e| e.read != i));
-                let rows = order.iter().chain(rest).map(|(_, k)| k);
-                let lines = table(rows, &known, &mut look.owners, &header, w, h);
-                if screen.is_some() {
-                    crossterm::queue!(
-                        out,
-                        crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
-                        crossterm::cursor::MoveTo(0, 0)
-                    )?;
-                    for l in &lines {
-                        write!(out, "{l}\r\n")?;
-                    }
-                } else {
-                    for l in &lines {
-                        writeln!(out, "{l}")?;
-                    }
-                    writeln!(out)?;
-                }
-                out.flush()?;
+                w.write_table(&mut out, &view, &mut look.owners, i)?;
             }
+            out.flush()?;
         }
         // What this interval cost, output included, sets the pace of scans;
         // reading busy processes' CPU is neither scan nor lookup.
@@ -640,7 +505,249 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `4`, `0.5`, `3.75`: seconds in a header.
+/// The flags checked: the connection filter and the scan schedule, or the
+/// usage error.
+fn checked(a: &TopArgs) -> Result<(Filter, Schedule), ExitCode> {
+    let filter = a.live.filter(a.port).map_err(usage_error)?;
+    if !(0.1..=3600.0).contains(&a.interval) {
+        return Err(usage_error(format!(
+            "--interval {}: give 0.1 to 3600 seconds",
+            a.interval
+        )));
+    }
+    if a.count == Some(0) {
+        return Err(usage_error("-n 0: give at least one interval"));
+    }
+    if !(a.scan_budget > 0.0 && a.scan_budget <= 100.0) {
+        return Err(usage_error(format!(
+            "--scan-budget {}: give a share of one core above 0 and at most 100 (%)",
+            a.scan_budget
+        )));
+    }
+    let sched = match a.scan_every {
+        Some(s) if s.is_finite() && s > 0.0 => {
+            Schedule::every(a.interval, (s / a.interval - 1e-9).ceil().max(1.0) as u64)
+        }
+        Some(s) => {
+            return Err(usage_error(format!(
+                "--scan-every {s}: give seconds above 0"
+            )))
+        }
+        None => Schedule::new(a.interval, a.scan_budget / 100.0),
+    };
+    Ok((filter, sched))
+}
+
+/// What the table view needs besides the connections: the flags, the
+/// scan schedule and whether it draws a full screen.
+struct View<'a> {
+    a: &'a TopArgs,
+    sched: &'a Schedule,
+    screen: bool,
+}
+
+/// The connections `top` watches, in buffers kept across intervals so
+/// memory stays flat: every connection as last read (by cookie), the ones
+/// followed between scans, their readings this interval, the ones gone, the
+/// rows read now in order and the last scan's. Nothing per interval walks
+/// every connection but a scan: on a host of idle connections that walk
+/// alone (their entries are 8 MB at 20,000) cost a millisecond.
+struct Watch {
+    known: HashMap<u64, Box<Seen>>,
+    followed: HashSet<u64>,
+    scan_order: Vec<(f64, u64)>,
+    conns: Vec<Conn>,
+    gone: Vec<u64>,
+    order: Vec<(f64, u64)>,
+    /// Cleared if this kernel cannot look one socket up: then every interval scans.
+    lookups: bool,
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Watch {
+            known: HashMap::new(),
+            followed: HashSet::new(),
+            scan_order: Vec::new(),
+            conns: Vec::new(),
+            gone: Vec::new(),
+            order: Vec::new(),
+            lookups: true,
+        }
+    }
+}
+
+impl Watch {
+    /// Reads interval `i` at `t` seconds: the followed connections by a
+    /// lookup of each, or every connection by a scan when the schedule (or
+    /// a kernel without lookups) says so. Gives how many were asked for and
+    /// whether it scanned.
+    fn read(
+        &mut self,
+        dumper: &mut Dumper,
+        filter: &Filter,
+        sched: &Schedule,
+        look: &mut Lookups,
+        t: f64,
+        i: u64,
+    ) -> anyhow::Result<(usize, bool)> {
+        let Watch {
+            known,
+            followed,
+            conns,
+            gone,
+            lookups,
+            ..
+        } = self;
+        let hold = sched.hold_secs();
+        followed.retain(|k| known.get(k).is_some_and(|e| hot(e, t, hold)));
+        let asked = followed.len();
+        let mut full = !*lookups || sched.full(i, asked);
+        conns.clear();
+        if !full {
+            let ask = followed
+                .iter()
+                .filter_map(|k| known.get(k))
+                .map(|e| &e.conn);
+            match dumper.lookup(ask, conns, gone) {
+                Ok(()) => {
+                    for g in gone.iter() {
+                        known.remove(g);
+                    }
+                }
+                Err(_) => {
+                    *lookups = false;
+                    full = true;
+                    conns.clear();
+                }
+            }
+        }
+        let mut take = |c: &Conn| {
+            let pid = if filter.pid.is_some() {
+                look.owners.get(c.inode).map(|o| o.pid)
+            } else {
+                None
+            };
+            if filter.matches(c, pid) {
+                record(known, followed, c, t, i, look);
+            }
+        };
+        if full {
+            // Each socket is taken as its buffer is parsed: no vector holds
+            // the whole table. What the scan did not list has closed.
+            dumper.dump_each(&mut take)?;
+            known.retain(|_, e| e.read == i);
+        } else {
+            conns.iter().for_each(&mut take);
+        }
+        Ok((asked, full))
+    }
+
+    /// The rows read now, busiest first: every connection's on a scan, the
+    /// followed ones' between. The table adds the rest as the last scan saw
+    /// them (idle, or they would be followed).
+    fn rank(&mut self, i: u64, full: bool, json: bool) {
+        let Watch {
+            known,
+            followed,
+            scan_order,
+            order,
+            ..
+        } = self;
+        order.clear();
+        let read_now = |k: &u64| {
+            known
+                .get(k)
+                .filter(|e| e.read == i)?
+                .row
+                .map(|r| (r.rate, *k))
+        };
+        if full {
+            order.extend(known.keys().filter_map(read_now));
+        } else {
+            order.extend(followed.iter().filter_map(read_now));
+        }
+        order.sort_unstable_by(|x, y| y.0.total_cmp(&x.0));
+        if full && !json {
+            scan_order.clone_from(order);
+        }
+    }
+
+    /// `--json`: the rows read now, one NDJSON line each.
+    fn write_json(
+        &self,
+        out: &mut impl Write,
+        owners: &mut Owners,
+        i: u64,
+        full: bool,
+    ) -> std::io::Result<()> {
+        for (_, cookie) in &self.order {
+            let Some(e) = self.known.get(cookie) else {
+                continue;
+            };
+            let Some(r) = &e.row else { continue };
+            let owner = owners.get(e.conn.inode);
+            write_json(out, r, &e.conn, owner, i, full)?;
+        }
+        Ok(())
+    }
+
+    /// The table: a header, the rows read now, then the rest as the last
+    /// scan saw them, cut to the screen (or every row when not one).
+    fn write_table(
+        &self,
+        out: &mut impl Write,
+        view: &View,
+        owners: &mut Owners,
+        i: u64,
+    ) -> std::io::Result<()> {
+        let known = &self.known;
+        let (w, h) = if view.screen {
+            crossterm::terminal::size()
+                .ok()
+                // A pty nobody sized (script, tmux detached) says 0 x 0.
+                .filter(|(w, h)| *w > 0 && *h > 0)
+                .map_or((120, 40), |(w, h)| (usize::from(w), usize::from(h)))
+        } else {
+            (200, known.len() + 2)
+        };
+        let busy = self
+            .order
+            .iter()
+            .take_while(|(r, _)| *r >= plumb_live::track::IDLE_BPS)
+            .count();
+        let header = format!(
+            "plumb top — {} connections, {busy} busy; interval {} s, full scan every {} s{}",
+            known.len(),
+            view.a.interval,
+            secs(view.sched.period_secs()),
+            if view.screen { "; q quits" } else { "" }
+        );
+        let rest = self
+            .scan_order
+            .iter()
+            .filter(|(_, k)| known.get(k).is_some_and(|e| e.read != i));
+        let rows = self.order.iter().chain(rest).map(|(_, k)| k);
+        let lines = table(rows, known, owners, &header, w, h);
+        if view.screen {
+            crossterm::queue!(
+                out,
+                crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+                crossterm::cursor::MoveTo(0, 0)
+            )?;
+            for l in &lines {
+                write!(out, "{l}\r\n")?;
+            }
+        } else {
+            for l in &lines {
+                writeln!(out, "{l}")?;
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+}
+
 fn secs(s: f64) -> String {
     let r = (s * 100.0).round() / 100.0;
     format!("{r}")

@@ -1,13 +1,12 @@
 //! `plumb why`: runs a short test (or reads a saved `-J` document, or uses the
 //! model alone) and says what limits the transfer, with evidence and fixes.
-//! A packet capture given to `--from` is explained per connection by
-//! `capture`, each end's operating system guessed by `os`.
+//! A packet capture given to `--from` (or read with `--capture`) is explained
+//! per connection by `capture`; running connections by `live`.
 
 pub mod capture;
-pub mod os;
+mod live;
 
 use std::io::Write;
-use std::net::ToSocketAddrs;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -15,14 +14,12 @@ use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
 use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
-use plumb_net::errors::TestError;
 use plumb_record::Document;
-use plumb_record::Tee;
-use plumb_report::json::JsonSink;
-use plumb_report::text::TextSink;
 
-use crate::cli::usage_error;
-use crate::measure::{test_spec, MeasureArgs};
+use crate::common::report_page;
+use crate::common::test_explain::{explain, test_and_explain, NO_JSON_STREAM};
+use crate::measure::{server_flag_given, traffic_flag_given, MeasureArgs};
+use crate::usage::usage_error;
 
 /// Flags of `plumb why`.
 #[derive(Debug, Args)]
@@ -58,22 +55,18 @@ pub struct WhyArgs {
     pub write: Option<std::path::PathBuf>,
     /// Live connection filters (with -p PORT, either end)
     #[command(flatten)]
-    pub live: crate::live::LiveFilterArgs,
+    pub live: crate::common::live_flags::LiveFilterArgs,
     /// Client flags, as for plumb -c (the test defaults to 5 s)
     #[command(flatten)]
     pub measure: MeasureArgs,
 }
-
-/// An explanation is one document, written once the test is over: there is
-/// no event stream to give.
-const NO_JSON_STREAM: &str = "--json-stream cannot be used with why; use -J";
 
 /// Runs `plumb why`.
 pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     if a.measure.json_stream {
         return Ok(usage_error(NO_JSON_STREAM));
     }
-    if let Some(flag) = crate::measure::server_flag_given(&a.measure) {
+    if let Some(flag) = server_flag_given(&a.measure) {
         return Ok(usage_error(format!(
             "{flag} is a server option; plumb why runs a client (see plumb why --help)"
         )));
@@ -91,71 +84,28 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             "-A places a test's ends on CPUs: give plumb why a HOST to test",
         ));
     }
-    if let Some(flag) = crate::measure::traffic_flag_given(&a.measure).filter(|_| a.host.is_none())
-    {
+    if let Some(flag) = traffic_flag_given(&a.measure).filter(|_| a.host.is_none()) {
         return Ok(usage_error(format!(
             "{flag} shapes a test: give plumb why a HOST to test (a file, a capture or live connections are explained as they are)"
         )));
     }
     if let Some(iface) = &a.capture {
-        return capture::from_interface(iface, a);
-    }
-    if let Some(path) = &a.from {
-        if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
-            return Ok(usage_error(format!("{} is empty", path.display())));
-        }
-        if plumb_capture::file_is_capture(path) {
-            let f = match capture::filters(a.measure.port, &a.live) {
-                Ok(f) => f,
-                Err(msg) => return Ok(usage_error(msg)),
-            };
-            let out = capture::Output {
+        return capture::from_interface(&capture::Listen {
+            iface,
+            port: a.measure.port,
+            live: &a.live,
+            secs: a.for_secs.unwrap_or(3.0),
+            write: a.write.as_deref(),
+            report: a.measure.report.as_deref(),
+            link: a.measure.link,
+            out: capture::Output {
                 json: a.measure.json,
                 verbose: a.measure.verbose,
-            };
-            return capture::from_file(path, &f, a.measure.link, out, a.measure.report.as_deref());
-        }
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            // Binary, and not a capture this reader knows.
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Ok(usage_error(format!(
-                    "{} is neither a -J document nor a pcap/pcapng capture",
-                    path.display()
-                )))
-            }
-            // A file that cannot be read is a run-time failure (exit 1), as
-            // in `plumb report`; only a file of the wrong kind is usage.
-            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
-        };
-        // A -J document, or a saved --json-stream log of one test.
-        let doc = match Document::parse(&text) {
-            Ok(d) => d,
-            Err(e) => match plumb_report::input::stream_document(&text) {
-                Some(d) => d,
-                None => {
-                    return Ok(usage_error(format!(
-                        "{} is not a -J document or a --json-stream log: {e}",
-                        path.display()
-                    )))
-                }
             },
-        };
-        let link = a.measure.link.map(|r| LinkRate {
-            bps: r.bps(),
-            source: LinkSource::Given,
         });
-        if let Some(out) = &a.measure.report {
-            let name = path
-                .file_name()
-                .map_or("result".into(), |n| n.to_string_lossy().to_string());
-            // The page shows the answer printed below, not one saved in the document.
-            let mut fresh = doc.clone();
-            fresh.extra.shift_remove("diagnosis");
-            let input = crate::report::input(name, fresh, a.measure.link);
-            crate::report::write_for(out, vec![input])?;
-        }
-        return explain(&doc, link, a.measure.json);
+    }
+    if let Some(path) = &a.from {
+        return from_path(a, path);
     }
     match &a.host {
         Some(host) => {
@@ -172,7 +122,7 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             && a.tcp_timestamps.is_none()
             && (a.live.any() || a.for_secs.is_some() || a.measure.port.is_some()) =>
         {
-            crate::live::run(
+            live::run(
                 &a.live,
                 a.measure.port,
                 a.for_secs,
@@ -185,118 +135,64 @@ pub fn run(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The link rate: given, else the interface the route to `host` uses.
-fn link_for(host: &str, given: Option<Rate>) -> Option<LinkRate> {
-    if let Some(r) = given {
-        return Some(LinkRate {
-            bps: r.bps(),
-            source: LinkSource::Given,
-        });
+/// `plumb why --from FILE`: a packet capture's connections, or a saved
+/// `-J` document (or `--json-stream` log), explained.
+fn from_path(a: &WhyArgs, path: &std::path::Path) -> anyhow::Result<ExitCode> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+        return Ok(usage_error(format!("{} is empty", path.display())));
     }
-    let ip = (host, 0).to_socket_addrs().ok()?.next()?.ip();
-    let ifname = plumb_net::host::route_interface(ip)?;
-    let mbps = plumb_net::host::link_speed_mbps(&ifname)?;
-    Some(LinkRate {
-        bps: mbps as f64 * 1e6,
-        source: LinkSource::Interface(ifname),
-    })
-}
-
-/// Runs a client test with `m`, then explains it (`plumb why HOST`, `plumb -c … --why`).
-pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<ExitCode> {
-    if m.json_stream {
-        return Ok(usage_error(NO_JSON_STREAM));
-    }
-    if let Err(code) = crate::measure::pin(m) {
-        return Ok(code);
-    }
-    let spec = match test_spec(m) {
-        Ok(s) => s,
-        Err(msg) => return Ok(usage_error(msg)),
-    };
-    let host = m.client.clone().unwrap_or_default();
-    let cfg = match crate::measure::client_config(m, spec) {
-        Ok(c) => c,
-        Err(msg) => return Ok(usage_error(msg)),
-    };
-    let mut capture = JsonSink::new(Vec::new());
-    let outcome = if m.json {
-        plumb_net::client::run(&cfg, &mut capture)
-    } else {
-        // Show the test as plumb -c would, and keep its JSON for the evidence.
-        let mut text = TextSink::new(std::io::stdout(), true);
-        let mut errors = crate::measure::ErrorsToStderr {
-            inner: &mut text,
-            printed: false,
+    if plumb_capture::file_is_capture(path) {
+        let f = match capture::filters(a.measure.port, &a.live) {
+            Ok(f) => f,
+            Err(msg) => return Ok(usage_error(msg)),
         };
-        let mut tee = Tee {
-            first: &mut errors,
-            second: &mut capture,
+        let out = capture::Output {
+            json: a.measure.json,
+            verbose: a.measure.verbose,
         };
-        let r = plumb_net::client::run(&cfg, &mut tee);
-        if r.is_ok() {
-            println!();
-        } else if !errors.printed {
-            // Printed once: by the sink, or here.
-            if let Err(e) = &r {
-                eprintln!("plumb: error - {e}");
+        return capture::from_file(path, &f, a.measure.link, out, a.measure.report.as_deref());
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        // Binary, and not a capture this reader knows.
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Ok(usage_error(format!(
+                "{} is neither a -J document nor a pcap/pcapng capture",
+                path.display()
+            )))
+        }
+        // A file that cannot be read is a run-time failure (exit 1), as
+        // in `plumb report`; only a file of the wrong kind is usage.
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    };
+    // A -J document, or a saved --json-stream log of one test.
+    let doc = match Document::parse(&text) {
+        Ok(d) => d,
+        Err(e) => match plumb_report::input::stream_document(&text) {
+            Some(d) => d,
+            None => {
+                return Ok(usage_error(format!(
+                    "{} is not a -J document or a --json-stream log: {e}",
+                    path.display()
+                )))
             }
-        }
-        r
+        },
     };
-    let doc = capture.record();
-    // A test that ran but ended without the server's results (interrupted,
-    // or they never came) still has this end's evidence: it is explained,
-    // and the exit status says the test failed.
-    let alone =
-        matches!(outcome, Err(TestError::Interrupted | TestError::Timeout)) && doc.end.is_some();
-    if outcome.is_err() && !alone {
-        if m.json {
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-        }
-        return Ok(ExitCode::from(1));
+    let link = a.measure.link.map(|r| LinkRate {
+        bps: r.bps(),
+        source: LinkSource::Given,
+    });
+    if let Some(out) = &a.measure.report {
+        let name = path
+            .file_name()
+            .map_or("result".into(), |n| n.to_string_lossy().to_string());
+        // The page shows the answer printed below, not one saved in the document.
+        let mut fresh = doc.clone();
+        fresh.extra.shift_remove("diagnosis");
+        let input = report_page::input(name, fresh, a.measure.link);
+        report_page::write_for(out, vec![input])?;
     }
-    let link = link_for(&host, link);
-    if let Some(out) = &m.report {
-        let input = crate::report::input(
-            format!("test against {host}"),
-            doc.clone(),
-            link.as_ref().map(|l| l.bps).and_then(Rate::from_bps),
-        );
-        crate::report::write_for(out, vec![input])?;
-    }
-    let code = explain(&doc, link, m.json)?;
-    Ok(if alone { ExitCode::from(1) } else { code })
-}
-
-/// Explains a `-J` document: prints the diagnosis (or the document with a
-/// `diagnosis` key).
-pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Result<ExitCode> {
-    let mut link = link;
-    let ev0 = match Evidence::from_document(doc, link.clone()) {
-        Ok(e) => e,
-        Err(msg) => {
-            eprintln!("plumb: {msg}");
-            return Ok(ExitCode::from(1));
-        }
-    };
-    if link.is_none() && ev0.best_interval_bps > 0.0 {
-        // Without a link rate, the best interval is the only (lower) bound on it.
-        link = Some(LinkRate {
-            bps: ev0.best_interval_bps,
-            source: LinkSource::BestInterval,
-        });
-    }
-    let ev = Evidence { link, ..ev0 };
-    let d = diagnose(&ev);
-    let mut out = std::io::stdout().lock();
-    if json {
-        let full = Explained::new(doc.clone(), d);
-        writeln!(out, "{}", serde_json::to_string_pretty(&full)?)?;
-    } else {
-        write!(out, "{}", plumb_report::diagnosis::render(&d, &ev))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    explain(&doc, link, a.measure.json)
 }
 
 /// `plumb why --rate … --rtt … -w …`: the model's answer with no test.
@@ -380,7 +276,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             name,
             doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
         };
-        crate::report::write_for(out, vec![input])?;
+        report_page::write_for(out, vec![input])?;
     }
     if a.measure.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);

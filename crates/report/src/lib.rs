@@ -12,9 +12,9 @@
 //! beyond summing what they are given.
 //!
 //! [`Sink`]: plumb_record::Sink
-#![warn(clippy::too_many_lines)]
 #![forbid(unsafe_code)]
 
+pub mod calc;
 pub mod chart;
 pub mod diagnosis;
 pub mod flows;
@@ -23,6 +23,7 @@ pub mod html;
 pub mod input;
 pub mod json;
 pub mod latency;
+pub mod page_file;
 pub mod text;
 pub mod top;
 pub mod verbose;

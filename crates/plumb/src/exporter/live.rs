@@ -22,7 +22,7 @@ use plumb_record::diagnosis::Limit;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
-use crate::live::link_for_peer;
+use crate::common::link;
 
 type Labels = Vec<(String, String)>;
 
@@ -187,7 +187,7 @@ fn sample(mut dumper: Dumper, counters: &LiveCounters, stop: &AtomicBool) {
                     let ctx = Context {
                         link: links
                             .entry(c.remote.ip())
-                            .or_insert_with(|| link_for_peer(c.remote.ip(), None))
+                            .or_insert_with(|| link::for_peer(c.remote.ip(), None))
                             .clone(),
                         cpu: None,
                         pid: None,

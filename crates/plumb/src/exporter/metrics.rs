@@ -12,7 +12,7 @@
 use std::sync::atomic::AtomicU64;
 
 use plumb_record::diagnosis::Diagnosis;
-use plumb_record::{Document, EndSum, Real};
+use plumb_record::{Document, End, EndSum, Real};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -142,152 +142,173 @@ pub fn probe_text(r: &ProbeResult) -> String {
         Some(Unit::Seconds),
         r.test_time,
     );
-    let end = r.doc.end.as_ref();
     if r.up {
-        let sent = end.and_then(|e| e.sum_sent.as_ref());
-        let rcvd = end.and_then(|e| e.sum_received.as_ref());
-        let seconds = |s: Option<&EndSum>| s.and_then(|s| num(s.seconds()));
-        if let Some(s) = seconds(rcvd).or(seconds(sent)) {
-            gauge(
-                &mut reg,
-                "plumb_test_duration",
-                "Measured duration of the test",
-                Some(Unit::Seconds),
-                s,
-            );
-        }
-        if let Some(b) = sent.map(|s| s.bytes() as f64) {
-            gauge(
-                &mut reg,
-                "plumb_sent",
-                "Bytes the sender sent",
-                Some(Unit::Bytes),
-                b,
-            );
-        }
-        if let Some(b) = rcvd.map(|s| s.bytes() as f64) {
-            gauge(
-                &mut reg,
-                "plumb_received",
-                "Bytes the receiver received",
-                Some(Unit::Bytes),
-                b,
-            );
-        }
-        let mut rows = Vec::new();
-        for (side, sum) in [("sender", sent), ("receiver", rcvd)] {
-            if let Some(bps) = sum.and_then(|s| num(s.bits_per_second())) {
-                rows.push((vec![("side".to_string(), side.to_string())], bps / 8.0));
-            }
-        }
-        labelled(
-            &mut reg,
-            "plumb_throughput",
-            "Throughput of the test as each side counted it (x8 for bit/s)",
-            per_second(),
-            &rows,
-        );
-        let retransmits = match sent {
-            Some(EndSum::Tcp(t)) => t.retransmits,
-            _ => None,
-        };
-        if let Some(n) = retransmits.map(|n| n as f64) {
-            gauge(
-                &mut reg,
-                "plumb_retransmitted_segments",
-                "TCP segments the sender retransmitted during the test",
-                None,
-                n,
-            );
-        }
-        if let Some(rtt) = r.rtt {
-            gauge(
-                &mut reg,
-                "plumb_rtt",
-                "Smoothed round-trip time of the data streams",
-                Some(Unit::Seconds),
-                rtt,
-            );
-        }
-        if let Some(rtt) = r.min_rtt {
-            gauge(
-                &mut reg,
-                "plumb_min_rtt",
-                "Minimum round-trip time of the data streams",
-                Some(Unit::Seconds),
-                rtt,
-            );
-        }
-        let udp = match end.and_then(|e| e.sum.as_ref()) {
-            Some(EndSum::Udp(u)) => Some(u),
-            _ => None,
-        };
-        if let Some((udp, j)) = udp.and_then(|u| Some((u, num(u.jitter_ms)?))) {
-            gauge(
-                &mut reg,
-                "plumb_udp_jitter",
-                "UDP jitter at the receiver (RFC 3550)",
-                Some(Unit::Seconds),
-                j / 1000.0,
-            );
-            gauge(
-                &mut reg,
-                "plumb_udp_lost_packets",
-                "UDP datagrams lost",
-                None,
-                udp.lost_packets as f64,
-            );
-            gauge(
-                &mut reg,
-                "plumb_udp_packets",
-                "UDP datagrams sent",
-                None,
-                udp.packets as f64,
-            );
-            if let Some(p) = num(udp.lost_percent) {
-                gauge(
-                    &mut reg,
-                    "plumb_udp_loss",
-                    "Share of UDP datagrams lost",
-                    Some(Unit::Other("ratio".into())),
-                    p / 100.0,
-                );
-            }
-        }
+        let end = r.doc.end.as_ref();
+        volume_gauges(&mut reg, end);
+        rtt_gauges(&mut reg, r);
+        udp_gauges(&mut reg, end);
     }
     if let Some(d) = &r.diagnosis {
-        let limit = d.limit.map_or("none", |l| l.name()).to_string();
-        let l = vec![("limit".to_string(), limit)];
-        labelled(
-            &mut reg,
-            "plumb_limit_info",
-            "What limits the path, as plumb why names it (none: nothing found)",
-            None,
-            &[(l.clone(), 1.0)],
-        );
-        if let Some(p) = d.predicted_bps {
-            labelled(
-                &mut reg,
-                "plumb_limit_predicted",
-                "Rate the model predicts under that limit (x8 for bit/s)",
-                per_second(),
-                &[(l, p / 8.0)],
-            );
-        }
-        if let Some(link) = d.link_bps {
-            gauge(
-                &mut reg,
-                "plumb_link",
-                "Bottleneck link rate the diagnosis used (given, interface, or best interval)",
-                per_second(),
-                link / 8.0,
-            );
-        }
+        diagnosis_gauges(&mut reg, d);
     }
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = encode(&mut out, &reg);
     out
+}
+
+/// The test's duration, bytes, throughput and retransmissions, as each side
+/// counted them.
+fn volume_gauges(reg: &mut Registry, end: Option<&End>) {
+    let sent = end.and_then(|e| e.sum_sent.as_ref());
+    let rcvd = end.and_then(|e| e.sum_received.as_ref());
+    let seconds = |s: Option<&EndSum>| s.and_then(|s| num(s.seconds()));
+    if let Some(s) = seconds(rcvd).or(seconds(sent)) {
+        gauge(
+            reg,
+            "plumb_test_duration",
+            "Measured duration of the test",
+            Some(Unit::Seconds),
+            s,
+        );
+    }
+    if let Some(b) = sent.map(|s| s.bytes() as f64) {
+        gauge(
+            reg,
+            "plumb_sent",
+            "Bytes the sender sent",
+            Some(Unit::Bytes),
+            b,
+        );
+    }
+    if let Some(b) = rcvd.map(|s| s.bytes() as f64) {
+        gauge(
+            reg,
+            "plumb_received",
+            "Bytes the receiver received",
+            Some(Unit::Bytes),
+            b,
+        );
+    }
+    let mut rows = Vec::new();
+    for (side, sum) in [("sender", sent), ("receiver", rcvd)] {
+        if let Some(bps) = sum.and_then(|s| num(s.bits_per_second())) {
+            rows.push((vec![("side".to_string(), side.to_string())], bps / 8.0));
+        }
+    }
+    labelled(
+        reg,
+        "plumb_throughput",
+        "Throughput of the test as each side counted it (x8 for bit/s)",
+        per_second(),
+        &rows,
+    );
+    let retransmits = match sent {
+        Some(EndSum::Tcp(t)) => t.retransmits,
+        _ => None,
+    };
+    if let Some(n) = retransmits.map(|n| n as f64) {
+        gauge(
+            reg,
+            "plumb_retransmitted_segments",
+            "TCP segments the sender retransmitted during the test",
+            None,
+            n,
+        );
+    }
+}
+
+/// The data streams' smoothed and minimum round-trip times.
+fn rtt_gauges(reg: &mut Registry, r: &ProbeResult) {
+    if let Some(rtt) = r.rtt {
+        gauge(
+            reg,
+            "plumb_rtt",
+            "Smoothed round-trip time of the data streams",
+            Some(Unit::Seconds),
+            rtt,
+        );
+    }
+    if let Some(rtt) = r.min_rtt {
+        gauge(
+            reg,
+            "plumb_min_rtt",
+            "Minimum round-trip time of the data streams",
+            Some(Unit::Seconds),
+            rtt,
+        );
+    }
+}
+
+/// A UDP test's jitter and losses.
+fn udp_gauges(reg: &mut Registry, end: Option<&End>) {
+    let udp = match end.and_then(|e| e.sum.as_ref()) {
+        Some(EndSum::Udp(u)) => Some(u),
+        _ => None,
+    };
+    if let Some((udp, j)) = udp.and_then(|u| Some((u, num(u.jitter_ms)?))) {
+        gauge(
+            reg,
+            "plumb_udp_jitter",
+            "UDP jitter at the receiver (RFC 3550)",
+            Some(Unit::Seconds),
+            j / 1000.0,
+        );
+        gauge(
+            reg,
+            "plumb_udp_lost_packets",
+            "UDP datagrams lost",
+            None,
+            udp.lost_packets as f64,
+        );
+        gauge(
+            reg,
+            "plumb_udp_packets",
+            "UDP datagrams sent",
+            None,
+            udp.packets as f64,
+        );
+        if let Some(p) = num(udp.lost_percent) {
+            gauge(
+                reg,
+                "plumb_udp_loss",
+                "Share of UDP datagrams lost",
+                Some(Unit::Other("ratio".into())),
+                p / 100.0,
+            );
+        }
+    }
+}
+
+/// The limit `plumb why` names, its predicted rate and the link it used.
+fn diagnosis_gauges(reg: &mut Registry, d: &Diagnosis) {
+    let limit = d.limit.map_or("none", |l| l.name()).to_string();
+    let l = vec![("limit".to_string(), limit)];
+    labelled(
+        reg,
+        "plumb_limit_info",
+        "What limits the path, as plumb why names it (none: nothing found)",
+        None,
+        &[(l.clone(), 1.0)],
+    );
+    if let Some(p) = d.predicted_bps {
+        labelled(
+            reg,
+            "plumb_limit_predicted",
+            "Rate the model predicts under that limit (x8 for bit/s)",
+            per_second(),
+            &[(l, p / 8.0)],
+        );
+    }
+    if let Some(link) = d.link_bps {
+        gauge(
+            reg,
+            "plumb_link",
+            "Bottleneck link rate the diagnosis used (given, interface, or best interval)",
+            per_second(),
+            link / 8.0,
+        );
+    }
 }
 
 /// How a `/probe` request ended, for the exporter's own counter.

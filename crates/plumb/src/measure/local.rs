@@ -1,8 +1,8 @@
 //! iperf3's flags for this end's own sockets — `--bind-dev`, `--cntl-ka`,
 //! `--snd-timeout`, `--dont-fragment`, `-L` — read into
-//! [`plumb_net::local::LocalOptions`]. A plumb client honours all four; a
-//! plumb server refuses them in one line (`--cntl-ka`, `--dont-fragment`
-//! and `-L` are client options in iperf3 too).
+//! [`plumb_net::local::LocalOptions`]. A plumb client honours all of them;
+//! a server takes `--bind-dev` and `--snd-timeout` (on its listener and UDP
+//! sockets) and refuses the rest in one line, as iperf3's does.
 
 use std::time::Duration;
 
@@ -12,13 +12,13 @@ use plumb_net::local::{Keepalive, LocalOptions};
 /// The flags.
 #[derive(Debug, Args, Clone, Default)]
 pub struct LocalArgs {
-    /// Client: bind every socket to this network device (SO_BINDTODEVICE)
+    /// Bind every socket to this network device (SO_BINDTODEVICE)
     #[arg(long = "bind-dev", value_name = "DEV")]
     pub bind_dev: Option<String>,
     /// Client: TCP keepalive on the control connection, each part optional (seconds)
     #[arg(long = "cntl-ka", num_args = 0..=1, require_equals = true, default_missing_value = "", value_name = "IDLE/INTV/CNT", value_parser = parse_keepalive)]
     pub cntl_ka: Option<Keepalive>,
-    /// Client: drop a connection whose sent data stays unacknowledged this long (TCP_USER_TIMEOUT)
+    /// Drop a connection whose sent data stays unacknowledged this long, ms (TCP_USER_TIMEOUT)
     #[arg(long = "snd-timeout", value_name = "MS", value_parser = parse_snd_timeout)]
     pub snd_timeout: Option<Duration>,
     /// Client: set IPv4's don't-fragment bit on UDP datagrams (IP_PMTUDISC_DO)
@@ -41,12 +41,10 @@ impl LocalArgs {
         }
     }
 
-    /// The first of them given, by name: a server refuses it.
-    pub fn first_given(&self) -> Option<&'static str> {
+    /// The first of them given that only a client takes, by name.
+    pub fn client_only_given(&self) -> Option<&'static str> {
         [
-            (self.bind_dev.is_some(), "--bind-dev"),
             (self.cntl_ka.is_some(), "--cntl-ka"),
-            (self.snd_timeout.is_some(), "--snd-timeout"),
             (self.dont_fragment, "--dont-fragment"),
             (self.flowlabel.is_some(), "-L"),
         ]

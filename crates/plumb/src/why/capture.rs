@@ -9,22 +9,20 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use plumb_capture::{
-    Analysis, CaptureDocument, CaptureFilters, KernelCounts, Limits, OsGuess, Truncation,
-};
+use plumb_capture::{Analysis, CaptureDocument, CaptureFilters, KernelCounts, Limits};
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::human_count;
 use plumb_diagnose::LinkSource;
 use plumb_model::Rate;
 
-use crate::cli::usage_error;
+use crate::common::capture_verdicts::{guesser, say_where_cut};
+use crate::common::live_flags::LiveFilterArgs;
+use crate::common::report_page::capture_page_for;
+use crate::usage::usage_error;
 
 /// The filters of `plumb why` as they apply to a capture: `-p` only when
 /// given, `--peer` at either end, `--conn`; `--pid` is refused.
-pub fn filters(
-    port: Option<u16>,
-    live: &crate::live::LiveFilterArgs,
-) -> Result<CaptureFilters, String> {
+pub fn filters(port: Option<u16>, live: &LiveFilterArgs) -> Result<CaptureFilters, String> {
     if live.pid.is_some() {
         return Err(
             "--pid: a capture has no processes; filter it with -p PORT, --peer ADDR or --conn SRC:SPORT,DST:DPORT"
@@ -78,53 +76,29 @@ pub fn from_file(
         // flow's series and its ceiling on connections, which bound the
         // page's memory; the verdicts above keep every connection.
         drop(a);
-        crate::report::capture_page_for(path, None, f, link, out)?;
+        capture_page_for(path, None, f, link, out)?;
     }
     Ok(code)
 }
 
-/// The one line on stderr for a capture cut short (nothing for a whole
-/// one): where it was cut; what follows covers the packets before it.
-pub fn say_where_cut(path: &Path, a: &Analysis) {
-    if let Some(t) = a.read.truncated {
-        eprintln!("plumb: {}: {}", path.display(), cut_text(&t));
-    }
-}
-
-/// Where a capture was cut short, for the one line on stderr.
-fn cut_text(t: &Truncation) -> String {
-    format!(
-        "cut short after packet {} at byte {}; the verdicts cover the packets before the cut",
-        human_count(t.after_packet),
-        human_count(t.at_byte)
-    )
-}
-
-/// Each end's operating system, guessed from its SYN with
-/// `plumb_handshake`'s table.
-fn guesser() -> OsGuess<'static> {
-    &super::os::read_syn
-}
-
-/// The verdict of each connection of `a` (by index) that matches `f` and
-/// carried data, as the capture page shows it: the lead sentence
-/// `plumb why` prints for it.
-pub fn verdicts(a: &Analysis, f: &CaptureFilters, link: Option<Rate>) -> Vec<Option<String>> {
-    let link = link.map(|r| LinkRate {
-        bps: r.bps(),
-        source: LinkSource::Given,
-    });
-    a.connections
-        .iter()
-        .map(|c| {
-            let carried = plumb_capture::data_direction(c).0.timing.new_bytes > 0;
-            (carried && f.matches(c)).then(|| {
-                plumb_capture::explain(c, link.clone(), Some(guesser()))
-                    .diagnosis
-                    .summary
-            })
-        })
-        .collect()
+/// `plumb why --capture IFACE` as its flags describe it.
+pub struct Listen<'a> {
+    /// The interface to read.
+    pub iface: &'a str,
+    /// `-p`: only this port, at either end.
+    pub port: Option<u16>,
+    /// `--peer`, `--conn` (and `--pid`, refused).
+    pub live: &'a LiveFilterArgs,
+    /// `--for`: seconds to read.
+    pub secs: f64,
+    /// `--write`: also save what was read as pcapng.
+    pub write: Option<&'a Path>,
+    /// `--report`: the capture page.
+    pub report: Option<&'a Path>,
+    /// `--link`: the bottleneck's rate.
+    pub link: Option<Rate>,
+    /// `-J`, `-V`.
+    pub out: Output,
 }
 
 /// `--capture IFACE`: reads the interface for `--for` seconds (3 by
@@ -133,7 +107,8 @@ pub fn verdicts(a: &Analysis, f: &CaptureFilters, link: Option<Rate>) -> Vec<Opt
 /// `--report` the page is drawn from the pcapng the capture saves (the
 /// `--write` file, else a scratch file removed afterwards), as `--from
 /// FILE --report` draws it.
-pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCode> {
+pub fn from_interface(l: &Listen) -> anyhow::Result<ExitCode> {
+    let iface = l.iface;
     if iface == "any" {
         // A packet socket bound to no interface has no one link type to
         // record: tcpdump's pseudo-device is refused, not guessed at.
@@ -141,23 +116,23 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
             "--capture any: plumb reads one interface; name it (see `ip link`)",
         ));
     }
-    let f = match filters(a.measure.port, &a.live) {
+    let f = match filters(l.port, l.live) {
         Ok(f) => f,
         Err(e) => return Ok(usage_error(e)),
     };
-    let scratch = match (&a.measure.report, &a.write) {
+    let scratch = match (l.report, l.write) {
         (Some(_), None) => Some(Scratch(
             std::env::temp_dir().join(format!("plumb-capture-{}.pcapng", std::process::id())),
         )),
         _ => None,
     };
-    let secs = a.for_secs.unwrap_or(3.0);
-    let mut spec = plumb_packet::CaptureSpec::new(iface, std::time::Duration::from_secs_f64(secs));
+    let mut spec =
+        plumb_packet::CaptureSpec::new(iface, std::time::Duration::from_secs_f64(l.secs));
     spec.ports = f.port.into_iter().collect();
     spec.peers = f.peer.map(|(ip, _)| ip).into_iter().collect();
-    spec.write = a
+    spec.write = l
         .write
-        .clone()
+        .map(Path::to_path_buf)
         .or_else(|| scratch.as_ref().map(|s| s.0.clone()));
     // Ctrl-C (the signal flag) ends the capture early.
     let got = plumb_packet::capture(&spec, &plumb_net::signals::flag());
@@ -182,17 +157,14 @@ pub fn from_interface(iface: &str, a: &super::WhyArgs) -> anyhow::Result<ExitCod
         &live.analysis,
         Some(kernel),
         &f,
-        a.measure.link,
-        Output {
-            json: a.measure.json,
-            verbose: a.measure.verbose,
-        },
+        l.link,
+        l.out,
     )?;
-    if let (Some(out), Some(saved)) = (&a.measure.report, &spec.write) {
+    if let (Some(out), Some(saved)) = (l.report, &spec.write) {
         drop(live);
         // Named for the interface, as the text names it.
         let name = format!("interface {iface}");
-        crate::report::capture_page_for(saved, Some(&name), &f, a.measure.link, out)?;
+        capture_page_for(saved, Some(&name), &f, l.link, out)?;
     }
     Ok(code)
 }
@@ -243,22 +215,4 @@ pub fn explain_analysis(
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{cut_text, Truncation};
-
-    #[test]
-    fn a_cut_names_its_packet_and_byte() {
-        let t = Truncation {
-            after_packet: 1234,
-            at_byte: 567_890,
-        };
-        assert!(
-            cut_text(&t).starts_with("cut short after packet 1,234 at byte 567,890;"),
-            "{}",
-            cut_text(&t)
-        );
-    }
 }

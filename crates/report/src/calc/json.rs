@@ -6,12 +6,13 @@
 use plumb_model::{ethernet, tcp, Bytes, Rate, Rtt};
 use serde::Serialize;
 
-use super::{CalcArgs, QueuePrediction, RttSource};
 use plumb_model::{PathInput, Prediction};
+
+use super::query::{QueuePrediction, RttSource};
 
 /// The `--json` object.
 #[derive(Debug, Serialize)]
-pub(super) struct CalcOutput {
+pub struct CalcOutput {
     bdp_bytes: Option<f64>,
     bdp_bits: Option<f64>,
     window_limited_bps: Option<f64>,
@@ -86,12 +87,13 @@ struct QueueKeys {
 }
 
 impl CalcOutput {
-    /// The object for these flags, their path and its prediction.
-    pub(super) fn of(
-        a: &CalcArgs,
+    /// The object for a path and its prediction (the RTT from `source`;
+    /// `frame` and `queue` when asked about).
+    pub fn of(
         i: &PathInput,
         p: &Prediction,
         source: Option<&RttSource>,
+        frame: Option<Bytes>,
         queue: Option<&QueuePrediction>,
     ) -> Self {
         let f = i.framing;
@@ -114,20 +116,20 @@ impl CalcOutput {
                 }),
                 _ => None,
             },
-            rate_bps: a.rate.map(Rate::bps),
-            window: a.window.map(|w| WindowKeys {
+            rate_bps: i.rate.map(Rate::bps),
+            window: i.window.map(|w| WindowKeys {
                 window_bytes: w.get(),
                 window_needs_scaling: tcp::needs_scaling(w),
                 window_scale_shift: tcp::window_shift(w),
             }),
-            loss: a.loss.map(|l| l.probability()),
+            loss: i.loss.map(|l| l.probability()),
             mtu_bytes: f.mtu,
             tcp_timestamps: f.timestamps,
             mss_bytes: f.mss().get(),
             payload_bytes: f.payload().get(),
             wire_bytes_per_frame: f.wire_bytes(),
             efficiency: f.efficiency(),
-            frame: a.frame.zip(a.rate).map(|(frame, rate)| {
+            frame: frame.zip(i.rate).map(|(frame, rate)| {
                 let (lo, hi) = ethernet::frame_rate_band(rate, frame);
                 FrameKeys {
                     frame_bytes: frame.get(),
@@ -136,13 +138,13 @@ impl CalcOutput {
                     frames_per_second_max: hi.floor() as u64,
                 }
             }),
-            size: a.size.map(|s| SizeKeys {
+            size: i.size.map(|s| SizeKeys {
                 size_bytes: s.get(),
                 transfer_seconds: p.transfer_secs,
             }),
             queue: queue.map(|q| QueueKeys {
                 queue_delay_ms: q.delay * 1e3,
-                queue_bytes: (q.delay * a.rate.map_or(0.0, Rate::bps) / 8.0).round() as u64,
+                queue_bytes: (q.delay * i.rate.map_or(0.0, Rate::bps) / 8.0).round() as u64,
                 loaded_rtt_ms: q.loaded_rtt.map(|s| s * 1e3),
             }),
         }

@@ -11,7 +11,7 @@ use plumb_report::format;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 
-use super::{printer, MeasureArgs};
+use crate::measure::{printer, MeasureArgs};
 
 /// [`plumb_net::server::Printer`] for the flags `a`.
 pub struct ServerPrinter<'a>(pub &'a MeasureArgs);
@@ -33,7 +33,11 @@ impl plumb_net::server::Printer for ServerPrinter<'_> {
         if self.0.json || self.0.json_stream {
             Box::new(JsonSink::new(Vec::new()))
         } else {
-            Box::new(TextSink::new(Vec::new(), false))
+            Box::new(
+                TextSink::new(Vec::new(), false)
+                    .with_format(self.0.format.unwrap_or_default())
+                    .with_verbose(self.0.verbose),
+            )
         }
     }
 

@@ -1,7 +1,10 @@
 //! The objects `plumb lab` adds to the client's document: `lab` (the link as
 //! configured, as probed, and how the emulator kept up) and `model` (the
 //! model's prediction for the link and the client's flags, beside what was
-//! measured), each with the line printed for a person.
+//! measured), each with the line printed for a person; and the line that
+//! describes the link (`plumb lab`, `plumb demo`).
+
+use std::time::Duration;
 
 use plumb_model::latency::QueueSize;
 use plumb_model::units::sig;
@@ -10,7 +13,7 @@ use plumb_model::{
 };
 use plumb_record::{Document, Lab, LabConfigured, LabEmulator, LabMeasured, Model, Real};
 
-use super::{release_error_us, LabArgs};
+use super::lab_flags::LabArgs;
 use crate::measure::MeasureArgs;
 
 /// The client flags the prediction depends on.
@@ -31,18 +34,14 @@ fn lab_client(m: &MeasureArgs) -> LabClient {
 
 /// The test's measured goodput, bit/s; `None` when it ended before its
 /// summary (interrupted).
-pub(crate) fn measured_bps(doc: &Document) -> Option<f64> {
+pub fn measured_bps(doc: &Document) -> Option<f64> {
     let sum = doc.end.as_ref()?.sum_received.as_ref()?;
     Some(sum.bits_per_second().get()).filter(|b| !b.is_nan())
 }
 
 /// The model's prediction for this link and these client flags, as the
 /// `model` object and a line.
-pub(super) fn model_for(
-    a: &LabArgs,
-    client: &MeasureArgs,
-    measured: Option<f64>,
-) -> (Model, String) {
+pub fn model_for(a: &LabArgs, client: &MeasureArgs, measured: Option<f64>) -> (Model, String) {
     let link = LabLink {
         rate: a.rate,
         rtt: a.rtt,
@@ -90,7 +89,7 @@ pub(super) fn model_for(
 }
 
 /// The `model` object of a prediction and the goodput measured.
-pub(crate) fn model_record(p: &LabPrediction, measured: Option<f64>) -> Model {
+pub fn model_record(p: &LabPrediction, measured: Option<f64>) -> Model {
     Model {
         predicted_bps: Real::float(p.predicted_bps),
         limit: p.limit.name().to_string(),
@@ -108,7 +107,7 @@ pub(crate) fn model_record(p: &LabPrediction, measured: Option<f64>) -> Model {
 /// The delay the link's full queue adds and the loaded RTT that follows,
 /// beside what the client's latency probes measured (with --latency): set
 /// in `model`, and said in the line returned.
-pub(super) fn queue_model(a: &LabArgs, doc: &Document, model: &mut Model) -> Option<String> {
+pub fn queue_model(a: &LabArgs, doc: &Document, model: &mut Model) -> Option<String> {
     let latency = doc.end.as_ref()?.plumb.as_ref()?.latency.as_ref()?;
     latency.loaded.as_ref()?;
     let size = match a.queue.as_deref().map(QueueSize::parse) {
@@ -136,7 +135,7 @@ pub(super) fn queue_model(a: &LabArgs, doc: &Document, model: &mut Model) -> Opt
 
 /// The `lab` object: the link asked for, as probed before the test, and how
 /// the emulator forwarded the near-to-far direction.
-pub(crate) fn lab_record(
+pub fn lab_record(
     a: &LabArgs,
     probe: Option<&plumb_lab::measure::Probe>,
     stats: &plumb_lab::LabStats,
@@ -183,4 +182,48 @@ pub(crate) fn lab_record(
         },
         extra: serde_json::Map::new(),
     }
+}
+
+pub fn lab_line(a: &LabArgs, probe: Option<&plumb_lab::measure::Probe>) -> String {
+    let mut s = format!(
+        "Lab link: {} each way, RTT {}",
+        a.rate.human(),
+        a.rtt.human()
+    );
+    if let Some(l) = a.loss {
+        s += &format!(", loss {}%", sig(l.probability() * 100.0, 3));
+        if let Some(b) = a.loss_burst {
+            s += &format!(" in bursts of {b}");
+        }
+    }
+    if let Some(m) = a.drop_over {
+        s += &format!(", packets over {m} B dropped without ICMP");
+    }
+    if let Some(p) = probe {
+        s += &format!(
+            "; measured before the test: RTT {} (min of {}), rate {}",
+            Rtt::from_secs(p.rtt_min.as_secs_f64()).map_or_else(|| "?".into(), Rtt::human),
+            p.rtt_samples,
+            p.rate.map_or_else(
+                || "unknown".into(),
+                |r| format!("{} Mbit/s", sig(r.bps() as f64 / 1e6, 4))
+            )
+        );
+    }
+    s
+}
+
+/// The release error's p50, p99, p99.9 and maximum, µs; `None` for a link
+/// that released nothing, which has no release error (not a 0 µs that
+/// reads as a perfect emulator).
+pub fn release_error_us(h: &plumb_lab::hist::Histogram) -> Option<[f64; 4]> {
+    let us = |t: Duration| t.as_secs_f64() * 1e6;
+    (h.count() > 0).then(|| {
+        [
+            us(h.quantile(0.5)),
+            us(h.quantile(0.99)),
+            us(h.quantile(0.999)),
+            us(h.max()),
+        ]
+    })
 }

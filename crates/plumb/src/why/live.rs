@@ -4,151 +4,29 @@
 //! `diagnosis` object as a test. The evidence comes from `plumb-live`; this
 //! module only picks connections, times the samples and prints.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Args;
-use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::LinkSource;
 use plumb_live::evidence::{explain_classed, Context};
-use plumb_live::filter::{parse_conn, parse_peer};
-use plumb_live::sys::{self, Dumper, Owner};
+use plumb_live::sys::{Dumper, Owner};
 use plumb_live::{Filter, Role, Track, Tracker};
 use plumb_model::Rate;
-use plumb_net::cgroup::CgroupCpuReading;
 
-use crate::cli::usage_error;
+use crate::common::cpu_mark::CpuMark;
+use crate::common::link;
+use crate::common::live_flags::LiveFilterArgs;
+use crate::common::report_page;
+use crate::usage::usage_error;
+use plumb_live::owners::Owners;
 
 mod document;
 
 use plumb_record::{LiveDocument, LiveSampling};
 
-/// Connection filters shared by `plumb why` (live) and `plumb top`.
-#[derive(Debug, Args, Clone, Default)]
-pub struct LiveFilterArgs {
-    /// Live: only connections with this peer, ADDR or ADDR:PORT ([V6]:PORT)
-    #[arg(long, value_name = "ADDR[:PORT]")]
-    pub peer: Option<String>,
-    /// Live: only connections of this process
-    #[arg(long, value_parser = crate::args::whole::<u32>)]
-    pub pid: Option<u32>,
-    /// Live: exactly this connection, SRC:SPORT,DST:DPORT (either way round)
-    #[arg(long, value_name = "SRC:SPORT,DST:DPORT")]
-    pub conn: Option<String>,
-}
-
-impl LiveFilterArgs {
-    /// Any live filter given.
-    pub fn any(&self) -> bool {
-        self.peer.is_some() || self.pid.is_some() || self.conn.is_some()
-    }
-
-    /// The filter, with `port` (`-p`) matching either end.
-    pub fn filter(&self, port: Option<u16>) -> Result<Filter, String> {
-        Ok(Filter {
-            port,
-            peer: self.peer.as_deref().map(parse_peer).transpose()?,
-            pid: self.pid,
-            conn: self.conn.as_deref().map(parse_conn).transpose()?,
-        })
-    }
-}
-
 /// Sampling period between dumps.
 const TICK: Duration = Duration::from_millis(100);
-
-/// The owners of sockets. A scan of /proc reads every descriptor of every
-/// process (20,000 `readlink`s on a host with 10,000 loopback connections,
-/// more than a dump costs), so it is not done per sample: an unknown inode
-/// triggers a rescan at most once a second and at most 1 % of the time
-/// (a scan that took 30 ms waits 3 s), and an inode a newer scan still did
-/// not find (a socket of a process this user may not read, or of the
-/// kernel) is remembered as ownerless instead of rescanning for it forever.
-pub struct Owners {
-    map: HashMap<u32, Owner>,
-    missing: HashSet<u32>,
-    denied: usize,
-    scanned: Option<(Instant, Duration)>,
-}
-
-/// More inodes than this remembered as ownerless: forget them all (bounded
-/// memory on a host that churns connections).
-const MISSING_MAX: usize = 1 << 16;
-
-impl Owners {
-    /// Scans /proc now.
-    pub fn new() -> Owners {
-        let mut o = Owners {
-            map: HashMap::new(),
-            missing: HashSet::new(),
-            denied: 0,
-            scanned: None,
-        };
-        o.rescan();
-        o
-    }
-
-    fn rescan(&mut self) {
-        let t = Instant::now();
-        let (m, d) = sys::socket_owners();
-        self.map = m;
-        self.denied = d;
-        self.scanned = Some((t, t.elapsed()));
-    }
-
-    /// A rescan is due: a second and a hundred scans' time since the last.
-    fn stale(&self) -> bool {
-        self.scanned.is_none_or(|(at, cost)| {
-            at.elapsed() >= Duration::from_secs(1).max(cost.saturating_mul(100))
-        })
-    }
-
-    /// The owner of socket `inode`, rescanning when it is new and a rescan is due.
-    pub fn get(&mut self, inode: u32) -> Option<&Owner> {
-        if inode == 0 || self.missing.contains(&inode) {
-            return None;
-        }
-        if !self.map.contains_key(&inode) && self.stale() {
-            self.rescan();
-            if !self.map.contains_key(&inode) {
-                if self.missing.len() >= MISSING_MAX {
-                    self.missing.clear();
-                }
-                self.missing.insert(inode);
-            }
-        }
-        self.map.get(&inode)
-    }
-
-    /// Processes whose sockets could not be read.
-    pub fn denied(&self) -> usize {
-        self.denied
-    }
-}
-
-impl Default for Owners {
-    fn default() -> Self {
-        Owners::new()
-    }
-}
-
-/// The link rate for a peer: given, else the route's interface speed.
-pub fn link_for_peer(peer: std::net::IpAddr, given: Option<Rate>) -> Option<LinkRate> {
-    if let Some(r) = given {
-        return Some(LinkRate {
-            bps: r.bps(),
-            source: LinkSource::Given,
-        });
-    }
-    let ifname = plumb_net::host::route_interface(peer)?;
-    let mbps = plumb_net::host::link_speed_mbps(&ifname)?;
-    Some(LinkRate {
-        bps: mbps as f64 * 1e6,
-        source: LinkSource::Interface(ifname),
-    })
-}
 
 fn describe(tr: &Track, owner: Option<&Owner>) -> String {
     let c = &tr.last;
@@ -190,68 +68,6 @@ impl Sampled {
     pub fn cpu(&self, pid: u32) -> Option<plumb_live::evidence::ProcCpu> {
         let a = self.cpu_start.get(&pid)?;
         a.again(pid, usize::MAX)?.since(a)
-    }
-}
-
-/// A process's CPU counters at one moment: its threads', and its cgroup's
-/// quota counters when a quota applies. Two marks make the CPU evidence of
-/// the time between them.
-#[derive(Debug, Clone)]
-pub struct CpuMark {
-    threads: Vec<sys::ThreadCpu>,
-    at: Instant,
-    cgroup: Option<CgroupCpuReading>,
-    /// The process's start time: a pid reused by another process is not
-    /// compared with the one before.
-    started: Option<u64>,
-}
-
-impl CpuMark {
-    /// Reads `pid`'s counters now, if it has at most `max_threads` threads;
-    /// `None` when its `/proc` entry is gone or not readable.
-    pub fn read(pid: u32, max_threads: usize) -> Option<CpuMark> {
-        Some(CpuMark {
-            started: sys::process_start(pid),
-            threads: sys::thread_cpu(pid, max_threads)?,
-            at: Instant::now(),
-            cgroup: CgroupCpuReading::of_pid(pid),
-        })
-    }
-
-    /// Reads `pid`'s counters again, in the cgroups found before (finding
-    /// them walks mount tables; reading them again is a few small files).
-    pub fn again(&self, pid: u32, max_threads: usize) -> Option<CpuMark> {
-        let started = sys::process_start(pid);
-        if started != self.started {
-            // Another process now: start afresh.
-            return CpuMark::read(pid, max_threads);
-        }
-        Some(CpuMark {
-            started,
-            threads: sys::thread_cpu(pid, max_threads)?,
-            at: Instant::now(),
-            cgroup: self.cgroup.as_ref().and_then(CgroupCpuReading::again),
-        })
-    }
-
-    /// The CPU used between `earlier` and this mark (`None` when the pid
-    /// belongs to another process now).
-    pub fn since(&self, earlier: &CpuMark) -> Option<plumb_live::evidence::ProcCpu> {
-        if self.started != earlier.started {
-            return None;
-        }
-        let secs = self.at.saturating_duration_since(earlier.at).as_secs_f64();
-        let mut c = sys::cpu_between(&earlier.threads, &self.threads, secs)?;
-        if let Some(d) = earlier
-            .cgroup
-            .as_ref()
-            .zip(self.cgroup.as_ref())
-            .and_then(|(a, b)| b.since(a))
-        {
-            c.quota_pct = Some(d.quota_pct);
-            c.throttled_pct = d.throttled_pct();
-        }
-        Some(c)
     }
 }
 
@@ -362,7 +178,7 @@ pub fn run(
             .as_ref()
             .and_then(|o| *cpus.entry(o.pid).or_insert_with(|| sampled.cpu(o.pid)));
         let ctx = Context {
-            link: link_for_peer(tr.last.remote.ip(), link),
+            link: link::for_peer(tr.last.remote.ip(), link),
             cpu,
             pid: owner.as_ref().map(|o| o.pid),
             opened: listeners.opened(tr.last.local),
@@ -422,7 +238,7 @@ pub fn run(
             name: format!("running connections, {desc}"),
             doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
         };
-        crate::report::write_for(path, vec![input])?;
+        report_page::write_for(path, vec![input])?;
     }
     if json_out {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
