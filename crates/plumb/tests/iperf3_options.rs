@@ -696,3 +696,47 @@ fn flowlabel_reaches_the_wire() {
         "{err}"
     );
 }
+
+/// A server takes `--bind-dev` and `--snd-timeout` as iperf3's does (on
+/// its listener, so on every connection it accepts): bound to `lo` it
+/// serves a loopback test; a device that does not exist is one line; a
+/// client-only flag is refused.
+#[test]
+fn a_server_binds_its_device_and_refuses_client_flags() {
+    let p = port();
+    let ps = p.to_string();
+    let server = Server::start(
+        plumb_bin(),
+        &["-s", "-1", "--bind-dev", "lo", "--snd-timeout", "5000"],
+        p,
+    );
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-t", "0.3"],
+        Duration::from_secs(20),
+    );
+    drop(server);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = run(
+        plumb_bin(),
+        &["-s", "-1", "-p", &ps, "--bind-dev", "nosuchdev0"],
+        Duration::from_secs(10),
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        bad.status.code() == Some(1)
+            && err.lines().count() == 1
+            && err.contains("--bind-dev nosuchdev0"),
+        "{err}"
+    );
+    let ka = run(
+        plumb_bin(),
+        &["-s", "-p", &ps, "--cntl-ka"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(ka.status.code(), Some(2));
+}
