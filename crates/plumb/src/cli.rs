@@ -41,21 +41,21 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// The backup scenario on an emulated 1 Gbit/s, 15 ms link: the old window, then autotuned.
+    /// The backup scenario on an emulated link: old window, then autotuned.
     Demo(crate::demo::DemoArgs),
-    /// Model a path: BDP, window, loss and link limits, framing, frame rate, RTT from distance.
+    /// Model a path: BDP, window, loss and link limits, framing, RTT.
     Calc(CalcArgs),
-    /// Say what limits a transfer: test HOST (or read --from, or use the model) and explain.
+    /// What limits a transfer: a test, a file, a capture, live connections.
     Why(WhyArgs),
-    /// The host's TCP connections, busiest first, with the limit of each (q quits).
+    /// The host's TCP connections, busiest first, each with its limit.
     Top(crate::top::TopArgs),
-    /// A long fat network on this machine (namespaces + link emulator), with plumb run across it.
+    /// A long fat network on this machine, with plumb run across it.
     Lab(crate::common::lab_flags::LabArgs),
-    /// Prometheus probes: HTTP /probe?target=HOST runs a test and answers with its metrics and limit.
+    /// Prometheus probes: a test per scrape, its metrics and its limit.
     Exporter(crate::exporter::ExporterArgs),
-    /// A TCP service's handshake: window scaling, SACK, timestamps, ECN, MSS, RTT, and what they mean.
+    /// A service's TCP handshake: scaling, SACK, ECN, MSS and their caps.
     Handshake(crate::handshake::HandshakeArgs),
-    /// Write a self-contained HTML report (charts, verdict) from -J documents; several are compared.
+    /// A self-contained HTML report of -J documents, captures or top logs.
     Report(crate::report::ReportArgs),
     /// Run a server (the same as plumb -s).
     Server(MeasureArgs),
@@ -83,13 +83,62 @@ pub fn command() -> clap::Command {
         .mut_subcommand("server", |c| hide(hide(c, CLIENT_ONLY), &["server"]))
         .mut_subcommand("client", |c| hide(hide(c, SERVER_ONLY), &["client"]))
         .mut_subcommand("why", |c| {
-            hide(
+            why_help(hide(
                 hide(c, SERVER_ONLY),
-                &["client", "json_stream", "json_stream_full_output", "why"],
-            ).mut_arg("verbose", |a| {
-                a.help("Every flow, with everything known of it: the capture's notes, each end's operating system, every system's fixes, what could not be known")
-            })
+                &[
+                    "client",
+                    "json_stream",
+                    "json_stream_full_output",
+                    "why",
+                    "logfile",
+                    "forceflush",
+                ],
+            ))
         })
+        .mut_args(|a| {
+            let first_test = SHORT_HELP.contains(&a.get_id().as_str());
+            a.hide_short_help(!first_test)
+        })
+}
+
+/// The flags `plumb -h` shows: what a first test and a first server need.
+/// `plumb --help` shows every flag.
+const SHORT_HELP: &[&str] = &[
+    "server", "client", "port", "time", "parallel", "reverse", "udp", "bitrate", "window", "json",
+    "rwin", "why", "link", "version", "help",
+];
+
+/// The iperf3 flags `plumb why` uses itself, whatever it explains: the
+/// rest only shape the test it runs against HOST, and are listed apart.
+const WHY_OWN: &[&str] = &["port", "json", "report", "verbose", "link"];
+
+/// `plumb why --help`: why's own flags first, each said as why uses it;
+/// the flags it forwards to the test it runs under their own heading,
+/// shown by `--help`, not `-h`.
+fn why_help(c: clap::Command) -> clap::Command {
+    use clap::Args;
+    let forwarded: Vec<String> = crate::measure::MeasureArgs::augment_args(clap::Command::new("m"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .filter(|id| !WHY_OWN.contains(&id.as_str()))
+        .collect();
+    let c = forwarded.iter().fold(c, |c, id| {
+        c.mut_arg(id, |a| {
+            a.help_heading("Test flags (with HOST)")
+                .hide_short_help(true)
+        })
+    });
+    c.mut_arg("verbose", |a| {
+        a.help("Every flow, with everything known of it: the capture's notes, each end's operating system, every system's fixes, what could not be known")
+    })
+    .mut_arg("port", |a| {
+        a.help("The server's port when testing HOST [default: 5201]; with live connections, a port at either end")
+    })
+    .mut_arg("link", |a| {
+        a.help("The bottleneck link's rate (1g, 100M): what the verdict weighs the rate against")
+    })
+    .mut_arg("json", |a| a.help("Write the explanation as JSON"))
+    .mut_arg("report", |a| a.help("Also write an HTML report of what was explained to this file"))
 }
 
 /// `plumb --version`: the version first, as iperf3's `iperf 3.12 (…)`, so
@@ -218,7 +267,7 @@ mod tests {
         c.build();
         let text = c
             .find_subcommand_mut(sub)
-            .map(|s| s.render_help().to_string())
+            .map(|s| s.render_long_help().to_string())
             .unwrap_or_default();
         text.lines()
             .filter(|l| l.trim_start().starts_with('-'))
@@ -247,5 +296,63 @@ mod tests {
         let client = help("client");
         assert!(client.contains("--bitrate") && client.contains("--username"));
         assert!(!client.contains("--max-tests") && !client.contains("--authorized-users-path"));
+    }
+
+    /// `plumb -h` is the short summary, 40 lines on an 80-column terminal;
+    /// `--help` has every flag.
+    #[test]
+    fn short_help_is_a_summary() {
+        let mut c = command().term_width(80);
+        c.build();
+        let short = c.render_help().to_string();
+        let long = c.render_long_help().to_string();
+        assert!(
+            short.lines().count() <= 40,
+            "{} lines:\n{short}",
+            short.lines().count()
+        );
+        for flag in ["--client", "--server", "--rwin", "--why"] {
+            assert!(short.contains(flag), "-h lacks {flag}");
+        }
+        for flag in ["--fq-rate", "--mptcp", "--max-tests", "--timestamps"] {
+            assert!(long.contains(flag) && !short.contains(flag), "{flag}");
+        }
+    }
+
+    /// `plumb why --help`: the flags it uses itself first, said as it uses
+    /// them; the test's flags under their own heading, which `-h` leaves out.
+    #[test]
+    fn why_help_sets_the_test_flags_apart() {
+        let mut c = command();
+        c.build();
+        let why = c.find_subcommand_mut("why").expect("why");
+        let long = why.render_long_help().to_string();
+        let short = why.render_help().to_string();
+        let (own, test) = long
+            .split_once("Test flags (with HOST):")
+            .expect("the heading");
+        for flag in [
+            "--from",
+            "--capture",
+            "--port",
+            "--link",
+            "--json",
+            "--verbose",
+        ] {
+            assert!(own.contains(flag), "{flag} is why's own");
+        }
+        for flag in ["--time", "--parallel", "--rwin", "--bitrate"] {
+            assert!(
+                test.contains(flag) && !own.contains(flag),
+                "{flag} shapes the test"
+            );
+            assert!(!short.contains(flag), "why -h shows {flag}");
+        }
+        assert!(
+            !long.contains("listen on or connect to"),
+            "-p said as the server's"
+        );
+        assert!(!long.contains("With --why"), "--link said as -c's");
+        assert!(!long.contains("--logfile") && !long.contains("--forceflush"));
     }
 }

@@ -31,7 +31,7 @@ pub struct MeasureArgs {
     /// Run as a client, connecting to HOST
     #[arg(short = 'c', long = "client", value_name = "HOST")]
     pub client: Option<String>,
-    /// Server port to listen on / connect to [default: 5201]
+    /// Port to listen on or connect to [default: 5201]
     #[arg(short = 'p', long = "port", value_parser = crate::args::whole::<u16>)]
     pub port: Option<u16>,
     /// Seconds to transmit [default: 10]
@@ -49,7 +49,7 @@ pub struct MeasureArgs {
     /// Parallel streams [default: 1]
     #[arg(short = 'P', long = "parallel", value_parser = crate::args::whole::<i64>, allow_hyphen_values = true)]
     pub parallel: Option<i64>,
-    /// Reverse: the server sends, the client receives
+    /// Reverse: the server sends
     #[arg(short = 'R', long = "reverse")]
     pub reverse: bool,
     /// Both directions at once
@@ -61,13 +61,19 @@ pub struct MeasureArgs {
     /// Multipath TCP data streams (IPPROTO_MPTCP), where the kernel has it
     #[arg(short = 'm', long = "mptcp", conflicts_with = "udp")]
     pub mptcp: bool,
-    /// Target bitrate per stream, bits/s (0 = unlimited) [UDP default: 1M]; RATE[/BURST] accepted
+    /// Bits/s per stream, 0 = unlimited [UDP: 1M]
+    ///
+    /// Target bitrate per stream, bits/s (0 = unlimited) [UDP default: 1M];
+    /// RATE/BURST sends BURST packets at a time
     #[arg(short = 'b', long = "bitrate", alias = "bandwidth", allow_hyphen_values = true, value_parser = crate::args::valid(parse_bitrate))]
     pub bitrate: Option<String>,
     /// Block (TCP) or datagram (UDP) length [default: 128K TCP, 1460 UDP]
     #[arg(short = 'l', long = "length", value_parser = crate::args::bytes, allow_hyphen_values = true)]
     pub length: Option<Bytes>,
-    /// Socket buffer size for both ends (SO_SNDBUF/SO_RCVBUF; the kernel doubles it)
+    /// Socket buffers, both ends (Linux doubles them)
+    ///
+    /// Socket buffer size for both ends (SO_SNDBUF/SO_RCVBUF; Linux doubles
+    /// the value asked for)
     #[arg(short = 'w', long = "window", value_parser = crate::args::bytes, allow_hyphen_values = true)]
     pub window: Option<Bytes>,
     /// TCP maximum segment size
@@ -161,7 +167,10 @@ pub struct MeasureArgs {
     /// Send the pattern 0123456789… instead of random bytes
     #[arg(long = "repeating-payload")]
     pub repeating_payload: bool,
-    /// Clamp the receiver's advertised TCP window to exactly this (TCP_WINDOW_CLAMP)
+    /// Clamp the receiver's advertised window to this
+    ///
+    /// Clamp the receiver's advertised TCP window to exactly this
+    /// (TCP_WINDOW_CLAMP)
     #[arg(long = "rwin", value_parser = crate::args::bytes)]
     pub rwin: Option<Bytes>,
     /// Set only the sender's SO_SNDBUF
@@ -215,10 +224,12 @@ pub struct MeasureArgs {
     /// iperf3's flags plumb refuses, each with its reason (measure/refused.rs).
     #[command(flatten)]
     pub refused: refused::RefusedArgs,
+    /// After the test, say what limited it
+    ///
     /// Client: after the test, say what limited it (see plumb why)
     #[arg(long = "why")]
     pub why: bool,
-    /// With --why: the bottleneck link's rate (1g, 100M)
+    /// With --why: the bottleneck's rate (1g, 100M)
     #[arg(long = "link", value_parser = crate::args::rate)]
     pub link: Option<Rate>,
     /// Client: also write an HTML report of the test (charts, verdict) to this file
@@ -738,21 +749,23 @@ pub fn printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> Box<dyn Sin
     } else if a.json {
         Box::new(JsonSink::new(out))
     } else {
-        let out: Box<dyn Write> = if a.timestamps.is_some() || a.title.is_some() {
-            Box::new(stamp::Stamped::new(
-                out,
-                a.timestamps.as_deref(),
-                a.title.as_deref(),
-            ))
-        } else {
-            out
-        };
-        Box::new(
-            TextSink::new(out, flush)
-                .with_format(a.format.unwrap_or_default())
-                .with_verbose(a.verbose),
-        )
+        Box::new(text_printer(out, a, flush).with_verbose(a.verbose))
     }
+}
+
+/// iperf3's text layout with the flags that shape it: `-f`'s unit, and
+/// each line started by `--timestamps` and `-T`'s title.
+pub fn text_printer(out: Box<dyn Write>, a: &MeasureArgs, flush: bool) -> TextSink<Box<dyn Write>> {
+    let out: Box<dyn Write> = if a.timestamps.is_some() || a.title.is_some() {
+        Box::new(stamp::Stamped::new(
+            out,
+            a.timestamps.as_deref(),
+            a.title.as_deref(),
+        ))
+    } else {
+        out
+    };
+    TextSink::new(out, flush).with_format(a.format.unwrap_or_default())
 }
 
 /// The client run the flags describe, for a checked `spec`, with its

@@ -11,10 +11,9 @@ use plumb_model::Rate;
 use plumb_net::errors::TestError;
 use plumb_record::{Document, Tee};
 use plumb_report::json::JsonSink;
-use plumb_report::text::TextSink;
 
 use super::{link, report_page};
-use crate::measure::{client_config, pin, test_spec, ErrorsToStderr, MeasureArgs};
+use crate::measure::{client_config, pin, test_spec, text_printer, ErrorsToStderr, MeasureArgs};
 use crate::usage::usage_error;
 
 /// An explanation is one document, written once the test is over: there is
@@ -43,7 +42,8 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
         plumb_net::client::run(&cfg, &mut capture)
     } else {
         // Show the test as plumb -c would, and keep its JSON for the evidence.
-        let mut text = TextSink::new(std::io::stdout(), true);
+        // -V is why's own (every flow in full), not iperf3's verbose lines.
+        let mut text = text_printer(Box::new(std::io::stdout()), m, true);
         let mut errors = ErrorsToStderr {
             inner: &mut text,
             printed: false,
