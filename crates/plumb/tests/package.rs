@@ -60,7 +60,8 @@ fn help_flags(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The long flags a rendered man page defines: its OPTIONS section's tag
+/// The long flags a rendered man page defines: its OPTIONS (and other flag
+/// sections') tag
 /// lines (indented 7, as man sets `.TP`), up to the first word that is not
 /// a flag or a value (a short tag has its description on the same line).
 fn man_flags(text: &str) -> BTreeSet<String> {
@@ -68,7 +69,10 @@ fn man_flags(text: &str) -> BTreeSet<String> {
     let mut flags = BTreeSet::new();
     for line in text.lines() {
         if !line.starts_with(' ') && !line.is_empty() {
-            in_options = line.trim() == "OPTIONS";
+            // OPTIONS, and a section of its own for each help heading
+            // (`plumb why`'s "TEST FLAGS (WITH HOST)").
+            let head = line.trim();
+            in_options = head == "OPTIONS" || head.contains("FLAGS");
             continue;
         }
         let t = line.trim_start();
