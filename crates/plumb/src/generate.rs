@@ -202,7 +202,10 @@ mod tests {
         }
         assert!(!names.contains(&"plumb-help.1"), "{names:?}");
         let why = text(&pages, "plumb-why.1");
-        assert!(why.contains("plumb\\-why \\- What limits a transfer"), "{why}");
+        assert!(
+            why.contains("plumb\\-why \\- What limits a transfer"),
+            "{why}"
+        );
         assert!(why.contains("\\-\\-rwin") && !why.contains("\\-\\-max\\-tests"));
         let root = text(&pages, "plumb.1");
         assert!(

@@ -7,8 +7,8 @@
 //! What differs from the reader's run, and why: the reader's hosts (`HOST`,
 //! `nas.example`, `web.example`) are the far side of a pair of namespaces
 //! this test builds ([`docs::scene`]); durations shrink to one second
-//! (`-t N`, `--for N`; `top -n N` reads twice) so the whole list runs in a
-//! few minutes; the files a line reads are made beforehand in the
+//! (`-t N`, `--for N`, and `-t 1` for a test against `HOST` or a `demo`
+//! that names no length; `top -n N` reads twice) so the whole list runs in a minute; the files a line reads are made beforehand in the
 //! directory the lines run in; a line that names loopback (`--help`'s
 //! `plumb -c 127.0.0.1`) runs on the far side, where a server listens.
 //! `plumb lab` and `plumb demo` lines build their own labs and run outside
@@ -83,6 +83,18 @@ fn a_line_is_run_with_the_scene_host_and_short_durations() {
         "plumb -c 198.18.0.2 -n 1M"
     );
     assert_eq!(d("plumb -s &").as_run(FAR), "plumb -s");
+    assert_eq!(
+        d("plumb -c HOST -J > before.json").as_run(FAR),
+        "plumb -c 198.18.0.2 -t 1 -J > before.json"
+    );
+    assert_eq!(
+        d("plumb why HOST --link 1g").as_run(FAR),
+        "plumb why 198.18.0.2 -t 1 --link 1g"
+    );
+    assert_eq!(
+        d("plumb demo --report demo.html").as_run(FAR),
+        "plumb demo -t 1 --report demo.html"
+    );
     assert_eq!(d("plumb -s &").kind(), Kind::Serves);
     assert_eq!(d("plumb top").kind(), Kind::Serves);
     assert_eq!(

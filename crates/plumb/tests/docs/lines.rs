@@ -219,12 +219,27 @@ impl DocLine {
 
     /// The line as this test runs it: the reader's hosts (`HOST`,
     /// `*.example`) become the scene's far address, durations shrink to
-    /// one second (`-t N`, `--for N`, `top -n N` to two readings), and a
-    /// trailing `&` goes (the test holds the process itself).
+    /// one second (`-t N`, `--for N`, `top -n N` to two readings; a test
+    /// against `HOST` or a `demo` that names no length gets `-t 1` in place
+    /// of its default 10 s, or 5 s for `why`), and a trailing `&` goes (the test
+    /// holds the process itself).
     pub fn as_run(&self, far: &str) -> String {
         let mut words: Vec<String> = Vec::new();
+        let bounded = [" -t ", " -n ", " -k "]
+            .iter()
+            .any(|f| self.shown.contains(f));
         let mut it = self.shown.split(' ').peekable();
         while let Some(w) = it.next() {
+            // A test of no stated length: one second of it.
+            let unbounded = match w {
+                "HOST" => Some(far),
+                "demo" if words.len() == 1 => Some("demo"),
+                _ => None,
+            };
+            if let Some(first) = unbounded.filter(|_| !bounded) {
+                words.extend([first.to_string(), "-t".into(), "1".into()]);
+                continue;
+            }
             let shrink = match w {
                 "-t" | "--for" => Some("1"),
                 "-n" if self.shown.starts_with("plumb top") => Some("2"),
