@@ -48,10 +48,7 @@ impl LocalOptions {
     /// Before the control connection connects (iperf3 sets its send
     /// timeout on the control connection too).
     pub fn control(&self, s: &Socket) -> io::Result<()> {
-        self.device(s)?;
-        if let Some(t) = self.snd_timeout {
-            s.set_tcp_user_timeout(Some(t))?;
-        }
+        self.tcp(s)?;
         if let Some(k) = self.keepalive {
             let mut ka = TcpKeepalive::new();
             if let Some(t) = k.idle {
@@ -88,13 +85,10 @@ impl LocalOptions {
 
     /// Before a TCP data stream connects to `server`.
     pub fn tcp_data(&self, s: &Socket, server: SocketAddr) -> io::Result<()> {
-        self.device(s)?;
+        self.tcp(s)?;
         if let (Some(label), SocketAddr::V6(a)) = (self.flowlabel, server) {
             flowlabel::lease(s.as_fd(), a.ip(), label & FLOWLABEL_MASK)
                 .map_err(|e| io::Error::new(e.kind(), format!("-L {label}: {e}")))?;
-        }
-        if let Some(t) = self.snd_timeout {
-            s.set_tcp_user_timeout(Some(t))?;
         }
         Ok(())
     }
@@ -102,6 +96,12 @@ impl LocalOptions {
     /// A server's listener, before it binds: what accepted connections
     /// inherit from it (the device, the send timeout).
     pub fn listener(&self, s: &Socket) -> io::Result<()> {
+        self.tcp(s)
+    }
+
+    /// What every TCP socket of this end takes: the device and the send
+    /// timeout.
+    fn tcp(&self, s: &Socket) -> io::Result<()> {
         self.device(s)?;
         if let Some(t) = self.snd_timeout {
             s.set_tcp_user_timeout(Some(t))?;

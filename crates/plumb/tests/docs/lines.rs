@@ -96,13 +96,19 @@ fn in_help(text: &str) -> Vec<String> {
 
 /// An example up to its comment: two spaces outside quotes.
 fn help_comment(line: &str) -> &str {
+    cut_outside_quotes(line, |b, i| b[i] == b' ' && b.get(i + 1) == Some(&b' '))
+}
+
+/// `line` up to the first byte outside quotes where `starts(bytes, i)`
+/// says a comment begins.
+fn cut_outside_quotes(line: &str, starts: impl Fn(&[u8], usize) -> bool) -> &str {
     let (mut single, mut double) = (false, false);
     let bytes = line.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
         match b {
             b'\'' if !double => single = !single,
             b'"' if !single => double = !double,
-            b' ' if !single && !double && bytes.get(i + 1) == Some(&b' ') => return &line[..i],
+            _ if !single && !double && starts(bytes, i) => return &line[..i],
             _ => {}
         }
     }
@@ -171,19 +177,9 @@ fn is_command(line: &str) -> bool {
 /// The line up to a comment: `#` starting a word, outside quotes, as the
 /// shell reads it.
 fn strip_comment(line: &str) -> &str {
-    let (mut single, mut double) = (false, false);
-    let bytes = line.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'\'' if !double => single = !single,
-            b'"' if !single => double = !double,
-            b'#' if !single && !double && i > 0 && bytes[i - 1].is_ascii_whitespace() => {
-                return &line[..i];
-            }
-            _ => {}
-        }
-    }
-    line
+    cut_outside_quotes(line, |b, i| {
+        b[i] == b'#' && i > 0 && b[i - 1].is_ascii_whitespace()
+    })
 }
 
 /// How a command is run here: in its own lab (it builds namespaces), or in
