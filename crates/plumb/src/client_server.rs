@@ -27,6 +27,9 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = a.refused.first() {
         return Ok(usage_error(why));
     }
+    if let Some(why) = unspoken_tool(a) {
+        return Ok(usage_error(why));
+    }
     if a.server {
         return run_server(a);
     }
@@ -173,5 +176,28 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             eprintln!("plumb: {e}");
             ExitCode::from(1)
         }
+    })
+}
+
+/// A `--tool` or `--tools` naming a wire protocol this build does not
+/// speak, with the one-line reason; `--tool` on a server and `--tools` on a
+/// client are refused too.
+fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
+    use plumb_proto::tool::{Tool, ToolChoice};
+    if a.server && a.tool.is_some() {
+        return Some("--tool chooses a client's peer; a server takes --tools LIST".into());
+    }
+    if !a.server && a.tools.is_some() {
+        return Some("--tools is a server flag; a client takes --tool TOOL".into());
+    }
+    let tools = match (&a.tool, &a.tools) {
+        (Some(ToolChoice::Auto), _) => vec![Tool::Iperf2],
+        (Some(ToolChoice::One(t)), _) => vec![*t],
+        (None, Some(list)) => Tool::parse_list(list).unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    tools.into_iter().find(|t| *t != Tool::Iperf3).map(|t| {
+        let flag = if a.server { "--tools" } else { "--tool" };
+        format!("{flag} {t}: this build speaks iperf3's wire protocol only")
     })
 }

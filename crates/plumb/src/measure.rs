@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::Args;
 use plumb_model::{Bytes, Rate};
 use plumb_net::config::{ClientConfig, Family, TestSpec, Transport, DEFAULT_PORT, MAX_STREAMS};
+use plumb_proto::tool::{Tool, ToolChoice};
 use plumb_record::engine::{EndRecord, IntervalRecord, StartRecord};
 use plumb_record::{Latency, Sink};
 use plumb_report::json::{JsonSink, JsonStreamSink};
@@ -215,6 +216,19 @@ pub struct MeasureArgs {
     /// never sets a fair-queue pacing rate, so it asks for what already holds
     #[arg(long = "no-fq-socket-pacing", hide = true)]
     pub no_fq_socket_pacing: bool,
+    /// Peer tool: iperf3 (default), iperf2, nuttcp, or auto
+    ///
+    /// Client: the peer's wire protocol: iperf3 (the default), iperf2,
+    /// nuttcp, or auto (tries iperf3, iperf 2 and nuttcp on their default
+    /// ports and says which answered)
+    #[arg(long = "tool", value_name = "TOOL", value_parser = ToolChoice::parse)]
+    pub tool: Option<ToolChoice>,
+    /// Server: answer these tools' clients [default: iperf3]
+    ///
+    /// Server: answer the clients of these tools, a comma-separated list of
+    /// iperf3 (port 5201), iperf2 (5001) and nuttcp (5000) [default: iperf3]
+    #[arg(long = "tools", value_name = "LIST", value_parser = crate::args::valid(Tool::parse_list))]
+    pub tools: Option<String>,
     /// Server limits and authentication (see measure/harden.rs).
     #[command(flatten)]
     pub harden: harden::HardenArgs,
@@ -361,6 +375,8 @@ pub fn server_flag_given(a: &MeasureArgs) -> Option<&'static str> {
         Some("-D")
     } else if a.pidfile.is_some() {
         Some("-I")
+    } else if a.tools.is_some() {
+        Some("--tools")
     } else {
         a.harden.server_flags_given()
     }
@@ -381,6 +397,7 @@ pub fn traffic_flag_given(a: &MeasureArgs) -> Option<&'static str> {
         (a.bitrate.is_some(), "-b"),
         (a.omit.is_some(), "-O"),
         (a.zerocopy, "-Z"),
+        (a.tool.is_some(), "--tool"),
     ]
     .into_iter()
     .find_map(|(given, name)| given.then_some(name))

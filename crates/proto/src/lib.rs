@@ -65,6 +65,7 @@ pub mod results;
 pub mod rr;
 pub mod server;
 pub mod state;
+pub mod tool;
 pub mod udp;
 
 #[cfg(test)]
