@@ -126,9 +126,7 @@ mod tests {
             Tool::parse_list("iperf3,iperf2, nuttcp"),
             Ok(vec![Tool::Iperf3, Tool::Iperf2, Tool::Nuttcp])
         );
-        assert!(Tool::parse_list("iperf3,iperf3")
-            .unwrap_err()
-            .contains("twice"));
+        assert!(Tool::parse_list("iperf3,iperf3").is_err_and(|e| e.contains("twice")));
         assert!(Tool::parse_list("").is_err());
         assert!(Tool::parse_list("iperf3,,nuttcp").is_err());
     }
