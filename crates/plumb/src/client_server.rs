@@ -193,7 +193,11 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     let tools = match (&a.tool, &a.tools) {
         (Some(ToolChoice::Auto), _) => vec![Tool::Iperf2],
         (Some(ToolChoice::One(t)), _) => vec![*t],
-        (None, Some(list)) => Tool::parse_list(list).unwrap_or_default(),
+        (None, Some(list)) => Tool::parse_list(list)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| l.tool)
+            .collect(),
         (None, None) => Vec::new(),
     };
     tools.into_iter().find(|t| *t != Tool::Iperf3).map(|t| {

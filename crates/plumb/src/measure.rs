@@ -226,7 +226,8 @@ pub struct MeasureArgs {
     /// Server: answer these tools' clients [default: iperf3]
     ///
     /// Server: answer the clients of these tools, a comma-separated list of
-    /// iperf3 (port 5201), iperf2 (5001) and nuttcp (5000) [default: iperf3]
+    /// iperf3 (port 5201, or -p), iperf2 (5001) and nuttcp (5000), each
+    /// with its own port as TOOL=PORT [default: iperf3]
     #[arg(long = "tools", value_name = "LIST", value_parser = crate::args::valid(Tool::parse_list))]
     pub tools: Option<String>,
     /// Server limits and authentication (see measure/harden.rs).

@@ -67,20 +67,50 @@ impl Tool {
             .ok_or_else(|| format!("unknown tool '{s}' (accepted: iperf3, iperf2, nuttcp)"))
     }
 
-    /// Reads a comma-separated list of tools (`iperf3,nuttcp`), each once.
+    /// Reads a server's comma-separated list of tools, each once and each
+    /// with its own port if given (`iperf3,iperf2=15001,nuttcp`).
     ///
     /// # Errors
-    /// An empty list, an unknown name or a name given twice.
-    pub fn parse_list(s: &str) -> Result<Vec<Tool>, String> {
-        let mut out = Vec::new();
+    /// An empty list, an unknown name, a name given twice or a port that is
+    /// not a number from 1 to 65535.
+    pub fn parse_list(s: &str) -> Result<Vec<Listen>, String> {
+        let mut out: Vec<Listen> = Vec::new();
         for part in s.split(',') {
-            let t = Tool::parse(part.trim())?;
-            if out.contains(&t) {
-                return Err(format!("tool '{}' given twice in '{s}'", t.name()));
+            let (name, port) = match part.trim().split_once('=') {
+                Some((n, p)) => (n, Some(parse_port(p)?)),
+                None => (part.trim(), None),
+            };
+            let tool = Tool::parse(name)?;
+            if out.iter().any(|l| l.tool == tool) {
+                return Err(format!("tool '{tool}' given twice in '{s}'"));
             }
-            out.push(t);
+            out.push(Listen { tool, port });
         }
         Ok(out)
+    }
+}
+
+/// One tool a server answers, on its own port or the tool's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listen {
+    /// The tool whose clients are answered.
+    pub tool: Tool,
+    /// The port given with `TOOL=PORT`, if any.
+    pub port: Option<u16>,
+}
+
+impl Listen {
+    /// The port to listen on: the one given, else the tool's default.
+    pub fn port(self) -> u16 {
+        self.port.unwrap_or(self.tool.default_port())
+    }
+}
+
+/// A port from 1 to 65535.
+fn parse_port(p: &str) -> Result<u16, String> {
+    match p.trim().parse::<u16>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("invalid port '{p}' (accepted: 1 to 65535)")),
     }
 }
 
@@ -122,10 +152,18 @@ mod tests {
 
     #[test]
     fn lists() {
+        let l = Tool::parse_list("iperf3,iperf2=15001, nuttcp").unwrap_or_default();
+        let ports: Vec<(Tool, u16)> = l.iter().map(|l| (l.tool, l.port())).collect();
         assert_eq!(
-            Tool::parse_list("iperf3,iperf2, nuttcp"),
-            Ok(vec![Tool::Iperf3, Tool::Iperf2, Tool::Nuttcp])
+            ports,
+            [
+                (Tool::Iperf3, 5201),
+                (Tool::Iperf2, 15001),
+                (Tool::Nuttcp, 5000)
+            ]
         );
+        assert!(Tool::parse_list("nuttcp=0").is_err_and(|e| e.contains("'0'")));
+        assert!(Tool::parse_list("nuttcp=x").is_err());
         assert!(Tool::parse_list("iperf3,iperf3").is_err_and(|e| e.contains("twice")));
         assert!(Tool::parse_list("").is_err());
         assert!(Tool::parse_list("iperf3,,nuttcp").is_err());
