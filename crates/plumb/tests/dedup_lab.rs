@@ -16,8 +16,10 @@
 //! (`-I 32`: the 20-byte cooked v2 header and the IP header up to its
 //! addresses ignored), it removes fewer within 4 frames (`-D 5`) than
 //! within 200 ms (`-w 0.2`), so copies come back from behind the queue.
-//! Then `plumb why -r` on the `any` file counts as duplicates exactly what
-//! editcap removes within 200 ms, reads the transfer's connection with the
+//! Then `plumb why -r` on the `any` file counts as duplicates exactly the
+//! frames it holds beyond the one-interface file's, and within 0.1 % (or 2)
+//! of what editcap removes within 200 ms (from byte 32 on editcap skips the
+//! IP ID too, so two packets alike but for their ID are one to it), reads the transfer's connection with the
 //! packets and payload bytes of the one-interface file, its retransmissions
 //! within 5 % (or 2) of tshark's on editcap's output, the same class and
 //! limit, and says so in one "Duplicates:" line.
@@ -546,8 +548,11 @@ fn check(run: &Transfer, any: &Path, one: &Path, dir: &Path) {
 /// class and limit as r0's.
 fn agrees(doc: &Value, x: &Value, base: &Value, removed: u64, extra: u64) {
     let n = doc["duplicates"]["packets"].as_u64().unwrap_or(0);
-    assert_eq!(n, removed, "duplicates: plumb vs editcap -w 0.2 -I 32");
     assert_eq!(n, extra, "duplicates: the frames beyond r0's");
+    assert!(
+        n.abs_diff(removed) <= 2.max(removed / 1000),
+        "duplicates: plumb {n} vs editcap -w 0.2 -I 32 {removed}"
+    );
     let in_flows: u64 = doc["explained"]
         .as_array()
         .map(|v| {
