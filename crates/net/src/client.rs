@@ -532,6 +532,12 @@ impl<'c> ClientRun<'c> {
         self.session.stop_senders(now);
         // Let sender threads leave their loops before the server tears down.
         wait_senders(&self.session, Duration::from_secs(2));
+        if budget_done {
+            // A receiver counts what it read before TEST_END (iperf3's
+            // stops reading then): a spent -n/-k budget ends once the
+            // receiver has acknowledged all of it, so both ends count it.
+            wait_drained(&self.session, Duration::from_secs(2));
+        }
         self.machine
             .test_end()
             .map_err(|e| TestError::Protocol(e.to_string()))?;
@@ -631,6 +637,14 @@ fn receivers_got_budget(s: &Session, plan: &Plan) -> bool {
 fn wait_senders(s: &Session, limit: Duration) {
     let t0 = Instant::now();
     while !s.senders_done() && t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Waits (at most `limit`) until every sent byte is acknowledged.
+fn wait_drained(s: &Session, limit: Duration) {
+    let t0 = Instant::now();
+    while !s.senders_drained() && t0.elapsed() < limit {
         std::thread::sleep(Duration::from_millis(1));
     }
 }

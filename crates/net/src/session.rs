@@ -758,6 +758,17 @@ impl Session {
             .all(|s| s.counters.done.load(Relaxed))
     }
 
+    /// Whether every TCP sending stream's data has left and been
+    /// acknowledged (nothing unsent, nothing unacknowledged); a stream whose
+    /// `TCP_INFO` cannot be read counts as drained.
+    pub fn senders_drained(&self) -> bool {
+        self.streams
+            .iter()
+            .filter(|s| s.sender)
+            .filter_map(Stream::tcp_info)
+            .all(|i| i.unacked == 0 && i.notsent_bytes.unwrap_or(0) == 0)
+    }
+
     /// Whether every stream's thread has finished.
     pub fn all_done(&self) -> bool {
         self.streams

@@ -508,6 +508,10 @@ fn parse_bitrate(s: &str) -> Result<u64, String> {
 
 /// Checks the flags and builds the test the client asks for.
 pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
+    let ends = [a.time.is_some(), a.bytes.is_some(), a.blocks.is_some()];
+    if ends.into_iter().filter(|&e| e).count() > 1 {
+        return Err("give one test end condition: -t, -n or -k (as iperf3 does)".into());
+    }
     let mut t = TestSpec::default();
     if a.udp {
         t.transport = Transport::Udp;
@@ -852,6 +856,12 @@ mod tests {
         };
         let t = test_spec(&a).expect("valid");
         assert_eq!((t.bytes, t.time), (1000, 0.0));
+        let a = MeasureArgs {
+            bytes: Some(Bytes(1000)),
+            time: Some(2.0),
+            ..MeasureArgs::default()
+        };
+        assert!(test_spec(&a).is_err_and(|e| e.contains("one test end condition")));
         let a = MeasureArgs {
             udp: true,
             rwin: Some(Bytes(17_520)),
