@@ -335,6 +335,9 @@ pub struct Limits {
     pub max_bitrate: Option<u64>,
     /// `--max-total-bitrate`: most bit/s all running tests together may ask for.
     pub max_total_bitrate: Option<u64>,
+    /// iperf3's `--server-bitrate-limit RATE[/SECS]`: most bit/s one test's
+    /// data may average over the last SECS (no `-b` needed).
+    pub bitrate_cap: Option<(u64, Duration)>,
     /// `--max-rr-size`: largest request or response of a `--rr`/`--crr`
     /// test, bytes (the protocol's own cap applies without it).
     pub max_rr_size: Option<u32>,

@@ -27,6 +27,7 @@
 
 mod admission;
 mod printer;
+mod rate_cap;
 pub(crate) mod state;
 mod test;
 

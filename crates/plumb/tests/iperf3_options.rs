@@ -740,3 +740,42 @@ fn a_server_binds_its_device_and_refuses_client_flags() {
     );
     assert_eq!(ka.status.code(), Some(2));
 }
+
+/// `--server-bitrate-limit 20M/1`: a stock iperf3 client sending 100 Mbit/s
+/// is ended with iperf3's "larger than server limit" error once a whole
+/// second has been seen; one sending 5 Mbit/s runs its 3 s, asked for no
+/// `-b` up front.
+#[test]
+fn server_bitrate_limit_ends_a_test_over_its_average() {
+    let p = port();
+    let ps = p.to_string();
+    let client = |rate: &str| {
+        let server = Server::start(
+            plumb_bin(),
+            &["-s", "-1", "--server-bitrate-limit", "20M/1"],
+            p,
+        );
+        let out = run(
+            iperf3_bin(),
+            &["-c", "127.0.0.1", "-p", &ps, "-t", "3", "-b", rate, "-J"],
+            Duration::from_secs(20),
+        );
+        (out, server.finish(Duration::from_secs(5)))
+    };
+    let (over, log) = client("100M");
+    let doc = json_of(&over);
+    let sent = doc["intervals"][0]["sum"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0);
+    // The scenario: the client did send over the limit in its first second.
+    assert!(sent > 40e6, "first second {sent} bit/s: {doc}");
+    let err = doc["error"].as_str().unwrap_or("");
+    assert!(err.contains("larger than server limit"), "error: {err:?}");
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("--server-bitrate-limit"), "server log: {log}");
+    let (under, _) = client("5M");
+    let doc = json_of(&under);
+    assert!(under.status.success(), "under the limit: {doc}");
+    let got = num(&doc, "end.sum_received.bits_per_second");
+    assert!((4e6..=6e6).contains(&got), "received {got} bit/s");
+}

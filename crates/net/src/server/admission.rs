@@ -537,7 +537,7 @@ mod tests {
         #[test]
         fn limits_never_panic(parallel in any::<i64>(), bw in any::<i64>(), time in any::<i64>(), omit in any::<i64>(), bidir in any::<bool>()) {
             let p = TestParams { parallel, bandwidth: bw, time, omit, bidirectional: bidir, ..TestParams::default() };
-            let l = Limits { max_parallel: Some(8), max_duration: Some(Duration::from_secs(60)), max_bitrate: Some(1_000_000_000), max_total_bitrate: Some(2_000_000_000), max_rr_size: Some(64), max_rr_burst: Some(4) };
+            let l = Limits { max_parallel: Some(8), max_duration: Some(Duration::from_secs(60)), max_bitrate: Some(1_000_000_000), max_total_bitrate: Some(2_000_000_000), max_rr_size: Some(64), max_rr_burst: Some(4), bitrate_cap: None };
             let _ = check_limits(&p, &l);
         }
     }

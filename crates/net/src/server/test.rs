@@ -19,6 +19,7 @@ use plumb_record::engine::{EndRecord, IntervalRecord, Protocol, Role, StartRecor
 use plumb_record::{Capture, Latency, ServerOutput, Sink};
 
 use super::admission::{code, cookie_key, Slot};
+use super::rate_cap::RateCap;
 use super::state::{log, ServerState};
 use crate::config::canonical;
 use crate::datapath::Drain;
@@ -136,6 +137,8 @@ struct RunState {
     last_progress: Instant,
     /// Bytes moved over the last seconds (`--max-bitrate`).
     samples: VecDeque<(Instant, u64)>,
+    /// The average over `--server-bitrate-limit`'s window.
+    cap: RateCap,
 }
 
 impl RunState {
@@ -162,6 +165,7 @@ impl RunState {
             last_seen: 0,
             last_progress: started,
             samples: VecDeque::new(),
+            cap: RateCap::default(),
         }
     }
 }
@@ -759,10 +763,28 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 )),
             ));
         }
+        if let Some(e) = self.check_cap(now, moved, &mut st.cap) {
+            return Err(e);
+        }
         match self.check_rate(now, moved, &mut st.samples) {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// iperf3's `--server-bitrate-limit`: the average over its window.
+    fn check_cap(&mut self, now: Instant, moved: u64, cap: &mut RateCap) -> Option<TestError> {
+        let (bps, window) = self.shared.cfg.limits.bitrate_cap?;
+        let avg = cap.over(now, moved, bps, window)?;
+        Some(self.fail(
+            code::TOTAL_RATE,
+            0,
+            TestError::Ended(format!(
+                "the test averaged {avg:.0} bit/s over {} s, over this server's limit of {bps} bit/s \
+                 (--server-bitrate-limit)",
+                window.as_secs_f64()
+            )),
+        ))
     }
 
     /// The server's watchdog and the deadline of the step the client owes;

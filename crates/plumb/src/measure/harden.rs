@@ -34,11 +34,13 @@ pub struct HardenArgs {
     /// Server: most bit/s one test may ask for and use, all streams together (clients must give -b)
     #[arg(
         long = "max-bitrate",
-        alias = "server-bitrate-limit",
         value_name = "RATE",
         value_parser = crate::args::valid(crate::args::rate)
     )]
     pub max_bitrate: Option<String>,
+    /// Server: end a test averaging over RATE bit/s over SECS [default: 5] (iperf3's)
+    #[arg(long = "server-bitrate-limit", value_name = "RATE[/SECS]", value_parser = crate::args::valid(parse_cap))]
+    pub server_bitrate_limit: Option<String>,
     /// Server: most bit/s all running tests together may ask for
     #[arg(long = "max-total-bitrate", value_name = "RATE", value_parser = crate::args::valid(crate::args::rate))]
     pub max_total_bitrate: Option<String>,
@@ -103,6 +105,10 @@ impl HardenArgs {
             (self.max_duration.is_some(), "--max-duration"),
             (self.max_parallel.is_some(), "--max-parallel"),
             (self.max_bitrate.is_some(), "--max-bitrate"),
+            (
+                self.server_bitrate_limit.is_some(),
+                "--server-bitrate-limit",
+            ),
             (self.max_total_bitrate.is_some(), "--max-total-bitrate"),
             (self.max_rr_size.is_some(), "--max-rr-size"),
             (self.max_rr_burst.is_some(), "--max-rr-burst"),
@@ -175,6 +181,9 @@ impl HardenArgs {
         }
         if let Some(r) = &self.max_bitrate {
             cfg.limits.max_bitrate = Some(parse_rate("--max-bitrate", r)?);
+        }
+        if let Some(c) = &self.server_bitrate_limit {
+            cfg.limits.bitrate_cap = Some(parse_cap(c)?);
         }
         if let Some(r) = &self.max_total_bitrate {
             cfg.limits.max_total_bitrate = Some(parse_rate("--max-total-bitrate", r)?);
@@ -282,6 +291,22 @@ impl HardenArgs {
     }
 }
 
+/// iperf3's `--server-bitrate-limit RATE[/SECS]`: the rate, and the window
+/// it is averaged over (5 s unless given, 1 to 3600).
+fn parse_cap(s: &str) -> Result<(u64, Duration), String> {
+    let (rate, secs) = s.split_once('/').unwrap_or((s, "5"));
+    let bps = crate::args::rate(rate).map(|r| r.bps().round() as u64)?;
+    if bps == 0 {
+        return Err(format!("invalid rate '{rate}': give a rate above 0"));
+    }
+    match secs.trim().parse::<u64>() {
+        Ok(n @ 1..=3600) => Ok((bps, Duration::from_secs(n))),
+        _ => Err(format!(
+            "invalid averaging time '{secs}' in '{s}' (accepted: 1 to 3600 seconds)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +387,17 @@ mod tests {
             ..HardenArgs::default()
         };
         assert!(server_flag.client_auth(None).is_err());
+    }
+
+    #[test]
+    fn server_bitrate_limit_reads_rate_and_window() {
+        assert_eq!(parse_cap("100M"), Ok((100_000_000, Duration::from_secs(5))));
+        assert_eq!(
+            parse_cap("1G/2"),
+            Ok((1_000_000_000, Duration::from_secs(2)))
+        );
+        assert!(parse_cap("1G/0").is_err_and(|e| e.contains("'0'")));
+        assert!(parse_cap("0").is_err());
+        assert!(parse_cap("fast/5").is_err());
     }
 }
