@@ -356,6 +356,9 @@ pub struct ServerConfig {
     pub family: Family,
     /// `-1`: serve one test, then exit.
     pub one_off: bool,
+    /// iperf3's `--idle-timeout`: with no test or connection for this long
+    /// the server opens its listening socket anew (with `-1`, it exits).
+    pub idle_timeout: Option<Duration>,
     /// A control connection must send its cookie and parameters within this.
     pub handshake_timeout: Duration,
     /// `--rcv-timeout`: end a test whose peer has sent nothing for this long.
@@ -385,6 +388,7 @@ impl Default for ServerConfig {
             bind: None,
             family: Family::Any,
             one_off: false,
+            idle_timeout: None,
             handshake_timeout: Duration::from_secs(10),
             rcv_timeout: Duration::from_secs(120),
             interval: 1.0,

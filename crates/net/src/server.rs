@@ -124,6 +124,7 @@ pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
         next_test: 1,
         admitted_any: false,
         banner: printer.sink(),
+        last_busy: Instant::now(),
     };
     std::thread::scope(|scope| gate.serve(scope))
 }
@@ -138,6 +139,8 @@ struct Gate<'s, 'a> {
     next_test: u64,
     admitted_any: bool,
     banner: Box<dyn Sink>,
+    /// When a test or a connection was last in hand (`--idle-timeout`).
+    last_busy: Instant,
 }
 
 impl<'s, 'a: 's> Gate<'s, 'a> {
@@ -183,7 +186,10 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
                     i += 1;
                 }
             }
-            if signals::interrupted() || (cfg.one_off && self.admitted_any && tests.is_empty()) {
+            if signals::interrupted()
+                || (cfg.one_off && self.admitted_any && tests.is_empty())
+                || self.idle_ends(!tests.is_empty())
+            {
                 break;
             }
             self.serve_rebinds();
@@ -232,6 +238,44 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
             return Err(TestError::Interrupted);
         }
         last.unwrap_or(Ok(()))
+    }
+
+    /// iperf3's `--idle-timeout`: with nothing in hand for that long, a
+    /// `-1` server ends (`true`) and any other opens its listening socket
+    /// anew, in case the old one got stuck.
+    fn idle_ends(&mut self, busy: bool) -> bool {
+        let cfg = self.shared.cfg;
+        let Some(limit) = cfg.idle_timeout else {
+            return false;
+        };
+        let now = Instant::now();
+        if busy || !self.pending.is_empty() {
+            self.last_busy = now;
+            return false;
+        }
+        if now.duration_since(self.last_busy) < limit {
+            return false;
+        }
+        self.last_busy = now;
+        let secs = limit.as_secs();
+        if cfg.one_off {
+            self.banner.note(&format!(
+                "no connection for {secs} s (--idle-timeout): exiting"
+            ));
+            return true;
+        }
+        let r =
+            sockets::rebind_listener(&mut self.listener, cfg.bind, cfg.family, None, &cfg.local)
+                .and_then(|()| self.listener.set_nonblocking(true));
+        match r {
+            Ok(()) => self.banner.note(&format!(
+                "no connection for {secs} s (--idle-timeout): listening anew"
+            )),
+            Err(e) => self.banner.note(&format!(
+                "no connection for {secs} s (--idle-timeout): cannot listen anew: {e}"
+            )),
+        }
+        false
     }
 
     fn serve_rebinds(&mut self) {

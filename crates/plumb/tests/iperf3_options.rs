@@ -779,3 +779,39 @@ fn server_bitrate_limit_ends_a_test_over_its_average() {
     let got = num(&doc, "end.sum_received.bits_per_second");
     assert!((4e6..=6e6).contains(&got), "received {got} bit/s");
 }
+
+/// `--idle-timeout 1`: a `-1` server with no client exits 0 after it, as
+/// iperf3's does; any other server opens its listening socket anew, says
+/// so, and still serves the client that comes after.
+#[test]
+fn idle_timeout_ends_a_one_off_server_and_renews_a_listener() {
+    let p = port();
+    let ps = p.to_string();
+    let t0 = std::time::Instant::now();
+    let out = run(
+        plumb_bin(),
+        &["-s", "-1", "-p", &ps, "--idle-timeout", "1"],
+        Duration::from_secs(20),
+    );
+    let took = t0.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    assert!(took >= Duration::from_secs(1), "ended after {took:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--idle-timeout): exiting"), "{text}");
+    let server = Server::start(plumb_bin(), &["-s", "--idle-timeout", "1"], p);
+    std::thread::sleep(Duration::from_millis(1600));
+    let client = run(
+        iperf3_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-t", "1", "-J"],
+        Duration::from_secs(20),
+    );
+    let log = server.finish(Duration::from_secs(10));
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        client.status.success(),
+        "{}",
+        String::from_utf8_lossy(&client.stdout)
+    );
+    assert!(num(&json_of(&client), "end.sum_received.bytes") > 0.0);
+    assert!(log.contains("--idle-timeout): listening anew"), "{log}");
+}

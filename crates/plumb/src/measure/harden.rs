@@ -38,6 +38,9 @@ pub struct HardenArgs {
         value_parser = crate::args::valid(crate::args::rate)
     )]
     pub max_bitrate: Option<String>,
+    /// Server: listen anew after SECS with no client (with -1: exit) (iperf3's)
+    #[arg(long = "idle-timeout", value_name = "SECS", value_parser = crate::args::whole_seconds)]
+    pub idle_timeout: Option<u64>,
     /// Server: end a test averaging over RATE bit/s over SECS [default: 5] (iperf3's)
     #[arg(long = "server-bitrate-limit", value_name = "RATE[/SECS]", value_parser = crate::args::valid(parse_cap))]
     pub server_bitrate_limit: Option<String>,
@@ -181,6 +184,14 @@ impl HardenArgs {
         }
         if let Some(r) = &self.max_bitrate {
             cfg.limits.max_bitrate = Some(parse_rate("--max-bitrate", r)?);
+        }
+        if let Some(s) = self.idle_timeout {
+            if !(1..=86_400).contains(&s) {
+                return Err(format!(
+                    "invalid --idle-timeout {s}: expected 1 to 86400 seconds"
+                ));
+            }
+            cfg.idle_timeout = Some(Duration::from_secs(s));
         }
         if let Some(c) = &self.server_bitrate_limit {
             cfg.limits.bitrate_cap = Some(parse_cap(c)?);

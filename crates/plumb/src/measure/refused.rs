@@ -21,8 +21,6 @@ pub struct RefusedArgs {
     file: Option<String>,
     #[arg(long = "pacing-timer", hide = true, value_name = "US")]
     pacing_timer: Option<String>,
-    #[arg(long = "idle-timeout", hide = true, value_name = "SECS")]
-    idle_timeout: Option<String>,
 }
 
 /// Why SCTP's flags are refused: plumb has no SCTP data path.
@@ -42,7 +40,6 @@ impl RefusedArgs {
             (self.debug.is_some(), "-d/--debug", NOT_YET),
             (self.file.is_some(), "-F/--file", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NO_TIMER),
-            (self.idle_timeout.is_some(), "--idle-timeout", NOT_YET),
         ];
         given
             .into_iter()
