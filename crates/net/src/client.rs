@@ -296,6 +296,10 @@ impl<'c> ClientRun<'c> {
             return Ok(false);
         }
         self.ctl.write_all(&self.out).map_err(TestError::Control)?;
+        crate::debug::line(
+            self.cfg.debug,
+            format_args!("sent {} bytes on the control connection", self.out.len()),
+        );
         Ok(true)
     }
 
@@ -312,6 +316,7 @@ impl<'c> ClientRun<'c> {
         loop {
             self.transmit()?;
             while let Some(ev) = self.machine.poll_event() {
+                crate::debug::line(self.cfg.debug, format_args!("received {}", ev.name()));
                 self.step_deadline = Instant::now() + STEP_TIMEOUT;
                 if self.on_event(ev, sink)? {
                     return Ok(());

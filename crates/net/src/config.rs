@@ -180,6 +180,8 @@ pub struct ClientConfig {
     /// This end's own socket options (`--bind-dev`, `--cntl-ka`,
     /// `--snd-timeout`, `--dont-fragment`).
     pub local: crate::local::LocalOptions,
+    /// `-d`: trace the control connection on stderr.
+    pub debug: bool,
 }
 
 /// What a client needs to authenticate (spec §10).
@@ -356,6 +358,8 @@ pub struct ServerConfig {
     pub family: Family,
     /// `-1`: serve one test, then exit.
     pub one_off: bool,
+    /// `-d`: trace each control connection on stderr.
+    pub debug: bool,
     /// iperf3's `--idle-timeout`: with no test or connection for this long
     /// the server opens its listening socket anew (with `-1`, it exits).
     pub idle_timeout: Option<Duration>,
@@ -389,6 +393,7 @@ impl Default for ServerConfig {
             family: Family::Any,
             one_off: false,
             idle_timeout: None,
+            debug: false,
             handshake_timeout: Duration::from_secs(10),
             rcv_timeout: Duration::from_secs(120),
             interval: 1.0,

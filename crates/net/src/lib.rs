@@ -29,7 +29,7 @@
 //! either end; [`client`] and [`server`] own the control connection and drive
 //! the sans-IO protocol of `plumb-proto` ([`server`]'s gate, admission,
 //! shared state and per-test thread are files under it). [`config`],
-//! [`errors`] and [`signals`] serve them.
+//! [`errors`], [`signals`] and [`debug`] (`-d`'s trace) serve them.
 //!
 //! Results leave this crate as the records of `plumb-report`, which prints
 //! them; plumb's evidence under `end.plumb` and `intervals[].plumb`
@@ -42,6 +42,7 @@ pub mod client;
 pub mod config;
 pub mod datapath;
 pub mod datathread;
+pub mod debug;
 pub mod end_plumb;
 pub mod errors;
 pub mod flowlabel;

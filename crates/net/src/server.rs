@@ -609,6 +609,10 @@ impl<'s, 'a: 's> Gate<'s, 'a> {
         let mut done: Option<String> = None;
         let mut params = None;
         while let Some(ev) = m.poll_event() {
+            crate::debug::line(
+                self.shared.cfg.debug,
+                format_args!("{}: received {}", p.peer, ev.name()),
+            );
             match ev {
                 ServerEvent::Cookie(_) => {}
                 ServerEvent::Params(p) => params = Some(p),

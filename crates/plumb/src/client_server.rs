@@ -156,6 +156,7 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
         interval: a.interval.unwrap_or(1.0),
         local: a.local.options(),
+        debug: crate::measure::debug_on(a),
         ..ServerConfig::default()
     };
     if let Err(msg) = a.harden.apply_server(&mut cfg) {

@@ -216,6 +216,14 @@ pub struct MeasureArgs {
     /// never sets a fair-queue pacing rate, so it asks for what already holds
     #[arg(long = "no-fq-socket-pacing", hide = true)]
     pub no_fq_socket_pacing: bool,
+    /// Trace the control connection on stderr [LEVEL 1-4; 4, all, is the default]
+    ///
+    /// iperf3's debug output: each state message received and the bytes
+    /// written on the control connection, on stderr (stdout, a -J document
+    /// included, is unchanged); iperf3's levels 1-3 (errors, warnings,
+    /// information) add nothing to what plumb prints anyway
+    #[arg(short = 'd', long = "debug", num_args = 0..=1, require_equals = true, value_name = "LEVEL", value_parser = debug_level)]
+    pub debug: Option<Option<u8>>,
     /// Peer tool: iperf3 (default), iperf2, nuttcp, or auto
     ///
     /// Client: the peer's wire protocol: iperf3 (the default), iperf2,
@@ -402,6 +410,19 @@ pub fn traffic_flag_given(a: &MeasureArgs) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(given, name)| given.then_some(name))
+}
+
+/// iperf3's `-d` levels: 1 errors, 2 warnings, 3 information, 4 all.
+fn debug_level(s: &str) -> Result<u8, String> {
+    match s.trim().parse::<u8>() {
+        Ok(n @ 1..=4) => Ok(n),
+        _ => Err(format!("invalid debug level '{s}' (accepted: 1 to 4)")),
+    }
+}
+
+/// Whether `-d` asks for the trace (level 4, the default).
+pub fn debug_on(a: &MeasureArgs) -> bool {
+    a.debug.is_some_and(|l| l.unwrap_or(4) >= 4)
 }
 
 /// A `--timestamps` format strftime can read.
@@ -813,6 +834,7 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
         spec,
         auth,
         local: a.local.options(),
+        debug: debug_on(a),
     })
 }
 

@@ -815,3 +815,51 @@ fn idle_timeout_ends_a_one_off_server_and_renews_a_listener() {
     assert!(num(&json_of(&client), "end.sum_received.bytes") > 0.0);
     assert!(log.contains("--idle-timeout): listening anew"), "{log}");
 }
+
+/// `-d`: both ends trace the control connection's state messages on
+/// stderr, and the client's `-J` on stdout still parses; `-d=2` (iperf3's
+/// warnings level) traces nothing, `-d=5` is refused.
+#[test]
+fn debug_traces_the_control_connection_on_stderr() {
+    let p = port();
+    let ps = p.to_string();
+    let server = Server::start(plumb_bin(), &["-s", "-1", "-d"], p);
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-t", "1", "-d", "-J"],
+        Duration::from_secs(20),
+    );
+    let log = server.finish(Duration::from_secs(10));
+    assert!(out.status.success(), "{out:?}");
+    assert!(num(&json_of(&out), "end.sum_received.bytes") > 0.0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for state in [
+        "CREATE_STREAMS",
+        "TEST_START",
+        "TEST_RUNNING",
+        "EXCHANGE_RESULTS",
+    ] {
+        assert!(
+            err.contains(&format!("plumb debug: received {state}")),
+            "{err}"
+        );
+    }
+    let log = String::from_utf8_lossy(&log.stderr);
+    assert!(log.contains("received TEST_END"), "server: {log}");
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let quiet = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-t", "1", "-d=2"],
+        Duration::from_secs(20),
+    );
+    drop(server);
+    assert!(quiet.status.success());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("plumb debug"));
+    let bad = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-d=5"],
+        Duration::from_secs(5),
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid debug level '5'"));
+}

@@ -132,6 +132,27 @@ pub enum ClientEvent {
     ProtocolError(ProtoError),
 }
 
+impl ClientEvent {
+    /// The event in a word, iperf3's state name where there is one (for
+    /// `-d`'s trace).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientEvent::CreateStreams => "CREATE_STREAMS",
+            ClientEvent::TestStart => "TEST_START",
+            ClientEvent::TestRunning => "TEST_RUNNING",
+            ClientEvent::ResultsRequested => "EXCHANGE_RESULTS",
+            ClientEvent::ServerResults(_) => "the server's results",
+            ClientEvent::DisplayResults => "DISPLAY_RESULTS",
+            ClientEvent::Done => "the end of the test (IPERF_DONE goes out)",
+            ClientEvent::AccessDenied => "ACCESS_DENIED",
+            ClientEvent::ServerError { .. } => "SERVER_ERROR",
+            ClientEvent::ServerTerminated => "SERVER_TERMINATE",
+            ClientEvent::PeerClosed { .. } => "the control connection closed",
+            ClientEvent::ProtocolError(_) => "a protocol error",
+        }
+    }
+}
+
 /// Bytes the server may send in place of a results frame when it aborts. As
 /// the top byte of a length prefix they would announce at least 184 MB,
 /// far over any limit, so the reading is unambiguous.

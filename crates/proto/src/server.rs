@@ -133,6 +133,25 @@ pub enum ServerEvent {
     ProtocolError(ProtoError),
 }
 
+impl ServerEvent {
+    /// The event in a word, iperf3's state name where there is one (for
+    /// `-d`'s trace).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServerEvent::Cookie(_) => "the cookie",
+            ServerEvent::Params(_) => "the parameters",
+            ServerEvent::Rejected { .. } => "parameters rejected",
+            ServerEvent::TestEnd => "TEST_END",
+            ServerEvent::ClientResults(_) => "the client's results",
+            ServerEvent::Done { .. } => "IPERF_DONE",
+            ServerEvent::ClientTerminated => "CLIENT_TERMINATE",
+            ServerEvent::PeerClosed { .. } => "the control connection closed",
+            ServerEvent::TimedOut { .. } => "the handshake timed out",
+            ServerEvent::ProtocolError(_) => "a protocol error",
+        }
+    }
+}
+
 /// CLIENT_TERMINATE may arrive where a results frame is expected; as the top
 /// byte of a length prefix it would announce at least 201 MB, so the
 /// reading is unambiguous.

@@ -698,6 +698,10 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
     /// over.
     fn handle_events(&mut self, st: &mut RunState) -> Result<Option<String>, TestError> {
         while let Some(ev) = self.machine.poll_event() {
+            crate::debug::line(
+                self.shared.cfg.debug,
+                format_args!("{}: received {}", self.peer, ev.name()),
+            );
             match ev {
                 ServerEvent::TestEnd => {
                     st.running = false;

@@ -15,8 +15,6 @@ pub struct RefusedArgs {
     nstreams: Option<String>,
     #[arg(short = 'X', long = "xbind", hide = true, value_name = "NAME")]
     xbind: Option<String>,
-    #[arg(short = 'd', long = "debug", hide = true, num_args = 0..=1, require_equals = true, value_name = "LEVEL")]
-    debug: Option<Option<String>>,
     #[arg(short = 'F', long = "file", hide = true, value_name = "NAME")]
     file: Option<String>,
     #[arg(long = "pacing-timer", hide = true, value_name = "US")]
@@ -37,7 +35,6 @@ impl RefusedArgs {
             (self.sctp, "--sctp", NO_SCTP),
             (self.nstreams.is_some(), "--nstreams", NO_SCTP),
             (self.xbind.is_some(), "-X/--xbind", NO_SCTP),
-            (self.debug.is_some(), "-d/--debug", NOT_YET),
             (self.file.is_some(), "-F/--file", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NO_TIMER),
         ];
@@ -62,12 +59,12 @@ mod tests {
         assert!(sctp
             .first()
             .is_some_and(|m| m.contains("--sctp: plumb measures over TCP and UDP")));
-        let debug = RefusedArgs {
-            debug: Some(None),
+        let file = RefusedArgs {
+            file: Some("x".into()),
             ..RefusedArgs::default()
         };
-        assert!(debug
+        assert!(file
             .first()
-            .is_some_and(|m| m.contains("-d/--debug: not implemented")));
+            .is_some_and(|m| m.contains("-F/--file: not implemented")));
     }
 }
