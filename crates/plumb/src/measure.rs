@@ -275,6 +275,9 @@ pub const SERVER_ONLY: &[&str] = &[
     "max_parallel",
     "max_bitrate",
     "max_total_bitrate",
+    "server_bitrate_limit",
+    "idle_timeout",
+    "tools",
     "max_rr_size",
     "max_rr_burst",
     "allow",
@@ -289,6 +292,7 @@ pub const SERVER_ONLY: &[&str] = &[
 /// Flags (argument ids) only a client uses: hidden from `plumb server`'s help.
 pub const CLIENT_ONLY: &[&str] = &[
     "client",
+    "tool",
     "time",
     "bytes",
     "blocks",
