@@ -248,6 +248,7 @@ impl<'c> ClientRun<'c> {
         let cookie = random_cookie();
         let machine = ClientControl::new(cookie, params.clone());
         let mut plan = Plan::of(&params);
+        plan.file = cfg.spec.file.clone();
         plan.time = cfg.spec.time;
         plan.omit = cfg.spec.omit;
         if cfg.spec.total_bitrate {
@@ -463,6 +464,9 @@ impl<'c> ClientRun<'c> {
             sink,
         );
         sink.end(&end);
+        if let Some(path) = &self.cfg.spec.file {
+            crate::diskfile::report(path, &self.session, sink);
+        }
     }
 
     /// Ends the test without the server's results (interrupted, or they

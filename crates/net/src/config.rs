@@ -113,6 +113,8 @@ pub struct TestSpec {
     pub busy_poll: Option<u32>,
     /// `-A n,m`'s m: the CPU the server pins this test to.
     pub server_affinity: Option<u32>,
+    /// `-F`: TCP senders send this file's bytes, receivers write theirs to it.
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl Default for TestSpec {
@@ -152,6 +154,7 @@ impl Default for TestSpec {
             latency: false,
             busy_poll: None,
             server_affinity: None,
+            file: None,
         }
     }
 }

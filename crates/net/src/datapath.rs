@@ -20,7 +20,7 @@
 //! with GRO, split back into datagrams so every sequence number is counted
 //! ([`UdpSender`], [`UdpIntake`]).
 
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -30,6 +30,7 @@ use plumb_proto::udp::{SeqWidth, UdpHeader, UdpReceiver, UdpStats};
 
 use crate::buf::{DiscardBuf, PageBuf};
 use crate::datathread::{epoch, transient, Counters, StopAndBudget, POLL_SLICE};
+use crate::diskfile::FileSource;
 use crate::pacing::{Pacer, Schedule, UDP_QUANTUM};
 use crate::stream::{read_some, recv_trunc, write_some};
 use crate::sys::clock_monotonic;
@@ -88,6 +89,8 @@ pub enum TcpSource {
     /// `tee(2)` from a pipe holding the block, then `splice(2)` (`-Z`): as
     /// [`TcpSource::Splice`] without a page-cache lookup per page.
     Tee(TeeSource),
+    /// A file's bytes (`-F`); the stream ends where the file does.
+    File(FileSource),
 }
 
 impl TcpSource {
@@ -107,6 +110,7 @@ impl TcpSource {
             TcpSource::Copy(b) => b.len(),
             TcpSource::SendFile(m) | TcpSource::Splice(m) => m.block_len(),
             TcpSource::Tee(t) => t.block_len(),
+            TcpSource::File(f) => f.block_len(),
         }
     }
 }
@@ -152,8 +156,14 @@ pub fn tcp_send(
             TcpSource::SendFile(m) => m.sendfile(fd, want),
             TcpSource::Splice(m) => m.splice(fd, want),
             TcpSource::Tee(t) => t.send(fd, want),
+            TcpSource::File(f) => f.send(fd, want),
         };
         let sent = match r {
+            Ok(0) if matches!(src, TcpSource::File(_)) => {
+                // The whole file is out: this stream is done.
+                shared.unclaim(want);
+                break;
+            }
             Ok(n) => {
                 c.bytes.fetch_add(n as u64, Relaxed);
                 shared.unclaim(want - n);
@@ -217,7 +227,7 @@ pub enum Drain {
 pub const LOWAT_MAX: usize = 1 << 20;
 
 /// How a TCP receiver reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct TcpRecv {
     /// Bytes per read.
     pub len: usize,
@@ -228,6 +238,9 @@ pub struct TcpRecv {
     /// Keep `SO_RCVLOWAT` at about a millisecond of data ([`LowWater`]);
     /// whether that pays is `Plan::recv_lowat`'s decision.
     pub lowat: bool,
+    /// `-F`: write every byte read to this file (read into the thread's
+    /// own buffer then, never discarded).
+    pub file: Option<std::fs::File>,
 }
 
 /// Receives until EOF or until stopped and drained. Bytes land in `sink`
@@ -246,10 +259,12 @@ pub fn tcp_recv(
         skip_copy,
         clamp,
         lowat,
+        mut file,
     } = how;
+    let skip_copy = skip_copy && file.is_none();
     let _ = sock.set_read_timeout(Some(POLL_SLICE));
     let fd = sock.as_fd();
-    let sink = sink.filter(|s| !s.is_empty());
+    let sink = sink.filter(|s| !s.is_empty() && file.is_none());
     let own = if skip_copy || sink.is_some() { 0 } else { len };
     let mut buf = PageBuf::zeroed(own);
     let mut stopped_at: Option<Instant> = None;
@@ -268,6 +283,12 @@ pub fn tcp_recv(
             Ok(0) => break,
             Ok(n) => {
                 c.bytes.fetch_add(n as u64, Relaxed);
+                if let Some(f) = file.as_mut() {
+                    if let Err(e) = f.write_all(&buf[..n]) {
+                        c.fail(format!("writing the -F file: {e}"));
+                        break;
+                    }
+                }
                 let stopping = shared.stop_receivers.load(Relaxed);
                 // Bytes drained after the stop still count, so the receiver's
                 // duration must run to the last of them. Only the drain reads
@@ -1485,6 +1506,7 @@ mod tests {
                     skip_copy: false,
                     clamp: None,
                     lowat: false,
+                    file: None,
                 };
                 let drain = Drain::UntilEof {
                     limit: Duration::from_secs(5),
@@ -1524,6 +1546,7 @@ mod tests {
                 skip_copy: skip,
                 clamp: None,
                 lowat: true,
+                file: None,
             };
             let drain = Drain::UntilEof {
                 limit: Duration::from_secs(5),

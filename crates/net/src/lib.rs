@@ -43,6 +43,7 @@ pub mod config;
 pub mod datapath;
 pub mod datathread;
 pub mod debug;
+pub mod diskfile;
 pub mod end_plumb;
 pub mod errors;
 pub mod flowlabel;

@@ -83,6 +83,8 @@ pub struct Plan {
     pub gso_asked: Option<u64>,
     /// A request/response test (`plumb.rr`): streams run [`crate::rr`] loops.
     pub rr: Option<plumb_proto::rr::RrParams>,
+    /// `-F` on a client: TCP senders send this file, receivers write to it.
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl Plan {
@@ -137,6 +139,7 @@ impl Plan {
                 _ => None,
             },
             rr: plumb.rr,
+            file: None,
         }
     }
 
@@ -478,6 +481,9 @@ impl Session {
                         let p = plan.rr.unwrap_or_default();
                         crate::rr::run_stream(&sock, client, p, &rr_ctx, &shared, &c);
                     }
+                    (StreamSocket::Tcp(t), true) if plan.file.is_some() => {
+                        send_file(&t, &plan, &shared, &c, pacer, batch);
+                    }
                     (StreamSocket::Tcp(t), true) => {
                         let buf = block.unwrap_or_else(|| {
                             Arc::new(datapath::payload_block(plan.len, plan.repeating))
@@ -497,15 +503,10 @@ impl Session {
                         // Into the batch class after the first block.
                         datapath::tcp_send(&t, src, &shared, &c, pacer, batch);
                     }
-                    (StreamSocket::Tcp(t), false) => {
-                        let how = datapath::TcpRecv {
-                            len: plan.len.max(64 * 1024),
-                            skip_copy: plan.skip_rx_copy,
-                            clamp: plan.rwin,
-                            lowat: plan.recv_lowat(cpus),
-                        };
-                        datapath::tcp_recv(&t, how, sink.as_deref(), &shared, &c, drain);
-                    }
+                    (StreamSocket::Tcp(t), false) => match recv_how(&plan, cpus) {
+                        Ok(how) => datapath::tcp_recv(&t, how, sink.as_deref(), &shared, &c, drain),
+                        Err(e) => c.fail(e),
+                    },
                     (StreamSocket::Udp(u), true) => {
                         datapath::udp_send(
                             &u,
@@ -1169,6 +1170,40 @@ fn system_percent(a: &host::SystemCpuTimes, b: &host::SystemCpuTimes) -> CpuTime
         steal: pct(a.steal, b.steal),
         idle: pct(a.idle, b.idle),
     }
+}
+
+/// A TCP sender of `-F`'s file: the stream ends where the file does.
+fn send_file(
+    t: &std::net::TcpStream,
+    plan: &Plan,
+    shared: &StopAndBudget,
+    c: &Counters,
+    pacer: Option<crate::pacing::Pacer>,
+    batch: bool,
+) {
+    let path = plan.file.as_deref().unwrap_or(std::path::Path::new(""));
+    match crate::diskfile::FileSource::open(path, plan.len) {
+        Ok(f) => datapath::tcp_send(t, TcpSource::File(f), shared, c, pacer, batch),
+        Err(e) => c.fail(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// How a TCP receiver of this plan reads (into `-F`'s file when given).
+fn recv_how(plan: &Plan, cpus: usize) -> Result<datapath::TcpRecv, String> {
+    let file = match plan.file.as_deref() {
+        None => None,
+        Some(p) => Some(
+            crate::diskfile::open_for_writing(p)
+                .map_err(|e| format!("cannot write {}: {e}", p.display()))?,
+        ),
+    };
+    Ok(datapath::TcpRecv {
+        len: plan.len.max(64 * 1024),
+        skip_copy: plan.skip_rx_copy,
+        clamp: plan.rwin,
+        lowat: plan.recv_lowat(cpus),
+        file,
+    })
 }
 
 #[cfg(test)]

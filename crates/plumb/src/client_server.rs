@@ -135,6 +135,11 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             "--report is a client flag: the client writes the report",
         ));
     }
+    if a.file.is_some() {
+        return Ok(usage_error(
+            "-F is a client flag: the client sends or receives the file",
+        ));
+    }
     if let Some(flag) = a.local.client_only_given() {
         return Ok(usage_error(format!(
             "{flag} is a client option, as in iperf3"

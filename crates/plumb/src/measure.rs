@@ -18,6 +18,7 @@ use plumb_record::{Latency, Sink};
 use plumb_report::json::{JsonSink, JsonStreamSink};
 use plumb_report::text::TextSink;
 
+mod file;
 mod harden;
 mod local;
 mod refused;
@@ -216,6 +217,13 @@ pub struct MeasureArgs {
     /// never sets a fair-queue pacing rate, so it asks for what already holds
     #[arg(long = "no-fq-socket-pacing", hide = true)]
     pub no_fq_socket_pacing: bool,
+    /// Send a file's bytes, or with -R write what arrives to it (TCP)
+    ///
+    /// iperf3's -F: the sending streams send NAME's bytes (with no -t, -n
+    /// or -k its size ends the test), or with -R the receiving streams
+    /// write what they receive to NAME; TCP only
+    #[arg(short = 'F', long = "file", value_name = "NAME")]
+    pub file: Option<std::path::PathBuf>,
     /// Trace the control connection on stderr [LEVEL 1-4; 4, all, is the default]
     ///
     /// iperf3's debug output: each state message received and the bytes
@@ -292,6 +300,7 @@ pub const SERVER_ONLY: &[&str] = &[
 /// Flags (argument ids) only a client uses: hidden from `plumb server`'s help.
 pub const CLIENT_ONLY: &[&str] = &[
     "client",
+    "file",
     "tool",
     "time",
     "bytes",
@@ -635,6 +644,7 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     t.repeating_payload = a.repeating_payload;
     t.zerocopy = a.zerocopy;
     transport_spec(a, &mut t)?;
+    file::apply(a, &mut t)?;
     latency_spec(a, &mut t)?;
     Ok(t)
 }

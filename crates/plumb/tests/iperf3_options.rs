@@ -863,3 +863,90 @@ fn debug_traces_the_control_connection_on_stderr() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid debug level '5'"));
 }
+
+/// `-F`: plumb's client sends a file's bytes (its size ending the test): a
+/// stock iperf3 server given `-F` writes them (up to where it stopped
+/// reading) and plumb's server counts them all; with `-R` plumb's
+/// client writes exactly what an iperf3 server sends from its `-F` file;
+/// the text report's "Sent" line counts the file; UDP, a server and a
+/// missing file are each refused in one line.
+#[test]
+fn file_sends_and_receives_a_files_bytes() {
+    let dir = TempDir::new("iperf3-file");
+    let src = dir.join("src.bin");
+    let data: Vec<u8> = (0..3_000_017u64).map(|i| (i * 131 % 251) as u8).collect();
+    std::fs::write(&src, &data).expect("write the file");
+    let (s, got, back) = (
+        src.to_string_lossy(),
+        dir.join("got.bin"),
+        dir.join("back.bin"),
+    );
+    let p = port();
+    let ps = p.to_string();
+    let server = Server::start(iperf3_bin(), &["-s", "-1", "-F", &got.to_string_lossy()], p);
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-F", &s, "-J"],
+        Duration::from_secs(30),
+    );
+    drop(server.finish(Duration::from_secs(10)));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(num(&json_of(&out), "end.sum_sent.bytes"), data.len() as f64);
+    // iperf3's server stops reading at TEST_END, which comes once the last
+    // byte is acknowledged, not read: what it wrote is the file's start.
+    let g = std::fs::read(&got).unwrap_or_default();
+    assert!(
+        !g.is_empty() && data.starts_with(&g),
+        "iperf3's copy differs"
+    );
+    // plumb's server reads to the end of the stream: all of it counted.
+    let server = Server::start(plumb_bin(), &["-s", "-1"], p);
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-F", &s, "-J"],
+        Duration::from_secs(30),
+    );
+    drop(server.finish(Duration::from_secs(10)));
+    assert_eq!(
+        num(&json_of(&out), "end.sum_received.bytes"),
+        data.len() as f64
+    );
+    let server = Server::start(iperf3_bin(), &["-s", "-1", "-F", &s], p);
+    let n = data.len().to_string();
+    let b = back.to_string_lossy();
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &ps, "-R", "-F", &b, "-n", &n],
+        Duration::from_secs(30),
+    );
+    drop(server.finish(Duration::from_secs(10)));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        std::fs::read(&back).is_ok_and(|g| g == data),
+        "plumb's copy differs"
+    );
+    assert!(
+        text.contains(&format!("Sent 2.86 MByte / 2.86 MByte (100%) of {b}")),
+        "{text}"
+    );
+    for (args, says) in [
+        (
+            vec!["-c", "127.0.0.1", "-p", &ps, "-u", "-F", &s],
+            "over TCP only",
+        ),
+        (vec!["-s", "-p", &ps, "-F", &s], "-F is a client flag"),
+        (
+            vec!["-c", "127.0.0.1", "-p", &ps, "-F", "/nonexistent/x"],
+            "cannot read it",
+        ),
+    ] {
+        let o = run(plumb_bin(), &args, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}

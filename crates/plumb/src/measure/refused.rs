@@ -15,8 +15,6 @@ pub struct RefusedArgs {
     nstreams: Option<String>,
     #[arg(short = 'X', long = "xbind", hide = true, value_name = "NAME")]
     xbind: Option<String>,
-    #[arg(short = 'F', long = "file", hide = true, value_name = "NAME")]
-    file: Option<String>,
     #[arg(long = "pacing-timer", hide = true, value_name = "US")]
     pacing_timer: Option<String>,
 }
@@ -25,8 +23,6 @@ pub struct RefusedArgs {
 const NO_SCTP: &str = "plumb measures over TCP and UDP only; use iperf3 for SCTP";
 /// Why `--pacing-timer` is refused: there is no timer to set.
 const NO_TIMER: &str = "plumb's -b pacing keeps a timetable instead of checking on a timer, so there is no timer to set";
-/// Why the rest are refused, for now.
-const NOT_YET: &str = "not implemented by plumb yet (docs/measure.md lists iperf3's flags and plumb's answer to each)";
 
 impl RefusedArgs {
     /// The first refused flag given, with its one-line reason.
@@ -35,7 +31,6 @@ impl RefusedArgs {
             (self.sctp, "--sctp", NO_SCTP),
             (self.nstreams.is_some(), "--nstreams", NO_SCTP),
             (self.xbind.is_some(), "-X/--xbind", NO_SCTP),
-            (self.file.is_some(), "-F/--file", NOT_YET),
             (self.pacing_timer.is_some(), "--pacing-timer", NO_TIMER),
         ];
         given
@@ -59,12 +54,12 @@ mod tests {
         assert!(sctp
             .first()
             .is_some_and(|m| m.contains("--sctp: plumb measures over TCP and UDP")));
-        let file = RefusedArgs {
-            file: Some("x".into()),
+        let xbind = RefusedArgs {
+            xbind: Some("x".into()),
             ..RefusedArgs::default()
         };
-        assert!(file
+        assert!(xbind
             .first()
-            .is_some_and(|m| m.contains("-F/--file: not implemented")));
+            .is_some_and(|m| m.contains("-X/--xbind: plumb measures over TCP")));
     }
 }
