@@ -91,14 +91,23 @@ impl Print {
         (self.rest[1] >> 48) as u16
     }
 
+    /// Whether the segment carries SYN.
+    fn syn(&self) -> bool {
+        self.rest[1] & 0x02 != 0
+    }
+
     /// How long after a segment a copy of it with this print may come:
     /// `window_ns`, the connection's half round trip, or with a non-zero
     /// IPv4 ID at least [`ID_WINDOW_NS`] (a sender gives a resend a new ID:
     /// the same one marks the same packet, seen again up to a
     /// retransmission timeout later, as a capture across several hops of a
-    /// path or both sides of a queue sees it).
+    /// path or both sides of a queue sees it). A SYN or SYN-ACK too: it is
+    /// resent only after its own timeout, a second at the least (RFC
+    /// 6298's initial one), and Linux sends its SYN-ACK with ID 0 before
+    /// any round trip is known, so a copy held up more than
+    /// [`UNKNOWN_RTT_WINDOW_NS`] on a busy router would pass unseen.
     fn window(&self, window_ns: u64) -> u64 {
-        if self.ip_id() != 0 {
+        if self.ip_id() != 0 || self.syn() {
             window_ns.max(ID_WINDOW_NS)
         } else {
             window_ns
@@ -363,5 +372,30 @@ mod tests {
         let table = std::mem::size_of::<(Sought, (u64, u32))>();
         let queue = std::mem::size_of::<(Sought, u64)>();
         assert_eq!((table, queue), (56, 48));
+    }
+
+    #[test]
+    fn a_syn_ack_without_an_ip_id_is_sought_as_far_as_one_with_one() {
+        const MS: u64 = 1_000_000;
+        let syn_ack = Print {
+            key: 9,
+            rest: [0, 0x12],
+        };
+        let ack = Print {
+            key: 9,
+            rest: [0, 0x10],
+        };
+        let mut r = Recent::default();
+        r.remember(&syn_ack, 0, 1);
+        // 5 ms later, no round trip known: still a copy.
+        assert!(r
+            .copy_of(&syn_ack, 5 * MS, 2, UNKNOWN_RTT_WINDOW_NS)
+            .is_some());
+        assert!(r
+            .copy_of(&syn_ack, ID_WINDOW_NS, 2, UNKNOWN_RTT_WINDOW_NS)
+            .is_none());
+        let mut r = Recent::default();
+        r.remember(&ack, 0, 1);
+        assert!(r.copy_of(&ack, 5 * MS, 2, UNKNOWN_RTT_WINDOW_NS).is_none());
     }
 }
