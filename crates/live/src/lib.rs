@@ -11,12 +11,16 @@
 //! [`evidence`] turns a delta into `plumb-diagnose` evidence and explains
 //! it (a connection that is not bulk by its class's own answer). [`sys`] is the only part that touches the host: the netlink socket
 //! and `/proc`; [`owners`] keeps its scan of socket owners as seldom as a
-//! monitor can afford. Nothing here prints.
+//! monitor can afford; [`cpu_mark`] reads a process's CPU (its threads and its
+//! cgroup's quota) at two moments; [`link`] finds the link rate a diagnosis
+//! weighs a connection or a test against. Nothing here prints.
 
 pub mod class;
+pub mod cpu_mark;
 pub mod diag;
 pub mod evidence;
 pub mod filter;
+pub mod link;
 pub mod owners;
 pub mod scan;
 pub mod sys;

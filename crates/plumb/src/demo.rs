@@ -18,9 +18,9 @@ use plumb_record::Document;
 
 use crate::common::lab_flags::LabArgs;
 use crate::common::lab_record::{lab_line, lab_record, measured_bps, model_record};
-use crate::common::link::given_rate;
 use crate::common::report_page;
 use plumb_lab::programs::{run_client, start_server, Reaper};
+use plumb_live::link::given_rate;
 
 /// Flags of `plumb demo`.
 #[derive(Debug, Args)]

@@ -23,10 +23,10 @@ use crate::common::lab_flags::{lab_config, LabArgs};
 use crate::common::lab_record::{
     self as record, lab_line, lab_record, measured_bps, release_error_us,
 };
-use crate::common::link::given_rate;
 use crate::common::report_page;
 use crate::measure::{client_config, test_spec, MeasureArgs};
 use crate::usage::{clap_exit, usage_error};
+use plumb_live::link::given_rate;
 
 fn lab_error(e: &LabError) -> ExitCode {
     eprintln!("plumb: {e}");

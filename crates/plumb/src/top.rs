@@ -26,10 +26,10 @@ use plumb_record::class::FlowClass;
 use plumb_record::TopLine;
 use plumb_report::format::size_compact;
 
-use crate::common::cpu_mark::CpuMark;
-use crate::common::link;
 use crate::common::live_flags::LiveFilterArgs;
 use crate::usage::usage_error;
+use plumb_live::cpu_mark::CpuMark;
+use plumb_live::link;
 use plumb_live::owners::Owners;
 
 /// Flags of `plumb top`.

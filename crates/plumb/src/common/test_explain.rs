@@ -12,9 +12,10 @@ use plumb_net::errors::TestError;
 use plumb_record::{Document, Tee};
 use plumb_report::json::JsonSink;
 
-use super::{link, report_page};
+use super::report_page;
 use crate::measure::{client_config, pin, test_spec, text_printer, ErrorsToStderr, MeasureArgs};
 use crate::usage::usage_error;
+use plumb_live::link;
 
 /// An explanation is one document, written once the test is over: there is
 /// no event stream to give.

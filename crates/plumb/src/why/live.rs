@@ -14,11 +14,11 @@ use plumb_live::sys::{Dumper, Owner};
 use plumb_live::{Filter, Role, Track, Tracker};
 use plumb_model::Rate;
 
-use crate::common::cpu_mark::CpuMark;
-use crate::common::link;
 use crate::common::live_flags::LiveFilterArgs;
 use crate::common::report_page;
 use crate::usage::usage_error;
+use plumb_live::cpu_mark::CpuMark;
+use plumb_live::link;
 use plumb_live::owners::Owners;
 
 mod document;
