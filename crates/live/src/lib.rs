@@ -13,7 +13,8 @@
 //! and `/proc`; [`owners`] keeps its scan of socket owners as seldom as a
 //! monitor can afford; [`cpu_mark`] reads a process's CPU (its threads and its
 //! cgroup's quota) at two moments; [`link`] finds the link rate a diagnosis
-//! weighs a connection or a test against. Nothing here prints.
+//! weighs a connection or a test against; [`watch`] is `plumb top`'s loop,
+//! handing each interval's rows to a sink. Nothing here prints.
 
 pub mod class;
 pub mod cpu_mark;
@@ -25,6 +26,7 @@ pub mod owners;
 pub mod scan;
 pub mod sys;
 pub mod track;
+pub mod watch;
 
 pub use diag::{CcName, Conn, SkMem};
 pub use filter::Filter;
