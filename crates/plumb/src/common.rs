@@ -6,7 +6,6 @@
 
 pub mod capture_verdicts;
 pub mod lab_flags;
-pub mod lab_record;
 pub mod live_flags;
 pub mod os_guess;
 pub mod report_page;

@@ -17,8 +17,8 @@ use plumb_model::{lab_prediction, Bytes, LabClient, LabLink, LabPrediction, Rate
 use plumb_record::Document;
 
 use crate::common::lab_flags::LabArgs;
-use crate::common::lab_record::{lab_line, lab_record, measured_bps, model_record};
 use crate::common::report_page;
+use plumb_lab::document::{lab_line, lab_record, measured_bps, model_record};
 use plumb_lab::programs::{run_client, start_server, Reaper};
 use plumb_live::link::given_rate;
 
@@ -78,7 +78,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     };
     let probe = lab.probe().ok();
     let args = demo_args(link, rtt);
-    println!("{}\n", lab_line(&args, probe.as_ref()));
+    println!("{}\n", lab_line(&args.link(), probe.as_ref()));
     let exe = std::env::current_exe()?.to_string_lossy().to_string();
     let port = 5201;
     let server = start_server(&lab, &exe, port)?;
@@ -204,7 +204,7 @@ fn write_report(
     link: Rate,
 ) -> anyhow::Result<()> {
     let stats = lab.stats();
-    let lab = lab_record(args, probe, &stats);
+    let lab = lab_record(&args.link(), probe, &stats);
     let mut inputs = Vec::new();
     for &(name, doc, p, m) in runs {
         let Some(doc) = doc else { continue };
