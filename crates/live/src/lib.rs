@@ -14,15 +14,19 @@
 //! monitor can afford; [`cpu_mark`] reads a process's CPU (its threads and its
 //! cgroup's quota) at two moments; [`link`] finds the link rate a diagnosis
 //! weighs a connection or a test against; [`watch`] is `plumb top`'s loop,
-//! handing each interval's rows to a sink. Nothing here prints.
+//! handing each interval's rows to a sink; [`sample`] is `plumb why`'s
+//! sampling of running connections for a while, and [`connection_row`] a
+//! tracked connection's row in its document. Nothing here prints.
 
 pub mod class;
+pub mod connection_row;
 pub mod cpu_mark;
 pub mod diag;
 pub mod evidence;
 pub mod filter;
 pub mod link;
 pub mod owners;
+pub mod sample;
 pub mod scan;
 pub mod sys;
 pub mod track;

@@ -1,32 +1,27 @@
 //! `plumb why` on what is running: samples the host's TCP connections that
 //! match a filter (`--port`, `--peer`, `--pid`, `--conn`) for `--for`
 //! seconds and explains each busy one with the same rules, text and `-J`
-//! `diagnosis` object as a test. The evidence comes from `plumb-live`; this
-//! module only picks connections, times the samples and prints.
+//! `diagnosis` object as a test. The sampling and the evidence come from
+//! `plumb-live`; this module checks the flags, explains and prints.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
+use plumb_live::connection_row::identity;
 use plumb_live::evidence::{explain_classed, Context};
-use plumb_live::sys::{Dumper, Owner};
-use plumb_live::{Filter, Role, Track, Tracker};
+use plumb_live::sample::sample;
+use plumb_live::sys::Owner;
+use plumb_live::{Role, Track};
 use plumb_model::Rate;
 
 use crate::common::live_flags::LiveFilterArgs;
 use crate::common::report_page;
 use crate::usage::usage_error;
-use plumb_live::cpu_mark::CpuMark;
 use plumb_live::link;
 use plumb_live::owners::Owners;
 
-mod document;
-
 use plumb_record::{LiveDocument, LiveSampling};
-
-/// Sampling period between dumps.
-const TICK: Duration = Duration::from_millis(100);
 
 fn describe(tr: &Track, owner: Option<&Owner>) -> String {
     let c = &tr.last;
@@ -50,80 +45,6 @@ fn describe(tr: &Track, owner: Option<&Owner>) -> String {
             ""
         }
     )
-}
-
-/// What sampling saw: the connections, their owners, and each owner's CPU
-/// counters from when it was first seen.
-pub struct Sampled {
-    /// The connections.
-    pub tracker: Tracker,
-    /// Owner by socket cookie.
-    pub owner_of: HashMap<u64, Owner>,
-    /// Each owning process's CPU counters at first sight.
-    pub cpu_start: HashMap<u32, CpuMark>,
-}
-
-impl Sampled {
-    /// The process's CPU from first sight until now.
-    pub fn cpu(&self, pid: u32) -> Option<plumb_live::evidence::ProcCpu> {
-        let a = self.cpu_start.get(&pid)?;
-        a.again(pid, usize::MAX)?.since(a)
-    }
-}
-
-/// Samples `filter`'s connections for `secs` seconds.
-fn sample(filter: &Filter, secs: f64, owners: &mut Owners) -> std::io::Result<Sampled> {
-    let mut d = Dumper::open()?;
-    // The kernel skips sockets on other ports before it fills a message.
-    d.port = filter.kernel_port();
-    let mut conns = Vec::new();
-    let start = Instant::now();
-    let mut tracker = Tracker::default();
-    let mut owner_of: HashMap<u64, Owner> = HashMap::new();
-    let mut cpu_start = HashMap::new();
-    let ticks = ((secs / TICK.as_secs_f64()).round() as u64).max(1);
-    for i in 0..=ticks {
-        let t = start.elapsed().as_secs_f64();
-        let mut now = Vec::new();
-        d.dump_into(&mut conns)?;
-        for &c in &conns {
-            let owner = match owner_of.get(&c.cookie) {
-                Some(o) => Some(o.clone()),
-                None => {
-                    // An owner not found yet is asked for again next tick:
-                    // a socket opened since the last /proc scan is found by
-                    // the next one (Owners rescans at most once a second).
-                    let o = owners.get(c.inode).cloned();
-                    if let Some(o) = &o {
-                        owner_of.insert(c.cookie, o.clone());
-                    }
-                    o
-                }
-            };
-            if filter.matches(&c, owner.as_ref().map(|o| o.pid)) {
-                if let Some(o) = &owner {
-                    if let std::collections::hash_map::Entry::Vacant(e) = cpu_start.entry(o.pid) {
-                        if let Some(m) = CpuMark::read(o.pid, usize::MAX) {
-                            e.insert(m);
-                        }
-                    }
-                }
-                now.push(c);
-            }
-        }
-        tracker.add(now, t);
-        if i < ticks {
-            let next = TICK * (i as u32 + 1);
-            if let Some(wait) = next.checked_sub(start.elapsed()) {
-                std::thread::sleep(wait);
-            }
-        }
-    }
-    Ok(Sampled {
-        tracker,
-        owner_of,
-        cpu_start,
-    })
 }
 
 /// Runs `plumb why` on live connections.
@@ -157,7 +78,7 @@ pub fn run(
     if tracker.tracks.is_empty() {
         eprintln!(
             "plumb: no TCP connection matches {} (sampled {secs} s)",
-            describe_filter(&filter)
+            filter.describe()
         );
         return Ok(ExitCode::from(1));
     }
@@ -184,7 +105,7 @@ pub fn run(
             opened: listeners.opened(tr.last.local),
             sysctls: sysctls.clone(),
         };
-        let mut id = document::identity(tr, owner.as_ref());
+        let mut id = identity(tr, owner.as_ref());
         if tr.samples < 2 {
             let msg = "closed before a second sample: nothing to measure";
             text += &format!("== {} ==\n{msg}\n\n", describe(tr, owner.as_ref()));
@@ -223,7 +144,7 @@ pub fn run(
         conns.push(id);
     }
     let first = conns.iter().find_map(|c| c.diagnosis.clone());
-    let desc = describe_filter(&filter);
+    let desc = filter.describe();
     let doc = LiveDocument {
         live: LiveSampling {
             filter: desc.clone(),
@@ -246,29 +167,4 @@ pub fn run(
         write!(out, "{text}")?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The filter in words, for messages.
-pub fn describe_filter(f: &Filter) -> String {
-    let mut v = Vec::new();
-    if let Some(p) = f.port {
-        v.push(format!("--port {p}"));
-    }
-    if let Some((ip, p)) = f.peer {
-        v.push(match p {
-            Some(p) => format!("--peer {}", std::net::SocketAddr::new(ip, p)),
-            None => format!("--peer {ip}"),
-        });
-    }
-    if let Some(p) = f.pid {
-        v.push(format!("--pid {p}"));
-    }
-    if let Some((a, b)) = f.conn {
-        v.push(format!("--conn {a},{b}"));
-    }
-    if v.is_empty() {
-        "any connection".into()
-    } else {
-        v.join(" ")
-    }
 }
