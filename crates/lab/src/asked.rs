@@ -41,6 +41,29 @@ pub struct LinkAsked {
     pub tcp_buffer_max: Option<Bytes>,
 }
 
+impl LinkAsked {
+    /// A link of `rate` and `rtt` and nothing else: no loss, one BDP of
+    /// queue, the far side's CPU unlimited.
+    pub fn plain(rate: Rate, rtt: Rtt) -> LinkAsked {
+        LinkAsked {
+            rate,
+            rtt,
+            loss: None,
+            loss_burst: None,
+            queue: None,
+            jitter: None,
+            reorder: None,
+            duplicate: None,
+            drop_over: None,
+            seed: None,
+            far_cpu: None,
+            far_cpu_period: Rtt::from_secs(crate::FAR_CPU_PERIOD.as_secs_f64())
+                .expect("FAR_CPU_PERIOD is a positive duration"),
+            tcp_buffer_max: None,
+        }
+    }
+}
+
 /// `--queue` as the emulator takes it.
 fn queue_limit(s: &str) -> Result<QueueLimit, String> {
     Ok(match QueueSize::parse(s)? {

@@ -241,21 +241,10 @@ mod tests {
     use super::*;
 
     fn link(rate: &str, rtt: &str) -> LinkAsked {
-        LinkAsked {
-            rate: Rate::parse(rate).expect("rate"),
-            rtt: Rtt::parse(rtt).expect("rtt"),
-            loss: None,
-            loss_burst: None,
-            queue: None,
-            jitter: None,
-            reorder: None,
-            duplicate: None,
-            drop_over: None,
-            seed: None,
-            far_cpu: None,
-            far_cpu_period: Rtt::parse("100ms").expect("rtt"),
-            tcp_buffer_max: None,
-        }
+        LinkAsked::plain(
+            Rate::parse(rate).expect("rate"),
+            Rtt::parse(rtt).expect("rtt"),
+        )
     }
 
     /// The `model` and `lab` objects and the lines, key for key and digit
