@@ -236,6 +236,21 @@ pub fn emulator_line(stats: &LabStats, max_packet: Option<u32>) -> String {
     )
 }
 
+/// What `--hold` says while the link stays up: where each end is, and how
+/// to run plumb (or a shell) on either side.
+pub fn hold_text(lab: &crate::Lab) -> String {
+    let (near, far) = (
+        lab.namespace_name(crate::Side::Near),
+        lab.namespace_name(crate::Side::Far),
+    );
+    format!(
+        "The link is up until Ctrl-C. Near {} is in namespace {near}, far {} in {far}.\n  ip netns exec {far} plumb -s\n  ip netns exec {near} plumb -c {} -t 10\n  ip netns exec {near} bash      # a shell on the near side\n",
+        lab.near_addr(),
+        lab.far_addr(),
+        lab.far_addr()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,15 +10,19 @@
 //! holds each side's processes in a cgroup).
 
 use std::io::Write;
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use plumb_diagnose::{diagnose, Evidence};
-use plumb_lab::programs::{run_client, start_server, wait_listening, wait_passing_signals, Reaper};
-use plumb_lab::{Lab, LabConfig, LabError, Side};
+use plumb_lab::programs::{
+    run_client, run_near_program, start_far_program, start_server, wait_for_signal_teardown, Reaper,
+};
+use plumb_lab::{Lab, LabConfig, LabError};
 use plumb_record::{Document, Event, LabEvent, Real};
 
-use plumb_lab::document::{self as record, emulator_line, lab_line, lab_record, measured_bps};
+use plumb_lab::document::{
+    self as record, emulator_line, hold_text, lab_line, lab_record, measured_bps,
+};
 
 use crate::common::lab_flags::{lab_client, lab_config, LabArgs};
 use crate::common::report_page;
@@ -123,10 +127,7 @@ fn note(json: bool, line: &str) {
 /// than exit with the status of a program the teardown killed.
 pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let r = run_lab(a);
-    let t0 = std::time::Instant::now();
-    while plumb_lab::Lab::ending_by_signal() && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_signal_teardown(Duration::from_secs(30));
     r
 }
 
@@ -211,36 +212,19 @@ fn build(cfg: LabConfig) -> Result<Lab, LabError> {
     Lab::start(cfg)
 }
 
-/// The far side: a plumb server, or the user's program.
+/// The far side: a plumb server, or the user's program (a server the
+/// plumb client will connect to, unless `--exec` runs instead).
 fn start_far(lab: &Lab, a: &LabArgs, json: bool, exe: &str) -> anyhow::Result<Reaper> {
-    let Some(cmd) = &a.far_exec else {
-        return Ok(start_server(lab, exe, LAB_PORT)?);
-    };
-    let mut c = lab.command(Side::Far, "sh");
-    c.args(["-c", cmd])
-        .env("PLUMB_NEAR", lab.near_addr().to_string())
-        .env("PLUMB_FAR", lab.far_addr().to_string())
-        .stdin(Stdio::null());
-    if json {
-        // Its output is not JSON: keep stdout for the document.
-        c.stdout(std::io::stderr());
-    }
-    let r = Reaper(Some(c.spawn()?));
-    if a.exec.is_none() {
-        // The plumb client will connect: the far program is its server.
-        wait_listening(lab, LAB_PORT)?;
-    }
-    Ok(r)
+    Ok(match &a.far_exec {
+        None => start_server(lab, exe, LAB_PORT)?,
+        Some(cmd) => start_far_program(lab, cmd, json, a.exec.is_none().then_some(LAB_PORT))?,
+    })
 }
 
 /// `--exec`: the user's program on the near side; its exit status is the
 /// lab's.
 fn run_near_exec(lab: &Lab, cmd: &str, server: Reaper, json: bool) -> anyhow::Result<ExitCode> {
-    let mut c = lab.command(Side::Near, "sh");
-    c.args(["-c", cmd])
-        .env("PLUMB_FAR", lab.far_addr().to_string())
-        .env("PLUMB_NEAR", lab.near_addr().to_string());
-    let status = wait_passing_signals(c.spawn()?)?;
+    let status = run_near_program(lab, cmd)?;
     drop(server);
     report_emulator(lab, json);
     Ok(status
@@ -338,37 +322,16 @@ fn report_emulator(lab: &Lab, json: bool) {
 }
 
 fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
-    let mut out: Box<dyn Write> = if json {
-        Box::new(std::io::stderr().lock())
+    let text = hold_text(lab);
+    if json {
+        let mut err = std::io::stderr().lock();
+        err.write_all(text.as_bytes())?;
+        err.flush()?;
     } else {
-        Box::new(std::io::stdout().lock())
-    };
-    writeln!(
-        out,
-        "The link is up until Ctrl-C. Near {} is in namespace {}, far {} in {}.",
-        lab.near_addr(),
-        lab.namespace_name(Side::Near),
-        lab.far_addr(),
-        lab.namespace_name(Side::Far)
-    )?;
-    writeln!(
-        out,
-        "  ip netns exec {} plumb -s",
-        lab.namespace_name(Side::Far)
-    )?;
-    writeln!(
-        out,
-        "  ip netns exec {} plumb -c {} -t 10",
-        lab.namespace_name(Side::Near),
-        lab.far_addr()
-    )?;
-    writeln!(
-        out,
-        "  ip netns exec {} bash      # a shell on the near side",
-        lab.namespace_name(Side::Near)
-    )?;
-    out.flush()?;
-    drop(out);
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+    }
     // The signal handler removes the lab and ends the process; bounded only by the user.
     loop {
         std::thread::sleep(Duration::from_secs(1));
