@@ -8,8 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, LinkSource};
+use plumb_diagnose::{diagnose, Evidence};
 use plumb_live::link;
 use plumb_report::json::JsonSink;
 use tiny_http::{Header, Method, Request, Response, Server};
@@ -239,15 +238,7 @@ fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
         ..ProbeResult::default()
     };
     if r.up {
-        if let Ok(ev) = Evidence::from_document(&record, link::for_peer(target, p.link)) {
-            let mut ev = ev;
-            if ev.link.is_none() && ev.best_interval_bps > 0.0 {
-                // Without a link rate the best interval is the only bound on it (as plumb why).
-                ev.link = Some(LinkRate {
-                    bps: ev.best_interval_bps,
-                    source: LinkSource::BestInterval,
-                });
-            }
+        if let Ok(ev) = Evidence::from_document_or_best(&record, link::for_peer(target, p.link)) {
             r.rtt = ev.rtt_s();
             r.min_rtt = ev.min_rtt_s();
             r.diagnosis = Some(diagnose(&ev));
