@@ -15,7 +15,8 @@
 //! cgroup's quota) at two moments; [`link`] finds the link rate a diagnosis
 //! weighs a connection or a test against; [`watch`] is `plumb top`'s loop,
 //! handing each interval's rows to a sink; [`sample`] is `plumb why`'s
-//! sampling of running connections for a while, and [`connection_row`] a
+//! sampling of running connections for a while, [`sampled`] their
+//! explanation one by one, and [`connection_row`] a
 //! tracked connection's row in its document. Nothing here prints.
 
 pub mod class;
@@ -27,6 +28,7 @@ pub mod filter;
 pub mod link;
 pub mod owners;
 pub mod sample;
+pub mod sampled;
 pub mod scan;
 pub mod sys;
 pub mod track;

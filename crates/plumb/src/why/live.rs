@@ -1,16 +1,14 @@
 //! `plumb why` on what is running: samples the host's TCP connections that
 //! match a filter (`--port`, `--peer`, `--pid`, `--conn`) for `--for`
 //! seconds and explains each busy one with the same rules, text and `-J`
-//! `diagnosis` object as a test. The sampling and the evidence come from
-//! `plumb-live`; this module checks the flags, explains and prints.
+//! `diagnosis` object as a test. The sampling and the explanation come from
+//! `plumb-live`; this module checks the flags, words and prints.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 
-use plumb_live::connection_row::identity;
-use plumb_live::evidence::{explain_classed, Context};
 use plumb_live::sample::sample;
+use plumb_live::sampled::{explain, CLOSED_EARLY};
 use plumb_live::sys::Owner;
 use plumb_live::{Role, Track};
 use plumb_model::Rate;
@@ -18,7 +16,6 @@ use plumb_model::Rate;
 use crate::common::live_flags::LiveFilterArgs;
 use crate::common::report_page;
 use crate::usage::usage_error;
-use plumb_live::link;
 use plumb_live::owners::Owners;
 
 use plumb_record::{LiveDocument, LiveSampling};
@@ -74,74 +71,33 @@ pub fn run(
             return Ok(ExitCode::from(1));
         }
     };
-    let (tracker, owner_of) = (&sampled.tracker, &sampled.owner_of);
-    if tracker.tracks.is_empty() {
+    if sampled.tracker.tracks.is_empty() {
         eprintln!(
             "plumb: no TCP connection matches {} (sampled {secs} s)",
             filter.describe()
         );
         return Ok(ExitCode::from(1));
     }
-    let mut tracks: Vec<&Track> = tracker.tracks.iter().collect();
-    tracks.sort_by(|a, b| b.rate_bps().total_cmp(&a.rate_bps()));
     let mut out = std::io::stdout().lock();
     let mut conns = Vec::new();
     let mut text = String::new();
-    // One end reading per process, however many of its connections match.
-    let mut cpus: HashMap<u32, Option<plumb_live::evidence::ProcCpu>> = HashMap::new();
-    // Which end opened each connection: read once, after the sampling.
-    let mut listeners = plumb_live::sys::Listeners::default();
-    // This host's settings, once: a fix for this end raises what it has.
-    let sysctls = plumb_net::host::tcp_sysctls();
-    for tr in &tracks {
-        let owner = owner_of.get(&tr.first.cookie).cloned();
-        let cpu = owner
-            .as_ref()
-            .and_then(|o| *cpus.entry(o.pid).or_insert_with(|| sampled.cpu(o.pid)));
-        let ctx = Context {
-            link: link::for_peer(tr.last.remote.ip(), link),
-            cpu,
-            pid: owner.as_ref().map(|o| o.pid),
-            opened: listeners.opened(tr.last.local),
-            sysctls: sysctls.clone(),
-        };
-        let mut id = identity(tr, owner.as_ref());
-        if tr.samples < 2 {
-            let msg = "closed before a second sample: nothing to measure";
-            text += &format!("== {} ==\n{msg}\n\n", describe(tr, owner.as_ref()));
-            id.closed = true;
-            id.note = Some(msg.into());
-            conns.push(id);
+    for e in explain(&sampled, link, owners.denied()) {
+        let head = describe(e.track, e.owner.as_ref());
+        let mut row = e.row;
+        let Some((mut d, ev)) = e.diagnosis else {
+            text += &format!("== {head} ==\n{CLOSED_EARLY}\n\n");
+            conns.push(row);
             continue;
-        }
-        let (mut d, ev, class) = explain_classed(tr, &ctx);
-        if tr.closed {
-            d.unknown.push(format!(
-                "the rest of the transfer: the connection closed {:.1} s into sampling",
-                tr.t_last
-            ));
-        }
-        if owners.denied() > 0 && owner.is_none() {
-            d.unknown.push(format!(
-                "the owning process: {} processes' sockets could not be read (run as root)",
-                owners.denied()
-            ));
-        }
+        };
         text += &format!(
-            "== {} ==\n{}\n",
-            describe(tr, owner.as_ref()),
+            "== {head} ==\n{}\n",
             plumb_report::diagnosis::render(&d, &ev)
         );
-        id.closed = tr.closed;
-        id.rate_bps = Some(tr.rate_bps());
-        id.samples = Some(tr.samples);
-        id.class = Some(class.class);
-        id.class_why = Some(class.why);
         // Nothing to explain: an idle connection, or one whose class is the
         // answer, has no limit, which is not the same as an unexplained one.
-        d.nothing_to_explain |= id.this_host == Role::Idle.name();
-        id.diagnosis = Some(d);
-        conns.push(id);
+        d.nothing_to_explain |= row.this_host == Role::Idle.name();
+        row.diagnosis = Some(d);
+        conns.push(row);
     }
     let first = conns.iter().find_map(|c| c.diagnosis.clone());
     let desc = filter.describe();
