@@ -283,6 +283,24 @@ pub fn latency_evidence(doc: &Document) -> Option<LatencyEvidence> {
 }
 
 impl Evidence {
+    /// Reads a client's `-J` document as [`Evidence::from_document`] does;
+    /// without a known link rate, the best interval stands for it: the only
+    /// (lower) bound on the link the document gives. `plumb why`, the
+    /// exporter's probes and the report's pages explain a test this way.
+    pub fn from_document_or_best(
+        doc: &Document,
+        link: Option<LinkRate>,
+    ) -> Result<Evidence, String> {
+        let mut ev = Evidence::from_document(doc, link)?;
+        if ev.link.is_none() && ev.best_interval_bps > 0.0 {
+            ev.link = Some(LinkRate {
+                bps: ev.best_interval_bps,
+                source: crate::LinkSource::BestInterval,
+            });
+        }
+        Ok(ev)
+    }
+
     /// Reads a client's `-J` document. `link` is the link rate when known.
     pub fn from_document(doc: &Document, link: Option<LinkRate>) -> Result<Evidence, String> {
         let ts = doc.start.as_ref().and_then(|s| s.test_start.as_ref());
@@ -459,5 +477,31 @@ mod tests {
         // Loopback at 40 Gbit/s: iperf3 3.12 used a whole core sending.
         assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
         assert!(d.summary.contains("CPU on the sender"), "{}", d.summary);
+    }
+
+    /// Without a link rate, the best interval stands for it; a rate given
+    /// stays as given.
+    #[test]
+    fn the_best_interval_stands_for_an_unknown_link() {
+        let path = format!(
+            "{}/tests/fixtures/iperf3-3.12-forward.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let doc = plumb_record::Document::parse(&text).expect("a -J document");
+        let best = Evidence::from_document_or_best(&doc, None).expect("evidence");
+        let link = best.link.expect("a link rate");
+        assert!(matches!(link.source, crate::LinkSource::BestInterval));
+        assert!(
+            link.bps > 0.0 && link.bps == best.best_interval_bps,
+            "{link:?}"
+        );
+        let given = LinkRate {
+            bps: 1e9,
+            source: crate::LinkSource::Given,
+        };
+        let ev = Evidence::from_document_or_best(&doc, Some(given)).expect("evidence");
+        let link = ev.link.expect("the link given");
+        assert!(matches!(link.source, crate::LinkSource::Given) && link.bps == 1e9);
     }
 }

@@ -29,6 +29,12 @@
 //! - [`hist`] — the histogram behind the release-time error statistics.
 //! - [`programs`] — a plumb server and client (or any program) run across a
 //!   lab, with a deferred Ctrl-C passed on to them.
+//! - [`asked`] — the link as the command line asks for it, checked into a
+//!   [`LabConfig`].
+//! - [`document`] — what a lab adds to a test's `-J` document: the `lab`
+//!   object (the link asked for, as probed, how the emulator kept up) and
+//!   the `model` object (the prediction beside what was measured), with
+//!   their lines.
 //!
 //! # Not here
 //!
@@ -42,7 +48,9 @@
 //! - Loss/reorder/duplication of packets the emulator cannot parse (not
 //!   IPv4/IPv6 TCP/UDP GSO) is per packet, not per segment.
 
+pub mod asked;
 pub mod cgroup;
+pub mod document;
 pub mod emu;
 pub mod forward;
 pub mod hist;

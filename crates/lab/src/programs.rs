@@ -153,3 +153,50 @@ fn listening(port: u16) -> bool {
             })
         })
 }
+
+/// `sh -c cmd` on `side`, with both ends' addresses in `PLUMB_NEAR` and
+/// `PLUMB_FAR`.
+fn shell(lab: &Lab, side: Side, cmd: &str) -> std::process::Command {
+    let mut c = lab.command(side, "sh");
+    c.args(["-c", cmd])
+        .env("PLUMB_NEAR", lab.near_addr().to_string())
+        .env("PLUMB_FAR", lab.far_addr().to_string());
+    c
+}
+
+/// Starts the user's far-side program (`--far-exec`), its stdout on stderr
+/// when `quiet_stdout` (stdout carries a JSON document then), and waits
+/// until something listens on `port` when a client will connect to it.
+pub fn start_far_program(
+    lab: &Lab,
+    cmd: &str,
+    quiet_stdout: bool,
+    port: Option<u16>,
+) -> io::Result<Reaper> {
+    let mut c = shell(lab, Side::Far, cmd);
+    c.stdin(Stdio::null());
+    if quiet_stdout {
+        c.stdout(std::io::stderr());
+    }
+    let r = Reaper(Some(c.spawn()?));
+    if let Some(port) = port {
+        wait_listening(lab, port)?;
+    }
+    Ok(r)
+}
+
+/// Runs the user's near-side program (`--exec`) to its end, passing a
+/// deferred Ctrl-C on to it.
+pub fn run_near_program(lab: &Lab, cmd: &str) -> io::Result<ExitStatus> {
+    wait_passing_signals(shell(lab, Side::Near, cmd).spawn()?)
+}
+
+/// Waits (at most `limit`) while a signal is ending the lab: the signal
+/// thread removes the labs and ends the process by that signal, which is
+/// the status to leave with, not that of a program the teardown killed.
+pub fn wait_for_signal_teardown(limit: Duration) {
+    let t0 = Instant::now();
+    while Lab::ending_by_signal() && t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

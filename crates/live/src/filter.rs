@@ -79,6 +79,32 @@ impl Filter {
         }
         true
     }
+
+    /// The filter in words, for messages: its flags, or `any connection`.
+    pub fn describe(&self) -> String {
+        let f = self;
+        let mut v = Vec::new();
+        if let Some(p) = f.port {
+            v.push(format!("--port {p}"));
+        }
+        if let Some((ip, p)) = f.peer {
+            v.push(match p {
+                Some(p) => format!("--peer {}", std::net::SocketAddr::new(ip, p)),
+                None => format!("--peer {ip}"),
+            });
+        }
+        if let Some(p) = f.pid {
+            v.push(format!("--pid {p}"));
+        }
+        if let Some((a, b)) = f.conn {
+            v.push(format!("--conn {a},{b}"));
+        }
+        if v.is_empty() {
+            "any connection".into()
+        } else {
+            v.join(" ")
+        }
+    }
 }
 
 #[cfg(test)]

@@ -56,6 +56,29 @@ impl Default for Framing {
 }
 
 impl Framing {
+    /// The framing if its MTU can carry TCP: at least IPv4's 68 B or IPv6's
+    /// 1280 B, room for payload after the headers, and at most an IP
+    /// packet's 65535 B; else the one-line reason.
+    pub fn checked(self) -> Result<Framing, String> {
+        let min_mtu = if self.ipv6 { 1280 } else { 68 };
+        let opts = if self.timestamps { TCP_TIMESTAMPS } else { 0 };
+        if self.mtu < min_mtu || self.mtu <= self.ip_tcp_headers() + opts {
+            return Err(format!(
+                "invalid MTU {} B: {} needs at least {min_mtu} B and room for TCP payload after {} B of headers",
+                self.mtu,
+                if self.ipv6 { "IPv6" } else { "IPv4" },
+                self.ip_tcp_headers() + opts
+            ));
+        }
+        if self.mtu > 65_535 {
+            return Err(format!(
+                "invalid MTU {} B: an IP packet is at most 65535 B",
+                self.mtu
+            ));
+        }
+        Ok(self)
+    }
+
     /// IP + TCP header bytes, without options.
     pub fn ip_tcp_headers(&self) -> u64 {
         TCP_HEADER + if self.ipv6 { IPV6_HEADER } else { IPV4_HEADER }
@@ -176,5 +199,29 @@ mod tests {
             (1_487_946, 1_488_244)
         );
         assert_eq!(frame_rate(rate("1G"), Bytes(1518)).floor() as u64, 81_274);
+    }
+
+    /// An MTU that cannot carry TCP is refused in one line naming it.
+    #[test]
+    fn an_mtu_that_cannot_carry_tcp_is_refused() {
+        let f = |mtu, ipv6| Framing {
+            mtu,
+            ipv6,
+            ..Framing::default()
+        };
+        assert_eq!(f(1500, false).checked(), Ok(f(1500, false)));
+        assert_eq!(f(1280, true).checked(), Ok(f(1280, true)));
+        let e = f(1000, true).checked().expect_err("IPv6 under 1280");
+        assert!(
+            e.starts_with("invalid MTU 1000 B: IPv6 needs at least 1280 B"),
+            "{e}"
+        );
+        let e = f(50, false).checked().expect_err("under 68 B");
+        assert!(
+            e.contains("at least 68 B") && e.contains("after 52 B of headers"),
+            "{e}"
+        );
+        let e = f(70_000, false).checked().expect_err("over an IP packet");
+        assert_eq!(e, "invalid MTU 70000 B: an IP packet is at most 65535 B");
     }
 }

@@ -9,8 +9,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
-use plumb_model::latency::{self, QueueSize};
-use plumb_model::{distance, ethernet};
+use plumb_model::latency::QueueSize;
 use plumb_model::{Bytes, Distance, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use plumb_report::calc::json::CalcOutput;
 use plumb_report::calc::query::{QueuePrediction, RttSource};
@@ -97,17 +96,7 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
             )));
         }
     }
-    let (rtt, source) = match (a.rtt, a.distance) {
-        (Some(r), _) => (Some(r), Some(RttSource::Given)),
-        (None, Some(d)) => (
-            Some(distance::typical_rtt(d)),
-            Some(RttSource::Distance {
-                d,
-                floor: distance::fibre_rtt(d),
-            }),
-        ),
-        (None, None) => (None, None),
-    };
+    let (rtt, source) = RttSource::of(a.rtt, a.distance);
     let input = PathInput {
         rate: a.rate,
         rtt,
@@ -118,21 +107,10 @@ pub fn run(a: &CalcArgs) -> anyhow::Result<ExitCode> {
     };
     let p = Prediction::of(&input);
     let queue = match (&a.queue, a.rate) {
-        (Some(q), Some(rate)) => {
-            let size = match QueueSize::parse(q) {
-                Ok(s) => s,
-                Err(msg) => return Ok(usage_error(msg)),
-            };
-            let Some(delay) = latency::queue_delay_secs(size, rate, rtt) else {
-                return Ok(usage_error(format!(
-                    "invalid queue '{q}': a BDP multiple needs --rtt or --distance"
-                )));
-            };
-            Some(QueuePrediction {
-                delay,
-                loaded_rtt: rtt.map(|r| latency::loaded_rtt_secs(r, delay)),
-            })
-        }
+        (Some(q), Some(rate)) => match QueuePrediction::of(q, rate, rtt) {
+            Ok(q) => Some(q),
+            Err(msg) => return Ok(usage_error(msg)),
+        },
         _ => None,
     };
     let mut out = std::io::stdout().lock();
@@ -160,25 +138,5 @@ fn framing(a: &CalcArgs) -> Result<Framing, String> {
             vlan: a.vlan,
         },
     };
-    let min_mtu = if f.ipv6 { 1280 } else { 68 };
-    let opts = if f.timestamps {
-        ethernet::TCP_TIMESTAMPS
-    } else {
-        0
-    };
-    if f.mtu < min_mtu || f.mtu <= f.ip_tcp_headers() + opts {
-        return Err(format!(
-            "invalid MTU {} B: {} needs at least {min_mtu} B and room for TCP payload after {} B of headers",
-            f.mtu,
-            if f.ipv6 { "IPv6" } else { "IPv4" },
-            f.ip_tcp_headers() + opts
-        ));
-    }
-    if f.mtu > 65_535 {
-        return Err(format!(
-            "invalid MTU {} B: an IP packet is at most 65535 B",
-            f.mtu
-        ));
-    }
-    Ok(f)
+    f.checked()
 }

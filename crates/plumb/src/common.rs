@@ -1,14 +1,11 @@
 //! What several commands share, and none of them owns: a test with its
-//! diagnosis, the flags of a lab, the report page, the link-rate lookup, the
-//! live filters and CPU marks (iperf3's flags are `crate::measure`).
+//! diagnosis, the flags of a lab, the report page, the
+//! live filters (iperf3's flags are `crate::measure`).
 //! Adapter glue between flags and the library crates; nothing here imports
 //! a command's module.
 
 pub mod capture_verdicts;
-pub mod cpu_mark;
 pub mod lab_flags;
-pub mod lab_record;
-pub mod link;
 pub mod live_flags;
 pub mod os_guess;
 pub mod report_page;

@@ -16,11 +16,10 @@ use plumb_model::units::sig;
 use plumb_model::{lab_prediction, Bytes, LabClient, LabLink, LabPrediction, Rate, Rtt};
 use plumb_record::Document;
 
-use crate::common::lab_flags::LabArgs;
-use crate::common::lab_record::{lab_line, lab_record, measured_bps, model_record};
-use crate::common::link::given_rate;
 use crate::common::report_page;
+use plumb_lab::document::{lab_line, lab_record, measured_bps, model_record, LinkAsked};
 use plumb_lab::programs::{run_client, start_server, Reaper};
+use plumb_live::link::given_rate;
 
 /// Flags of `plumb demo`.
 #[derive(Debug, Args)]
@@ -77,8 +76,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let probe = lab.probe().ok();
-    let args = demo_args(link, rtt);
-    println!("{}\n", lab_line(&args, probe.as_ref()));
+    let asked = LinkAsked::plain(link, rtt);
+    println!("{}\n", lab_line(&asked, probe.as_ref()));
     let exe = std::env::current_exe()?.to_string_lossy().to_string();
     let port = 5201;
     let server = start_server(&lab, &exe, port)?;
@@ -122,7 +121,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<ExitCode> {
             ("before: 17,520-byte window", &doc1, &small, m1),
             ("after: autotuned window", &doc2, &big, m2),
         ];
-        write_report(out, &lab, &args, probe.as_ref(), &runs, link)?;
+        write_report(out, &lab, &asked, probe.as_ref(), &runs, link)?;
     }
 
     summary((p1, m1), (p2, m2), &small);
@@ -156,35 +155,6 @@ fn start_lab(
     Ok(Ok(lab))
 }
 
-/// `plumb lab`'s flags for the demo's link: nothing but its rate and RTT.
-fn demo_args(link: Rate, rtt: Rtt) -> LabArgs {
-    LabArgs {
-        rate: link,
-        rtt,
-        loss: None,
-        loss_burst: None,
-        queue: None,
-        jitter: None,
-        reorder: None,
-        duplicate: None,
-        drop_over: None,
-        seed: None,
-        exec: None,
-        far_exec: None,
-        far_cpu: None,
-        far_cpu_period: plumb_model::Rtt::from_secs(plumb_lab::FAR_CPU_PERIOD.as_secs_f64())
-            .expect("a positive period"),
-        hold: false,
-        why: false,
-        report: None,
-        json: false,
-        json_stream: false,
-        latency: false,
-        tcp_buffer_max: None,
-        client: Vec::new(),
-    }
-}
-
 /// One run of the demo: its name, document, the model's prediction and what
 /// was measured.
 type Run<'a> = (
@@ -198,13 +168,13 @@ type Run<'a> = (
 fn write_report(
     out: &std::path::Path,
     lab: &Lab,
-    args: &LabArgs,
+    asked: &LinkAsked,
     probe: Option<&plumb_lab::measure::Probe>,
     runs: &[Run],
     link: Rate,
 ) -> anyhow::Result<()> {
     let stats = lab.stats();
-    let lab = lab_record(args, probe, &stats);
+    let lab = lab_record(asked, probe, &stats);
     let mut inputs = Vec::new();
     for &(name, doc, p, m) in runs {
         let Some(doc) = doc else { continue };

@@ -1,15 +1,13 @@
 //! `plumb --generate man DIR` and `plumb --generate completions DIR` (hidden
 //! from `--help`): the man pages and shell completions the Debian package
-//! ships (`scripts/package`, docs/packaging.md), made from the same clap
-//! definitions that parse the command line, so neither can drift from
-//! `--help`.
+//! ships, made by `plumb_generate` from the clap definitions that parse the
+//! command line, written into DIR.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::builder::Resettable;
-use clap_complete::Shell;
+use plumb_generate::{completions, man_pages, Stamp};
 
 use crate::usage::usage_error;
 
@@ -20,7 +18,13 @@ pub fn run(what: &[String], root: clap::Command) -> anyhow::Result<ExitCode> {
         return Ok(usage_error("--generate takes WHAT and DIR"));
     };
     let files = match what.as_str() {
-        "man" => man_pages(root),
+        "man" => man_pages(
+            root,
+            &Stamp {
+                version: env!("CARGO_PKG_VERSION"),
+                date: env!("PLUMB_COMMIT_DATE"),
+            },
+        ),
         "completions" => completions(root),
         _ => {
             return Ok(usage_error(format!(
@@ -37,150 +41,6 @@ pub fn run(what: &[String], root: clap::Command) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `plumb.1`, then `plumb-SUB.1` for each subcommand, as file name and roff.
-/// Each page shows what `plumb [SUB] --help` shows: the same command, so the
-/// flags a subcommand hides from its help (`plumb why` has no server flags)
-/// are left out of its page too.
-fn man_pages(root: clap::Command) -> Vec<(String, Vec<u8>)> {
-    let mut root = root.disable_help_subcommand(true);
-    root.build();
-    let subs: Vec<clap::Command> = root
-        .get_subcommands()
-        .filter(|s| !s.is_hide_set())
-        .cloned()
-        .collect();
-    let mut pages = vec![page(&root, &see_also_root(&subs))];
-    for sub in &subs {
-        pages.push(page(sub, "\\fBplumb\\fR(1)"));
-    }
-    pages
-}
-
-/// One page: clap_mangen's sections, then SEE ALSO.
-fn page(cmd: &clap::Command, see_also: &str) -> (String, Vec<u8>) {
-    // An empty date would shift the header's later fields one place left
-    // (the date would read "plumb 0.1.0"); `\&` is roff's empty word.
-    let date = match env!("PLUMB_COMMIT_DATE") {
-        "" => "\\&",
-        d => d,
-    };
-    let man = clap_mangen::Man::new(cmd.clone())
-        .title(
-            cmd.get_display_name()
-                .unwrap_or(cmd.get_name())
-                .to_uppercase(),
-        )
-        .date(date)
-        .source(format!("plumb {}", env!("CARGO_PKG_VERSION")))
-        .manual("User Commands");
-    let mut text = Vec::new();
-    // Writing into a Vec cannot fail.
-    let _ = man.render(&mut text);
-    let mut text = examples(&String::from_utf8_lossy(&text));
-    // No hyphenation and a ragged right edge: groff would otherwise break
-    // flag names across lines (`--con‐nect-timeout`) in SYNOPSIS and the
-    // descriptions, and a broken flag cannot be searched for or copied.
-    if let Some(end) = text
-        .find("\n.TH ")
-        .and_then(|at| text[at + 1..].find('\n').map(|n| at + 2 + n))
-    {
-        text.insert_str(end, ".nh\n.ad l\n");
-    }
-    text.push_str(&format!(
-        ".SH \"SEE ALSO\"\n{see_also}\n.PP\nThe documentation in /usr/share/doc/plumb/.\n"
-    ));
-    (man.get_filename(), text.into_bytes())
-}
-
-/// clap_mangen heads `after_help` EXTRA and fills its lines into
-/// paragraphs; every plumb command's is its examples, headed "Examples:" in
-/// `--help`, which the section's name says, in columns that only unfilled
-/// lines (`.nf`) keep.
-fn examples(page: &str) -> String {
-    let Some((head, rest)) = page.split_once("\n.SH EXTRA\n") else {
-        return page.to_string();
-    };
-    let (block, tail) = match rest.split_once("\n.SH ") {
-        Some((block, tail)) => (block, format!("\n.SH {tail}")),
-        None => (rest.trim_end_matches('\n'), "\n".to_string()),
-    };
-    let block = match block.split_once('\n') {
-        Some((first, after)) if first.starts_with("Example") => after,
-        _ => block,
-    };
-    format!("{head}\n.SH EXAMPLES\n.nf\n{block}\n.fi{tail}")
-}
-
-/// plumb(1)'s SEE ALSO: every subcommand's page, by name, and iperf3's.
-fn see_also_root(subs: &[clap::Command]) -> String {
-    let mut names: Vec<&str> = subs.iter().map(clap::Command::get_name).collect();
-    names.sort_unstable();
-    let mut refs: Vec<String> = names
-        .iter()
-        .map(|name| format!("\\fBplumb\\-{name}\\fR(1)"))
-        .collect();
-    refs.push("\\fBiperf3\\fR(1)".into());
-    refs.join(",\n")
-}
-
-/// Completions for bash, zsh and fish, named as Debian's shells look them
-/// up: `plumb` in bash-completion's directory, `_plumb` in zsh's, and
-/// `plumb.fish` in fish's.
-fn completions(root: clap::Command) -> Vec<(String, Vec<u8>)> {
-    let mut root = root;
-    root.build();
-    [
-        (Shell::Bash, "plumb"),
-        (Shell::Zsh, "_plumb"),
-        (Shell::Fish, "plumb.fish"),
-    ]
-    .into_iter()
-    .map(|(shell, name)| {
-        let mut cmd = visible(&root);
-        let mut text = Vec::new();
-        clap_complete::generate(shell, &mut cmd, "plumb", &mut text);
-        (name.to_string(), text)
-    })
-    .collect()
-}
-
-/// The command line as completions offer it: without the flags and
-/// subcommands `--help` hides (clap_complete's generators list hidden ones
-/// too). Only what completion reads is kept: names, help, values; the
-/// relations between flags (conflicts, requirements, groups) go, since a
-/// hidden flag they name is no longer there.
-fn visible(cmd: &clap::Command) -> clap::Command {
-    // clap (without its `string` feature, which every parse would pay for)
-    // names commands with `&'static str` only; this runs once, in a process
-    // that exits after writing the files.
-    let name: &'static str = Box::leak(cmd.get_name().into());
-    let aliases: Vec<&'static str> = cmd
-        .get_visible_aliases()
-        .map(|a| &*Box::leak(Box::<str>::from(a)))
-        .collect();
-    let mut out = clap::Command::new(name)
-        .disable_help_flag(true)
-        .disable_version_flag(true)
-        .disable_help_subcommand(true)
-        .visible_aliases(aliases);
-    if let Some(about) = cmd.get_about() {
-        out = out.about(about.clone());
-    }
-    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
-        out = out.arg(
-            arg.clone()
-                .conflicts_with(Resettable::Reset)
-                .requires(Resettable::Reset)
-                .overrides_with(Resettable::Reset)
-                .group(Resettable::Reset),
-        );
-    }
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        out = out.subcommand(visible(sub));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,7 +55,13 @@ mod tests {
 
     #[test]
     fn a_page_for_plumb_and_each_subcommand() {
-        let pages = man_pages(crate::cli::command());
+        let pages = man_pages(
+            crate::cli::command(),
+            &Stamp {
+                version: "0.1.0",
+                date: "",
+            },
+        );
         let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
         for want in ["plumb.1", "plumb-why.1", "plumb-lab.1", "plumb-server.1"] {
             assert!(names.contains(&want), "{want} not in {names:?}");

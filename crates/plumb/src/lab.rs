@@ -10,23 +10,25 @@
 //! holds each side's processes in a cgroup).
 
 use std::io::Write;
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use plumb_diagnose::{diagnose, Evidence};
-use plumb_lab::programs::{run_client, start_server, wait_listening, wait_passing_signals, Reaper};
-use plumb_lab::{Lab, LabConfig, LabError, Side};
-use plumb_model::units::sig;
+use plumb_lab::programs::{
+    run_client, run_near_program, start_far_program, start_server, wait_for_signal_teardown, Reaper,
+};
+use plumb_lab::{Lab, LabConfig, LabError};
 use plumb_record::{Document, Event, LabEvent, Real};
 
-use crate::common::lab_flags::{lab_config, LabArgs};
-use crate::common::lab_record::{
-    self as record, lab_line, lab_record, measured_bps, release_error_us,
+use plumb_lab::document::{
+    self as record, emulator_line, hold_text, lab_line, lab_record, measured_bps,
 };
-use crate::common::link::given_rate;
+
+use crate::common::lab_flags::{lab_client, lab_config, LabArgs};
 use crate::common::report_page;
 use crate::measure::{client_config, test_spec, MeasureArgs};
 use crate::usage::{clap_exit, usage_error};
+use plumb_live::link::given_rate;
 
 fn lab_error(e: &LabError) -> ExitCode {
     eprintln!("plumb: {e}");
@@ -125,10 +127,7 @@ fn note(json: bool, line: &str) {
 /// than exit with the status of a program the teardown killed.
 pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let r = run_lab(a);
-    let t0 = std::time::Instant::now();
-    while plumb_lab::Lab::ending_by_signal() && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_signal_teardown(Duration::from_secs(30));
     r
 }
 
@@ -148,7 +147,7 @@ fn run_lab(a: &LabArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Ok(lab_error(&e)),
     };
     let probe = lab.probe().ok();
-    note(json, &lab_line(a, probe.as_ref()));
+    note(json, &lab_line(&a.link(), probe.as_ref()));
     if a.hold {
         return hold(&lab, json);
     }
@@ -213,36 +212,19 @@ fn build(cfg: LabConfig) -> Result<Lab, LabError> {
     Lab::start(cfg)
 }
 
-/// The far side: a plumb server, or the user's program.
+/// The far side: a plumb server, or the user's program (a server the
+/// plumb client will connect to, unless `--exec` runs instead).
 fn start_far(lab: &Lab, a: &LabArgs, json: bool, exe: &str) -> anyhow::Result<Reaper> {
-    let Some(cmd) = &a.far_exec else {
-        return Ok(start_server(lab, exe, LAB_PORT)?);
-    };
-    let mut c = lab.command(Side::Far, "sh");
-    c.args(["-c", cmd])
-        .env("PLUMB_NEAR", lab.near_addr().to_string())
-        .env("PLUMB_FAR", lab.far_addr().to_string())
-        .stdin(Stdio::null());
-    if json {
-        // Its output is not JSON: keep stdout for the document.
-        c.stdout(std::io::stderr());
-    }
-    let r = Reaper(Some(c.spawn()?));
-    if a.exec.is_none() {
-        // The plumb client will connect: the far program is its server.
-        wait_listening(lab, LAB_PORT)?;
-    }
-    Ok(r)
+    Ok(match &a.far_exec {
+        None => start_server(lab, exe, LAB_PORT)?,
+        Some(cmd) => start_far_program(lab, cmd, json, a.exec.is_none().then_some(LAB_PORT))?,
+    })
 }
 
 /// `--exec`: the user's program on the near side; its exit status is the
 /// lab's.
 fn run_near_exec(lab: &Lab, cmd: &str, server: Reaper, json: bool) -> anyhow::Result<ExitCode> {
-    let mut c = lab.command(Side::Near, "sh");
-    c.args(["-c", cmd])
-        .env("PLUMB_FAR", lab.far_addr().to_string())
-        .env("PLUMB_NEAR", lab.near_addr().to_string());
-    let status = wait_passing_signals(c.spawn()?)?;
+    let status = run_near_program(lab, cmd)?;
     drop(server);
     report_emulator(lab, json);
     Ok(status
@@ -269,12 +251,13 @@ fn finish(
     mut record: Document,
     out: Output,
 ) -> anyhow::Result<()> {
-    let mut model = record::model_for(a, m, measured_bps(&record));
-    if let Some(line) = record::queue_model(a, &record, &mut model.0) {
+    let link = a.link();
+    let mut model = record::model_for(&link, lab_client(m), measured_bps(&record));
+    if let Some(line) = record::queue_model(&link, &record, &mut model.0) {
         model.1 = format!("{}\n{line}", model.1);
     }
     let stats = lab.stats();
-    let lab_obj = lab_record(a, probe, &stats);
+    let lab_obj = lab_record(&link, probe, &stats);
     let diagnosis = a.why.then(|| {
         let link = Some(given_rate(a.rate));
         Evidence::from_document(&record, link).map(|mut ev| {
@@ -334,69 +317,21 @@ fn finish(
 }
 
 fn report_emulator(lab: &Lab, json: bool) {
-    let s = lab.stats();
-    let d = &s.near_to_far;
-    note(
-        json,
-        &format!(
-            "Emulator near->far: {} segments delivered, {} dropped by the queue, {} by loss{}; {}",
-            d.link.delivered.segments,
-            d.link.dropped_queue.segments,
-            d.link.dropped_loss.segments,
-            too_big(lab),
-            release_error_us(&d.release_error).map_or_else(
-                || "nothing released, so no release error".to_string(),
-                |e| format!("release error p99 {} us", sig(e[1], 3))
-            )
-        ),
-    );
-}
-
-/// The black hole's drops, both directions, when `--drop-over` set one.
-fn too_big(lab: &Lab) -> String {
-    let s = lab.stats();
-    let (n, f) = (&s.near_to_far.link, &s.far_to_near.link);
-    match lab.config().near_to_far.max_packet {
-        Some(m) => format!(
-            ", {} over {m} B (no ICMP sent; far->near: {})",
-            n.dropped_too_big.segments, f.dropped_too_big.segments
-        ),
-        None => String::new(),
-    }
+    let max_packet = lab.config().near_to_far.max_packet;
+    note(json, &emulator_line(&lab.stats(), max_packet));
 }
 
 fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
-    let mut out: Box<dyn Write> = if json {
-        Box::new(std::io::stderr().lock())
+    let text = hold_text(lab);
+    if json {
+        let mut err = std::io::stderr().lock();
+        err.write_all(text.as_bytes())?;
+        err.flush()?;
     } else {
-        Box::new(std::io::stdout().lock())
-    };
-    writeln!(
-        out,
-        "The link is up until Ctrl-C. Near {} is in namespace {}, far {} in {}.",
-        lab.near_addr(),
-        lab.namespace_name(Side::Near),
-        lab.far_addr(),
-        lab.namespace_name(Side::Far)
-    )?;
-    writeln!(
-        out,
-        "  ip netns exec {} plumb -s",
-        lab.namespace_name(Side::Far)
-    )?;
-    writeln!(
-        out,
-        "  ip netns exec {} plumb -c {} -t 10",
-        lab.namespace_name(Side::Near),
-        lab.far_addr()
-    )?;
-    writeln!(
-        out,
-        "  ip netns exec {} bash      # a shell on the near side",
-        lab.namespace_name(Side::Near)
-    )?;
-    out.flush()?;
-    drop(out);
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+    }
     // The signal handler removes the lab and ends the process; bounded only by the user.
     loop {
         std::thread::sleep(Duration::from_secs(1));
@@ -441,129 +376,25 @@ mod tests {
                 format!("invalid --drop-over {bad}: expected 68 to 1499 bytes (below the lab's MTU of 1500 B, or nothing is dropped)")
             );
         }
-        let line = lab_line(&lab_args(&["--drop-over", "1400"]), None);
+        let line = lab_line(&lab_args(&["--drop-over", "1400"]).link(), None);
         assert!(
             line.ends_with(", packets over 1400 B dropped without ICMP"),
             "{line}"
         );
     }
 
-    /// The `model` and `lab` objects and the lines, key for key and digit
-    /// for digit as `plumb lab` prints them (tests/lab.rs reads these keys).
+    /// The client flags after `--` as the lab's model reads them.
     #[test]
-    fn model_and_lab_objects_as_printed() {
-        let mut a = lab_args(&[
-            "--rate", "100m", "--rtt", "40ms", "--loss", "0.5%", "--queue", "64k",
-        ]);
-        a.client = ["-P", "4", "--rwin", "64k"].map(String::from).to_vec();
-        let m = check_client_flags(&a.client).expect("client flags");
-        let doc = Document::parse(include_str!(
-            "../../report/tests/fixtures/plumb-latency.json"
-        ))
-        .expect("document");
-        let (mut model, line) = record::model_for(&a, &m, measured_bps(&doc));
-        let queue = record::queue_model(&a, &doc, &mut model).expect("--latency probes");
+    fn client_flags_as_the_model_reads_them() {
+        let args = ["-P", "4", "--rwin", "64k", "-b", "10M/32"].map(String::from);
+        let m = check_client_flags(&args).expect("client flags");
+        let c = lab_client(&m);
         assert_eq!(
-            serde_json::to_string(&model).expect("serializes"),
-            r#"{"predicted_bps":20064076.554877874,"limit":"loss","measured_bps":99901184.0712153,"window_bytes":65536,"streams":4,"link_goodput_bps":94148244.473342,"queue_delay_ms":5.24288,"loaded_rtt_ms":45.24288,"measured_increase_p50_ms":-0.006400000000000003}"#
+            (c.streams, c.rwin, c.sndbuf, c.mss),
+            (4, Some(plumb_model::Bytes(65_536)), None, None)
         );
-        assert_eq!(line, "Model: 20.06 Mbit/s predicted (Mathis at 0.5% loss, RTT 40 ms, 4 streams); measured 99.9 Mbit/s (498% of the prediction).");
-        assert_eq!(queue, "Queue: full, it adds 5.24 ms (loaded RTT 45.2 ms predicted); the load added -0.0064 ms at the median.");
-
-        let probe = plumb_lab::measure::Probe {
-            configured_rtt: Duration::from_millis(15),
-            rtt_min: Duration::from_micros(15_123),
-            rtt_median: Duration::from_micros(15_456),
-            rtt_samples: 10,
-            rtt_lost: 0,
-            configured_rate: plumb_lab::emu::Rate::from_mbps(1000.0).expect("rate"),
-            rate: plumb_lab::emu::Rate::from_mbps(990.0),
-            burst_sent: 10,
-            burst_received: 10,
-        };
-        let mut stats = plumb_lab::LabStats::default();
-        stats
-            .near_to_far
-            .release_error
-            .record(Duration::from_micros(17));
-        assert_eq!(
-            serde_json::to_string(&lab_record(&a, Some(&probe), &stats)).expect("serializes"),
-            r#"{"configured":{"rate_bps":100000000.0,"rtt_ms":40.0,"loss":0.005,"loss_burst":null,"queue":"64k","jitter_ms":null,"seed":null},"measured":{"rtt_min_ms":15.123,"rtt_median_ms":15.456,"rate_bps":990000000},"emulator":{"segments_delivered":0,"segments_dropped_queue":0,"segments_dropped_loss":0,"max_queue_bytes":0,"release_error_p50_us":17.0,"release_error_p99_us":17.0,"release_error_p999_us":17.0,"release_error_max_us":17.0,"realtime":false,"idle_poll":false}}"#
-        );
-        // With a black hole: its size and both directions' drops.
-        a.drop_over = Some(1400);
-        stats.near_to_far.link.dropped_too_big.segments = 7;
-        stats.far_to_near.link.dropped_too_big.segments = 2;
-        let v = serde_json::to_value(lab_record(&a, Some(&probe), &stats)).expect("serializes");
-        assert_eq!(v["configured"]["drop_over_bytes"], 1400);
-        assert_eq!(v["emulator"]["segments_dropped_too_big"], 7);
-        assert_eq!(v["emulator"]["segments_dropped_too_big_far_to_near"], 2);
-    }
-
-    /// The line names the bound that binds: window, application or link.
-    #[test]
-    fn model_lines_name_the_binding_limit() {
-        let doc = Document::parse(include_str!("../../report/tests/fixtures/plumb-p2.json"))
-            .expect("document");
-        let mut a = lab_args(&["--rate", "1g", "--rtt", "15ms"]);
-        for (client, line) in [
-            (
-                &["--rwin", "17520", "-t", "5"][..],
-                "Model: 9.344 Mbit/s predicted (window 17,520 B / RTT 15 ms); measured 22.2 Gbit/s (237634% of the prediction).",
-            ),
-            (
-                &["-b", "10M/32", "-P", "2"][..],
-                "Model: 20 Mbit/s predicted (-b 10 Mbit/s per stream, 2 streams); measured 22.2 Gbit/s (111023% of the prediction).",
-            ),
-            (
-                &["-P4"][..],
-                "Model: 941.5 Mbit/s predicted (link goodput, 94.1% of 1 Gbit/s, 4 streams); measured 22.2 Gbit/s (2358% of the prediction).",
-            ),
-        ] {
-            a.client = client.iter().map(|c| c.to_string()).collect();
-            let m = check_client_flags(&a.client).expect("client flags");
-            assert_eq!(record::model_for(&a, &m, measured_bps(&doc)).1, line);
-        }
-    }
-
-    /// `-J` prints the client's document through [`Document`]: a lab
-    /// document plumb wrote reads and prints back to the same text.
-    #[test]
-    fn a_lab_document_prints_back_as_written() {
-        let text = include_str!("../../report/tests/fixtures/plumb-lab-rwin.json");
-        let doc = Document::parse(text).expect("document");
-        assert!(doc.lab.is_some() && doc.model.is_some());
-        assert_eq!(
-            serde_json::to_string_pretty(&doc).expect("serializes"),
-            text.trim_end()
-        );
-    }
-
-    #[test]
-    fn a_link_that_released_nothing_has_no_release_error() {
-        let a = lab_args(&["--rate", "1g", "--rtt", "15ms"]);
-        let mut stats = plumb_lab::LabStats::default();
-        let errors = |e: &plumb_record::LabEmulator| {
-            [
-                e.release_error_p50_us,
-                e.release_error_p99_us,
-                e.release_error_p999_us,
-                e.release_error_max_us,
-            ]
-        };
-        let none = errors(&lab_record(&a, None, &stats).emulator);
-        assert!(none.iter().all(|e| *e == Some(None)), "{none:?}");
-        for us in [3, 5, 40] {
-            stats
-                .near_to_far
-                .release_error
-                .record(Duration::from_micros(us));
-        }
-        let got: Vec<f64> = errors(&lab_record(&a, None, &stats).emulator)
-            .iter()
-            .map(|e| e.flatten().expect("a number").get())
-            .collect();
-        assert!(got.windows(2).all(|w| w[0] <= w[1]), "{got:?}");
-        assert_eq!(got[3], 40.0);
+        assert_eq!(c.bitrate.map(plumb_model::Rate::bps), Some(10e6));
+        let one = lab_client(&check_client_flags(&[]).expect("no flags"));
+        assert_eq!((one.streams, one.bitrate), (1, None));
     }
 }

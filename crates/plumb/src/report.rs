@@ -18,8 +18,8 @@ use plumb_report::page_file::{
 };
 
 use crate::common::capture_verdicts::{guesser, say_where_cut};
-use crate::common::link::given_rate;
 use crate::usage::usage_error;
+use plumb_live::link::given_rate;
 
 /// Flags of `plumb report`.
 #[derive(Debug, Args)]

@@ -88,20 +88,14 @@ pub fn input(name: String, doc: Document, link: Option<Rate>) -> Input {
     if top || crate::input::has_diagnosis(&doc) {
         return Input { name, doc };
     }
-    let mut link = link.map(|r| LinkRate {
+    let link = link.map(|r| LinkRate {
         bps: r.bps(),
         source: LinkSource::Given,
     });
-    let Ok(ev0) = Evidence::from_document(&doc, link.clone()) else {
+    let Ok(ev) = Evidence::from_document_or_best(&doc, link) else {
         return Input { name, doc };
     };
-    if link.is_none() && ev0.best_interval_bps > 0.0 {
-        link = Some(LinkRate {
-            bps: ev0.best_interval_bps,
-            source: LinkSource::BestInterval,
-        });
-    }
-    let d = diagnose(&Evidence { link, ..ev0 });
+    let d = diagnose(&ev);
     let doc = crate::input::with_diagnosis(doc, &d);
     Input { name, doc }
 }

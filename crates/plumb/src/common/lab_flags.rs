@@ -1,13 +1,14 @@
 //! The flags of `plumb lab` ([`LabArgs`]), which `plumb demo` fills in for
-//! its own link, and the emulator configuration they describe.
-
-use std::time::Duration;
+//! its own link, as the lab takes them ([`LinkAsked`], whose checks make the
+//! emulator's configuration), and the client flags the lab's model reads.
 
 use clap::Args;
-use plumb_lab::emu::{GilbertElliott, LossModel, QueueLimit, Reorder};
-use plumb_lab::{Direction, LabConfig};
+use plumb_lab::asked::LinkAsked;
+use plumb_lab::LabConfig;
 use plumb_model::latency::QueueSize;
-use plumb_model::{Bytes, LossRate, Rate, Rtt};
+use plumb_model::{Bytes, LabClient, LossRate, Rate, Rtt};
+
+use crate::measure::MeasureArgs;
 
 /// Flags of `plumb lab`.
 #[derive(Debug, Args, Clone)]
@@ -86,82 +87,44 @@ pub struct LabArgs {
     pub client: Vec<String>,
 }
 
-/// `--queue` as the emulator takes it.
-fn queue_limit(s: &str) -> Result<QueueLimit, String> {
-    Ok(match QueueSize::parse(s)? {
-        QueueSize::Bytes(b) => QueueLimit::Bytes(b),
-        QueueSize::Delay(d) => QueueLimit::Delay(Duration::from_secs_f64(d)),
-        QueueSize::Bdp(m) => QueueLimit::Bdp(m),
-    })
+impl LabArgs {
+    /// The link the flags ask for.
+    pub fn link(&self) -> LinkAsked {
+        LinkAsked {
+            rate: self.rate,
+            rtt: self.rtt,
+            loss: self.loss,
+            loss_burst: self.loss_burst,
+            queue: self.queue.clone(),
+            jitter: self.jitter,
+            reorder: self.reorder,
+            duplicate: self.duplicate,
+            drop_over: self.drop_over,
+            seed: self.seed,
+            far_cpu: self.far_cpu,
+            far_cpu_period: self.far_cpu_period,
+            tcp_buffer_max: self.tcp_buffer_max,
+        }
+    }
 }
 
 /// The emulator configuration the flags describe.
 pub fn lab_config(a: &LabArgs) -> Result<LabConfig, String> {
-    let rate = plumb_lab::emu::Rate::from_mbps(a.rate.bps() / 1e6).ok_or_else(|| {
-        format!(
-            "invalid rate '{}': the lab needs at least 1 kbit/s",
-            a.rate.human()
-        )
-    })?;
-    if a.rtt.secs() > 10.0 {
-        return Err(format!(
-            "invalid RTT {}: the lab emulates at most 10 s",
-            a.rtt.human()
-        ));
+    plumb_lab::asked::lab_config(&a.link())
+}
+
+/// The client flags the lab's prediction depends on.
+pub fn lab_client(m: &MeasureArgs) -> LabClient {
+    LabClient {
+        // A count the client refuses never reaches here; 0 counts as 1.
+        streams: m.parallel.and_then(|p| u64::try_from(p).ok()).unwrap_or(1),
+        rwin: m.rwin,
+        sndbuf: m.sndbuf,
+        mss: m.mss,
+        // `-b RATE[/BURST]`; 0 (unlimited) is no rate.
+        bitrate: m
+            .bitrate
+            .as_deref()
+            .and_then(|v| Rate::parse(v.split('/').next().unwrap_or(v)).ok()),
     }
-    let mut cfg = LabConfig::new(rate, Duration::from_secs_f64(a.rtt.secs()));
-    if let Some(q) = &a.queue {
-        cfg = cfg.with_queue(queue_limit(q)?);
-    }
-    if let Some(l) = a.loss {
-        let model = match a.loss_burst {
-            Some(b) => LossModel::GilbertElliott(
-                GilbertElliott::from_loss_and_burst(l.probability(), b)
-                    .map_err(|e| format!("invalid --loss-burst: {e}"))?,
-            ),
-            None => LossModel::Bernoulli(l.probability()),
-        };
-        cfg = cfg.with_loss(Direction::NearToFar, model);
-    }
-    if let Some(seed) = a.seed {
-        cfg = cfg.with_seed(seed);
-    }
-    if let Some(m) = a.drop_over {
-        if !(plumb_lab::emu::MIN_IP_PACKET..cfg.mtu).contains(&m) {
-            return Err(format!(
-                "invalid --drop-over {m}: expected {} to {} bytes (below the lab's MTU of {} B, or nothing is dropped)",
-                plumb_lab::emu::MIN_IP_PACKET,
-                cfg.mtu - 1,
-                cfg.mtu
-            ));
-        }
-        cfg = cfg.with_max_packet(m);
-    }
-    cfg.far_cpu = a.far_cpu.map(LossRate::probability);
-    cfg.far_cpu_period = Duration::from_secs_f64(a.far_cpu_period.secs());
-    if let Some(b) = a.tcp_buffer_max {
-        if !(4096..=1 << 30).contains(&b.get()) {
-            return Err(format!(
-                "invalid --tcp-buffer-max {}: expected 4K to 1G",
-                b.human()
-            ));
-        }
-        cfg.tcp_buffer_max = u32::try_from(b.get()).ok();
-    }
-    for dir in [Direction::NearToFar, Direction::FarToNear] {
-        let link = cfg.link_mut(dir);
-        if let Some(j) = a.jitter {
-            link.jitter = Duration::from_secs_f64(j.secs());
-        }
-        if let Some(r) = a.reorder {
-            link.reorder = Some(Reorder {
-                probability: r.probability(),
-                advance: Duration::from_millis(1),
-            });
-        }
-        if let Some(d) = a.duplicate {
-            link.duplicate = d.probability();
-        }
-    }
-    Ok(cfg)
 }

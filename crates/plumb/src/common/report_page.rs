@@ -11,7 +11,7 @@ use plumb_report::html::Input;
 use plumb_report::page_file::{self, WriteError};
 
 use super::capture_verdicts::guesser;
-use super::link::given_rate;
+use plumb_live::link::given_rate;
 
 pub use plumb_report::page_file::input;
 

@@ -6,15 +6,16 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
+use plumb_diagnose::{diagnose, Evidence, Explained};
 use plumb_model::Rate;
 use plumb_net::errors::TestError;
 use plumb_record::{Document, Tee};
 use plumb_report::json::JsonSink;
 
-use super::{link, report_page};
+use super::report_page;
 use crate::measure::{client_config, pin, test_spec, text_printer, ErrorsToStderr, MeasureArgs};
 use crate::usage::usage_error;
+use plumb_live::link;
 
 /// An explanation is one document, written once the test is over: there is
 /// no event stream to give.
@@ -91,22 +92,13 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
 /// Explains a `-J` document: prints the diagnosis (or the document with a
 /// `diagnosis` key).
 pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Result<ExitCode> {
-    let mut link = link;
-    let ev0 = match Evidence::from_document(doc, link.clone()) {
+    let ev = match Evidence::from_document_or_best(doc, link) {
         Ok(e) => e,
         Err(msg) => {
             eprintln!("plumb: {msg}");
             return Ok(ExitCode::from(1));
         }
     };
-    if link.is_none() && ev0.best_interval_bps > 0.0 {
-        // Without a link rate, the best interval is the only (lower) bound on it.
-        link = Some(LinkRate {
-            bps: ev0.best_interval_bps,
-            source: LinkSource::BestInterval,
-        });
-    }
-    let ev = Evidence { link, ..ev0 };
     let d = diagnose(&ev);
     let mut out = std::io::stdout().lock();
     if json {

@@ -11,12 +11,14 @@
 //! costs memory per connection, not per line. The result, [`TopData`]
 //! ([`data`]), rides in a document (`{"plumb_top": …}`) to the page, which
 //! [`panel`] draws: a table, throughput, RTT and windows over time
-//! ([`charts`]), and the limit named per interval.
+//! ([`charts`]), and the limit named per interval. [`table`] is the live
+//! command's own table, a line per connection.
 
 pub mod charts;
 pub mod data;
 pub mod log;
 mod panel;
+pub mod table;
 
 pub use crate::input::top_log::{document_from_top, is_top_doc, is_top_log, top_data};
 pub use charts::{limit_strip, rtt_chart, steps, throughput_chart, window_chart};

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use plumb_live::sys;
+use crate::sys;
 use plumb_net::cgroup::CgroupCpuReading;
 
 /// A process's CPU counters at one moment: its threads', and its cgroup's
@@ -49,7 +49,7 @@ impl CpuMark {
 
     /// The CPU used between `earlier` and this mark (`None` when the pid
     /// belongs to another process now).
-    pub fn since(&self, earlier: &CpuMark) -> Option<plumb_live::evidence::ProcCpu> {
+    pub fn since(&self, earlier: &CpuMark) -> Option<crate::evidence::ProcCpu> {
         if self.started != earlier.started {
             return None;
         }

@@ -352,7 +352,7 @@ pub struct Own {
 
 impl Own {
     /// Registers the exporter's metrics, and the live-flow counters when given.
-    pub fn new(max_probes: usize, live: Option<&super::live::LiveCounters>) -> Own {
+    pub fn new(max_probes: usize, live: Option<&crate::live::LiveCounters>) -> Own {
         let mut registry = Registry::default();
         let probes = Family::<Labels, Counter>::default();
         // Every outcome from the start, so rate() sees the first one happen.
@@ -517,7 +517,7 @@ mod probe_doc_tests {
 
     #[test]
     fn a_tcp_test_gives_bytes_rates_and_retransmits() {
-        let t = text(include_str!("../../../report/tests/fixtures/plumb-p2.json"));
+        let t = text(include_str!("../../report/tests/fixtures/plumb-p2.json"));
         for line in [
             "plumb_sent_bytes 8421769216.0\n",
             "plumb_retransmitted_segments 24.0\n",
@@ -531,7 +531,7 @@ mod probe_doc_tests {
     #[test]
     fn a_udp_test_gives_jitter_and_loss() {
         let t = text(include_str!(
-            "../../../report/tests/fixtures/iperf3-3.22-udp.json"
+            "../../report/tests/fixtures/iperf3-3.22-udp.json"
         ));
         for line in [
             "plumb_udp_jitter_seconds 0.00008216734141336331\n",

@@ -1,8 +1,8 @@
 //! The rows of the `-J` document of `plumb why` on running connections
 //! ([`plumb_record::LiveDocument`]): a tracked connection's identity.
 
-use plumb_live::sys::Owner;
-use plumb_live::Track;
+use crate::sys::Owner;
+use crate::Track;
 use plumb_record::ConnectionRow;
 
 /// The row of a tracked connection with its identity filled in and no
@@ -32,8 +32,8 @@ pub fn identity(tr: &Track, owner: Option<&Owner>) -> ConnectionRow {
 mod tests {
     use super::*;
 
-    fn conn() -> plumb_live::Conn {
-        plumb_live::Conn {
+    fn conn() -> crate::Conn {
+        crate::Conn {
             local: "127.0.0.1:5201".parse().expect("addr"),
             remote: "[::1]:40000".parse().expect("addr"),
             state: 1,
@@ -44,7 +44,7 @@ mod tests {
             recv_queue: 0,
             send_queue: 0,
             tcp: None,
-            congestion: plumb_live::CcName::new(b"cubic"),
+            congestion: crate::CcName::new(b"cubic"),
             mem: None,
             bbr: None,
         }

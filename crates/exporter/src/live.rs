@@ -22,7 +22,7 @@ use plumb_record::diagnosis::Limit;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
-use crate::common::link;
+use plumb_live::link;
 
 type Labels = Vec<(String, String)>;
 

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::query::Target;
+use crate::query::Target;
 
 /// Why a probe may not start now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
