@@ -180,6 +180,10 @@ pub struct ClientConfig {
     /// This end's own socket options (`--bind-dev`, `--cntl-ka`,
     /// `--snd-timeout`, `--dont-fragment`).
     pub local: crate::local::LocalOptions,
+    /// The peer's tool: iperf3's protocol, or nuttcp's.
+    pub tool: plumb_proto::tool::Tool,
+    /// nuttcp's `-F`: the server opens the data connections (`--flip`).
+    pub flip: bool,
 }
 
 /// What a client needs to authenticate (spec §10).

@@ -47,6 +47,7 @@ pub mod errors;
 pub mod flowlabel;
 pub mod host;
 pub mod local;
+pub mod nuttcp;
 pub mod pacing;
 pub mod procfs;
 pub mod rr;

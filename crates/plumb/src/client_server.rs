@@ -54,6 +54,11 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(msg) => return Ok(usage_error(msg)),
     };
+    if cfg.tool == plumb_proto::tool::Tool::Nuttcp {
+        if let Some(why) = plumb_net::nuttcp::client::refused(&cfg) {
+            return Ok(usage_error(format!("--tool nuttcp does not take {why}")));
+        }
+    }
     let mut sink = sink(a)?;
     let text_on_terminal = !a.json && !a.json_stream && a.logfile.is_none();
     let mut errors = ErrorsToStderr {
@@ -200,8 +205,23 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
             .collect(),
         (None, None) => Vec::new(),
     };
-    tools.into_iter().find(|t| *t != Tool::Iperf3).map(|t| {
+    // nuttcp's client is built; a server answers one tool at a time.
+    let built =
+        |t: &Tool| *t == Tool::Iperf3 || (*t == Tool::Nuttcp && (!a.server || tools_len(a) == 1));
+    tools.into_iter().find(|t| !built(t)).map(|t| {
         let flag = if a.server { "--tools" } else { "--tool" };
-        format!("{flag} {t}: this build speaks iperf3's wire protocol only")
+        if t == Tool::Nuttcp {
+            return format!(
+                "{flag} {t}: a server answers one tool at a time (give --tools nuttcp alone)"
+            );
+        }
+        format!("{flag} {t}: this build speaks iperf3's and nuttcp's wire protocols only")
+    })
+}
+
+/// How many tools the server's `--tools` names.
+fn tools_len(a: &MeasureArgs) -> usize {
+    a.tools.as_deref().map_or(0, |l| {
+        plumb_proto::tool::Tool::parse_list(l).map_or(0, |v| v.len())
     })
 }

@@ -223,6 +223,13 @@ pub struct MeasureArgs {
     /// ports and says which answered)
     #[arg(long = "tool", value_name = "TOOL", value_parser = ToolChoice::parse)]
     pub tool: Option<ToolChoice>,
+    /// With --tool nuttcp: the server opens the data connections (nuttcp's -F)
+    ///
+    /// With --tool nuttcp: the server opens the data connections back to
+    /// this client (nuttcp's -F), for a client behind a firewall that lets
+    /// only outgoing connections through
+    #[arg(long = "flip")]
+    pub flip: bool,
     /// Server: answer these tools' clients [default: iperf3]
     ///
     /// Server: answer the clients of these tools, a comma-separated list of
@@ -798,9 +805,20 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
     let auth = a
         .harden
         .client_auth(std::env::var(harden::PASSWORD_ENV).ok())?;
+    let tool = match a.tool {
+        Some(ToolChoice::One(t)) => t,
+        _ => Tool::Iperf3,
+    };
+    if a.flip && tool != Tool::Nuttcp {
+        return Err("--flip is nuttcp's -F: give it with --tool nuttcp".into());
+    }
     Ok(ClientConfig {
         host: a.client.clone().unwrap_or_default(),
-        port: a.port.unwrap_or(DEFAULT_PORT),
+        port: a.port.unwrap_or(if tool == Tool::Iperf3 {
+            DEFAULT_PORT
+        } else {
+            tool.default_port()
+        }),
         bind: a.bind,
         cport: a.cport,
         family: family(a),
@@ -809,6 +827,8 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
         spec,
         auth,
         local: a.local.options(),
+        tool,
+        flip: a.flip,
     })
 }
 

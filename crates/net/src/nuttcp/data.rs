@@ -1,0 +1,136 @@
+//! nuttcp's TCP data connections, on either end: one per stream on the
+//! data port and the ports after it. Normally the client connects to the
+//! server; with `-F` (flip) the server connects back to the client. A
+//! listening end takes a connection only from its control peer's address.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use crate::sockets::{self, DataOptions};
+
+/// How long a listening end waits for each data connection, and a
+/// connecting end keeps trying while the peer is not listening yet.
+pub const DATA_WAIT: Duration = Duration::from_secs(10);
+
+/// Listeners on `port`, `port + 1`, … on `local` (the control
+/// connection's own address), one per stream.
+///
+/// # Errors
+/// A port past 65535, or one that cannot be bound.
+pub fn listen(
+    local: IpAddr,
+    port: u16,
+    streams: u32,
+    o: &DataOptions,
+    sender: bool,
+) -> io::Result<Vec<TcpListener>> {
+    (0..streams)
+        .map(|i| {
+            let p = port_of(port, i)?;
+            let addr = SocketAddr::new(local, p);
+            let sock = socket2::Socket::new(
+                socket2::Domain::for_address(addr),
+                socket2::Type::STREAM,
+                None,
+            )?;
+            sock.set_reuse_address(true)?;
+            sockets::pre_connect(&sock, o, sender, !sender, true)?;
+            sock.bind(&addr.into())
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+            sock.listen(8)?;
+            let l: TcpListener = sock.into();
+            l.set_nonblocking(true)?;
+            Ok(l)
+        })
+        .collect()
+}
+
+/// The `i`th stream's port.
+fn port_of(port: u16, i: u32) -> io::Result<u16> {
+    u16::try_from(u32::from(port) + i)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "data ports run past 65535"))
+}
+
+/// One connection on each listener, from `peer` only (others are closed
+/// and the wait goes on), each within [`DATA_WAIT`].
+///
+/// # Errors
+/// A listener with no connection from `peer` in time.
+pub fn accept_from(
+    listeners: &[TcpListener],
+    peer: IpAddr,
+    o: &DataOptions,
+    sender: bool,
+) -> io::Result<Vec<TcpStream>> {
+    let mut out = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        let deadline = Instant::now() + DATA_WAIT;
+        loop {
+            match l.accept() {
+                Ok((s, from)) if same_host(from.ip(), peer) => {
+                    s.set_nonblocking(false)?;
+                    sockets::post_accept(&s, o, sender)?;
+                    out.push(s);
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!(
+                                "no data connection from {peer} within {}s",
+                                DATA_WAIT.as_secs()
+                            ),
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether two addresses are the same host (an IPv4-mapped IPv6 address
+/// equals its IPv4 form).
+pub fn same_host(a: IpAddr, b: IpAddr) -> bool {
+    a.to_canonical() == b.to_canonical()
+}
+
+/// Connects one stream to `to`, port `port + i` each, retrying a refused
+/// connection until [`DATA_WAIT`] (the peer listens once it has answered).
+///
+/// # Errors
+/// The last failure once the wait is over.
+pub fn connect(
+    to: IpAddr,
+    port: u16,
+    streams: u32,
+    bind: Option<IpAddr>,
+    o: &DataOptions,
+    sender: bool,
+) -> io::Result<Vec<TcpStream>> {
+    (0..streams)
+        .map(|i| {
+            let addr = SocketAddr::new(to, port_of(port, i)?);
+            let deadline = Instant::now() + DATA_WAIT;
+            loop {
+                let r = sockets::connect_tcp(addr, bind, None, Some(DATA_WAIT), |s| {
+                    sockets::pre_connect(s, o, sender, !sender, true)
+                });
+                match r {
+                    Err(e)
+                        if e.kind() == io::ErrorKind::ConnectionRefused
+                            && Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    other => return other,
+                }
+            }
+        })
+        .collect()
+}

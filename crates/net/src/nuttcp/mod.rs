@@ -1,0 +1,14 @@
+//! nuttcp's wire protocol (`--tool nuttcp`, `--tools nuttcp`): the client
+//! against a stock `nuttcp -S`, and the server answering a stock nuttcp
+//! client. The control text is `plumb_proto::nuttcp`'s; the data moves
+//! through plumb's own session (TCP) or nuttcp's marked UDP datagrams.
+//!
+//! - [`control`]: the control connection, lines with caps and deadlines.
+//! - [`data`]: the TCP data connections, either way round (`-F`).
+//! - [`client`] / [`udp_client`]: plumb's client.
+//! - [`server`]: plumb's server for nuttcp clients.
+
+pub mod client;
+pub mod control;
+pub mod data;
+pub mod udp_client;
