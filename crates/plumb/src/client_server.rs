@@ -175,7 +175,15 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let printer = server_printer::ServerPrinter(a);
-    Ok(match plumb_net::server::run(&cfg, &printer) {
+    let nuttcp = nuttcp_listen(a);
+    if let Some(port) = nuttcp {
+        cfg.port = port;
+    }
+    let served = match nuttcp {
+        Some(_) => plumb_net::nuttcp::server::run(&cfg, &printer),
+        None => plumb_net::server::run(&cfg, &printer),
+    };
+    Ok(match served {
         Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("plumb: {e}");
@@ -217,6 +225,15 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
         }
         format!("{flag} {t}: this build speaks iperf3's and nuttcp's wire protocols only")
     })
+}
+
+/// The control port when the server answers nuttcp: `--tools nuttcp=PORT`,
+/// else `-p`, else nuttcp's 5000.
+fn nuttcp_listen(a: &MeasureArgs) -> Option<u16> {
+    use plumb_proto::tool::Tool;
+    let list = Tool::parse_list(a.tools.as_deref()?).ok()?;
+    let l = list.iter().find(|l| l.tool == Tool::Nuttcp)?;
+    Some(l.port.or(a.port).unwrap_or(Tool::Nuttcp.default_port()))
 }
 
 /// How many tools the server's `--tools` names.

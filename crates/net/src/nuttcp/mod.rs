@@ -11,4 +11,7 @@
 pub mod client;
 pub mod control;
 pub mod data;
+pub mod server;
+pub mod session;
 pub mod udp_client;
+pub mod udp_server;
