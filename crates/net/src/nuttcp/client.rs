@@ -130,9 +130,14 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     } else {
         Vec::new()
     };
+    let bound = if req.udp && !req.client_sends {
+        Some(super::udp_client::bind_receiver(local_ip, &req)?)
+    } else {
+        None
+    };
     handshake(&mut ctl, &req)?;
     if req.udp {
-        return super::udp_client::run(cfg, &req, &mut ctl, server, sink);
+        return super::udp_client::run(cfg, &req, &mut ctl, server, bound, sink);
     }
     let socks = if listens {
         data::accept_from(&listeners, server.ip(), &opts, req.client_sends)

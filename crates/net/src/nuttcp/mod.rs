@@ -13,5 +13,7 @@ pub mod control;
 pub mod data;
 pub mod server;
 pub mod session;
+pub mod udp;
 pub mod udp_client;
+pub mod udp_record;
 pub mod udp_server;

@@ -7,12 +7,14 @@
 //! - [`reply`]: the greeting and answer lines, and the server's report
 //!   lines, written and read back into figures.
 //! - [`lines`]: a capped line splitter for the control connection.
+//! - [`udp`]: the UDP markers and the byte-count stamp.
 //! - [`brief`]: nuttcp's one-line summary, from a test's figures.
 
 pub mod brief;
 pub mod lines;
 pub mod reply;
 pub mod request;
+pub mod udp;
 
 /// The protocol version plumb speaks and announces (nuttcp 6.1.2's).
 pub const VERSION: &str = "6.1.2";

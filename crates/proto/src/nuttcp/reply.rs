@@ -77,6 +77,21 @@ pub fn interval_line(bytes: u64, seconds: f64, retrans: Option<u64>) -> String {
     s
 }
 
+/// A UDP receiver's interval line (no newline): the interval's bytes and
+/// length, then datagrams dropped of those expected, estimated from the
+/// sender's byte counts.
+pub fn udp_interval_line(bytes: u64, seconds: f64, dropped: u64, expected: u64) -> String {
+    let loss = if expected > 0 {
+        dropped as f64 * 100.0 / expected as f64
+    } else {
+        0.0
+    };
+    format!(
+        "{} {dropped:5} / {expected:5} ~drop/pkt {loss:5.2} ~%loss",
+        interval_line(bytes, seconds, None)
+    )
+}
+
 /// Megabits per second, 0 for an empty interval.
 pub fn rate_mbps(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -233,5 +248,11 @@ mod tests {
             " 2315.6875 MB /   1.00 sec = 19425.3947 Mbps     0 retrans"
         );
         assert_eq!(parse_interval("garbage MB / x sec = "), None);
+        // nuttcp 6.1.2's receiver wrote, for `-u -R 50m -i1`:
+        // "    5.9609 MB /   1.00 sec =   50.0021 Mbps     0 /   763 ~drop/pkt  0.00 ~%loss"
+        assert_eq!(
+            udp_interval_line(763 * 8192, 1.000_037_4, 0, 763),
+            "    5.9609 MB /   1.00 sec =   50.0021 Mbps     0 /   763 ~drop/pkt  0.00 ~%loss"
+        );
     }
 }
