@@ -102,7 +102,7 @@ fn read_iperf3_version() -> (u32, u32) {
 /// another or a developer runs several at once. They sit below Linux's
 /// ephemeral range (32768 up), so no outgoing connection holds one; the
 /// capture crate's tshark test takes 31000-31499.
-const PORT_RANGES: [(&str, u16, u16); 19] = [
+const PORT_RANGES: [(&str, u16, u16); 20] = [
     ("calc", 16_000, 1000),
     ("exporter", 17_000, 1000),
     ("hostile", 18_000, 1000),
@@ -122,6 +122,7 @@ const PORT_RANGES: [(&str, u16, u16); 19] = [
     ("handshake", 30_750, 250),
     ("iperf3_options", 31_000, 250),
     ("why_capture", 31_500, 250),
+    ("nuttcp", 32_500, 500),
 ];
 
 /// A port no other test uses: the next of this test binary's range.

@@ -1,0 +1,277 @@
+//! nuttcp's wire protocol against Debian 12's nuttcp 6.1.2 on loopback:
+//! `plumb -c --tool nuttcp` against a stock `nuttcp -S`, and a stock
+//! `nuttcp` client against `plumb -s --tools nuttcp`, over TCP and UDP,
+//! each way (`-R` / nuttcp's `-r`), and with the data connection turned
+//! round (`--flip` / `-F`). Each run compares plumb's own byte count with
+//! nuttcp's own within 1 %. A malformed request gets a one-line refusal
+//! and the server goes on serving.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// The nuttcp binary, or `None` (the test then records a skip).
+fn nuttcp() -> Option<&'static str> {
+    let ok = Command::new("nuttcp")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some("nuttcp")
+}
+
+/// A control port with the three after it free for data (the ports of
+/// this binary's range are handed out once each).
+fn ports() -> u16 {
+    let ctl = port();
+    for _ in 0..3 {
+        let _ = port();
+    }
+    ctl
+}
+
+/// A `nuttcp -S` in the foreground on `ctl`, killed when dropped.
+struct NuttcpServer(Child);
+
+impl NuttcpServer {
+    fn start(ctl: u16) -> NuttcpServer {
+        let child = Command::new("nuttcp")
+            .args([
+                "-S",
+                "--nofork",
+                "-P",
+                &ctl.to_string(),
+                "-p",
+                &(ctl + 1).to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nuttcp -S starts");
+        let s = NuttcpServer(child);
+        let t0 = Instant::now();
+        while !listening(ctl) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "nuttcp -S did not listen on {ctl}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        s
+    }
+}
+
+impl Drop for NuttcpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether two byte counts agree within 1 %.
+fn within_1pct(a: f64, b: f64) -> bool {
+    a > 0.0 && b > 0.0 && (a - b).abs() <= 0.01 * a.max(b)
+}
+
+/// plumb's client against `nuttcp -S` with `args`, `-J`: the document.
+fn plumb_against_nuttcp(args: &[&str]) -> Value {
+    let ctl = ports();
+    let _srv = NuttcpServer::start(ctl);
+    let p = ctl.to_string();
+    let mut a = vec![
+        "-c",
+        "127.0.0.1",
+        "--tool",
+        "nuttcp",
+        "-p",
+        &p,
+        "-t",
+        "2",
+        "-J",
+    ];
+    a.extend_from_slice(args);
+    let out = run(plumb_bin(), &a, Duration::from_secs(40));
+    let v = json(&out, "plumb client");
+    assert_clean(&v, "plumb client");
+    v
+}
+
+/// Checks plumb's own count against nuttcp's in a client document: the
+/// sending side's when plumb sent, the receiving side's when it received.
+fn client_counts_agree(v: &Value, what: &str) {
+    let sent = num(v, "end.sum_sent.bytes");
+    let received = num(v, "end.sum_received.bytes");
+    assert!(
+        within_1pct(sent, received),
+        "{what}: sent {sent} and received {received} differ by over 1 %"
+    );
+}
+
+#[test]
+fn plumb_client_against_nuttcp_server() {
+    if nuttcp().is_none() {
+        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+        return;
+    }
+    for (what, args) in [
+        ("tcp send", vec![]),
+        ("tcp receive", vec!["-R"]),
+        ("tcp send --flip", vec!["--flip"]),
+        ("tcp receive --flip", vec!["-R", "--flip"]),
+        ("udp send", vec!["-u", "-b", "10M"]),
+        ("udp receive", vec!["-u", "-b", "10M", "-R"]),
+    ] {
+        let v = plumb_against_nuttcp(&args);
+        assert_eq!(v["start"]["test_start"]["num_streams"], 1, "{what}");
+        client_counts_agree(&v, what);
+    }
+}
+
+#[test]
+fn plumb_client_prints_nuttcps_summary() {
+    if nuttcp().is_none() {
+        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+        return;
+    }
+    let ctl = ports();
+    let _srv = NuttcpServer::start(ctl);
+    let p = ctl.to_string();
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "--tool", "nuttcp", "-p", &p, "-t", "1"],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let brief = text
+        .lines()
+        .find(|l| l.contains(" MB / ") && l.contains("%TX") && l.contains("%RX"))
+        .unwrap_or_else(|| panic!("no nuttcp summary line in {text}"));
+    assert!(
+        brief.contains(" Mbps ") && brief.contains(" retrans"),
+        "{brief}"
+    );
+    assert!(
+        text.contains("sender") && text.contains("receiver"),
+        "{text}"
+    );
+}
+
+/// A `plumb -s --tools nuttcp -1 -J` on `ctl`.
+fn plumb_nuttcp_server(ctl: u16) -> Server {
+    Server::start(plumb_bin(), &["-s", "--tools", "nuttcp", "-1", "-J"], ctl)
+}
+
+/// The first "MB in … real seconds" figure of a nuttcp client's `-v`
+/// output: the client's own count (the server's follows it).
+fn nuttcp_own_bytes(text: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.contains(" MB in ") && l.contains("real seconds"))
+        .unwrap_or_else(|| panic!("no figures in nuttcp's output: {text}"));
+    let mb: f64 = line
+        .split_once(": ")
+        .and_then(|(_, r)| r.split_whitespace().next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("unreadable figures: {line}"));
+    mb * 1_048_576.0
+}
+
+#[test]
+fn nuttcp_client_against_plumb_server() {
+    if nuttcp().is_none() {
+        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+        return;
+    }
+    for (what, args, plumb_sends) in [
+        ("tcp send", vec![], false),
+        ("tcp receive", vec!["-r"], true),
+        ("tcp send -F", vec!["-F"], false),
+        ("tcp receive -F", vec!["-r", "-F"], true),
+        (
+            "tcp -w128 -l8192 -i1",
+            vec!["-w128", "-l8192", "-i1"],
+            false,
+        ),
+        ("udp send", vec!["-u", "-R", "10m", "-i1"], false),
+        ("udp receive", vec!["-u", "-R", "10m", "-r"], true),
+    ] {
+        let ctl = ports();
+        let srv = plumb_nuttcp_server(ctl);
+        let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+        let mut a = vec!["-P", c.as_str(), "-p", d.as_str(), "-T2", "-v"];
+        a.extend_from_slice(&args);
+        a.push("127.0.0.1");
+        let out = run("nuttcp", &a, Duration::from_secs(40));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{what}: nuttcp failed: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs = nuttcp_own_bytes(&text);
+        let s = json(&srv.finish(Duration::from_secs(20)), "plumb server");
+        assert_clean(&s, "plumb server");
+        let path = if plumb_sends {
+            "end.sum_sent.bytes"
+        } else {
+            "end.sum_received.bytes"
+        };
+        let ours = num(&s, path);
+        assert!(
+            within_1pct(ours, theirs),
+            "{what}: plumb counted {ours}, nuttcp {theirs}"
+        );
+    }
+}
+
+#[test]
+fn malformed_request_is_refused_and_the_server_goes_on() {
+    if nuttcp().is_none() {
+        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+        return;
+    }
+    let ctl = ports();
+    let _srv = Server::start(plumb_bin(), &["-s", "--tools", "nuttcp"], ctl);
+    let mut s = connect(ctl);
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(b"HELO nuttcp v6.1.2\nbuflen = 65536, nstream = 99999, garbage\n")
+        .expect("write");
+    let mut lines = Vec::new();
+    let mut r = BufReader::new(s);
+    for _ in 0..4 {
+        let mut l = String::new();
+        if r.read_line(&mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        lines.push(l.trim_end().to_string());
+    }
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some("HELO nuttcp v6.1.2"),
+        "{lines:?}"
+    );
+    let refusal = lines.get(1).cloned().unwrap_or_default();
+    assert!(
+        refusal.contains("Error:") && !refusal.contains('\n'),
+        "{lines:?}"
+    );
+    assert_eq!(lines.get(2).map(String::as_str), Some("KO"), "{lines:?}");
+    // A stock client is served next.
+    let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+    let out = run(
+        "nuttcp",
+        &["-P", &c, "-p", &d, "-T1", "127.0.0.1"],
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("Mbps"), "{text}");
+}
