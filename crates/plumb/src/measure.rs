@@ -223,11 +223,13 @@ pub struct MeasureArgs {
     /// ports and says which answered)
     #[arg(long = "tool", value_name = "TOOL", value_parser = ToolChoice::parse)]
     pub tool: Option<ToolChoice>,
-    /// With --tool nuttcp: the server opens the data connections (nuttcp's -F)
+    /// With --tool nuttcp: turn the data connection round (nuttcp's -F)
     ///
-    /// With --tool nuttcp: the server opens the data connections back to
-    /// this client (nuttcp's -F), for a client behind a firewall that lets
-    /// only outgoing connections through
+    /// With --tool nuttcp: turn the data connection round, as nuttcp's -F
+    /// does. nuttcp's transmitter connects to its receiver; with --flip the
+    /// receiver connects instead, so a sending client behind a firewall
+    /// that lets only outgoing connections through is reached by the
+    /// server, and a receiving one (-R) connects out itself
     #[arg(long = "flip")]
     pub flip: bool,
     /// Server: answer these tools' clients [default: iperf3]

@@ -232,6 +232,116 @@ fn nuttcp_client_against_plumb_server() {
     }
 }
 
+/// A stock 6.1.2 client's request for a 1 s send (captured on loopback).
+const STOCK_REQUEST: &str = "buflen = 65536, nbuf = 2147483647, win = 0, nstream = 1, rate = 4294967295, port = 25001, trans = 1, braindead = 0, timeout = 1.000000, udp = 0, vers = 6.1.2, interval = 0.000000, reverse = 0, format = 2048, traceroute = 0, irate = 0, thirdparty = _NULL_ , multicast = 0 , datamss = 0 , tos = 0 , nbuf_bytes = 0 , rate_pps = 0 , nodelay = 0";
+
+#[test]
+fn a_second_client_is_told_the_server_is_busy() {
+    if nuttcp().is_none() {
+        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+        return;
+    }
+    let ctl = ports();
+    let _srv = Server::start(plumb_bin(), &["-s", "--tools", "nuttcp"], ctl);
+    let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+    let first = Command::new("nuttcp")
+        .args(["-P", &c, "-p", &d, "-T4", "127.0.0.1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nuttcp runs");
+    let guard = Killed(first);
+    // The scenario: the first test is running (its data port is taken).
+    let t0 = Instant::now();
+    while !listening(ctl + 1) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !listening(ctl + 1) {
+        plumb_testkit::skip_premise!("the first nuttcp test did not start within 5 s");
+        return;
+    }
+    let out = run(
+        "nuttcp",
+        &["-P", &c, "-p", &d, "-T1", "127.0.0.1"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("busy"), "{err}");
+    let first = guard.wait(Duration::from_secs(20));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+}
+
+/// A child killed when dropped, unless waited for.
+struct Killed(Child);
+
+impl Killed {
+    fn wait(mut self, limit: Duration) -> std::process::Output {
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        if let Some(mut o) = self.0.stdout.take() {
+            let _ = std::io::Read::read_to_end(&mut o, &mut out);
+        }
+        if let Some(mut e) = self.0.stderr.take() {
+            let _ = std::io::Read::read_to_end(&mut e, &mut err);
+        }
+        let status = self.0.wait().expect("status");
+        std::process::Output {
+            status,
+            stdout: out,
+            stderr: err,
+        }
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn client_refuses_what_nuttcp_cannot_do() {
+    // Refused before any connection: no server is needed.
+    for (args, want) in [
+        (vec!["--bidir"], "--bidir"),
+        (vec!["-n", "1M"], "-n/-k"),
+        (vec!["-u", "-P", "2"], "-u with -P"),
+        (vec!["-u", "--flip"], "--flip"),
+        (vec!["-O", "1"], "-O"),
+    ] {
+        let mut a = vec!["-c", "127.0.0.1", "--tool", "nuttcp", "-p", "1"];
+        a.extend_from_slice(&args);
+        let out = run(plumb_bin(), &a, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} ran");
+        assert!(
+            err.contains(want) && err.trim_end().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "--flip"],
+        Duration::from_secs(10),
+    );
+    assert!(
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--tool nuttcp")
+    );
+}
+
 #[test]
 fn malformed_request_is_refused_and_the_server_goes_on() {
     if nuttcp().is_none() {
@@ -265,6 +375,24 @@ fn malformed_request_is_refused_and_the_server_goes_on() {
         "{lines:?}"
     );
     assert_eq!(lines.get(2).map(String::as_str), Some("KO"), "{lines:?}");
+    // A request naming a data port below 1024 is refused the same way.
+    let mut s = connect(ctl);
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(
+        format!(
+            "HELO nuttcp v6.1.2\n{}\n",
+            STOCK_REQUEST.replace("port = 25001", "port = 80")
+        )
+        .as_bytes(),
+    )
+    .expect("write");
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut text);
+    assert!(
+        text.contains("below 1024") && text.ends_with("KO\n"),
+        "{text}"
+    );
     // A stock client is served next.
     let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
     let out = run(

@@ -63,6 +63,14 @@ pub fn refused(cfg: &ClientConfig) -> Option<&'static str> {
             cfg.port == u16::MAX,
             "-p 65535: the nuttcp data port is the control port + 1",
         ),
+        (
+            s.transport == Transport::Udp && (s.parallel > 1 || cfg.flip),
+            "-u with -P or --flip: plumb runs nuttcp's UDP with one stream, the receiver bound",
+        ),
+        (
+            s.transport == Transport::Udp && s.len.is_some_and(|l| !(32..=65_507).contains(&l)),
+            "-u -l outside 32 to 65507 bytes",
+        ),
     ];
     no.into_iter().find(|(bad, _)| *bad).map(|(_, why)| why)
 }

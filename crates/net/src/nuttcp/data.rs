@@ -134,3 +134,34 @@ pub fn connect(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn a_listener_takes_only_its_control_peer() {
+        let o = DataOptions::default();
+        let l = TcpListener::bind("127.0.0.1:0").expect("listen");
+        l.set_nonblocking(true).expect("nonblocking");
+        let at = l.local_addr().expect("addr");
+        let stranger = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+        let from_stranger = sockets::connect_tcp(at, Some(stranger), None, None, |_| Ok(()))
+            .expect("connect from 127.0.0.2");
+        let from_peer = TcpStream::connect(at).expect("connect from 127.0.0.1");
+        let peer = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let got = accept_from(&[l], peer, &o, false).expect("the peer's connection");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].peer_addr().ok(), from_peer.local_addr().ok());
+        assert_ne!(got[0].peer_addr().ok(), from_stranger.local_addr().ok());
+    }
+
+    #[test]
+    fn mapped_addresses_are_the_same_host() {
+        let v4 = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().expect("address");
+        assert!(same_host(v4, mapped));
+        assert!(!same_host(v4, IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))));
+    }
+}

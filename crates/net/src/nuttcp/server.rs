@@ -206,3 +206,55 @@ fn within_limits(cfg: &ServerConfig, r: Request) -> Result<Request, String> {
     }
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> Request {
+        Request {
+            buflen: 65536,
+            window: 0,
+            streams: 1,
+            rate_kbps: plumb_proto::nuttcp::request::RATE_UNLIMITED,
+            port: 5001,
+            client_sends: true,
+            seconds: 10.0,
+            udp: false,
+            interval: 0.0,
+            flip: false,
+        }
+    }
+
+    #[test]
+    fn the_operators_limits_and_the_data_port() {
+        let mut cfg = ServerConfig::default();
+        assert!(within_limits(&cfg, req()).is_ok());
+        cfg.limits.max_duration = Some(Duration::from_secs(5));
+        assert!(within_limits(&cfg, req()).is_err_and(|e| e.contains("allows 5 s")));
+        cfg.limits.max_duration = None;
+        cfg.limits.max_parallel = Some(2);
+        let many = Request {
+            streams: 3,
+            ..req()
+        };
+        assert!(within_limits(&cfg, many).is_err_and(|e| e.contains("3 streams")));
+        cfg.limits.max_parallel = None;
+        cfg.limits.max_bitrate = Some(1_000_000);
+        assert!(within_limits(&cfg, req()).is_err_and(|e| e.contains("unlimited")));
+        let slow = Request {
+            rate_kbps: 500,
+            ..req()
+        };
+        assert!(within_limits(&cfg, slow).is_ok());
+        cfg.limits.max_bitrate = None;
+        let low = Request { port: 80, ..req() };
+        assert!(within_limits(&cfg, low).is_err_and(|e| e.contains("below 1024")));
+        let high = Request {
+            port: 65_535,
+            streams: 2,
+            ..req()
+        };
+        assert!(within_limits(&cfg, high).is_err_and(|e| e.contains("past 65535")));
+    }
+}

@@ -275,3 +275,65 @@ pub fn receive(
     }
     Ok(f)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plumb_record::engine::{EndRecord, StartRecord};
+
+    /// Keeps the intervals it is given.
+    #[derive(Default)]
+    struct Kept(Vec<IntervalRecord>);
+
+    impl Sink for Kept {
+        fn start(&mut self, _: &StartRecord) {}
+        fn interval(&mut self, i: &IntervalRecord) {
+            self.0.push(i.clone());
+        }
+        fn end(&mut self, _: &EndRecord) {}
+        fn error(&mut self, _: &str) {}
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_receiver_counts_its_peers_data_between_the_markers_only() {
+        let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let at = rx.local_addr().expect("addr");
+        let peer = UdpSocket::bind("127.0.0.1:0").expect("peer");
+        let stranger = UdpSocket::bind("127.0.0.2:0").expect("stranger");
+        let mut d = vec![0u8; 100];
+        stamp(&mut d, 100);
+        stranger
+            .send_to(&Marker::Begin(1).bytes(), at)
+            .expect("send");
+        stranger.send_to(&d, at).expect("send");
+        for dg in [
+            &Marker::Begin(0).bytes()[..],
+            &Marker::Begin(1).bytes(),
+            &d,
+            &d,
+            &[1, 2],
+            &Marker::End(0).bytes(),
+        ] {
+            peer.send_to(dg, at).expect("send");
+        }
+        stranger.send_to(&d, at).expect("send");
+        peer.send_to(&Marker::End(1).bytes(), at).expect("send");
+        let mut rep = Reporter::new(&rx, 0.0, false, 100);
+        let mut kept = Kept::default();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let f = receive(
+            &rx,
+            IpAddr::from([127, 0, 0, 1]),
+            deadline,
+            &mut rep,
+            &mut kept,
+            &mut || false,
+        )
+        .expect("received");
+        assert_eq!((f.bytes, f.packets, f.stamped), (200, 2, 100));
+        assert!(kept.0.is_empty());
+    }
+}
