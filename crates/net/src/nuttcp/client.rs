@@ -15,8 +15,8 @@ use plumb_proto::stream_id;
 use plumb_record::engine::{EndRecord, Role};
 use plumb_record::Sink;
 
-use super::control::{Control, MAX_TRAILING_LINES};
-use super::data;
+use super::control::{read_closing, Control, MAX_TRAILING_LINES};
+use super::data::{self, client_listens};
 use crate::config::{ClientConfig, Transport};
 use crate::datapath::Drain;
 use crate::errors::TestError;
@@ -26,9 +26,6 @@ use crate::{host, signals};
 
 /// How long the server has for each step of the exchange.
 const STEP: Duration = Duration::from_secs(10);
-/// How long a server has to send its closing figures after the data ends
-/// (a stock server waits for its last data to be acknowledged first).
-const CLOSING_WAIT: Duration = Duration::from_secs(20);
 /// nuttcp's default TCP buffer (write size).
 const TCP_BUFLEN: u32 = 65_536;
 /// nuttcp's default UDP datagram size.
@@ -98,12 +95,6 @@ pub fn request(cfg: &ClientConfig) -> Request {
     }
 }
 
-/// Whether the client takes the data connections (nuttcp's transmitter
-/// connects to its receiver; `-F` turns that round).
-pub fn client_listens(req: &Request) -> bool {
-    req.client_sends == req.flip
-}
-
 /// Runs one test against a nuttcp server, reporting into `sink`.
 ///
 /// # Errors
@@ -126,7 +117,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     let (stream, server) = connect_control(cfg, sink)?;
     let mut ctl = Control::new(stream);
     let req = request(cfg);
-    let params = crate::client::params(cfg, None);
+    let params = super::params::client_params(cfg, &req);
     let opts = DataOptions::of(&params);
     let local_ip = ctl.stream.local_addr().map_err(TestError::Control)?.ip();
     // The receiving end listens and the transmitter connects, unless
@@ -275,31 +266,6 @@ fn run_session(session: &mut Session, seconds: f64, sink: &mut dyn Sink) -> Resu
         return Err(TestError::Ended(format!("data stream: {e}")));
     }
     Ok(())
-}
-
-/// The server's lines after the data, up to its close: its closing figures.
-pub fn read_closing(ctl: &mut Control) -> Result<Closing, TestError> {
-    let mut c = Closing::default();
-    let deadline = Instant::now() + CLOSING_WAIT;
-    let mut seen = false;
-    for _ in 0..MAX_TRAILING_LINES {
-        match ctl.line_by(deadline)? {
-            Some(l) => {
-                if l.contains("Error") {
-                    return Err(TestError::Server(l));
-                }
-                seen |= l.contains(" real seconds");
-                c.read_line(&l);
-            }
-            None => break,
-        }
-    }
-    if !seen {
-        return Err(TestError::Protocol(
-            "the nuttcp server sent no closing figures".into(),
-        ));
-    }
-    Ok(c)
 }
 
 /// The server's figures as the peer's results, its total shared among the

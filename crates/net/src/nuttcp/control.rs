@@ -6,8 +6,13 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use plumb_proto::nuttcp::lines::Lines;
+use plumb_proto::nuttcp::reply::Closing;
 
 use crate::errors::TestError;
+
+/// How long a peer has to send its closing figures after the data ends
+/// (a stock server waits for its last data to be acknowledged first).
+const CLOSING_WAIT: Duration = Duration::from_secs(20);
 
 /// The most lines a peer may send after the test before the connection
 /// closes (a stock server sends about a dozen).
@@ -100,4 +105,29 @@ impl Control {
     pub fn closed(&self) -> bool {
         self.eof
     }
+}
+
+/// The server's lines after the data, up to its close: its closing figures.
+pub fn read_closing(ctl: &mut Control) -> Result<Closing, TestError> {
+    let mut c = Closing::default();
+    let deadline = Instant::now() + CLOSING_WAIT;
+    let mut seen = false;
+    for _ in 0..MAX_TRAILING_LINES {
+        match ctl.line_by(deadline)? {
+            Some(l) => {
+                if l.contains("Error") {
+                    return Err(TestError::Server(l));
+                }
+                seen |= l.contains(" real seconds");
+                c.read_line(&l);
+            }
+            None => break,
+        }
+    }
+    if !seen {
+        return Err(TestError::Protocol(
+            "the nuttcp server sent no closing figures".into(),
+        ));
+    }
+    Ok(c)
 }

@@ -135,6 +135,12 @@ pub fn connect(
         .collect()
 }
 
+/// Whether the client takes the data connections (nuttcp's transmitter
+/// connects to its receiver; `-F` turns that round).
+pub fn client_listens(req: &plumb_proto::nuttcp::request::Request) -> bool {
+    req.client_sends == req.flip
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

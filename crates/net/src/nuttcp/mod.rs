@@ -6,13 +6,17 @@
 //! - [`control`]: the control connection, lines with caps and deadlines.
 //! - [`data`]: the TCP data connections, either way round (`-F`).
 //! - [`client`] / [`udp_client`]: plumb's client.
-//! - [`server`]: plumb's server for nuttcp clients.
+//! - [`params`]: the session's parameters from a request.
+//! - [`udp`], [`udp_record`]: nuttcp's UDP data and its record.
+//! - [`server`], [`answer`], [`udp_server`]: plumb's server for nuttcp
+//!   clients: the listener, one TCP test, one UDP test.
 
+pub mod answer;
 pub mod client;
 pub mod control;
 pub mod data;
+pub mod params;
 pub mod server;
-pub mod session;
 pub mod udp;
 pub mod udp_client;
 pub mod udp_record;

@@ -19,8 +19,8 @@ use plumb_proto::nuttcp::reply;
 use plumb_proto::nuttcp::request::Request;
 use plumb_record::Sink;
 
+use super::answer::serve_test;
 use super::control::Control;
-use super::session::serve_test;
 use crate::config::{canonical, ServerConfig};
 use crate::errors::TestError;
 use crate::server::Printer;

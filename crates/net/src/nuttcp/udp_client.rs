@@ -9,8 +9,7 @@ use plumb_proto::nuttcp::request::Request;
 use plumb_record::engine::Role;
 use plumb_record::Sink;
 
-use super::client::read_closing;
-use super::control::Control;
+use super::control::{read_closing, Control};
 use super::udp::{self, Figures, Reporter};
 use super::udp_record;
 use crate::config::ClientConfig;

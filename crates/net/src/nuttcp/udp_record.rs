@@ -10,7 +10,7 @@ use plumb_record::engine::{
     CpuUtil, EndRecord, Protocol, Role, StartRecord, StreamEnd, Totals, UdpEnd,
 };
 
-use super::session::params_of;
+use super::params::params_of;
 use super::udp::Figures;
 use crate::host::CpuSnapshot;
 use crate::session::{Plan, Session};

@@ -10,16 +10,16 @@ use std::time::{Duration, Instant};
 
 use plumb_proto::nuttcp::reply::{self, Closing};
 use plumb_proto::nuttcp::request::Request;
-use plumb_proto::params::{Protocol as WireProtocol, TestParams};
+use plumb_proto::params::TestParams;
 use plumb_proto::results::{Results, StreamResult};
 use plumb_proto::stream_id;
 use plumb_record::engine::{EndRecord, IntervalRecord, Role, StartRecord};
 use plumb_record::{Latency, Sink};
 use plumb_tcpinfo::tcp_info;
 
-use super::client::client_listens;
 use super::control::Control;
-use super::data;
+use super::data::{self, client_listens};
+use super::params::params_of;
 use crate::config::ServerConfig;
 use crate::datapath::Drain;
 use crate::errors::TestError;
@@ -30,26 +30,6 @@ use crate::{host, signals};
 /// How long past its own time a receiving server waits for the client's
 /// data to end.
 const END_GRACE: Duration = Duration::from_secs(10);
-
-/// The iperf3-style parameters plumb's session reads, from a nuttcp request.
-pub fn params_of(req: &Request) -> TestParams {
-    TestParams {
-        protocol: if req.udp {
-            WireProtocol::Udp
-        } else {
-            WireProtocol::Tcp
-        },
-        time: req.seconds.ceil() as i64,
-        parallel: i64::from(req.streams),
-        len: i64::from(req.buflen),
-        window: (req.window > 0).then_some(i64::from(req.window)),
-        bandwidth: req.rate_bps().map_or(0, |b| {
-            i64::try_from(b / u64::from(req.streams.max(1))).unwrap_or(i64::MAX)
-        }),
-        reverse: !req.client_sends,
-        ..TestParams::default()
-    }
-}
 
 /// Runs an accepted request's data and sends the client its report.
 ///
