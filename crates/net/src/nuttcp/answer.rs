@@ -141,7 +141,14 @@ fn run(
         // ends the test. Lines it sends meanwhile mean nothing and are dropped.
         let _ = ctl.line_by(wait)?;
     }
-    session.finish(Instant::now(), sink);
+    // A receiver's test ended with the client's last byte, not when this
+    // loop next looked.
+    let at = if sends || !session.all_done() {
+        Instant::now()
+    } else {
+        last_byte(session).unwrap_or_else(Instant::now)
+    };
+    session.finish(at, sink);
     if ctl.closed() && sends {
         return Err(TestError::ControlClosed);
     }
@@ -149,6 +156,17 @@ fn run(
         return Err(TestError::Ended(format!("data stream: {e}")));
     }
     Ok(())
+}
+
+/// When the last byte of any stream arrived.
+fn last_byte(session: &Session) -> Option<Instant> {
+    session
+        .streams
+        .iter()
+        .map(|s| s.counters.last_rx_ns.load(Relaxed))
+        .max()
+        .filter(|ns| *ns > 0)
+        .map(|ns| crate::datathread::epoch() + Duration::from_nanos(ns))
 }
 
 /// The peer's figures for the operator's report: a nuttcp client reports
