@@ -136,14 +136,10 @@ fn one_test(
     ctl.stream
         .set_write_timeout(Some(cfg.handshake_timeout))
         .map_err(TestError::Control)?;
-    let deadline = Instant::now() + cfg.handshake_timeout;
-    let hello = ctl.expect(deadline, "greeting")?;
-    reply::parse_hello(&hello).map_err(TestError::Protocol)?;
-    ctl.send(&reply::hello())?;
-    let line = ctl.expect(deadline, "request")?;
-    let req = match Request::parse(&line).and_then(|r| within_limits(cfg, r)) {
+    let req = match handshake(cfg, &mut ctl) {
         Ok(r) => r,
         Err(why) => {
+            // Whatever went wrong before the answer, the client hears why.
             let _ = ctl.send(&reply::refusal(&why));
             return Err(TestError::Ended(format!("request refused: {why}")));
         }
@@ -162,6 +158,19 @@ fn one_test(
         ),
     );
     serve_test(cfg, &mut ctl, peer, &req, sink)
+}
+
+/// The greetings and the request, within the handshake timeout; the
+/// reason in one line when the client breaks the protocol or the limits.
+fn handshake(cfg: &ServerConfig, ctl: &mut Control) -> Result<Request, String> {
+    let deadline = Instant::now() + cfg.handshake_timeout;
+    let hello = ctl
+        .expect(deadline, "greeting")
+        .map_err(|e| e.to_string())?;
+    reply::parse_hello(&hello)?;
+    ctl.send(&reply::hello()).map_err(|e| e.to_string())?;
+    let line = ctl.expect(deadline, "request").map_err(|e| e.to_string())?;
+    Request::parse(&line).and_then(|r| within_limits(cfg, r))
 }
 
 /// The request, if the operator's limits and the server's own rules let it run.
