@@ -232,6 +232,18 @@ fn nuttcp_client_against_plumb_server() {
     }
 }
 
+/// Sends `bytes` to the server's control port and reads its answer to the
+/// close (bounded: the server closes, or the read times out).
+fn exchange(ctl: u16, bytes: &[u8]) -> String {
+    let mut s = connect(ctl);
+    s.set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("timeout");
+    let _ = s.write_all(bytes);
+    let mut out = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut s, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A stock 6.1.2 client's request for a 1 s send (captured on loopback).
 const STOCK_REQUEST: &str = "buflen = 65536, nbuf = 2147483647, win = 0, nstream = 1, rate = 4294967295, port = 25001, trans = 1, braindead = 0, timeout = 1.000000, udp = 0, vers = 6.1.2, interval = 0.000000, reverse = 0, format = 2048, traceroute = 0, irate = 0, thirdparty = _NULL_ , multicast = 0 , datamss = 0 , tos = 0 , nbuf_bytes = 0 , rate_pps = 0 , nodelay = 0";
 
@@ -375,6 +387,18 @@ fn malformed_request_is_refused_and_the_server_goes_on() {
         "{lines:?}"
     );
     assert_eq!(lines.get(2).map(String::as_str), Some("KO"), "{lines:?}");
+    // Other hostile openings are refused the same way: an overlong line,
+    // binary bytes, another protocol's greeting.
+    let long = "x".repeat(5000);
+    for bytes in [
+        long.as_bytes(),
+        b"\x00\x01\x02\n",
+        b"GET / HTTP/1.0\r\n\r\n",
+    ] {
+        let text = exchange(ctl, bytes);
+        let errors: Vec<&str> = text.lines().filter(|l| l.contains("Error:")).collect();
+        assert!(errors.len() == 1 && text.ends_with("KO\n"), "{text}");
+    }
     // A request naming a data port below 1024 is refused the same way.
     let mut s = connect(ctl);
     s.set_read_timeout(Some(Duration::from_secs(10)))

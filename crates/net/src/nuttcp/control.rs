@@ -101,6 +101,26 @@ impl Control {
         }
     }
 
+    /// Closes after a refusal so that the peer reads it: this side's
+    /// write end first, then what the peer still sends is read and dropped
+    /// (at most 64 KiB, for at most half a second), for a close with unread
+    /// bytes would reset the connection and could take the refusal with it.
+    pub fn close_gently(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let until = Instant::now() + Duration::from_millis(500);
+        let mut buf = [0u8; 4096];
+        for _ in 0..16 {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stream.set_read_timeout(Some(left)).is_err() {
+                break;
+            }
+            match self.stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+
     /// Whether the peer has closed its side.
     pub fn closed(&self) -> bool {
         self.eof

@@ -1,7 +1,7 @@
 //! plumb's server for nuttcp clients (`plumb -s --tools nuttcp`): the
 //! control port's listener and one test at a time, each on its own thread.
-//! A client the access list refuses, one that arrives while a test runs,
-//! and one whose request breaks the protocol or the operator's limits gets
+//! A client the access list refuses, one that arrives while a test runs
+//! (and does not end within a second), and one whose request breaks the protocol or the operator's limits gets
 //! nuttcp's refusal (a reason line, then `KO`) and the server goes on.
 //!
 //! The data connections follow the request: the receiving end listens on
@@ -28,6 +28,9 @@ use crate::{signals, sockets};
 
 /// How often the listener looks at signals and the running test.
 const TICK: Duration = Duration::from_millis(100);
+/// How long a new client waits for the running test's slot before it is
+/// told the server is busy.
+const BUSY_GRACE: Duration = Duration::from_secs(1);
 /// The lowest data port a client may name.
 const MIN_DATA_PORT: u16 = 1024;
 
@@ -70,7 +73,7 @@ pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
                 );
                 continue;
             }
-            if busy.swap(true, Ordering::AcqRel) || (cfg.one_off && served > 0) {
+            if !slot_within_grace(&busy) || (cfg.one_off && served > 0) {
                 refuse(
                     stream,
                     &peer,
@@ -94,6 +97,22 @@ pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
             });
         }
     })
+}
+
+/// Takes the one test slot, waiting up to [`BUSY_GRACE`] for a test that
+/// is ending (its client may already be gone, and scripts run tests back
+/// to back); `false` when it stays taken.
+fn slot_within_grace(busy: &AtomicBool) -> bool {
+    let until = Instant::now() + BUSY_GRACE;
+    loop {
+        if !busy.swap(true, Ordering::AcqRel) {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// One connection from the listener, or `None` after a tick without one.
@@ -123,6 +142,7 @@ fn refuse(stream: TcpStream, peer: &SocketAddr, why: &str) {
     let _ = ctl.stream.set_write_timeout(Some(Duration::from_secs(1)));
     let _ = ctl.send(&reply::hello());
     let _ = ctl.send(&reply::refusal(why));
+    ctl.close_gently();
 }
 
 /// One test on its control connection.
@@ -141,6 +161,7 @@ fn one_test(
         Err(why) => {
             // Whatever went wrong before the answer, the client hears why.
             let _ = ctl.send(&reply::refusal(&why));
+            ctl.close_gently();
             return Err(TestError::Ended(format!("request refused: {why}")));
         }
     };
