@@ -1,8 +1,9 @@
 //! plumb's server for nuttcp clients (`plumb -s --tools nuttcp`): the
 //! control port's listener and one test at a time, each on its own thread.
 //! A client the access list refuses, one that arrives while a test runs
-//! (and does not end within a second), and one whose request breaks the protocol or the operator's limits gets
-//! nuttcp's refusal (a reason line, then `KO`) and the server goes on.
+//! (one that does not end within a second), and one whose request breaks
+//! the protocol or the operator's limits gets nuttcp's refusal (a reason
+//! line, then `KO`) and the server goes on.
 //!
 //! The data connections follow the request: the receiving end listens on
 //! the data port the client names and the transmitter connects, `-F` the
