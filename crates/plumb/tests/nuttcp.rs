@@ -164,6 +164,43 @@ fn plumb_client_prints_nuttcps_summary() {
     );
 }
 
+#[test]
+fn why_explains_a_test_against_nuttcp() {
+    if nuttcp().is_none() {
+        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+        return;
+    }
+    let ctl = ports();
+    let _srv = NuttcpServer::start(ctl);
+    let p = ctl.to_string();
+    let out = run(
+        plumb_bin(),
+        &[
+            "-c",
+            "127.0.0.1",
+            "--tool",
+            "nuttcp",
+            "-p",
+            &p,
+            "-t",
+            "2",
+            "--why",
+        ],
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The diagnosis names its evidence and that the peer is not plumb.
+    assert!(
+        text.contains("Evidence:") && text.contains("the peer is not plumb"),
+        "{text}"
+    );
+}
+
 /// A `plumb -s --tools nuttcp -1 -J` on `ctl`.
 fn plumb_nuttcp_server(ctl: u16) -> Server {
     Server::start(plumb_bin(), &["-s", "--tools", "nuttcp", "-1", "-J"], ctl)

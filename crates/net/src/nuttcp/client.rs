@@ -351,3 +351,63 @@ fn brief(end: &EndRecord, c: &Closing, client_sends: bool) -> plumb_proto::nuttc
         udp_sent: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TestSpec;
+
+    fn cfg(spec: TestSpec, flip: bool) -> ClientConfig {
+        ClientConfig {
+            host: "127.0.0.1".into(),
+            port: 5000,
+            bind: None,
+            cport: None,
+            family: crate::config::Family::default(),
+            connect_timeout: None,
+            rcv_timeout: Duration::from_secs(120),
+            spec,
+            auth: None,
+            local: crate::local::LocalOptions::default(),
+            tool: plumb_proto::tool::Tool::Nuttcp,
+            flip,
+        }
+    }
+
+    #[test]
+    fn iperf3s_flags_become_nuttcps_request() {
+        let r = request(&cfg(TestSpec::default(), false));
+        assert_eq!((r.port, r.client_sends, r.streams), (5001, true, 1));
+        assert_eq!(
+            (r.buflen, r.window, r.rate_kbps),
+            (65_536, 0, RATE_UNLIMITED)
+        );
+        let spec = TestSpec {
+            reverse: true,
+            time: 15.0,
+            parallel: 4,
+            window: Some(131_072),
+            bandwidth: Some(50_000_000),
+            interval: 5.0,
+            len: Some(8192),
+            ..TestSpec::default()
+        };
+        let r = request(&cfg(spec, true));
+        assert!(!r.client_sends && r.flip && !r.udp);
+        assert_eq!((r.seconds, r.streams, r.window), (15.0, 4, 131_072));
+        assert_eq!((r.rate_kbps, r.interval, r.buflen), (50_000, 5.0, 8192));
+        let udp = TestSpec {
+            transport: Transport::Udp,
+            ..TestSpec::default()
+        };
+        let r = request(&cfg(udp, false));
+        assert_eq!((r.udp, r.buflen, r.rate_kbps), (true, UDP_BUFLEN, 1000));
+        let mut c = cfg(TestSpec::default(), false);
+        c.spec.bidir = true;
+        assert!(refused(&c).is_some_and(|w| w.contains("--bidir")));
+        assert!(refused(&cfg(TestSpec::default(), false)).is_none());
+        // A sending client connects; with --flip it listens.
+        assert!(!client_listens(&request(&cfg(TestSpec::default(), false))));
+        assert!(client_listens(&request(&cfg(TestSpec::default(), true))));
+    }
+}
