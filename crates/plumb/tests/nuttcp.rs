@@ -362,6 +362,42 @@ impl Drop for Killed {
 }
 
 #[test]
+fn the_servers_limits_are_refused_with_their_reason() {
+    if nuttcp().is_none() {
+        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+        return;
+    }
+    let ctl = ports();
+    let _srv = Server::start(
+        plumb_bin(),
+        &["-s", "--tools", "nuttcp", "--max-duration", "1"],
+        ctl,
+    );
+    let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+    let stock = run(
+        "nuttcp",
+        &["-P", &c, "-p", &d, "-T5", "127.0.0.1"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&stock.stderr);
+    assert!(
+        !stock.status.success() && err.contains("allows 1 s"),
+        "{err}"
+    );
+    let ours = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "--tool", "nuttcp", "-p", &c, "-t", "5"],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&ours.stderr);
+    assert!(
+        !ours.status.success() && err.contains("allows 1 s"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
 fn client_refuses_what_nuttcp_cannot_do() {
     // Refused before any connection: no server is needed.
     for (args, want) in [
@@ -406,7 +442,7 @@ fn malformed_request_is_refused_and_the_server_goes_on() {
         .expect("write");
     let mut lines = Vec::new();
     let mut r = BufReader::new(s);
-    for _ in 0..4 {
+    for _ in 0..5 {
         let mut l = String::new();
         if r.read_line(&mut l).unwrap_or(0) == 0 {
             break;
@@ -418,12 +454,14 @@ fn malformed_request_is_refused_and_the_server_goes_on() {
         Some("HELO nuttcp v6.1.2"),
         "{lines:?}"
     );
-    let refusal = lines.get(1).cloned().unwrap_or_default();
+    // As a stock server refuses: KO, the reason on one line, KO.
+    assert_eq!(lines.get(1).map(String::as_str), Some("KO"), "{lines:?}");
+    let refusal = lines.get(2).cloned().unwrap_or_default();
     assert!(
-        refusal.contains("Error:") && !refusal.contains('\n'),
+        refusal.contains("Error:") && refusal.contains("key = value"),
         "{lines:?}"
     );
-    assert_eq!(lines.get(2).map(String::as_str), Some("KO"), "{lines:?}");
+    assert_eq!(lines.get(3).map(String::as_str), Some("KO"), "{lines:?}");
     // Other hostile openings are refused the same way: an overlong line,
     // binary bytes, another protocol's greeting.
     let long = "x".repeat(5000);

@@ -218,20 +218,22 @@ pub fn handshake(ctl: &mut Control, req: &Request) -> Result<(), TestError> {
     if reply::parse_answer(&answer).is_ok() {
         return Ok(());
     }
-    // A refusal: the server's reason, up to its KO.
+    // A refusal: the server's reason, the last line before its closing KO
+    // (a stock server opens the refusal with a KO too).
     let mut why = answer;
     let deadline = Instant::now() + STEP;
     for _ in 0..MAX_TRAILING_LINES {
         match ctl.line_by(deadline)? {
-            Some(l) if l.starts_with("KO") => break,
+            Some(l) if l.starts_with("KO") && why != "KO" => break,
+            Some(l) if l.starts_with("KO") => {}
             Some(l) => why = l,
             None => break,
         }
     }
-    let why = why
-        .split_once(": ")
-        .map_or(why.as_str(), |(_, w)| w)
-        .trim_start_matches("Error: ");
+    let why = match why.rsplit_once("Error: ") {
+        Some((_, w)) => w,
+        None => why.split_once(": ").map_or(why.as_str(), |(_, w)| w),
+    };
     Err(TestError::Server(why.to_string()))
 }
 

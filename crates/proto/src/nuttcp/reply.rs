@@ -33,9 +33,11 @@ pub fn ok() -> String {
     format!("OK v{VERSION}\n")
 }
 
-/// The server's refusal: the reason as nuttcp prints errors, then `KO`.
+/// The server's refusal, as a stock server frames one: `KO` in place of
+/// the answer, the reason, and `KO` again (the client prints what lies
+/// between).
 pub fn refusal(reason: &str) -> String {
-    format!("nuttcp-r: Error: {reason}\nKO\n")
+    format!("KO\nnuttcp-r: Error: {reason}\nKO\n")
 }
 
 /// The answer to a request, read by the client: `Ok(())` for `OK vX.Y.Z`.
@@ -206,7 +208,8 @@ mod tests {
         assert!(parse_hello("SSH-2.0-OpenSSH").is_err_and(|e| e.contains("not a nuttcp")));
         assert_eq!(parse_answer(ok().trim_end()), Ok(()));
         assert!(parse_answer("nuttcp-r: Error: no").is_err_and(|e| e.contains("refused")));
-        assert!(refusal("why").ends_with("\nKO\n"));
+        assert_eq!(refusal("why"), "KO\nnuttcp-r: Error: why\nKO\n");
+        assert!(parse_answer("KO").is_err());
     }
 
     #[test]
