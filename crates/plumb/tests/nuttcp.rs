@@ -398,6 +398,44 @@ fn the_servers_limits_are_refused_with_their_reason() {
 }
 
 #[test]
+fn a_silent_data_connection_ends_at_the_receive_timeout() {
+    let ctl = ports();
+    let _srv = Server::start(
+        plumb_bin(),
+        &["-s", "--tools", "nuttcp", "--rcv-timeout", "1000"],
+        ctl,
+    );
+    let mut s = connect(ctl);
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let req = STOCK_REQUEST
+        .replace("timeout = 1.000000", "timeout = 30.000000")
+        .replace("port = 25001", &format!("port = {}", ctl + 1));
+    s.write_all(format!("HELO nuttcp v6.1.2\n{req}\n").as_bytes())
+        .expect("write");
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    let mut answer = String::new();
+    for _ in 0..2 {
+        answer.clear();
+        let _ = r.read_line(&mut answer);
+    }
+    assert_eq!(answer, "OK v6.1.2\n");
+    // The data connection, silent: the 30 s test ends after about 1 s.
+    let t0 = Instant::now();
+    while !listening(ctl + 1) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _data = connect(ctl + 1);
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut r, &mut rest);
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(15),
+        "the test ran {took:?}: {rest}"
+    );
+}
+
+#[test]
 fn client_refuses_what_nuttcp_cannot_do() {
     // Refused before any connection: no server is needed.
     for (args, want) in [

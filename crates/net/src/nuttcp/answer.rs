@@ -73,7 +73,7 @@ pub fn serve_test(
         inner: sink,
         ctl: (!sends && req.interval > 0.0).then_some(to_client),
     };
-    run(&mut session, ctl, req, &mut out)?;
+    run(&mut session, ctl, req, cfg.rcv_timeout, &mut out)?;
     if !sends && req.interval > 0.0 {
         ctl.send("DONE\n")?;
     }
@@ -109,6 +109,7 @@ fn run(
     session: &mut Session,
     ctl: &mut Control,
     req: &Request,
+    idle: Duration,
     sink: &mut dyn Sink,
 ) -> Result<(), TestError> {
     let now = Instant::now();
@@ -125,6 +126,9 @@ fn run(
     } else {
         now + time + END_GRACE
     };
+    // Bytes moved, and when they last changed: a test that stalls for
+    // --rcv-timeout ends.
+    let mut progress = (0u64, now);
     loop {
         let now = Instant::now();
         if signals::interrupted() {
@@ -133,6 +137,16 @@ fn run(
         }
         if now >= deadline || session.all_done() || ctl.closed() {
             break;
+        }
+        let moved = bytes_moved(session);
+        if moved != progress.0 {
+            progress = (moved, now);
+        } else if now.duration_since(progress.1) > idle {
+            session.finish(now, sink);
+            return Err(TestError::Ended(format!(
+                "no data for {} ms (--rcv-timeout)",
+                idle.as_millis()
+            )));
         }
         session.tick(now, sink);
         let next = session.poll_at().unwrap_or(deadline).min(deadline);
@@ -156,6 +170,15 @@ fn run(
         return Err(TestError::Ended(format!("data stream: {e}")));
     }
     Ok(())
+}
+
+/// Bytes all streams have moved so far.
+fn bytes_moved(session: &Session) -> u64 {
+    session
+        .streams
+        .iter()
+        .map(|s| s.counters.bytes.load(Relaxed))
+        .sum()
 }
 
 /// When the last byte of any stream arrived.

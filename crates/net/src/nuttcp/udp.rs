@@ -208,6 +208,7 @@ pub fn receive(
     sock: &UdpSocket,
     from: IpAddr,
     mut deadline: Instant,
+    idle: Duration,
     rep: &mut Reporter,
     sink: &mut dyn Sink,
     stop: &mut dyn FnMut() -> bool,
@@ -216,10 +217,17 @@ pub fn receive(
     let mut buf = vec![0u8; 65_536];
     let mut f = Figures::default();
     let (mut begin, mut last, mut latest) = (None::<Instant>, None::<Instant>, 0u64);
+    let opened = Instant::now();
     loop {
         let now = Instant::now();
         if now >= deadline || stop() || signals::interrupted() {
             break;
+        }
+        if now.duration_since(last.or(begin).unwrap_or(opened)) > idle {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no data for {} ms (--rcv-timeout)", idle.as_millis()),
+            ));
         }
         let (n, src) = match sock.recv_from(&mut buf) {
             Ok(x) => x,
@@ -328,6 +336,7 @@ mod tests {
             &rx,
             IpAddr::from([127, 0, 0, 1]),
             deadline,
+            Duration::from_secs(5),
             &mut rep,
             &mut kept,
             &mut || false,

@@ -51,7 +51,6 @@ pub fn run(
             s
         }
     };
-    let _ = cfg;
     let peer = SocketAddr::new(server.ip(), if sends { req.port } else { 0 });
     sink.start(&udp_record::start(Role::Client, &sock, peer, req));
     let cpu0 = CpuSnapshot::take().ok().map(|c| (c, Instant::now()));
@@ -69,7 +68,15 @@ pub fn run(
         )
     } else {
         let deadline = Instant::now() + Duration::from_secs_f64(req.seconds) + END_GRACE;
-        udp::receive(&sock, server.ip(), deadline, &mut rep, sink, &mut never)
+        udp::receive(
+            &sock,
+            server.ip(),
+            deadline,
+            cfg.rcv_timeout,
+            &mut rep,
+            sink,
+            &mut never,
+        )
     }
     .map_err(TestError::Stream)?;
     let closing = read_closing(ctl)?;

@@ -31,7 +31,6 @@ pub fn serve(
     req: &Request,
     sink: &mut dyn Sink,
 ) -> Result<(), TestError> {
-    let _ = cfg;
     let sends = !req.client_sends;
     let local = ctl.stream.local_addr().map_err(TestError::Control)?.ip();
     let to = SocketAddr::new(peer.ip(), req.port);
@@ -72,7 +71,15 @@ pub fn serve(
         )
     } else {
         let deadline = Instant::now() + Duration::from_secs_f64(req.seconds) + END_GRACE;
-        udp::receive(&sock, peer.ip(), deadline, &mut rep, sink, &mut gone)
+        udp::receive(
+            &sock,
+            peer.ip(),
+            deadline,
+            cfg.rcv_timeout,
+            &mut rep,
+            sink,
+            &mut gone,
+        )
     }
     .map_err(TestError::Stream)?;
     if !sends && req.interval > 0.0 {
