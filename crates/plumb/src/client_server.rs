@@ -140,6 +140,11 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             "--report is a client flag: the client writes the report",
         ));
     }
+    if a.flip {
+        return Ok(usage_error(
+            "--flip is a client flag (nuttcp's -F, with --tool nuttcp); a server follows its client's request",
+        ));
+    }
     if let Some(flag) = a.local.client_only_given() {
         return Ok(usage_error(format!(
             "{flag} is a client option, as in iperf3"

@@ -457,6 +457,16 @@ fn client_refuses_what_nuttcp_cannot_do() {
     }
     let out = run(
         plumb_bin(),
+        &["-s", "--flip", "-p", "1"],
+        Duration::from_secs(10),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("client flag"),
+        "{err}"
+    );
+    let out = run(
+        plumb_bin(),
         &["-c", "127.0.0.1", "--flip"],
         Duration::from_secs(10),
     );
