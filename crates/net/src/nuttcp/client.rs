@@ -30,7 +30,8 @@ const STEP: Duration = Duration::from_secs(10);
 const TCP_BUFLEN: u32 = 65_536;
 /// nuttcp's default UDP datagram size.
 pub const UDP_BUFLEN: u32 = 8192;
-/// nuttcp's default UDP rate, kbit/s (iperf3's is the same 1 Mbit/s).
+/// The UDP rate without `-b`, kbit/s: iperf3's 1 Mbit/s, as plumb keeps
+/// iperf3's flags (nuttcp's own client sets no limit).
 const UDP_RATE_KBPS: u64 = 1000;
 
 /// Client flags a nuttcp server cannot be asked for, with the reason.
