@@ -26,6 +26,21 @@ const END_WAIT: Duration = Duration::from_secs(1);
 /// A receiver's read timeout: how often it looks at the clock.
 const READ_SLICE: Duration = Duration::from_millis(100);
 
+/// Sizes a UDP socket's buffers: the request's window, else plumb's UDP
+/// default (`sockets::UDP_DEFAULT_BUFFER`, 4 MiB), as for iperf3's UDP: a
+/// receiver on a busy host is away for longer than the system default
+/// holds datagrams of nuttcp's 8 KiB.
+pub fn size_buffers(sock: &UdpSocket, window: u32) {
+    let size = if window > 0 {
+        window
+    } else {
+        crate::sockets::UDP_DEFAULT_BUFFER
+    } as usize;
+    let s = socket2::SockRef::from(sock);
+    let _ = s.set_recv_buffer_size(size);
+    let _ = s.set_send_buffer_size(size);
+}
+
 /// What one end moved.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Figures {

@@ -52,6 +52,7 @@ pub fn run(
         }
     };
     let peer = SocketAddr::new(server.ip(), if sends { req.port } else { 0 });
+    udp::size_buffers(&sock, req.window);
     sink.start(&udp_record::start(Role::Client, &sock, peer, req));
     let cpu0 = CpuSnapshot::take().ok().map(|c| (c, Instant::now()));
     let mut rep = Reporter::new(&sock, req.interval, sends, req.buflen);

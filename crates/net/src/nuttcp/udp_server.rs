@@ -41,6 +41,7 @@ pub fn serve(
     } else {
         UdpSocket::bind(SocketAddr::new(local, req.port)).map_err(TestError::Stream)?
     };
+    udp::size_buffers(&sock, req.window);
     sink.start(&udp_record::start(
         Role::Server,
         &sock,
