@@ -3,7 +3,8 @@
 //! `nuttcp` client against `plumb -s --tools nuttcp`, over TCP and UDP,
 //! each way (`-R` / nuttcp's `-r`), and with the data connection turned
 //! round (`--flip` / `-F`). Each run compares plumb's own byte count with
-//! nuttcp's own within 1 %. A malformed request gets a one-line refusal
+//! nuttcp's own within 1 % (a UDP run only when the kernel dropped no
+//! datagram for a full buffer meanwhile; otherwise a counted skip). A malformed request gets a one-line refusal
 //! and the server goes on serving.
 
 mod common;
@@ -75,6 +76,26 @@ impl Drop for NuttcpServer {
     }
 }
 
+/// The kernel's count of UDP datagrams dropped for a full receive buffer
+/// (`RcvbufErrors` in /proc/net/snmp), host-wide.
+fn udp_buffer_drops() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("Udp:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let (Some(names), Some(values)) = (rows.first(), rows.get(1)) else {
+        return 0;
+    };
+    names
+        .iter()
+        .position(|n| *n == "RcvbufErrors")
+        .and_then(|i| values.get(i))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Whether two byte counts agree within 1 %.
 fn within_1pct(a: f64, b: f64) -> bool {
     a > 0.0 && b > 0.0 && (a - b).abs() <= 0.01 * a.max(b)
@@ -128,8 +149,18 @@ fn plumb_client_against_nuttcp_server() {
         ("udp send", vec!["-u", "-b", "10M"]),
         ("udp receive", vec!["-u", "-b", "10M", "-R"]),
     ] {
+        let drops = udp_buffer_drops();
         let v = plumb_against_nuttcp(&args);
         assert_eq!(v["start"]["test_start"]["num_streams"], 1, "{what}");
+        if args.contains(&"-u") && udp_buffer_drops() > drops {
+            // The scenario: no datagram lost. A receiver that fell behind on
+            // a busy host (nuttcp keeps the system's small UDP buffer) drops
+            // them in the kernel, which counts them.
+            plumb_testkit::skip_premise!(
+                "{what}: the kernel dropped UDP datagrams for a full buffer"
+            );
+            continue;
+        }
         client_counts_agree(&v, what);
     }
 }
@@ -241,6 +272,7 @@ fn nuttcp_client_against_plumb_server() {
         ("udp receive", vec!["-u", "-R", "10m", "-r"], true),
     ] {
         let ctl = ports();
+        let drops = udp_buffer_drops();
         let srv = plumb_nuttcp_server(ctl);
         let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
         let mut a = vec!["-P", c.as_str(), "-p", d.as_str(), "-T2", "-v"];
@@ -262,6 +294,12 @@ fn nuttcp_client_against_plumb_server() {
             "end.sum_received.bytes"
         };
         let ours = num(&s, path);
+        if args.contains(&"-u") && udp_buffer_drops() > drops {
+            plumb_testkit::skip_premise!(
+                "{what}: the kernel dropped UDP datagrams for a full buffer"
+            );
+            continue;
+        }
         assert!(
             within_1pct(ours, theirs),
             "{what}: plumb counted {ours}, nuttcp {theirs}"
