@@ -185,6 +185,10 @@ pub struct ClientConfig {
     pub local: crate::local::LocalOptions,
     /// `-d`: trace the control connection on stderr.
     pub debug: bool,
+    /// The peer's tool: iperf3's protocol, or nuttcp's.
+    pub tool: plumb_proto::tool::Tool,
+    /// nuttcp's `-F`: the server opens the data connections (`--flip`).
+    pub flip: bool,
 }
 
 /// What a client needs to authenticate (spec §10).

@@ -28,7 +28,8 @@
 //! **Drivers.** [`session`] runs a test's streams, intervals and results on
 //! either end; [`client`] and [`server`] own the control connection and drive
 //! the sans-IO protocol of `plumb-proto` ([`server`]'s gate, admission,
-//! shared state and per-test thread are files under it). [`config`],
+//! shared state and per-test thread are files under it); [`nuttcp`] is
+//! both roles again for nuttcp's protocol, on the same session. [`config`],
 //! [`errors`], [`signals`] and [`debug`] (`-d`'s trace) serve them.
 //!
 //! Results leave this crate as the records of `plumb-report`, which prints
@@ -49,6 +50,7 @@ pub mod errors;
 pub mod flowlabel;
 pub mod host;
 pub mod local;
+pub mod nuttcp;
 pub mod pacing;
 pub mod procfs;
 pub mod rr;

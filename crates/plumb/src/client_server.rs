@@ -54,6 +54,11 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(msg) => return Ok(usage_error(msg)),
     };
+    if cfg.tool == plumb_proto::tool::Tool::Nuttcp {
+        if let Some(why) = plumb_net::nuttcp::client::refused(&cfg) {
+            return Ok(usage_error(format!("--tool nuttcp does not take {why}")));
+        }
+    }
     let mut sink = sink(a)?;
     let text_on_terminal = !a.json && !a.json_stream && a.logfile.is_none();
     let mut errors = ErrorsToStderr {
@@ -140,6 +145,11 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             "-F is a client flag: the client sends or receives the file",
         ));
     }
+    if a.flip {
+        return Ok(usage_error(
+            "--flip is a client flag (nuttcp's -F, with --tool nuttcp); a server follows its client's request",
+        ));
+    }
     if let Some(flag) = a.local.client_only_given() {
         return Ok(usage_error(format!(
             "{flag} is a client option, as in iperf3"
@@ -176,7 +186,15 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let printer = server_printer::ServerPrinter(a);
-    Ok(match plumb_net::server::run(&cfg, &printer) {
+    let nuttcp = nuttcp_listen(a);
+    if let Some(port) = nuttcp {
+        cfg.port = port;
+    }
+    let served = match nuttcp {
+        Some(_) => plumb_net::nuttcp::server::run(&cfg, &printer),
+        None => plumb_net::server::run(&cfg, &printer),
+    };
+    Ok(match served {
         Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("plumb: {e}");
@@ -206,8 +224,32 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
             .collect(),
         (None, None) => Vec::new(),
     };
-    tools.into_iter().find(|t| *t != Tool::Iperf3).map(|t| {
+    // nuttcp's client is built; a server answers one tool at a time.
+    let built =
+        |t: &Tool| *t == Tool::Iperf3 || (*t == Tool::Nuttcp && (!a.server || tools_len(a) == 1));
+    tools.into_iter().find(|t| !built(t)).map(|t| {
         let flag = if a.server { "--tools" } else { "--tool" };
-        format!("{flag} {t}: this build speaks iperf3's wire protocol only")
+        if t == Tool::Nuttcp {
+            return format!(
+                "{flag} {t}: a server answers one tool at a time (give --tools nuttcp alone)"
+            );
+        }
+        format!("{flag} {t}: this build speaks iperf3's and nuttcp's wire protocols only")
+    })
+}
+
+/// The control port when the server answers nuttcp: `--tools nuttcp=PORT`,
+/// else `-p`, else nuttcp's 5000.
+fn nuttcp_listen(a: &MeasureArgs) -> Option<u16> {
+    use plumb_proto::tool::Tool;
+    let list = Tool::parse_list(a.tools.as_deref()?).ok()?;
+    let l = list.iter().find(|l| l.tool == Tool::Nuttcp)?;
+    Some(l.port.or(a.port).unwrap_or(Tool::Nuttcp.default_port()))
+}
+
+/// How many tools the server's `--tools` names.
+fn tools_len(a: &MeasureArgs) -> usize {
+    a.tools.as_deref().map_or(0, |l| {
+        plumb_proto::tool::Tool::parse_list(l).map_or(0, |v| v.len())
     })
 }

@@ -239,6 +239,15 @@ pub struct MeasureArgs {
     /// ports and says which answered)
     #[arg(long = "tool", value_name = "TOOL", value_parser = ToolChoice::parse)]
     pub tool: Option<ToolChoice>,
+    /// With --tool nuttcp: turn the data connection round (nuttcp's -F)
+    ///
+    /// With --tool nuttcp: turn the data connection round, as nuttcp's -F
+    /// does. nuttcp's transmitter connects to its receiver; with --flip the
+    /// receiver connects instead, so a sending client behind a firewall
+    /// that lets only outgoing connections through is reached by the
+    /// server, and a receiving one (-R) connects out itself
+    #[arg(long = "flip")]
+    pub flip: bool,
     /// Server: answer these tools' clients [default: iperf3]
     ///
     /// Server: answer the clients of these tools, a comma-separated list of
@@ -837,9 +846,20 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
     let auth = a
         .harden
         .client_auth(std::env::var(harden::PASSWORD_ENV).ok())?;
+    let tool = match a.tool {
+        Some(ToolChoice::One(t)) => t,
+        _ => Tool::Iperf3,
+    };
+    if a.flip && tool != Tool::Nuttcp {
+        return Err("--flip is nuttcp's -F: give it with --tool nuttcp".into());
+    }
     Ok(ClientConfig {
         host: a.client.clone().unwrap_or_default(),
-        port: a.port.unwrap_or(DEFAULT_PORT),
+        port: a.port.unwrap_or(if tool == Tool::Iperf3 {
+            DEFAULT_PORT
+        } else {
+            tool.default_port()
+        }),
         bind: a.bind,
         cport: a.cport,
         family: family(a),
@@ -849,6 +869,8 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
         auth,
         local: a.local.options(),
         debug: debug_on(a),
+        tool,
+        flip: a.flip,
     })
 }
 

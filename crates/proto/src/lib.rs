@@ -20,6 +20,7 @@
 //! - [`udp`]: the UDP connect handshake values, the datagram header and the
 //!   receiver's loss/out-of-order/jitter arithmetic.
 //! - [`stream_id`]: the 1, 3, 4, 5, … numbering of data streams.
+//! - [`nuttcp`]: nuttcp's control text (request, answer, report lines).
 //! - [`auth`]: the authentication token (§10): plaintext, RSA (PKCS#1 v1.5
 //!   and OAEP), Base64, the authorized-users file and the skew check; keys,
 //!   file text, time and randomness are the caller's.
@@ -60,6 +61,7 @@ mod error;
 pub mod framing;
 mod input;
 mod lenient;
+pub mod nuttcp;
 pub mod params;
 pub mod results;
 pub mod rr;

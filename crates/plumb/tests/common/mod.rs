@@ -102,7 +102,7 @@ fn read_iperf3_version() -> (u32, u32) {
 /// another or a developer runs several at once. They sit below Linux's
 /// ephemeral range (32768 up), so no outgoing connection holds one; the
 /// capture crate's tshark test takes 31000-31499.
-const PORT_RANGES: [(&str, u16, u16); 20] = [
+const PORT_RANGES: [(&str, u16, u16); 21] = [
     ("calc", 16_000, 1000),
     ("exporter", 17_000, 1000),
     ("hostile", 18_000, 1000),
@@ -123,6 +123,7 @@ const PORT_RANGES: [(&str, u16, u16); 20] = [
     ("iperf3_options", 31_000, 250),
     ("iperf3_commands", 31_250, 250),
     ("why_capture", 31_500, 250),
+    ("nuttcp", 31_750, 250),
 ];
 
 /// A port no other test uses: the next of this test binary's range.

@@ -1,0 +1,363 @@
+//! nuttcp's UDP data on either end: a paced sender that brackets its
+//! datagrams with nuttcp's markers and stamps each with its running byte
+//! count, and a receiver that counts what arrives from its control peer
+//! between the markers. Both report intervals into plumb's record (and a
+//! receiving server, nuttcp's interval lines to its client).
+
+use std::io::{self, Write};
+use std::net::{IpAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use plumb_proto::nuttcp::reply;
+use plumb_proto::nuttcp::udp::{read_stamp, stamp, Marker, END_MARKERS, MIN_DATA};
+use plumb_record::engine::{IntervalDetail, IntervalRecord, StreamInterval};
+use plumb_record::Sink;
+
+use super::data::same_host;
+use crate::signals;
+
+/// The pause between `BOD0` and `BOD1` (room for the receiver to get ready).
+const BEGIN_GAP: Duration = Duration::from_millis(250);
+/// The pause between end markers.
+const END_GAP: Duration = Duration::from_millis(500);
+/// How long a receiver waits for a further end marker after `EOD0`.
+const END_WAIT: Duration = Duration::from_secs(1);
+/// A receiver's read timeout: how often it looks at the clock.
+const READ_SLICE: Duration = Duration::from_millis(100);
+
+/// Sizes a UDP socket's buffers: the request's window, else plumb's UDP
+/// default (`sockets::UDP_DEFAULT_BUFFER`, 4 MiB), as for iperf3's UDP: a
+/// receiver on a busy host is away for longer than the system default
+/// holds datagrams of nuttcp's 8 KiB.
+pub fn size_buffers(sock: &UdpSocket, window: u32) {
+    let size = if window > 0 {
+        window
+    } else {
+        crate::sockets::UDP_DEFAULT_BUFFER
+    } as usize;
+    let s = socket2::SockRef::from(sock);
+    let _ = s.set_recv_buffer_size(size);
+    let _ = s.set_send_buffer_size(size);
+}
+
+/// What one end moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Figures {
+    /// Bytes of data datagrams.
+    pub bytes: u64,
+    /// Data datagrams.
+    pub packets: u64,
+    /// Seconds from the first to the last.
+    pub seconds: f64,
+    /// A receiver's view of the sender: the byte count the last datagram
+    /// carried (what the sender had sent by then).
+    pub stamped: u64,
+}
+
+/// Emits an interval when one is due.
+pub struct Reporter {
+    every: Option<Duration>,
+    start: Instant,
+    next: Instant,
+    prev: (u64, u64, u64, f64),
+    socket: i32,
+    sender: bool,
+    buflen: u64,
+    /// A receiving server's control connection, for nuttcp's interval lines.
+    pub lines_to: Option<TcpStream>,
+}
+
+impl Reporter {
+    /// A reporter for a socket, every `interval` seconds (0 for none).
+    pub fn new(sock: &UdpSocket, interval: f64, sender: bool, buflen: u32) -> Reporter {
+        let now = Instant::now();
+        let every = (interval > 0.0).then(|| Duration::from_secs_f64(interval));
+        Reporter {
+            every,
+            start: now,
+            next: now + every.unwrap_or(Duration::MAX / 4),
+            prev: (0, 0, 0, 0.0),
+            socket: sock.as_raw_fd(),
+            sender,
+            buflen: u64::from(buflen.max(1)),
+            lines_to: None,
+        }
+    }
+
+    /// Starts the clock (a receiver's at `BOD1`).
+    fn begin(&mut self, at: Instant) {
+        self.start = at;
+        self.next = at + self.every.unwrap_or(Duration::MAX / 4);
+    }
+
+    /// Emits the interval if it is due (or `last`), from the running totals
+    /// and the sender's latest stamp.
+    fn tick(&mut self, now: Instant, f: &Figures, stamp: u64, last: bool, sink: &mut dyn Sink) {
+        let Some(every) = self.every else { return };
+        if now < self.next && !last {
+            return;
+        }
+        let end = now.saturating_duration_since(self.start).as_secs_f64();
+        let (b0, p0, s0, t0) = self.prev;
+        let bytes = f.bytes - b0;
+        let packets = f.packets - p0;
+        if last && bytes == 0 {
+            return;
+        }
+        let expected = (stamp.saturating_sub(s0) / self.buflen).max(packets);
+        let lost = expected - packets;
+        let detail = if self.sender {
+            IntervalDetail::UdpSender { packets }
+        } else {
+            IntervalDetail::UdpReceiver {
+                jitter_ms: 0.0,
+                lost: lost as i64,
+                packets: expected as i64,
+            }
+        };
+        sink.interval(&IntervalRecord {
+            streams: vec![StreamInterval {
+                socket: self.socket,
+                start: t0,
+                end,
+                bytes,
+                sender: self.sender,
+                omitted: false,
+                detail,
+            }],
+            plumb: None,
+        });
+        if let Some(c) = self.lines_to.as_mut() {
+            let line = reply::udp_interval_line(bytes, end - t0, lost, expected);
+            if c.write_all(format!("{line}\n").as_bytes()).is_err() {
+                self.lines_to = None;
+            }
+        }
+        self.prev = (f.bytes, f.packets, stamp, end);
+        while self.next <= now {
+            self.next += every;
+        }
+    }
+}
+
+/// Sends for `seconds` at `rate_bps` (unpaced without one), markers first
+/// and last; `stop` ends it early (the peer went away).
+///
+/// # Errors
+/// A send that fails for another reason than a full buffer or the peer's
+/// port being closed for a moment.
+pub fn send(
+    sock: &UdpSocket,
+    buflen: u32,
+    rate_bps: Option<u64>,
+    seconds: f64,
+    rep: &mut Reporter,
+    sink: &mut dyn Sink,
+    stop: &mut dyn FnMut() -> bool,
+) -> io::Result<Figures> {
+    let mut buf = crate::datapath::payload(buflen as usize, false);
+    // A receiver that binds only after the answer may miss the first
+    // marker; it starts on the second, or on the first data datagram.
+    std::thread::sleep(BEGIN_GAP / 5);
+    let _ = sock.send(&Marker::Begin(0).bytes());
+    std::thread::sleep(BEGIN_GAP);
+    let _ = sock.send(&Marker::Begin(1).bytes());
+    let start = Instant::now();
+    rep.begin(start);
+    let deadline = start + Duration::from_secs_f64(seconds);
+    let gap = rate_bps
+        .filter(|r| *r > 0)
+        .map(|r| f64::from(buflen) * 8.0 / r as f64);
+    let mut f = Figures::default();
+    loop {
+        let now = Instant::now();
+        if now >= deadline || stop() || signals::interrupted() {
+            break;
+        }
+        if let Some(g) = gap {
+            let due = start + Duration::from_secs_f64(g * f.packets as f64);
+            if due > now {
+                std::thread::sleep((due - now).min(deadline - now));
+                continue;
+            }
+        }
+        stamp(&mut buf, f.bytes + u64::from(buflen));
+        match sock.send(&buf) {
+            Ok(n) => {
+                f.bytes += n as u64;
+                f.packets += 1;
+            }
+            Err(e) if transient(&e) => std::thread::sleep(Duration::from_micros(200)),
+            Err(e) => return Err(e),
+        }
+        rep.tick(now, &f, f.bytes, false, sink);
+    }
+    let end = Instant::now();
+    f.seconds = end.saturating_duration_since(start).as_secs_f64();
+    rep.tick(end, &f, f.bytes, true, sink);
+    for n in 0..END_MARKERS {
+        let _ = sock.send(&Marker::End(n).bytes());
+        if n + 1 < END_MARKERS {
+            std::thread::sleep(END_GAP);
+        }
+    }
+    Ok(f)
+}
+
+/// A send error that passes: a full buffer, or an ICMP "port unreachable"
+/// from a receiver that is not bound yet.
+fn transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused | io::ErrorKind::Interrupted
+    ) || e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
+/// Receives datagrams from `from` until an end marker (or `deadline`, or
+/// `stop`), counting data between `BOD1` (or the first datagram) and the end.
+///
+/// # Errors
+/// A read that fails for another reason than its timeout.
+pub fn receive(
+    sock: &UdpSocket,
+    from: IpAddr,
+    mut deadline: Instant,
+    idle: Duration,
+    rep: &mut Reporter,
+    sink: &mut dyn Sink,
+    stop: &mut dyn FnMut() -> bool,
+) -> io::Result<Figures> {
+    sock.set_read_timeout(Some(READ_SLICE))?;
+    let mut buf = vec![0u8; 65_536];
+    let mut f = Figures::default();
+    let (mut begin, mut last, mut latest) = (None::<Instant>, None::<Instant>, 0u64);
+    let opened = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= deadline || stop() || signals::interrupted() {
+            break;
+        }
+        if now.duration_since(last.or(begin).unwrap_or(opened)) > idle {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no data for {} ms (--rcv-timeout)", idle.as_millis()),
+            ));
+        }
+        let (n, src) = match sock.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                if begin.is_some() {
+                    rep.tick(Instant::now(), &f, latest, false, sink);
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if !same_host(src.ip(), from) {
+            continue;
+        }
+        let now = Instant::now();
+        match Marker::parse(&buf[..n]) {
+            Some(Marker::Begin(n)) => {
+                if begin.is_none() && n >= 1 {
+                    begin = Some(now);
+                    rep.begin(now);
+                }
+                continue;
+            }
+            Some(Marker::End(0)) => {
+                deadline = deadline.min(now + END_WAIT);
+                continue;
+            }
+            Some(Marker::End(_)) => break,
+            None if n < MIN_DATA => continue,
+            None => {}
+        }
+        if begin.is_none() {
+            begin = Some(now);
+            rep.begin(now);
+        }
+        f.bytes += n as u64;
+        f.packets += 1;
+        latest = latest.max(read_stamp(&buf[..n]).unwrap_or(0));
+        last = Some(now);
+        rep.tick(now, &f, latest, false, sink);
+    }
+    f.stamped = latest;
+    if let (Some(b), Some(l)) = (begin, last) {
+        f.seconds = l.saturating_duration_since(b).as_secs_f64();
+        rep.tick(l, &f, latest, true, sink);
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plumb_record::engine::{EndRecord, StartRecord};
+
+    /// Keeps the intervals it is given.
+    #[derive(Default)]
+    struct Kept(Vec<IntervalRecord>);
+
+    impl Sink for Kept {
+        fn start(&mut self, _: &StartRecord) {}
+        fn interval(&mut self, i: &IntervalRecord) {
+            self.0.push(i.clone());
+        }
+        fn end(&mut self, _: &EndRecord) {}
+        fn error(&mut self, _: &str) {}
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_receiver_counts_its_peers_data_between_the_markers_only() {
+        let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let at = rx.local_addr().expect("addr");
+        let peer = UdpSocket::bind("127.0.0.1:0").expect("peer");
+        let stranger = UdpSocket::bind("127.0.0.2:0").expect("stranger");
+        let mut d = vec![0u8; 100];
+        stamp(&mut d, 100);
+        stranger
+            .send_to(&Marker::Begin(1).bytes(), at)
+            .expect("send");
+        stranger.send_to(&d, at).expect("send");
+        for dg in [
+            &Marker::Begin(0).bytes()[..],
+            &Marker::Begin(1).bytes(),
+            &d,
+            &d,
+            &[1, 2],
+            &Marker::End(0).bytes(),
+        ] {
+            peer.send_to(dg, at).expect("send");
+        }
+        stranger.send_to(&d, at).expect("send");
+        peer.send_to(&Marker::End(1).bytes(), at).expect("send");
+        let mut rep = Reporter::new(&rx, 0.0, false, 100);
+        let mut kept = Kept::default();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let f = receive(
+            &rx,
+            IpAddr::from([127, 0, 0, 1]),
+            deadline,
+            Duration::from_secs(5),
+            &mut rep,
+            &mut kept,
+            &mut || false,
+        )
+        .expect("received");
+        assert_eq!((f.bytes, f.packets, f.stamped), (200, 2, 100));
+        assert!(kept.0.is_empty());
+    }
+}

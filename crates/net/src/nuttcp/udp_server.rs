@@ -1,0 +1,102 @@
+//! plumb's server's UDP test for a nuttcp client: it receives on the data
+//! port the request names, from the control peer only, or sends to that
+//! port on the control peer's address, nowhere else.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use plumb_proto::nuttcp::reply::Closing;
+use plumb_proto::nuttcp::request::Request;
+use plumb_record::engine::Role;
+use plumb_record::Sink;
+
+use super::control::Control;
+use super::udp::{self, Reporter};
+use super::udp_record;
+use crate::config::ServerConfig;
+use crate::errors::TestError;
+use crate::host::CpuSnapshot;
+
+/// How long past the test's time a receiving server waits for the end.
+const END_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs the UDP data of an accepted request and sends the client its report.
+///
+/// # Errors
+/// The data socket fails.
+pub fn serve(
+    cfg: &ServerConfig,
+    ctl: &mut Control,
+    peer: SocketAddr,
+    req: &Request,
+    sink: &mut dyn Sink,
+) -> Result<(), TestError> {
+    let sends = !req.client_sends;
+    let local = ctl.stream.local_addr().map_err(TestError::Control)?.ip();
+    let to = SocketAddr::new(peer.ip(), req.port);
+    let sock = if sends {
+        let s = UdpSocket::bind(SocketAddr::new(local, 0)).map_err(TestError::Stream)?;
+        s.connect(to).map_err(TestError::Stream)?;
+        s
+    } else {
+        UdpSocket::bind(SocketAddr::new(local, req.port)).map_err(TestError::Stream)?
+    };
+    udp::size_buffers(&sock, req.window);
+    sink.start(&udp_record::start(
+        Role::Server,
+        &sock,
+        SocketAddr::new(peer.ip(), if sends { req.port } else { 0 }),
+        req,
+    ));
+    let cpu0 = CpuSnapshot::take().ok().map(|c| (c, Instant::now()));
+    let mut rep = Reporter::new(&sock, req.interval, sends, req.buflen);
+    if !sends {
+        rep.lines_to = ctl.stream.try_clone().ok();
+    }
+    // The client's close of its control connection ends the test.
+    let probe = ctl.stream.try_clone().map_err(TestError::Control)?;
+    let _ = probe.set_nonblocking(true);
+    let mut gone = || {
+        let mut b = [0u8; 64];
+        matches!(probe.peek(&mut b), Ok(0))
+    };
+    let mine = if sends {
+        udp::send(
+            &sock,
+            req.buflen,
+            req.rate_bps(),
+            req.seconds,
+            &mut rep,
+            sink,
+            &mut gone,
+        )
+    } else {
+        let deadline = Instant::now() + Duration::from_secs_f64(req.seconds) + END_GRACE;
+        udp::receive(
+            &sock,
+            peer.ip(),
+            deadline,
+            cfg.rcv_timeout,
+            &mut rep,
+            sink,
+            &mut gone,
+        )
+    }
+    .map_err(TestError::Stream)?;
+    if !sends && req.interval > 0.0 {
+        ctl.send("DONE\n")?;
+    }
+    let cpu = udp_record::cpu(cpu0, None);
+    let closing = Closing {
+        bytes: mine.bytes,
+        seconds: mine.seconds,
+        cpu_percent: Some(cpu.host_total.round().clamp(0.0, 100_000.0) as u32),
+        retrans: None,
+        rtt_ms: None,
+    };
+    ctl.send(&closing.to_lines(sends))?;
+    let end = udp_record::end(&sock, sends, mine, None, req.buflen, cpu);
+    sink.end(&end);
+    let _ = ctl.stream.shutdown(std::net::Shutdown::Both);
+    Ok(())
+}
