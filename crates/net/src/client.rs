@@ -164,6 +164,9 @@ fn random_cookie() -> Cookie {
 
 /// Runs one test against `cfg.host`, reporting into `sink`.
 pub fn run(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
+    if cfg.tool == plumb_proto::tool::Tool::Iperf2 {
+        return crate::iperf2::client::run(cfg, sink);
+    }
     let r = run_inner(cfg, sink);
     if let Err(e) = &r {
         sink.error(&e.to_string());

@@ -159,6 +159,8 @@ impl Default for TestSpec {
 /// A client run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientConfig {
+    /// The peer's wire protocol: iperf3's (plumb's own) or iperf 2's.
+    pub tool: plumb_proto::tool::Tool,
     /// Server name or address.
     pub host: String,
     /// Server port.

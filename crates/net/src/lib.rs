@@ -46,6 +46,7 @@ pub mod end_plumb;
 pub mod errors;
 pub mod flowlabel;
 pub mod host;
+pub mod iperf2;
 pub mod local;
 pub mod pacing;
 pub mod procfs;

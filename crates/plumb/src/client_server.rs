@@ -148,8 +148,16 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if let Err(code) = pin(a) {
         return Ok(code);
     }
+    let listen = server_tools(a).first().copied();
+    let iperf2 = listen.is_some_and(|l| l.tool == plumb_proto::tool::Tool::Iperf2);
+    // One tool without =PORT listens where -p says, else on its default.
+    let port = match listen {
+        Some(l) if l.port.is_some() => l.port(),
+        Some(l) => a.port.unwrap_or(l.port()),
+        None => a.port.unwrap_or(DEFAULT_PORT),
+    };
     let mut cfg = ServerConfig {
-        port: a.port.unwrap_or(DEFAULT_PORT),
+        port,
         bind: a.bind,
         family: family(a),
         one_off: a.one_off,
@@ -170,7 +178,12 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let printer = server_printer::ServerPrinter(a);
-    Ok(match plumb_net::server::run(&cfg, &printer) {
+    let served = if iperf2 {
+        plumb_net::iperf2::server::run(&cfg, &printer)
+    } else {
+        plumb_net::server::run(&cfg, &printer)
+    };
+    Ok(match served {
         Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("plumb: {e}");
@@ -181,7 +194,8 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
 
 /// A `--tool` or `--tools` naming a wire protocol this build does not
 /// speak, with the one-line reason; `--tool` on a server and `--tools` on a
-/// client are refused too.
+/// client are refused too. iperf3 and iperf 2 are spoken; a server answers
+/// one tool at a time.
 fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     use plumb_proto::tool::{Tool, ToolChoice};
     if a.server && a.tool.is_some() {
@@ -190,18 +204,32 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     if !a.server && a.tools.is_some() {
         return Some("--tools is a server flag; a client takes --tool TOOL".into());
     }
-    let tools = match (&a.tool, &a.tools) {
-        (Some(ToolChoice::Auto), _) => vec![Tool::Iperf2],
-        (Some(ToolChoice::One(t)), _) => vec![*t],
-        (None, Some(list)) => Tool::parse_list(list)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|l| l.tool)
-            .collect(),
-        (None, None) => Vec::new(),
-    };
-    tools.into_iter().find(|t| *t != Tool::Iperf3).map(|t| {
-        let flag = if a.server { "--tools" } else { "--tool" };
-        format!("{flag} {t}: this build speaks iperf3's wire protocol only")
-    })
+    let spoken = |t: &Tool| matches!(t, Tool::Iperf3 | Tool::Iperf2);
+    match (&a.tool, server_tools(a)) {
+        (Some(ToolChoice::Auto), _) => Some(
+            "--tool auto: peer detection is not built; name the tool (iperf3 or iperf2)".into(),
+        ),
+        (Some(ToolChoice::One(t)), _) if !spoken(t) => Some(format!(
+            "--tool {t}: this build speaks iperf3's and iperf 2's wire protocols only"
+        )),
+        (None, list) if list.len() > 1 => Some(
+            "--tools: one server answering several tools at once is not built; list one tool"
+                .into(),
+        ),
+        (None, list) => list.first().filter(|l| !spoken(&l.tool)).map(|l| {
+            format!(
+                "--tools {}: this build speaks iperf3's and iperf 2's wire protocols only",
+                l.tool
+            )
+        }),
+        _ => None,
+    }
+}
+
+/// The tools `--tools` lists (none without it).
+fn server_tools(a: &MeasureArgs) -> Vec<plumb_proto::tool::Listen> {
+    a.tools
+        .as_deref()
+        .map(|l| plumb_proto::tool::Tool::parse_list(l).unwrap_or_default())
+        .unwrap_or_default()
 }

@@ -798,9 +798,19 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
     let auth = a
         .harden
         .client_auth(std::env::var(harden::PASSWORD_ENV).ok())?;
+    let tool = match a.tool {
+        Some(ToolChoice::One(t)) => t,
+        _ => Tool::Iperf3,
+    };
+    let default_port = if tool == Tool::Iperf3 {
+        DEFAULT_PORT
+    } else {
+        tool.default_port()
+    };
     Ok(ClientConfig {
+        tool,
         host: a.client.clone().unwrap_or_default(),
-        port: a.port.unwrap_or(DEFAULT_PORT),
+        port: a.port.unwrap_or(default_port),
         bind: a.bind,
         cport: a.cport,
         family: family(a),

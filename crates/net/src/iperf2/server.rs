@@ -1,0 +1,156 @@
+//! plumb's server for iperf 2 clients (`iperf -c ADDR [-u]`): a TCP
+//! listener and a UDP socket on the one port, as `iperf -s` and
+//! `iperf -s -u` together.
+//!
+//! # Threads
+//! - The caller's thread is the **gate**: it accepts TCP connections and
+//!   reads the UDP socket, both without blocking for long. Each TCP
+//!   connection goes to a thread of its own ([`tcp`]), at most
+//!   [`MAX_CONNECTIONS`] at once; UDP flows are counted in the gate itself
+//!   ([`udp`]), at most [`udp::MAX_FLOWS`] at once, and a reverse UDP test
+//!   gets a sending thread.
+//! - Every test passes [`admit`] first: `--allow/--deny`, the operator's
+//!   limits, and the kinds of test plumb answers. A refusal is one line
+//!   on stderr and a closed connection (or ignored datagrams).
+
+mod tcp;
+mod udp;
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use plumb_proto::iperf2::{Amount, Mode, TestHeader};
+
+use crate::config::ServerConfig;
+use crate::errors::TestError;
+use crate::server::state::log;
+use crate::server::Printer;
+use crate::{signals, sockets};
+
+/// TCP connections served at once at most (per test slot).
+pub const MAX_CONNECTIONS: usize = 128;
+/// How long the gate waits on the UDP socket before it looks at the
+/// listener, the signals and the flows' clocks again.
+const GATE_TICK: Duration = Duration::from_millis(20);
+/// How long past its announced end a test may run before it is cut off.
+pub(crate) const GRACE: Duration = Duration::from_secs(10);
+
+/// Serves iperf 2 clients on `cfg.port` until interrupted (or, with `-1`,
+/// after one test).
+pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
+    signals::install();
+    let listener = sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None, &cfg.local)
+        .map_err(TestError::Connect)?;
+    listener.set_nonblocking(true).map_err(TestError::Connect)?;
+    let opts = sockets::DataOptions::default();
+    let udp_sock = sockets::bind_udp(cfg.port, cfg.bind, cfg.family, &opts, &cfg.local)
+        .map_err(TestError::Connect)?;
+    udp_sock
+        .set_read_timeout(Some(GATE_TICK))
+        .map_err(TestError::Connect)?;
+    {
+        let mut banner = printer.sink();
+        banner.note(&format!(
+            "Server listening on TCP and UDP port {} (iperf 2 clients)",
+            cfg.port
+        ));
+        let _ = banner.finish();
+    }
+    let live = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let max_conns = MAX_CONNECTIONS.saturating_mul(cfg.max_tests.max(1));
+    std::thread::scope(|scope| {
+        let mut flows = udp::Flows::new(cfg, &udp_sock);
+        loop {
+            if signals::interrupted() {
+                return Ok(());
+            }
+            if cfg.one_off && done.load(Ordering::Acquire) + flows.finished() > 0 {
+                return Ok(());
+            }
+            while let Ok((conn, peer)) = listener.accept() {
+                if live.load(Ordering::Acquire) >= max_conns {
+                    log(
+                        &peer,
+                        "refused: the server has as many iperf 2 connections as it takes",
+                    );
+                    continue;
+                }
+                live.fetch_add(1, Ordering::AcqRel);
+                let (live, done) = (&live, &done);
+                scope.spawn(move || {
+                    serve_tcp(cfg, printer, conn, peer);
+                    live.fetch_sub(1, Ordering::AcqRel);
+                    done.fetch_add(1, Ordering::AcqRel);
+                });
+            }
+            flows.poll(scope, printer);
+        }
+    })
+}
+
+fn serve_tcp(cfg: &ServerConfig, printer: &dyn Printer, conn: TcpStream, peer: SocketAddr) {
+    if let Err(why) = tcp::serve(cfg, printer, conn, peer) {
+        log(&peer, &why);
+    }
+}
+
+/// Whether the server answers `h` from `peer`: the reason in one line if not.
+pub(crate) fn admit(cfg: &ServerConfig, peer: SocketAddr, h: &TestHeader) -> Result<(), String> {
+    if !cfg.access.permits(peer.ip()) {
+        return Err("refused by --allow/--deny".into());
+    }
+    let what = match h.mode() {
+        Mode::Normal | Mode::Reverse => None,
+        Mode::Dual => {
+            Some("iperf 2's dual test (-d) needs the server to connect back; not answered")
+        }
+        Mode::Tradeoff => {
+            Some("iperf 2's tradeoff test (-r) needs the server to connect back; not answered")
+        }
+        Mode::FullDuplex => Some("iperf 2's --full-duplex test is not answered"),
+        Mode::BounceBack => Some("iperf 2's --bounceback test is not answered"),
+        Mode::Keyed => Some("iperf 2's --permit-key is not supported"),
+    };
+    if let Some(w) = what {
+        return Err(format!("refused: {w}"));
+    }
+    let l = &cfg.limits;
+    if let (Some(max), Amount::Time(t)) = (l.max_duration, h.amount) {
+        if t > max {
+            return Err(format!(
+                "refused: a {:.1} s test is longer than the server's maximum of {:.1} s",
+                t.as_secs_f64(),
+                max.as_secs_f64()
+            ));
+        }
+    }
+    if l.max_parallel.is_some_and(|m| h.threads > m) {
+        return Err(format!(
+            "refused: {} parallel streams is over the server's limit",
+            h.threads
+        ));
+    }
+    if l.max_bitrate.is_some_and(|m| h.rate > m) {
+        return Err(format!(
+            "refused: {} bit/s is over the server's rate limit",
+            h.rate
+        ));
+    }
+    Ok(())
+}
+
+/// When a test from `h` must be over, however it was asked: its time and
+/// [`GRACE`], no later than `--server-max-duration`'s limit allows.
+pub(crate) fn deadline(cfg: &ServerConfig, h: &TestHeader, start: Instant) -> Instant {
+    let asked = match h.amount {
+        Amount::Time(t) => t,
+        Amount::Bytes(_) => Duration::from_secs(3600),
+    };
+    let cap = cfg
+        .limits
+        .max_duration
+        .unwrap_or(Duration::from_secs(86_400));
+    start + asked.min(cap) + GRACE
+}
