@@ -35,6 +35,9 @@ const GRACE: Duration = Duration::from_secs(5);
 const REPORT_WAIT: Duration = Duration::from_secs(3);
 /// Between repeats of the final datagram.
 const REPEAT: Duration = Duration::from_millis(10);
+/// How long a reverse UDP test waits for the first datagram before it
+/// sends its request again.
+const ASK_AGAIN: Duration = Duration::from_millis(250);
 /// The largest datagram read back.
 const MAX_DATAGRAM: usize = 65_536;
 
@@ -515,12 +518,12 @@ fn final_exchange(s: &UdpSocket, buf: &mut [u8], last: i64) -> io::Result<Server
 }
 
 fn udp_receive(s: &UdpSocket, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
-    let mut buf = udp_buffer(p);
+    let mut request = udp_buffer(p);
     Datagram::stamped(1, wall())
-        .encode(&mut buf)
+        .encode(&mut request)
         .map_err(io::Error::other)?;
-    s.send(&buf).map_err(|e| refused_hint(e, p.port))?;
-    s.set_read_timeout(Some(Duration::from_millis(200)))?;
+    s.send(&request).map_err(|e| refused_hint(e, p.port))?;
+    s.set_read_timeout(Some(ASK_AGAIN))?;
     let hard_end = epoch + p.time + GRACE;
     let first_by = epoch + GRACE;
     let mut rx = UdpReceiver::new();
@@ -538,6 +541,15 @@ fn udp_receive(s: &UdpSocket, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<
         }
         let n = match s.recv(&mut rb) {
             Ok(n) => n,
+            // A server between two tests may miss the request (iperf 2
+            // rebinds its UDP listener after each): ask again until the
+            // first datagram comes.
+            Err(e) if rx.stats().received == 0 => {
+                if !matches!(e.kind(), io::ErrorKind::Interrupted) {
+                    let _ = s.send(&request);
+                }
+                continue;
+            }
             Err(e)
                 if matches!(
                     e.kind(),

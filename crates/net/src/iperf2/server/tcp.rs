@@ -108,15 +108,17 @@ pub(crate) fn serve(
     } else {
         0.0
     };
-    let verb = if reverse {
-        "iperf 2 reverse test sent"
+    if reverse {
+        log(
+            &peer,
+            &format!("iperf 2 reverse test: {} bytes sent", t.bytes),
+        );
     } else {
-        "iperf 2 test"
-    };
-    log(
-        &peer,
-        &format!("{verb}: {}", printer.received(t.bytes, bps)),
-    );
+        log(
+            &peer,
+            &format!("iperf 2 test: {}", printer.received(t.bytes, bps)),
+        );
+    }
     outcome
 }
 

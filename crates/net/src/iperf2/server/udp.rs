@@ -89,7 +89,11 @@ impl<'a> Flows<'a> {
     where
         'a: 's,
     {
+        let until = Instant::now() + super::GATE_TICK;
         for _ in 0..BATCH {
+            if Instant::now() > until {
+                break;
+            }
             match self.sock.recv_from(&mut self.buf) {
                 Ok((n, peer)) => self.datagram(n, peer, scope, printer),
                 Err(_) => break,
@@ -130,9 +134,9 @@ impl<'a> Flows<'a> {
             }
             return;
         }
-        if let Err(why) = self.open(n, peer, now, scope, printer) {
+        if let Err((why, until)) = self.open(n, peer, now, scope, printer) {
             log(&peer, &why);
-            self.ignore(peer, now + IGNORE_FOR);
+            self.ignore(peer, until.max(now + IGNORE_FOR));
         }
     }
 
@@ -152,22 +156,31 @@ impl<'a> Flows<'a> {
         now: Instant,
         scope: &'s Scope<'s, '_>,
         printer: &'s dyn Printer,
-    ) -> Result<(), String>
+    ) -> Result<(), (String, Instant)>
     where
         'a: 's,
     {
         let b = &self.buf[..n];
-        let d = Datagram::decode(b, true).map_err(|e| e.to_string())?;
-        let h = TestHeader::decode(&b[DATAGRAM_LEN..]).map_err(|e| e.to_string())?;
+        let bad = |e: plumb_proto::iperf2::Iperf2Error| (e.to_string(), now);
+        let d = Datagram::decode(b, true).map_err(bad)?;
+        let h = TestHeader::decode(b.get(DATAGRAM_LEN..).unwrap_or_default()).map_err(bad)?;
+        // A refused flow's datagrams are ignored to its end, logged once.
+        let flow_end = deadline(self.cfg, &h, now);
         if d.id < 0 {
-            return Err("a final datagram of a flow this server does not know; ignored".into());
+            return Err((
+                "a final datagram of a flow this server does not know; ignored".into(),
+                now,
+            ));
         }
-        admit(self.cfg, peer, &h)?;
+        admit(self.cfg, peer, &h).map_err(|why| (why, flow_end))?;
         if self.active.len() >= MAX_FLOWS {
-            return Err("refused: the server counts as many UDP flows as it takes".into());
+            return Err((
+                "refused: the server counts as many UDP flows as it takes".into(),
+                flow_end,
+            ));
         }
         if h.mode() == Mode::Reverse {
-            let sock = self.sock.try_clone().map_err(|e| e.to_string())?;
+            let sock = self.sock.try_clone().map_err(|e| (e.to_string(), now))?;
             let cfg = self.cfg;
             scope.spawn(move || send_reverse(cfg, printer, &sock, peer, &h));
             // Its own datagrams (none are expected) are not a new test.
