@@ -272,24 +272,70 @@ fn iperf_client_udp_receives_from_plumb_server() {
 }
 
 #[test]
-fn dual_test_is_refused_in_one_line_and_the_client_exits() {
+fn dual_and_tradeoff_tests_are_refused_in_one_line_and_the_client_exits() {
     let bin = need_iperf2!();
-    let (serve, back) = (port(), port());
-    let srv = Server::start(plumb_bin(), &["-s", "-1", "--tools", "iperf2"], serve);
-    let (p, b) = (serve.to_string(), back.to_string());
-    let out = try_run(
-        bin,
-        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-d", "-L", &b],
-        LIMIT,
-    );
-    assert!(
-        out.is_ok(),
-        "iperf -c -d did not exit against plumb's server"
-    );
-    let s = srv.finish(Duration::from_secs(10));
+    for (flag, name) in [("-d", "dual test (-d)"), ("-r", "tradeoff test (-r)")] {
+        let (serve, back) = (port(), port());
+        let srv = Server::start(plumb_bin(), &["-s", "-1", "--tools", "iperf2"], serve);
+        let (p, b) = (serve.to_string(), back.to_string());
+        let out = try_run(
+            bin,
+            &["-c", "127.0.0.1", "-p", &p, "-t", "1", flag, "-L", &b],
+            LIMIT,
+        );
+        assert!(
+            out.is_ok(),
+            "iperf -c {flag} did not exit against plumb's server"
+        );
+        let s = srv.finish(Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&s.stderr);
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(name)).collect();
+        assert_eq!(lines.len(), 1, "{flag}: server stderr: {err}");
+    }
+}
+
+#[test]
+fn iperf_client_parallel_window_length_interval() {
+    let bin = need_iperf2!();
+    let port = port();
+    let srv = Server::start(plumb_bin(), &["-s", "--tools", "iperf2"], port);
+    let p = port.to_string();
+    let args = [
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-t",
+        "2",
+        "-P",
+        "2",
+        "-w",
+        "256K",
+        "-l",
+        "64K",
+        "-i",
+        "1",
+        "-y",
+        "C",
+    ];
+    let out = run(bin, &args, LIMIT);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let second: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            l.split(',').nth(6) == Some("1.0-2.0")
+                && !l.split(',').nth(5).is_some_and(|id| id.starts_with('-'))
+        })
+        .collect();
+    assert_eq!(second.len(), 2, "two streams' second interval: {stdout}");
+    let s = stop(srv);
     let err = String::from_utf8_lossy(&s.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("dual test")).collect();
-    assert_eq!(lines.len(), 1, "server stderr: {err}");
+    let served = err.lines().filter(|l| l.contains("iperf 2 test:")).count();
+    assert_eq!(served, 2, "server stderr: {err}");
+    // The server reported each connection's intervals too.
+    let report = String::from_utf8_lossy(&s.stdout);
+    assert!(report.matches(" 1.00-").count() >= 2, "{report}");
 }
 
 #[test]

@@ -154,3 +154,80 @@ pub(crate) fn deadline(cfg: &ServerConfig, h: &TestHeader, start: Instant) -> In
         .unwrap_or(Duration::from_secs(86_400));
     start + asked.min(cap) + GRACE
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::IpPrefix;
+    use plumb_proto::iperf2::{flags, upper};
+
+    fn header(flags: u32, upper: u16, secs: u64) -> TestHeader {
+        let mut h = TestHeader::client(
+            false,
+            false,
+            2,
+            5001,
+            Amount::Time(Duration::from_secs(secs)),
+        );
+        h.flags |= flags;
+        h.upper |= upper;
+        h
+    }
+
+    #[test]
+    fn admission_refuses_in_one_line() {
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap_or_else(|e| panic!("{e}"));
+        let mut cfg = ServerConfig::default();
+        assert_eq!(admit(&cfg, peer, &header(0, 0, 10)), Ok(()));
+        let cases = [
+            (
+                header(flags::VERSION1 | flags::RUN_NOW, 0, 1),
+                "dual test (-d)",
+            ),
+            (header(flags::VERSION1, 0, 1), "tradeoff test (-r)"),
+            (
+                header(flags::VERSION2, upper::FULLDUPLEX, 1),
+                "--full-duplex",
+            ),
+            (header(flags::BOUNCEBACK, 0, 1), "--bounceback"),
+            (header(flags::KEYCHECK, 0, 1), "--permit-key"),
+        ];
+        for (h, want) in cases {
+            let why = admit(&cfg, peer, &h).err().unwrap_or_default();
+            assert!(why.contains(want) && !why.contains('\n'), "{why}");
+        }
+        cfg.limits.max_duration = Some(Duration::from_secs(5));
+        cfg.limits.max_parallel = Some(1);
+        let why = admit(&cfg, peer, &header(0, 0, 10))
+            .err()
+            .unwrap_or_default();
+        assert!(why.contains("longer than the server's maximum"), "{why}");
+        let why = admit(&cfg, peer, &header(0, 0, 2))
+            .err()
+            .unwrap_or_default();
+        assert!(why.contains("parallel streams"), "{why}");
+        cfg.limits = Default::default();
+        cfg.limits.max_bitrate = Some(1000);
+        let mut fast = header(0, 0, 2);
+        fast.rate = 1001;
+        assert!(admit(&cfg, peer, &fast).is_err_and(|w| w.contains("rate limit")));
+        cfg.limits = Default::default();
+        cfg.access.deny = vec![IpPrefix::parse("127.0.0.0/8").unwrap_or_else(|e| panic!("{e}"))];
+        assert!(admit(&cfg, peer, &header(0, 0, 2)).is_err_and(|w| w.contains("--allow/--deny")));
+    }
+
+    #[test]
+    fn deadlines_are_capped() {
+        let mut cfg = ServerConfig::default();
+        let t0 = Instant::now();
+        assert_eq!(
+            deadline(&cfg, &header(0, 0, 3), t0),
+            t0 + Duration::from_secs(3) + GRACE
+        );
+        cfg.limits.max_duration = Some(Duration::from_secs(1));
+        assert_eq!(
+            deadline(&cfg, &header(0, 0, 3), t0),
+            t0 + Duration::from_secs(1) + GRACE
+        );
+    }
+}

@@ -139,3 +139,43 @@ fn hostile_bytes_get_errors() {
     bad[16 + 16..16 + 20].copy_from_slice(&2_000_000u32.to_be_bytes());
     assert!(ServerReport::decode(&bad).is_err_and(|e| e.to_string().contains("microseconds")));
 }
+
+#[test]
+fn modes_from_flags() {
+    let base = TestHeader::client(false, false, 1, 5001, Amount::Bytes(1000));
+    let with = |flags: u32, upper: u16| TestHeader {
+        flags,
+        upper,
+        ..base
+    };
+    assert_eq!(base.mode(), Mode::Normal);
+    assert_eq!(
+        with(flags::EXTEND | flags::VERSION1, 0).mode(),
+        Mode::Tradeoff
+    );
+    assert_eq!(
+        with(flags::EXTEND | flags::VERSION2, upper::FULLDUPLEX).mode(),
+        Mode::FullDuplex
+    );
+    assert_eq!(with(flags::BOUNCEBACK, 0).mode(), Mode::BounceBack);
+    assert_eq!(with(flags::EXTEND | flags::KEYCHECK, 0).mode(), Mode::Keyed);
+    assert!(with(flags::EXTEND | flags::VERSION2 | flags::V2PEERDETECT, 0).wants_ack());
+    // Bytes mode round-trips; a time over i32's hundredths saturates.
+    let b = TestHeader::decode(&base.encode()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(b.amount, Amount::Bytes(1000));
+    let long = TestHeader::client(
+        false,
+        false,
+        1,
+        5001,
+        Amount::Time(Duration::from_secs(u64::MAX / 4)),
+    );
+    assert!(TestHeader::decode(&long.encode()).is_ok_and(|h| matches!(h.amount, Amount::Time(_))));
+    // A 64-bit rate keeps its upper bits.
+    let mut fast = base;
+    fast.rate = (7 << 32) | 5;
+    assert_eq!(
+        TestHeader::decode(&fast.encode()).map(|h| h.rate),
+        Ok((7 << 32) | 5)
+    );
+}
