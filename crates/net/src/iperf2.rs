@@ -12,6 +12,7 @@ pub mod client;
 mod flow;
 mod meter;
 pub mod server;
+mod watch;
 
 /// iperf 2's default TCP buffer (`-l`): 128 KiB.
 pub const TCP_LEN: u32 = 128 * 1024;

@@ -148,14 +148,8 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if let Err(code) = pin(a) {
         return Ok(code);
     }
-    let listen = server_tools(a).first().copied();
-    let iperf2 = listen.is_some_and(|l| l.tool == plumb_proto::tool::Tool::Iperf2);
-    // One tool without =PORT listens where -p says, else on its default.
-    let port = match listen {
-        Some(l) if l.port.is_some() => l.port(),
-        Some(l) => a.port.unwrap_or(l.port()),
-        None => a.port.unwrap_or(DEFAULT_PORT),
-    };
+    let (tool, port) = server_port(a);
+    let iperf2 = tool == plumb_proto::tool::Tool::Iperf2;
     let mut cfg = ServerConfig {
         port,
         bind: a.bind,
@@ -226,10 +220,82 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     }
 }
 
+/// The tool a server answers and its port: the one `--tools` lists (iperf3
+/// without it) on its `=PORT`, else where `-p` says, else on its default.
+fn server_port(a: &MeasureArgs) -> (plumb_proto::tool::Tool, u16) {
+    use plumb_proto::tool::Tool;
+    match server_tools(a).first().copied() {
+        Some(l) if l.port.is_some() => (l.tool, l.port()),
+        Some(l) if l.tool != Tool::Iperf3 => (l.tool, a.port.unwrap_or(l.port())),
+        _ => (Tool::Iperf3, a.port.unwrap_or(DEFAULT_PORT)),
+    }
+}
+
 /// The tools `--tools` lists (none without it).
 fn server_tools(a: &MeasureArgs) -> Vec<plumb_proto::tool::Listen> {
     a.tools
         .as_deref()
         .map(|l| plumb_proto::tool::Tool::parse_list(l).unwrap_or_default())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use plumb_proto::tool::Tool;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        m: MeasureArgs,
+    }
+
+    fn args(flags: &[&str]) -> MeasureArgs {
+        let mut argv = vec!["plumb"];
+        argv.extend_from_slice(flags);
+        Cli::try_parse_from(argv)
+            .map(|c| c.m)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_servers_tool_and_port() {
+        assert_eq!(server_port(&args(&["-s"])), (Tool::Iperf3, 5201));
+        assert_eq!(
+            server_port(&args(&["-s", "--tools", "iperf2"])),
+            (Tool::Iperf2, 5001)
+        );
+        let p = args(&["-s", "-p", "6000", "--tools", "iperf2"]);
+        assert_eq!(server_port(&p), (Tool::Iperf2, 6000));
+        let eq = args(&["-s", "-p", "6000", "--tools", "iperf2=15001"]);
+        assert_eq!(server_port(&eq), (Tool::Iperf2, 15001));
+        assert_eq!(
+            server_port(&args(&["-s", "--tools", "iperf3"])),
+            (Tool::Iperf3, 5201)
+        );
+    }
+
+    #[test]
+    fn an_iperf2_client_connects_to_5001_unless_told() {
+        let spec = plumb_net::config::TestSpec::default;
+        let c = client_config(&args(&["-c", "h", "--tool", "iperf2"]), spec());
+        assert_eq!(c.map(|c| (c.tool, c.port)), Ok((Tool::Iperf2, 5001)));
+        let c = client_config(&args(&["-c", "h", "--tool", "iperf2", "-p", "7"]), spec());
+        assert_eq!(c.map(|c| c.port), Ok(7));
+        let c = client_config(&args(&["-c", "h"]), spec());
+        assert_eq!(c.map(|c| (c.tool, c.port)), Ok((Tool::Iperf3, 5201)));
+    }
+
+    #[test]
+    fn tools_not_built_are_refused_in_one_line() {
+        let said = |flags: &[&str]| unspoken_tool(&args(flags)).unwrap_or_default();
+        assert_eq!(said(&["-c", "h", "--tool", "iperf2"]), "");
+        assert_eq!(said(&["-s", "--tools", "iperf2"]), "");
+        assert!(said(&["-c", "h", "--tool", "nuttcp"]).contains("--tool nuttcp"));
+        assert!(said(&["-c", "h", "--tool", "auto"]).contains("not built"));
+        assert!(said(&["-s", "--tools", "iperf3,iperf2"]).contains("several tools"));
+        assert!(said(&["-s", "--tools", "nuttcp"]).contains("--tools nuttcp"));
+        assert!(said(&["-s", "--tool", "iperf2"]).contains("--tools LIST"));
+    }
 }

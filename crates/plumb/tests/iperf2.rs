@@ -375,3 +375,50 @@ fn malformed_header_gets_one_line_and_the_server_keeps_serving() {
         .collect();
     assert_eq!(bad_len.len(), 1, "server stderr: {err}");
 }
+
+/// The 76 bytes 2.1.8's `iperf -c … -u -t 1 -b 1M -l 100` opened its flow
+/// with (captured on loopback; the proto crate's fixtures decode them).
+const UDP_FIRST: &str = "000000016b0b6aaa000382c80000000048010098000000010000afc90000006400000000ffffff9c000000000000000000000000000200010008000300000000001000000000000000000000";
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap_or(0))
+        .collect()
+}
+
+#[test]
+fn silent_peers_are_ended_in_one_line_each() {
+    let _bin = need_iperf2!();
+    let port = port();
+    let args = [
+        "-s",
+        "--tools",
+        "iperf2",
+        "--handshake-timeout",
+        "500",
+        "--rcv-timeout",
+        "1000",
+    ];
+    let srv = Server::start(plumb_bin(), &args, port);
+    // A TCP connection that never sends its header.
+    let silent = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    // A UDP flow that opens with a header and then goes quiet.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    udp.send_to(&unhex(UDP_FIRST), ("127.0.0.1", port))
+        .expect("send");
+    // A UDP datagram too short for the header.
+    udp.send_to(&[0u8; 20], ("127.0.0.1", port)).expect("send");
+    std::thread::sleep(Duration::from_millis(2500));
+    drop(silent);
+    let s = stop(srv);
+    let err = String::from_utf8_lossy(&s.stderr);
+    let count = |what: &str| err.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(count("no iperf 2 test header arrived in time"), 1, "{err}");
+    assert_eq!(count("ended without its final datagram"), 1, "{err}");
+    assert_eq!(
+        count("shorter than"),
+        0,
+        "the flow's own address is counted, not refused: {err}"
+    );
+}

@@ -16,12 +16,13 @@ use plumb_proto::iperf2::{
 };
 use plumb_proto::UdpReceiver;
 use plumb_record::engine::{
-    CpuUtil, EndRecord, Protocol, Role, StreamEnd, TestStart, Totals, UdpEnd,
+    CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, TestStart, Totals, UdpEnd,
 };
 use plumb_record::{Connected, Sink};
 
 use super::flow::Flow;
 use super::meter::{start_record, Meter};
+use super::watch::Watch;
 use crate::config::{ClientConfig, TestSpec, Transport, DEFAULT_UDP_RATE};
 use crate::errors::TestError;
 use crate::sockets::{self, DataOptions};
@@ -126,9 +127,17 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         cfg.spec.window.unwrap_or(0),
     ));
     let sockets: Vec<i32> = streams.iter().map(Stream::fd).collect();
+    let watches: Vec<Option<Watch>> = streams
+        .iter()
+        .map(|s| match s {
+            Stream::Tcp(t) if !plan.reverse => Some(Watch::new(t.clone())),
+            _ => None,
+        })
+        .collect();
     let flows: Vec<Arc<Flow>> = streams.iter().map(|_| Arc::new(Flow::default())).collect();
     let epoch = Instant::now();
-    let outcomes: Vec<io::Result<Outcome>> = std::thread::scope(|scope| {
+    type Ended = ((Option<TcpEnd>, Option<i64>), io::Result<Outcome>);
+    let outcomes: Vec<Ended> = std::thread::scope(|scope| {
         let handles: Vec<_> = streams
             .into_iter()
             .zip(&flows)
@@ -145,29 +154,37 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         } else {
             Protocol::Tcp
         };
-        Meter::new(
+        let mut meter = Meter::new(
             flows.clone(),
             sockets.clone(),
             protocol,
             !plan.reverse,
             epoch,
         )
-        .report(sink, cfg.spec.interval);
-        handles
+        .with_watches(watches);
+        meter.report(sink, cfg.spec.interval);
+        let done: Vec<io::Result<Outcome>> = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(io::Error::other("a stream's thread panicked")))
             })
+            .collect();
+        (0..done.len())
+            .map(|i| meter.tcp_end(i))
+            .zip(done)
             .collect()
     });
     let mut ends = Vec::new();
-    for (o, socket) in outcomes.into_iter().zip(&sockets) {
+    for (((tcp, retransmits), o), socket) in outcomes.into_iter().zip(&sockets) {
         let o = o.map_err(|e| TestError::Protocol(e.to_string()))?;
         if let Some(v) = &o.peer_version {
             sink.note(&format!("iperf {v} server"));
         }
-        ends.push(stream_end(*socket, !plan.reverse, o));
+        let mut end = stream_end(*socket, !plan.reverse, o);
+        end.tcp = tcp;
+        end.retransmits = retransmits;
+        ends.push(end);
     }
     sink.end(&end_record(&plan, ends));
     Ok(())
@@ -220,7 +237,7 @@ fn header(p: &Plan) -> TestHeader {
 
 /// A connected stream, before its thread runs it.
 enum Stream {
-    Tcp(TcpStream),
+    Tcp(Arc<TcpStream>),
     Udp(UdpSocket),
 }
 
@@ -255,7 +272,7 @@ fn open(cfg: &ClientConfig, addr: SocketAddr, p: &Plan) -> io::Result<Stream> {
         sockets::pre_connect(s, &o, !p.reverse, p.reverse, true)
     })?;
     sockets::post_accept(&s, &o, !p.reverse)?;
-    Ok(Stream::Tcp(s))
+    Ok(Stream::Tcp(Arc::new(s)))
 }
 
 impl Stream {
@@ -293,8 +310,8 @@ impl Stream {
 
     fn run(self, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
         match (self, p.reverse) {
-            (Stream::Tcp(s), false) => tcp_send(s, p, f, epoch),
-            (Stream::Tcp(s), true) => tcp_receive(s, p, f, epoch),
+            (Stream::Tcp(s), false) => tcp_send(&s, p, f, epoch),
+            (Stream::Tcp(s), true) => tcp_receive(&s, p, f, epoch),
             (Stream::Udp(s), false) => udp_send(&s, p, f, epoch),
             (Stream::Udp(s), true) => udp_receive(&s, p, f, epoch),
         }
@@ -313,7 +330,7 @@ fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| b'0' + (i % 10) as u8).collect()
 }
 
-fn tcp_send(mut s: TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
+fn tcp_send(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
     s.set_write_timeout(Some(STALL))?;
     s.set_read_timeout(Some(STALL))?;
     s.write_all(&header(p).encode())?;
@@ -331,7 +348,7 @@ fn tcp_send(mut s: TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<
     let seconds = epoch.elapsed().as_secs_f64();
     s.shutdown(Shutdown::Write)?;
     // The server closes once it has read to the end: then it has every byte.
-    let peer_version = drain_until_close(&mut s)?;
+    let peer_version = drain_until_close(s)?;
     let t = Totals {
         bytes: f.bytes(),
         seconds,
@@ -347,7 +364,7 @@ fn tcp_send(mut s: TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<
 /// Reads what the server sends after the client's last byte (its header
 /// acknowledgement, if it sent one) until it closes; the version the
 /// acknowledgement names.
-fn drain_until_close(s: &mut TcpStream) -> io::Result<Option<String>> {
+fn drain_until_close(mut s: &TcpStream) -> io::Result<Option<String>> {
     let mut first = Vec::with_capacity(ACK_LEN);
     let mut buf = [0u8; 4096];
     let until = Instant::now() + STALL;
@@ -371,7 +388,7 @@ fn drain_until_close(s: &mut TcpStream) -> io::Result<Option<String>> {
     Ok(HeaderAck::decode(&first).ok().map(|a| a.version_text()))
 }
 
-fn tcp_receive(mut s: TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
+fn tcp_receive(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
     s.set_write_timeout(Some(STALL))?;
     s.set_read_timeout(Some(STALL))?;
     s.write_all(&header(p).encode())?;
@@ -617,5 +634,47 @@ fn end_record(p: &Plan, streams: Vec<StreamEnd>) -> EndRecord {
         plumb: None,
         server_output_text: None,
         server_output_json: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_iperf2_has_no_room_for_are_refused() {
+        assert_eq!(refused(&TestSpec::default()), None);
+        type Set = fn(&mut TestSpec);
+        let cases: [(Set, &str); 6] = [
+            (|s| s.bidir = true, "--bidir"),
+            (|s| s.bytes = 1000, "-n/-k"),
+            (|s| s.omit = 1.0, "-O"),
+            (|s| s.latency = true, "--latency"),
+            (|s| s.get_server_output = true, "--get-server-output"),
+            (|s| s.zerocopy = true, "-Z"),
+        ];
+        for (set, flag) in cases {
+            let mut s = TestSpec::default();
+            set(&mut s);
+            assert!(refused(&s).is_some_and(|w| w.starts_with(flag)), "{flag}");
+        }
+    }
+
+    #[test]
+    fn the_header_carries_the_plan() {
+        let p = Plan {
+            udp: true,
+            reverse: true,
+            streams: 3,
+            len: 1000,
+            time: Duration::from_secs(5),
+            rate: 10_000_000,
+            port: 5001,
+            len_given: true,
+        };
+        let h = TestHeader::decode(&header(&p).encode()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((h.threads, h.buf_len, h.rate), (3, 1000, 10_000_000));
+        assert_eq!(h.amount, Amount::Time(Duration::from_secs(5)));
+        assert_eq!(h.mode(), plumb_proto::iperf2::Mode::Reverse);
     }
 }

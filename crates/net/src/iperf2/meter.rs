@@ -11,6 +11,7 @@ use plumb_record::engine::{
 use plumb_record::{Connected, Sink};
 
 use super::flow::Flow;
+use super::watch::Watch;
 use crate::host;
 
 /// How often the reporting loop looks at the streams between intervals.
@@ -27,6 +28,7 @@ pub(crate) struct Meter {
     epoch: Instant,
     last_t: f64,
     last: Vec<(u64, u64, UdpStats)>,
+    watches: Vec<Option<Watch>>,
 }
 
 impl Meter {
@@ -47,6 +49,22 @@ impl Meter {
             epoch,
             last_t: 0.0,
             last,
+            watches: Vec::new(),
+        }
+    }
+
+    /// Reads TCP_INFO of these sending streams (by index) at each interval.
+    pub(crate) fn with_watches(mut self, watches: Vec<Option<Watch>>) -> Meter {
+        self.watches = watches;
+        self
+    }
+
+    /// Stream `i`'s TCP summary and retransmits over the test, when it is
+    /// a watched sender.
+    pub(crate) fn tcp_end(&self, i: usize) -> (Option<plumb_record::engine::TcpEnd>, Option<i64>) {
+        match self.watches.get(i).and_then(Option::as_ref) {
+            Some(w) => (w.end(), w.retransmits()),
+            None => (None, None),
         }
     }
 
@@ -92,7 +110,12 @@ impl Meter {
             let (bytes, packets, udp) = (f.bytes(), f.packets(), f.udp());
             let (b0, p0, u0) = self.last[i];
             let detail = match (self.protocol, self.sender) {
-                (Protocol::Tcp, _) => IntervalDetail::Tcp(None),
+                (Protocol::Tcp, _) => IntervalDetail::Tcp(
+                    self.watches
+                        .get_mut(i)
+                        .and_then(Option::as_mut)
+                        .and_then(Watch::sample),
+                ),
                 (Protocol::Udp, true) => IntervalDetail::UdpSender {
                     packets: packets - p0,
                 },
