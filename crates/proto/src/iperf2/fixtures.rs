@@ -179,3 +179,31 @@ fn modes_from_flags() {
         Ok((7 << 32) | 5)
     );
 }
+
+proptest::proptest! {
+    /// Any bytes a peer sends decode or are refused, never panic, and what
+    /// decodes encodes back (the fuzz target `fuzz/fuzz_targets/iperf2.rs`
+    /// runs the same checks unbounded).
+    #[test]
+    fn any_bytes_decode_or_are_refused(data in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+        if data.len() >= 4 {
+            let flags = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
+            if let Ok(len) = TestHeader::tcp_len(flags) {
+                proptest::prop_assert!(len <= MAX_HEADER_LEN);
+                let _ = TestHeader::decode(&data[..len.min(data.len())]).map(|h| h.mode());
+            }
+        }
+        if let Ok(d) = Datagram::decode(&data, false) {
+            let mut buf = [0u8; DATAGRAM_LEN];
+            proptest::prop_assert!(d.encode(&mut buf).is_ok());
+            proptest::prop_assert_eq!(Datagram::decode(&buf, true).map(|b| b.id), Ok(d.id));
+            let _ = TestHeader::decode(&data[DATAGRAM_LEN..]);
+        }
+        if let Ok(a) = HeaderAck::decode(&data) {
+            proptest::prop_assert_eq!(HeaderAck::decode(&a.encode()), Ok(a));
+        }
+        if let Ok(r) = ServerReport::decode(&data) {
+            proptest::prop_assert_eq!(ServerReport::decode(&r.encode()), Ok(r));
+        }
+    }
+}
