@@ -422,3 +422,17 @@ fn silent_peers_are_ended_in_one_line_each() {
         "the flow's own address is counted, not refused: {err}"
     );
 }
+
+#[test]
+fn iperf_client_enhanced_output_both_ways() {
+    let bin = need_iperf2!();
+    for (args, column) in [
+        (&["-e"][..], "Write/Err"),
+        (&["-e", "-R"][..], "Reads=Dist"),
+    ] {
+        let (out, doc) = iperf_to_plumb(bin, args);
+        let t = text(&out);
+        assert!(t.contains(column), "iperf 2's -e report: {t}");
+        assert!(num(&doc, &["end", "sum_received", "bytes"]) > 0.0, "{t}");
+    }
+}

@@ -26,7 +26,7 @@ use super::watch::Watch;
 use crate::config::{ClientConfig, TestSpec, Transport, DEFAULT_UDP_RATE};
 use crate::errors::TestError;
 use crate::sockets::{self, DataOptions};
-use crate::{signals, sockopt};
+use crate::{host, signals, sockopt};
 
 /// A write or read that makes no progress this long ends the stream.
 const STALL: Duration = Duration::from_secs(10);
@@ -136,6 +136,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         .collect();
     let flows: Vec<Arc<Flow>> = streams.iter().map(|_| Arc::new(Flow::default())).collect();
     let epoch = Instant::now();
+    let cpu0 = host::CpuSnapshot::take().ok();
     type Ended = ((Option<TcpEnd>, Option<i64>), io::Result<Outcome>);
     let outcomes: Vec<Ended> = std::thread::scope(|scope| {
         let handles: Vec<_> = streams
@@ -186,7 +187,15 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         end.retransmits = retransmits;
         ends.push(end);
     }
-    sink.end(&end_record(&plan, ends));
+    let mut end = end_record(&plan, ends);
+    if let (Some(a), Ok(b)) = (cpu0, host::CpuSnapshot::take()) {
+        // This end's CPU only: an iperf 2 server reports none of its own.
+        let u = b.usage_since(&a, epoch.elapsed());
+        end.cpu.host_total = u.process_total;
+        end.cpu.host_user = u.process_user;
+        end.cpu.host_system = u.process_system;
+    }
+    sink.end(&end);
     Ok(())
 }
 
