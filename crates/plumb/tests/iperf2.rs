@@ -436,3 +436,24 @@ fn iperf_client_enhanced_output_both_ways() {
         assert!(num(&doc, &["end", "sum_received", "bytes"]) > 0.0, "{t}");
     }
 }
+
+#[test]
+fn the_wrong_peer_is_one_line_and_no_hang() {
+    let port = port();
+    let srv = Server::start(iperf3_bin(), &["-s"], port);
+    let p = port.to_string();
+    let out = run(
+        plumb_bin(),
+        &["-c", "127.0.0.1", "-p", &p, "--tool", "iperf2", "-t", "2"],
+        LIMIT,
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("plumb: error"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("iperf -s"), "{err}");
+    drop(srv);
+}

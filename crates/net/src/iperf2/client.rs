@@ -178,7 +178,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     });
     let mut ends = Vec::new();
     for (((tcp, retransmits), o), socket) in outcomes.into_iter().zip(&sockets) {
-        let o = o.map_err(|e| TestError::Protocol(e.to_string()))?;
+        let o = o.map_err(|e| TestError::Ended(format!("iperf 2 test: {e}")))?;
         if let Some(v) = &o.peer_version {
             sink.note(&format!("iperf {v} server"));
         }
@@ -351,6 +351,17 @@ fn tcp_send(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result
             Ok(0) => return Err(io::Error::other("the iperf 2 server closed the connection")),
             Ok(n) => f.add(n as u64),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("the server dropped the connection ({e}); is it iperf 2's `iperf -s`?"),
+                ));
+            }
             Err(e) => return Err(e),
         }
     }
