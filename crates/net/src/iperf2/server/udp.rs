@@ -113,7 +113,8 @@ impl<'a> Flows<'a> {
     {
         let now = Instant::now();
         if let Some((report, _)) = self.reports.get(&peer) {
-            if Datagram::decode(&self.buf[..n], true).is_ok_and(|d| d.id < 0) {
+            // The low word's sign is enough, whatever the sequence width.
+            if Datagram::decode(&self.buf[..n], false).is_ok_and(|d| d.id < 0) {
                 let _ = self.sock.send_to(report, peer);
             }
             return;
@@ -162,8 +163,9 @@ impl<'a> Flows<'a> {
     {
         let b = &self.buf[..n];
         let bad = |e: plumb_proto::iperf2::Iperf2Error| (e.to_string(), now);
-        let d = Datagram::decode(b, true).map_err(bad)?;
         let h = TestHeader::decode(b.get(DATAGRAM_LEN..).unwrap_or_default()).map_err(bad)?;
+        // A client without 64-bit sequence numbers leaves the upper word to its pattern.
+        let d = Datagram::decode(b, h.wide_seq()).map_err(bad)?;
         // A refused flow's datagrams are ignored to its end, logged once.
         let flow_end = deadline(self.cfg, &h, now);
         if d.id < 0 {
