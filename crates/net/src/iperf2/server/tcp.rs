@@ -9,13 +9,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plumb_proto::iperf2::{Amount, HeaderAck, Mode, TestHeader, MAX_HEADER_LEN, VERSION_2_1_8};
-use plumb_record::engine::{CpuUtil, EndRecord, Protocol, Role, StreamEnd, TestStart, Totals};
+use plumb_record::engine::{
+    CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, TestStart, Totals,
+};
 use plumb_record::Connected;
 
 use super::{admit, deadline};
 use crate::config::ServerConfig;
 use crate::iperf2::flow::Flow;
 use crate::iperf2::meter::{start_record, Meter};
+use crate::iperf2::watch::Watch;
 use crate::server::state::log;
 use crate::server::Printer;
 use crate::{signals, sockets, sockopt};
@@ -76,22 +79,8 @@ pub(crate) fn serve(
     let epoch = Instant::now();
     let until = deadline(cfg, &h, epoch);
     let fd = conn.as_raw_fd();
-    let outcome = std::thread::scope(|s| {
-        let data = s.spawn(|| {
-            let r = if reverse {
-                send(&conn, &h, &flow, epoch, until)
-            } else {
-                receive(&conn, &flow, until)
-            };
-            flow.finish();
-            r
-        });
-        let proto = Protocol::Tcp;
-        Meter::new(vec![flow.clone()], vec![fd], proto, reverse, epoch)
-            .report(&mut *sink, cfg.interval);
-        data.join()
-            .unwrap_or_else(|_| Err("the data thread panicked".into()))
-    });
+    let conn = Arc::new(conn);
+    let (outcome, tcp) = run_data(&conn, &h, &flow, epoch, until, &mut *sink, cfg.interval);
     let seconds = epoch.elapsed().as_secs_f64();
     let _ = conn.shutdown(Shutdown::Both);
     let t = Totals {
@@ -101,7 +90,9 @@ pub(crate) fn serve(
     if let Err(why) = &outcome {
         sink.error(why);
     }
-    sink.end(&end_record(fd, reverse, t));
+    let mut end = end_record(fd, reverse, t);
+    (end.streams[0].tcp, end.streams[0].retransmits) = tcp;
+    sink.end(&end);
     let _ = sink.finish();
     let bps = if seconds > 0.0 {
         t.bytes as f64 * 8.0 / seconds
@@ -120,6 +111,40 @@ pub(crate) fn serve(
         );
     }
     outcome
+}
+
+/// Moves the data on its own thread while this one reports intervals (with
+/// TCP_INFO when the server sends); the outcome and the sender's summary.
+fn run_data(
+    conn: &Arc<TcpStream>,
+    h: &TestHeader,
+    flow: &Arc<Flow>,
+    epoch: Instant,
+    until: Instant,
+    sink: &mut dyn plumb_record::Sink,
+    interval: f64,
+) -> (Result<(), String>, (Option<TcpEnd>, Option<i64>)) {
+    let reverse = h.mode() == Mode::Reverse;
+    std::thread::scope(|s| {
+        let data = s.spawn(|| {
+            let r = if reverse {
+                send(conn, h, flow, epoch, until)
+            } else {
+                receive(conn, flow, until)
+            };
+            flow.finish();
+            r
+        });
+        let watch = reverse.then(|| Watch::new(conn.clone()));
+        let fd = conn.as_raw_fd();
+        let mut meter = Meter::new(vec![flow.clone()], vec![fd], Protocol::Tcp, reverse, epoch)
+            .with_watches(vec![watch]);
+        meter.report(sink, interval);
+        let r = data
+            .join()
+            .unwrap_or_else(|_| Err("the data thread panicked".into()));
+        (r, meter.tcp_end(0))
+    })
 }
 
 /// Reads the header: its first word says how long it is (at most
