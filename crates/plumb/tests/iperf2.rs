@@ -139,7 +139,7 @@ fn plumb_to_iperf(bin: &str, udp: bool, args: &[&str]) -> (Value, Vec<Csv>) {
 #[test]
 fn plumb_client_tcp_sends_to_iperf_server() {
     let bin = need_iperf2!();
-    let (doc, lines) = plumb_to_iperf(bin, false, &["-P", "2"]);
+    let (doc, lines) = plumb_to_iperf(bin, false, &["-P", "2", "-w", "256K", "-i", "1"]);
     assert_eq!(
         lines.len(),
         2,
@@ -148,6 +148,25 @@ fn plumb_client_tcp_sends_to_iperf_server() {
     let theirs: u64 = lines.iter().map(|l| l.bytes).sum();
     let ours = num(&doc, &["end", "sum_sent", "bytes"]);
     assert_within_1pct(ours, theirs as f64, "TCP bytes plumb sent");
+    let intervals = doc["intervals"].as_array().map_or(0, Vec::len);
+    assert!(intervals >= 2, "-i 1 over 2 s: {intervals} intervals");
+    assert_eq!(
+        num(&doc, &["start", "sock_bufsize"]),
+        256.0 * 1024.0,
+        "-w 256K"
+    );
+    let granted = num(&doc, &["start", "sndbuf_actual"]);
+    let range = 256.0 * 1024.0..4.0 * 1024.0 * 1024.0;
+    assert!(range.contains(&granted), "-w 256K gave {granted}");
+    // Each sending stream's TCP_INFO is in end.plumb, for --why.
+    for i in 0..2 {
+        let rtt = &doc["end"]["plumb"]["local"]["streams"][i]["tcp_info"]["rtt_us"];
+        assert!(
+            rtt.as_u64().is_some(),
+            "stream {i}: {}",
+            doc["end"]["plumb"]
+        );
+    }
 }
 
 #[test]

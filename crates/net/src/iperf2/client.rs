@@ -138,7 +138,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     let epoch = Instant::now();
     let cpu0 = host::CpuSnapshot::take().ok();
     type Ended = ((Option<TcpEnd>, Option<i64>), io::Result<Outcome>);
-    let outcomes: Vec<Ended> = std::thread::scope(|scope| {
+    let (outcomes, plumb): (Vec<Ended>, _) = std::thread::scope(|scope| {
         let handles: Vec<_> = streams
             .into_iter()
             .zip(&flows)
@@ -171,10 +171,12 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
                     .unwrap_or_else(|_| Err(io::Error::other("a stream's thread panicked")))
             })
             .collect();
-        (0..done.len())
+        let tcp_send = !plan.udp && !plan.reverse;
+        let ended = (0..done.len())
             .map(|i| meter.tcp_end(i))
             .zip(done)
-            .collect()
+            .collect();
+        (ended, tcp_send.then(|| meter.end_plumb(true)))
     });
     let mut ends = Vec::new();
     for (((tcp, retransmits), o), socket) in outcomes.into_iter().zip(&sockets) {
@@ -188,6 +190,7 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         ends.push(end);
     }
     let mut end = end_record(&plan, ends);
+    end.plumb = plumb;
     if let (Some(a), Ok(b)) = (cpu0, host::CpuSnapshot::take()) {
         // This end's CPU only: an iperf 2 server reports none of its own.
         let u = b.usage_since(&a, epoch.elapsed());

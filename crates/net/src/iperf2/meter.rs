@@ -59,6 +59,29 @@ impl Meter {
         self
     }
 
+    /// plumb's own record of this end's streams for `end.plumb`: each
+    /// watched sender's last TCP_INFO, by stream index.
+    pub(crate) fn end_plumb(&self, sender: bool) -> plumb_record::EndPlumb {
+        let streams = (0..self.flows.len())
+            .map(|i| plumb_proto::PlumbStreamInfo {
+                id: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                tcp_info: self
+                    .watches
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .and_then(Watch::info),
+                ..plumb_proto::PlumbStreamInfo::default()
+            })
+            .collect();
+        let local = plumb_proto::PlumbResults {
+            version: format!("plumb {}", env!("CARGO_PKG_VERSION")),
+            system: Some(host::uname().to_string()),
+            streams,
+            ..plumb_proto::PlumbResults::default()
+        };
+        crate::end_plumb::end_plumb(Some(&local), None, sender)
+    }
+
     /// Stream `i`'s TCP summary and retransmits over the test, when it is
     /// a watched sender.
     pub(crate) fn tcp_end(&self, i: usize) -> (Option<plumb_record::engine::TcpEnd>, Option<i64>) {

@@ -8,6 +8,7 @@ use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
+use plumb_proto::TcpInfoSummary;
 use plumb_record::engine::{LimitedTime, TcpEnd, TcpSample};
 use plumb_tcpinfo::{tcp_info, TcpInfo};
 
@@ -82,6 +83,14 @@ impl Watch {
         tcp_info(self.stream.as_fd())
             .ok()
             .map(|i| i64::from(i.total_retrans))
+    }
+
+    /// The stream's TCP_INFO now, as `end.plumb` keeps it (the limit
+    /// counters `--why` weighs among it).
+    pub(crate) fn info(&self) -> Option<TcpInfoSummary> {
+        tcp_info(self.stream.as_fd())
+            .ok()
+            .map(|i| crate::session::info_summary(&i))
     }
 
     /// The summary of the samples taken, if any were.
