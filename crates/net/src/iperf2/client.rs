@@ -683,6 +683,41 @@ mod tests {
         }
     }
 
+    fn config(spec: TestSpec) -> ClientConfig {
+        ClientConfig {
+            tool: plumb_proto::tool::Tool::Iperf2,
+            host: "h".into(),
+            port: 5001,
+            bind: None,
+            cport: None,
+            family: crate::config::Family::Any,
+            connect_timeout: None,
+            rcv_timeout: Duration::from_secs(1),
+            spec,
+            auth: None,
+            local: crate::local::LocalOptions::default(),
+        }
+    }
+
+    #[test]
+    fn defaults_are_iperf2s() {
+        let tcp = plan(&config(TestSpec::default()));
+        assert_eq!((tcp.len, tcp.rate, tcp.len_given), (128 * 1024, 0, false));
+        let udp = plan(&config(TestSpec {
+            transport: Transport::Udp,
+            ..TestSpec::default()
+        }));
+        assert_eq!((udp.len, udp.rate), (1470, 1 << 20));
+        let set = plan(&config(TestSpec {
+            len: Some(9000),
+            bandwidth: Some(5_000_000),
+            parallel: 4,
+            ..TestSpec::default()
+        }));
+        assert_eq!((set.len, set.rate, set.streams), (9000, 5_000_000, 4));
+        assert_eq!(header(&set).buf_len, 9000);
+    }
+
     #[test]
     fn the_header_carries_the_plan() {
         let p = Plan {
