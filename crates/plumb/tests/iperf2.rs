@@ -476,3 +476,29 @@ fn the_wrong_peer_is_one_line_and_no_hang() {
     assert!(lines[0].contains("iperf -s"), "{err}");
     drop(srv);
 }
+
+#[test]
+fn why_explains_a_test_against_iperf_server() {
+    let bin = need_iperf2!();
+    let port = port();
+    let srv = Server::start(bin, &["-s"], port);
+    let p = port.to_string();
+    let args = [
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--tool",
+        "iperf2",
+        "-t",
+        "2",
+        "--why",
+    ];
+    let out = run(plumb_bin(), &args, LIMIT);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("Evidence:"), "{t}");
+    // The sender's TCP_INFO reached the diagnosis.
+    assert!(!t.contains("limit counters"), "{t}");
+    drop(srv);
+}
