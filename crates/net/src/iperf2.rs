@@ -2,12 +2,13 @@
 //! ([`client`]) and plumb's server answering `iperf -c` ([`server`]), over
 //! the sans-IO wire format of `plumb_proto::iperf2`. Both report through
 //! the same [`Sink`](plumb_record::Sink) records as an iperf3 test, built
-//! by [`meter`] from per-stream counters.
+//! by `meter` from per-stream counters.
 //!
 //! iperf 2 has no control connection: each TCP stream carries its own
 //! test header, and a UDP flow's datagrams do; the only result that comes
 //! back is the UDP receiver's server report.
 
+mod admit;
 pub mod client;
 mod flow;
 mod meter;

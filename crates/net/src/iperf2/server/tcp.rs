@@ -14,8 +14,8 @@ use plumb_record::engine::{
 };
 use plumb_record::Connected;
 
-use super::{admit, deadline};
 use crate::config::ServerConfig;
+use crate::iperf2::admit::{admit, deadline};
 use crate::iperf2::flow::Flow;
 use crate::iperf2::meter::{start_record, Meter};
 use crate::iperf2::watch::Watch;

@@ -20,8 +20,8 @@ use plumb_record::engine::{
 };
 use plumb_record::{Connected, Sink};
 
-use super::{admit, deadline};
 use crate::config::{ServerConfig, DEFAULT_UDP_RATE};
+use crate::iperf2::admit::{admit, deadline};
 use crate::iperf2::flow::Flow;
 use crate::iperf2::meter::{start_record, Meter, Ticker};
 use crate::server::state::log;
@@ -89,7 +89,7 @@ impl<'a> Flows<'a> {
     where
         'a: 's,
     {
-        let until = Instant::now() + super::GATE_TICK;
+        let until = Instant::now() + crate::iperf2::admit::GATE_TICK;
         for _ in 0..BATCH {
             if Instant::now() > until {
                 break;
@@ -391,8 +391,8 @@ fn send_reverse(
     ));
     let epoch = Instant::now();
     let end = match h.amount {
-        Amount::Time(t) => (epoch + t).min(deadline(cfg, h, epoch) - super::GRACE),
-        Amount::Bytes(_) => deadline(cfg, h, epoch) - super::GRACE,
+        Amount::Time(t) => (epoch + t).min(deadline(cfg, h, epoch) - crate::iperf2::admit::GRACE),
+        Amount::Bytes(_) => deadline(cfg, h, epoch) - crate::iperf2::admit::GRACE,
     };
     let flow = Arc::new(Flow::default());
     let mut meter = Meter::new(
