@@ -167,6 +167,9 @@ pub fn run(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     if cfg.tool == plumb_proto::tool::Tool::Nuttcp {
         return crate::nuttcp::client::run(cfg, sink);
     }
+    if cfg.tool == plumb_proto::tool::Tool::Iperf2 {
+        return crate::iperf2::client::run(cfg, sink);
+    }
     let r = run_inner(cfg, sink);
     if let Err(e) = &r {
         sink.error(&e.to_string());

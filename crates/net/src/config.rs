@@ -162,6 +162,8 @@ impl Default for TestSpec {
 /// A client run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientConfig {
+    /// The peer's wire protocol: iperf3's (plumb's own), iperf 2's or nuttcp's.
+    pub tool: plumb_proto::tool::Tool,
     /// Server name or address.
     pub host: String,
     /// Server port.
@@ -185,8 +187,6 @@ pub struct ClientConfig {
     pub local: crate::local::LocalOptions,
     /// `-d`: trace the control connection on stderr.
     pub debug: bool,
-    /// The peer's tool: iperf3's protocol, or nuttcp's.
-    pub tool: plumb_proto::tool::Tool,
     /// nuttcp's `-F`: the server opens the data connections (`--flip`).
     pub flip: bool,
 }

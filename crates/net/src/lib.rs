@@ -49,6 +49,7 @@ pub mod end_plumb;
 pub mod errors;
 pub mod flowlabel;
 pub mod host;
+pub mod iperf2;
 pub mod local;
 pub mod nuttcp;
 pub mod pacing;

@@ -1134,24 +1134,29 @@ fn stream_info(s: &Stream, info: Option<&TcpInfo>, sndbuf_set: bool) -> PlumbStr
         window_clamp: clamp,
         mss,
         congestion: cc,
-        tcp_info: info.map(|i| TcpInfoSummary {
-            busy_time_us: i.busy_time,
-            rwnd_limited_us: i.rwnd_limited,
-            sndbuf_limited_us: i.sndbuf_limited,
-            // TCP_INFO gives bytes per second.
-            delivery_rate_bps: i.delivery_rate.map(|r| r.saturating_mul(8)),
-            min_rtt_us: i.min_rtt.map(u64::from),
-            rtt_us: Some(u64::from(i.rtt)),
-            rttvar_us: Some(u64::from(i.rttvar)),
-            snd_cwnd_bytes: Some(u64::from(i.snd_cwnd) * u64::from(i.snd_mss)),
-            snd_wnd: i.snd_wnd.map(u64::from),
-            total_retrans: Some(u64::from(i.total_retrans)),
-            bytes_retrans: i.bytes_retrans,
-            bytes_acked: i.bytes_acked,
-            pmtu: Some(u64::from(i.pmtu)),
-            snd_mss: Some(u64::from(i.snd_mss)),
-            rcv_space: Some(u64::from(i.rcv_space)),
-        }),
+        tcp_info: info.map(info_summary),
+    }
+}
+
+/// What plumb keeps of a stream's last TCP_INFO (`end.plumb`'s `tcp_info`).
+pub(crate) fn info_summary(i: &TcpInfo) -> TcpInfoSummary {
+    TcpInfoSummary {
+        busy_time_us: i.busy_time,
+        rwnd_limited_us: i.rwnd_limited,
+        sndbuf_limited_us: i.sndbuf_limited,
+        // TCP_INFO gives bytes per second.
+        delivery_rate_bps: i.delivery_rate.map(|r| r.saturating_mul(8)),
+        min_rtt_us: i.min_rtt.map(u64::from),
+        rtt_us: Some(u64::from(i.rtt)),
+        rttvar_us: Some(u64::from(i.rttvar)),
+        snd_cwnd_bytes: Some(u64::from(i.snd_cwnd) * u64::from(i.snd_mss)),
+        snd_wnd: i.snd_wnd.map(u64::from),
+        total_retrans: Some(u64::from(i.total_retrans)),
+        bytes_retrans: i.bytes_retrans,
+        bytes_acked: i.bytes_acked,
+        pmtu: Some(u64::from(i.pmtu)),
+        snd_mss: Some(u64::from(i.snd_mss)),
+        rcv_space: Some(u64::from(i.rcv_space)),
     }
 }
 

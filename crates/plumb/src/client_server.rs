@@ -163,8 +163,9 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if let Err(code) = pin(a) {
         return Ok(code);
     }
+    let (tool, port) = server_port(a);
     let mut cfg = ServerConfig {
-        port: a.port.unwrap_or(DEFAULT_PORT),
+        port,
         bind: a.bind,
         family: family(a),
         one_off: a.one_off,
@@ -186,13 +187,10 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let printer = server_printer::ServerPrinter(a);
-    let nuttcp = nuttcp_listen(a);
-    if let Some(port) = nuttcp {
-        cfg.port = port;
-    }
-    let served = match nuttcp {
-        Some(_) => plumb_net::nuttcp::server::run(&cfg, &printer),
-        None => plumb_net::server::run(&cfg, &printer),
+    let served = match tool {
+        plumb_proto::tool::Tool::Iperf2 => plumb_net::iperf2::server::run(&cfg, &printer),
+        plumb_proto::tool::Tool::Nuttcp => plumb_net::nuttcp::server::run(&cfg, &printer),
+        plumb_proto::tool::Tool::Iperf3 => plumb_net::server::run(&cfg, &printer),
     };
     Ok(match served {
         Ok(()) | Err(plumb_net::errors::TestError::Interrupted) => ExitCode::SUCCESS,
@@ -205,7 +203,8 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
 
 /// A `--tool` or `--tools` naming a wire protocol this build does not
 /// speak, with the one-line reason; `--tool` on a server and `--tools` on a
-/// client are refused too.
+/// client are refused too. iperf3 and iperf 2 are spoken; a server answers
+/// one tool at a time.
 fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     use plumb_proto::tool::{Tool, ToolChoice};
     if a.server && a.tool.is_some() {
@@ -214,42 +213,104 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     if !a.server && a.tools.is_some() {
         return Some("--tools is a server flag; a client takes --tool TOOL".into());
     }
-    let tools = match (&a.tool, &a.tools) {
-        (Some(ToolChoice::Auto), _) => vec![Tool::Iperf2],
-        (Some(ToolChoice::One(t)), _) => vec![*t],
-        (None, Some(list)) => Tool::parse_list(list)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|l| l.tool)
-            .collect(),
-        (None, None) => Vec::new(),
-    };
-    // nuttcp's client is built; a server answers one tool at a time.
-    let built =
-        |t: &Tool| *t == Tool::Iperf3 || (*t == Tool::Nuttcp && (!a.server || tools_len(a) == 1));
-    tools.into_iter().find(|t| !built(t)).map(|t| {
-        let flag = if a.server { "--tools" } else { "--tool" };
-        if t == Tool::Nuttcp {
-            return format!(
-                "{flag} {t}: a server answers one tool at a time (give --tools nuttcp alone)"
-            );
-        }
-        format!("{flag} {t}: this build speaks iperf3's and nuttcp's wire protocols only")
-    })
+    let spoken = |t: &Tool| matches!(t, Tool::Iperf3 | Tool::Iperf2 | Tool::Nuttcp);
+    match (&a.tool, server_tools(a)) {
+        (Some(ToolChoice::Auto), _) => Some(
+            "--tool auto: peer detection is not built; name the tool (iperf3, iperf2 or nuttcp)".into(),
+        ),
+        (Some(ToolChoice::One(t)), _) if !spoken(t) => Some(format!(
+            "--tool {t}: this build speaks iperf3's, iperf 2's and nuttcp's wire protocols only"
+        )),
+        (None, list) if list.len() > 1 => Some(
+            "--tools: one server answering several tools at once is not built; list one tool"
+                .into(),
+        ),
+        (None, list) => list.first().filter(|l| !spoken(&l.tool)).map(|l| {
+            format!(
+                "--tools {}: this build speaks iperf3's, iperf 2's and nuttcp's wire protocols only",
+                l.tool
+            )
+        }),
+        _ => None,
+    }
 }
 
-/// The control port when the server answers nuttcp: `--tools nuttcp=PORT`,
-/// else `-p`, else nuttcp's 5000.
-fn nuttcp_listen(a: &MeasureArgs) -> Option<u16> {
+/// The tool a server answers and its port: the one `--tools` lists (iperf3
+/// without it) on its `=PORT`, else where `-p` says, else on its default.
+fn server_port(a: &MeasureArgs) -> (plumb_proto::tool::Tool, u16) {
     use plumb_proto::tool::Tool;
-    let list = Tool::parse_list(a.tools.as_deref()?).ok()?;
-    let l = list.iter().find(|l| l.tool == Tool::Nuttcp)?;
-    Some(l.port.or(a.port).unwrap_or(Tool::Nuttcp.default_port()))
+    match server_tools(a).first().copied() {
+        Some(l) if l.port.is_some() => (l.tool, l.port()),
+        Some(l) if l.tool != Tool::Iperf3 => (l.tool, a.port.unwrap_or(l.port())),
+        _ => (Tool::Iperf3, a.port.unwrap_or(DEFAULT_PORT)),
+    }
 }
 
-/// How many tools the server's `--tools` names.
-fn tools_len(a: &MeasureArgs) -> usize {
-    a.tools.as_deref().map_or(0, |l| {
-        plumb_proto::tool::Tool::parse_list(l).map_or(0, |v| v.len())
-    })
+/// The tools `--tools` lists (none without it).
+fn server_tools(a: &MeasureArgs) -> Vec<plumb_proto::tool::Listen> {
+    a.tools
+        .as_deref()
+        .map(|l| plumb_proto::tool::Tool::parse_list(l).unwrap_or_default())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use plumb_proto::tool::Tool;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        m: MeasureArgs,
+    }
+
+    fn args(flags: &[&str]) -> MeasureArgs {
+        let mut argv = vec!["plumb"];
+        argv.extend_from_slice(flags);
+        Cli::try_parse_from(argv)
+            .map(|c| c.m)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_servers_tool_and_port() {
+        assert_eq!(server_port(&args(&["-s"])), (Tool::Iperf3, 5201));
+        assert_eq!(
+            server_port(&args(&["-s", "--tools", "iperf2"])),
+            (Tool::Iperf2, 5001)
+        );
+        let p = args(&["-s", "-p", "6000", "--tools", "iperf2"]);
+        assert_eq!(server_port(&p), (Tool::Iperf2, 6000));
+        let eq = args(&["-s", "-p", "6000", "--tools", "iperf2=15001"]);
+        assert_eq!(server_port(&eq), (Tool::Iperf2, 15001));
+        assert_eq!(
+            server_port(&args(&["-s", "--tools", "iperf3"])),
+            (Tool::Iperf3, 5201)
+        );
+    }
+
+    #[test]
+    fn an_iperf2_client_connects_to_5001_unless_told() {
+        let spec = plumb_net::config::TestSpec::default;
+        let c = client_config(&args(&["-c", "h", "--tool", "iperf2"]), spec());
+        assert_eq!(c.map(|c| (c.tool, c.port)), Ok((Tool::Iperf2, 5001)));
+        let c = client_config(&args(&["-c", "h", "--tool", "iperf2", "-p", "7"]), spec());
+        assert_eq!(c.map(|c| c.port), Ok(7));
+        let c = client_config(&args(&["-c", "h"]), spec());
+        assert_eq!(c.map(|c| (c.tool, c.port)), Ok((Tool::Iperf3, 5201)));
+    }
+
+    #[test]
+    fn tools_not_built_are_refused_in_one_line() {
+        let said = |flags: &[&str]| unspoken_tool(&args(flags)).unwrap_or_default();
+        assert_eq!(said(&["-c", "h", "--tool", "iperf2"]), "");
+        assert_eq!(said(&["-s", "--tools", "iperf2"]), "");
+        assert_eq!(said(&["-c", "h", "--tool", "nuttcp"]), "");
+        assert!(said(&["-c", "h", "--tool", "auto"]).contains("not built"));
+        assert!(said(&["-s", "--tools", "iperf3,iperf2"]).contains("several tools"));
+        assert_eq!(said(&["-s", "--tools", "nuttcp"]), "");
+        assert!(said(&["-s", "--tool", "iperf2"]).contains("--tools LIST"));
+    }
 }

@@ -853,13 +853,15 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
     if a.flip && tool != Tool::Nuttcp {
         return Err("--flip is nuttcp's -F: give it with --tool nuttcp".into());
     }
+    let default_port = if tool == Tool::Iperf3 {
+        DEFAULT_PORT
+    } else {
+        tool.default_port()
+    };
     Ok(ClientConfig {
+        tool,
         host: a.client.clone().unwrap_or_default(),
-        port: a.port.unwrap_or(if tool == Tool::Iperf3 {
-            DEFAULT_PORT
-        } else {
-            tool.default_port()
-        }),
+        port: a.port.unwrap_or(default_port),
         bind: a.bind,
         cport: a.cport,
         family: family(a),
@@ -869,7 +871,6 @@ pub fn client_config(a: &MeasureArgs, spec: TestSpec) -> Result<ClientConfig, St
         auth,
         local: a.local.options(),
         debug: debug_on(a),
-        tool,
         flip: a.flip,
     })
 }

@@ -19,6 +19,8 @@
 //!   `handle_*` inputs, `poll_*` outputs, commands — in the manner of quinn-proto.
 //! - [`udp`]: the UDP connect handshake values, the datagram header and the
 //!   receiver's loss/out-of-order/jitter arithmetic.
+//! - [`iperf2`]: iperf 2's test header, UDP datagram header and server
+//!   report (`docs/protocol-iperf2.md`), for `--tool iperf2`.
 //! - [`stream_id`]: the 1, 3, 4, 5, … numbering of data streams.
 //! - [`nuttcp`]: nuttcp's control text (request, answer, report lines).
 //! - [`auth`]: the authentication token (§10): plaintext, RSA (PKCS#1 v1.5
@@ -60,6 +62,7 @@ pub mod cookie;
 mod error;
 pub mod framing;
 mod input;
+pub mod iperf2;
 mod lenient;
 pub mod nuttcp;
 pub mod params;

@@ -102,7 +102,7 @@ fn read_iperf3_version() -> (u32, u32) {
 /// another or a developer runs several at once. They sit below Linux's
 /// ephemeral range (32768 up), so no outgoing connection holds one; the
 /// capture crate's tshark test takes 31000-31499.
-const PORT_RANGES: [(&str, u16, u16); 21] = [
+const PORT_RANGES: [(&str, u16, u16); 22] = [
     ("calc", 16_000, 1000),
     ("exporter", 17_000, 1000),
     ("hostile", 18_000, 1000),
@@ -124,6 +124,7 @@ const PORT_RANGES: [(&str, u16, u16); 21] = [
     ("iperf3_commands", 31_250, 250),
     ("why_capture", 31_500, 250),
     ("nuttcp", 31_750, 250),
+    ("iperf2", 32_000, 500),
 ];
 
 /// A port no other test uses: the next of this test binary's range.
@@ -170,6 +171,12 @@ pub struct Server {
 impl Server {
     /// Starts `bin args… -p port` and waits until it accepts connections.
     pub fn start(bin: &str, args: &[&str], port: u16) -> Server {
+        Server::start_ready(bin, args, port, listening)
+    }
+
+    /// [`Server::start`], ready when `ready(port)` says so (a UDP-only
+    /// server: [`udp_bound`]).
+    pub fn start_ready(bin: &str, args: &[&str], port: u16, ready: fn(u16) -> bool) -> Server {
         let child = Command::new(bin)
             .args(args)
             .args(["-p", &port.to_string()])
@@ -185,7 +192,7 @@ impl Server {
         let t0 = Instant::now();
         loop {
             // Look, don't touch: a probe connection would be the one test of a `-1` server.
-            if listening(port) {
+            if ready(port) {
                 break;
             }
             if let Some(c) = s.child.as_mut() {
@@ -195,7 +202,7 @@ impl Server {
             }
             assert!(
                 t0.elapsed() < Duration::from_secs(10),
-                "{bin} did not listen on {port}"
+                "{bin} did not get ready on {port}"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -336,6 +343,19 @@ pub fn listening(port: u16) -> bool {
             t.lines().skip(1).any(|l| {
                 let cols: Vec<&str> = l.split_whitespace().collect();
                 cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
+            })
+        })
+    })
+}
+
+/// Whether a UDP socket is bound to `port` (any address).
+pub fn udp_bound(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/udp", "/proc/net/udp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 2 && cols[1].ends_with(&want) && cols[2].ends_with(":0000")
             })
         })
     })
