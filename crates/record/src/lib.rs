@@ -27,6 +27,8 @@
 //!
 //! `plumb top --json` writes one [`TopLine`] a line.
 //!
+//! `plumb handshake -J` writes a [`handshake::HandshakeDocument`].
+//!
 //! A `--json-stream` log carries the same records one [`Event`] a line.
 //!
 //! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
@@ -38,6 +40,7 @@ mod document;
 mod end;
 pub mod engine;
 mod event;
+pub mod handshake;
 mod interval;
 mod lab;
 mod latency;
