@@ -25,10 +25,21 @@ pub struct Explained {
 impl Explained {
     /// `doc` with `diagnosis`, in place of any diagnosis it carried.
     pub fn new(mut doc: Document, diagnosis: Diagnosis) -> Explained {
-        doc.extra.shift_remove("diagnosis");
+        doc.diagnosis = None;
         Explained {
             doc,
             diagnosis: Some(diagnosis),
         }
+    }
+}
+
+/// The document with its diagnosis in it, as a reader of the JSON gets it.
+impl From<Explained> for Document {
+    fn from(x: Explained) -> Document {
+        let mut doc = x.doc;
+        if let Some(d) = x.diagnosis {
+            doc.diagnosis = Some(Some(d));
+        }
+        doc
     }
 }

@@ -63,8 +63,7 @@ fn an_explained_document_writes_the_diagnosis_last_and_reads_back() {
     let text =
         std::fs::read_to_string(format!("{DIR}/tests/fixtures/lab-backup.json")).expect("fixture");
     let mut doc = Document::parse(&text).expect("a -J document");
-    doc.extra
-        .insert("diagnosis".into(), serde_json::json!({"limit": "old"}));
+    doc.diagnosis = Some(None);
     let d = diagnosis_of("lab-backup.json", Some(1e9));
     let x = Explained::new(doc.clone(), d.clone());
     let v = serde_json::to_value(&x).expect("json");
@@ -74,7 +73,7 @@ fn an_explained_document_writes_the_diagnosis_last_and_reads_back() {
     assert_eq!(v["diagnosis"], serde_json::to_value(&d).expect("json"));
     let back: Explained = serde_json::from_value(v).expect("reads back");
     assert_eq!(back.diagnosis.as_ref(), Some(&d));
-    doc.extra.shift_remove("diagnosis");
+    doc.diagnosis = None;
     assert_eq!(back.doc, doc);
     // A document with no diagnosis writes none.
     let bare = Explained {

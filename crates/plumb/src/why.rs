@@ -188,7 +188,7 @@ fn from_path(a: &WhyArgs, path: &std::path::Path) -> anyhow::Result<ExitCode> {
             .map_or("result".into(), |n| n.to_string_lossy().to_string());
         // The page shows the answer printed below, not one saved in the document.
         let mut fresh = doc.clone();
-        fresh.extra.shift_remove("diagnosis");
+        fresh.diagnosis = None;
         let input = report_page::input(name, fresh, a.measure.link);
         report_page::write_for(out, vec![input])?;
     }
@@ -274,7 +274,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         }
         let input = plumb_report::html::Input {
             name,
-            doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
+            doc: doc.clone().into(),
         };
         report_page::write_for(out, vec![input])?;
     }

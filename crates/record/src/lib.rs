@@ -11,12 +11,14 @@
 //! names — plus what plumb adds: `end.plumb` (each end's CPU, cgroup quota,
 //! CPU placement, sysctls, socket facts and TCP_INFO, the UDP path's
 //! settings, latency), `intervals[].plumb`, and top-level objects beside
-//! iperf3's (`lab` and `model` typed; `diagnosis` and `plumb live`'s objects
-//! carried as read). This crate owns these types; the JSON printer builds a
-//! [`Document`] and serializes it, and readers deserialize one.
+//! iperf3's: `lab` and `model`, the `diagnosis`, and the `live` and
+//! `connections` of `plumb why` on running connections. This crate owns
+//! these types; the JSON printer builds a [`Document`] and serializes it,
+//! and readers deserialize one.
 //!
 //! Two rules make a document read and written back equal to the original,
-//! compared as `serde_json::Value`s:
+//! compared as `serde_json::Value`s (the objects `plumb why` adds read into
+//! today's types instead, an older plumb's keys with them):
 //!
 //! - every object carries the keys this version does not know in a
 //!   flattened `extra` map (other iperf3 versions add keys), and optional

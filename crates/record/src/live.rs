@@ -19,8 +19,10 @@ pub struct LiveDocument {
     pub diagnosis: Option<Diagnosis>,
 }
 
-/// `live`: the filter in words and the seconds sampled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `live`: the filter in words and the seconds sampled. Read, a key left
+/// out takes its empty value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LiveSampling {
     /// The filter, in words (`--port 5201`).
     pub filter: String,
@@ -28,8 +30,9 @@ pub struct LiveSampling {
     pub seconds: f64,
 }
 
-/// One connection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One connection. Read, a key left out takes its empty value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ConnectionRow {
     /// Local address and port.
     pub local: String,

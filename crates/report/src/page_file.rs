@@ -102,7 +102,7 @@ pub fn input(name: String, doc: Document, link: Option<Rate>) -> Input {
         });
     }
     let d = diagnose(&Evidence { link, ..ev0 });
-    let doc = crate::input::with_diagnosis(doc, &d);
+    let doc = crate::input::with_diagnosis(doc, d);
     Input { name, doc }
 }
 

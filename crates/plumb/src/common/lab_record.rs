@@ -100,7 +100,7 @@ pub fn model_record(p: &LabPrediction, measured: Option<f64>) -> Model {
         queue_delay_ms: None,
         loaded_rtt_ms: None,
         measured_increase_p50_ms: None,
-        extra: serde_json::Map::new(),
+        extra: Default::default(),
     }
 }
 
@@ -153,13 +153,13 @@ pub fn lab_record(
             jitter_ms: real(a.jitter.map(Rtt::ms)),
             seed: Some(a.seed),
             drop_over_bytes: a.drop_over.map(u64::from),
-            extra: serde_json::Map::new(),
+            extra: Default::default(),
         },
         measured: Some(probe.map(|p| LabMeasured {
             rtt_min_ms: Real::float(p.rtt_min.as_secs_f64() * 1e3),
             rtt_median_ms: Real::float(p.rtt_median.as_secs_f64() * 1e3),
             rate_bps: Some(p.rate.map(|r| Real::from(r.bps()))),
-            extra: serde_json::Map::new(),
+            extra: Default::default(),
         })),
         emulator: LabEmulator {
             segments_delivered: d.link.delivered.segments,
@@ -178,9 +178,9 @@ pub fn lab_record(
             segments_dropped_too_big_far_to_near: a
                 .drop_over
                 .map(|_| stats.far_to_near.link.dropped_too_big.segments),
-            extra: serde_json::Map::new(),
+            extra: Default::default(),
         },
-        extra: serde_json::Map::new(),
+        extra: Default::default(),
     }
 }
 

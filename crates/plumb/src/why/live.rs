@@ -236,7 +236,7 @@ pub fn run(
         // The page is drawn from the document -J prints.
         let input = plumb_report::html::Input {
             name: format!("running connections, {desc}"),
-            doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
+            doc: doc.clone().into(),
         };
         report_page::write_for(path, vec![input])?;
     }
