@@ -29,13 +29,15 @@
 //!
 //! `plumb top --json` writes one [`TopLine`] a line.
 //!
-//! `plumb handshake -J` writes a [`handshake::HandshakeDocument`].
+//! `plumb handshake -J` writes a [`handshake::HandshakeDocument`], and
+//! `plumb why -J` on a capture a [`capture::CaptureDocument`].
 //!
 //! A `--json-stream` log carries the same records one [`Event`] a line.
 //!
 //! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
 //! absent, `null`, or a value.
 
+pub mod capture;
 pub mod class;
 pub mod diagnosis;
 mod document;

@@ -5,8 +5,9 @@
 //! depends on both: the capture reader needs no table of stacks, and the
 //! handshake crate no capture reader.
 
-use plumb_capture::{OsReading, Syn};
+use plumb_capture::Syn;
 use plumb_handshake::os::{fix_os, guess, SynFacts};
+use plumb_record::capture::OsReading;
 
 /// What a captured SYN (`syn_ack`: a SYN-ACK) shows of its sender.
 pub fn facts(s: &Syn, syn_ack: bool) -> SynFacts {
