@@ -81,6 +81,18 @@ pub struct Document {
     pub top_rows: Option<Vec<TopLine>>,
 }
 
+impl Document {
+    /// The document with `diagnosis` as its diagnosis, in place of any it
+    /// carried: `plumb why -J` and `plumb lab --why -J` write it so, the
+    /// document's keys first and `diagnosis` last.
+    pub fn with_diagnosis(self, diagnosis: Diagnosis) -> Document {
+        Document {
+            diagnosis: Some(Some(diagnosis)),
+            ..self
+        }
+    }
+}
+
 impl From<LiveDocument> for Document {
     fn from(l: LiveDocument) -> Document {
         Document {

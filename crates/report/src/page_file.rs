@@ -104,7 +104,7 @@ pub fn input(name: String, doc: Document, link: Option<Rate>) -> Input {
         });
     }
     let d = diagnose(&Evidence { link, ..ev0 });
-    let doc = crate::input::with_diagnosis(doc, d);
+    let doc = doc.with_diagnosis(d);
     Input { name, doc }
 }
 

@@ -52,15 +52,6 @@ pub fn stream_document(text: &str) -> Option<Document> {
     crate::json::document_from_events(text).and_then(|v| Document::from_value(v).ok())
 }
 
-/// `doc` with `diagnosis` as its diagnosis, in place of any it had.
-pub fn with_diagnosis(
-    mut doc: Document,
-    diagnosis: plumb_record::diagnosis::Diagnosis,
-) -> Document {
-    doc.diagnosis = Some(Some(diagnosis));
-    doc
-}
-
 /// Whether `doc` carries a diagnosis.
 pub fn has_diagnosis(doc: &Document) -> bool {
     matches!(doc.diagnosis, Some(Some(_)))
