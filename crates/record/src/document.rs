@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::diagnosis::Diagnosis;
-use crate::{ConnectionRow, End, Interval, Lab, LiveDocument, LiveSampling, Model, Start, TopLine};
+use crate::{ConnectionRow, End, Interval, Lab, LiveSampling, Model, Start, TopLine};
 
 /// One test's `-J` document (or a document plumb derives from one).
 ///
@@ -13,7 +13,7 @@ use crate::{ConnectionRow, End, Interval, Lab, LiveDocument, LiveSampling, Model
 /// plumb's; the documents of `plumb why` on running connections have none
 /// of them, and `live` and `connections` instead. `plumb lab` adds `lab`
 /// and `model`; `plumb why` and `plumb lab --why` add `diagnosis`, written
-/// last. These objects plumb adds are read leniently ([`tolerant`]): one
+/// last. These objects plumb adds are read leniently (`tolerant`): one
 /// that is not what plumb writes reads as absent rather than failing the
 /// document, as a page drawn from it would leave it out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -89,17 +89,6 @@ impl Document {
         Document {
             diagnosis: Some(Some(diagnosis)),
             ..self
-        }
-    }
-}
-
-impl From<LiveDocument> for Document {
-    fn from(l: LiveDocument) -> Document {
-        Document {
-            live: Some(l.live),
-            connections: Some(l.connections),
-            diagnosis: Some(l.diagnosis),
-            ..Document::default()
         }
     }
 }

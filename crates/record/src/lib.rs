@@ -66,7 +66,7 @@ pub use latency::{
     BucketMs, BucketUs, IntervalLatency, Latency, PercentilesUs, ProbeCost, ProbeInterval, Probes,
     Summary, Transactions,
 };
-pub use live::{ConnectionRow, LiveDocument, LiveSampling};
+pub use live::{ConnectionRow, LiveSampling};
 pub use model::Model;
 pub use number::Real;
 pub use plumb::{

@@ -23,7 +23,7 @@ use plumb_live::owners::Owners;
 
 mod document;
 
-use plumb_record::{LiveDocument, LiveSampling};
+use plumb_record::{Document, LiveSampling};
 
 /// Sampling period between dumps.
 const TICK: Duration = Duration::from_millis(100);
@@ -224,19 +224,20 @@ pub fn run(
     }
     let first = conns.iter().find_map(|c| c.diagnosis.clone());
     let desc = describe_filter(&filter);
-    let doc = LiveDocument {
-        live: LiveSampling {
+    let doc = Document {
+        live: Some(LiveSampling {
             filter: desc.clone(),
             seconds: secs,
-        },
-        connections: conns,
-        diagnosis: first,
+        }),
+        connections: Some(conns),
+        diagnosis: Some(first),
+        ..Document::default()
     };
     if let Some(path) = report {
         // The page is drawn from the document -J prints.
         let input = plumb_report::html::Input {
             name: format!("running connections, {desc}"),
-            doc: doc.clone().into(),
+            doc: doc.clone(),
         };
         report_page::write_for(path, vec![input])?;
     }
