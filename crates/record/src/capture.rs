@@ -95,7 +95,7 @@ pub struct Truncation {
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct DecodeStats {
     /// TCP segments decoded (capture duplicates included: see
-    /// [`Analysis::duplicates`]).
+    /// `duplicates`).
     pub tcp: u64,
     /// IP packets of other protocols (UDP, ICMP of other kinds, ...).
     pub other_ip: u64,
