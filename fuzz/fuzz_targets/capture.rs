@@ -7,7 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use plumb_capture::{analyze, Limits};
+use plumb_capture::analyze;
+use plumb_record::capture::Limits;
 
 fuzz_target!(|data: &[u8]| {
     let limits = Limits { max_connections: 16 };

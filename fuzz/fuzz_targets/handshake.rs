@@ -8,8 +8,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use plumb_handshake::os::{fix_os, guess, Confidence, Family};
+use plumb_handshake::os::{fix_os, guess};
 use plumb_handshake::wire::{parse_ipv4_tcp, parse_options, parse_tcp};
+use plumb_record::handshake::{Confidence, Family};
 use std::net::{IpAddr, Ipv6Addr};
 
 fuzz_target!(|data: &[u8]| {

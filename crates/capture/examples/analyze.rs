@@ -8,7 +8,7 @@ fn main() -> ExitCode {
         eprintln!("usage: analyze FILE (pcap or pcapng, maybe gzip)");
         return ExitCode::from(2);
     };
-    match plumb_capture::analyze_file(path.as_ref(), plumb_capture::Limits::default()) {
+    match plumb_capture::analyze_file(path.as_ref(), plumb_record::capture::Limits::default()) {
         Ok(a) => match serde_json::to_string_pretty(&a) {
             Ok(j) => {
                 println!("{j}");

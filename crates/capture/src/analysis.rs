@@ -5,38 +5,16 @@
 use std::io::Read;
 use std::path::Path;
 
+use plumb_record::capture::{DecodeStats, Dropped, Duplicates, Limits, ReadStats};
 use serde::Serialize;
 
 use crate::connection::Connection;
-use crate::copies::{Behind, Duplicates};
+use crate::copies::Behind;
 use crate::link::{self, NotIp};
 use crate::segment::{self, Decoded};
-use crate::source::{self, ReadStats, Record};
-use crate::table::{Dropped, Key, Limits, Table};
+use crate::source::{self, Record};
+use crate::table::{Key, Table};
 use crate::Error;
-
-/// Packets skipped, by reason.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct DecodeStats {
-    /// TCP segments decoded (capture duplicates included: see
-    /// [`Analysis::duplicates`]).
-    pub tcp: u64,
-    /// IP packets of other protocols (UDP, ICMP of other kinds, ...).
-    pub other_ip: u64,
-    /// Frames that are not IP (ARP, ...).
-    pub not_ip: u64,
-    /// Frames of a link type this reader does not decode.
-    pub unknown_link: u64,
-    /// Headers cut short (by the snaplen or the sender).
-    pub truncated: u64,
-    /// Malformed headers: SYN options that overrun, a TCP header longer
-    /// than its IP packet, a data offset under five words.
-    pub malformed: u64,
-    /// Non-first IP fragments.
-    pub fragments: u64,
-    /// ICMP too-big messages quoting no tracked connection.
-    pub icmp_unmatched: u64,
-}
 
 /// Everything gathered from one capture.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -37,8 +37,6 @@ use std::collections::hash_map::{Entry, RandomState};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
-use serde::Serialize;
-
 use crate::segment::{Segment, Stamp};
 
 /// Segments each direction remembers.
@@ -64,16 +62,6 @@ pub const ID_WINDOW_NS: u64 = 200_000_000;
 /// 65,536 entries of 56 bytes in 131,072 slots, and its queue 65,536 of
 /// 48: about 11 MB.
 pub const BEHIND_MAX: usize = 65_536;
-
-/// Copies of packets already seen, counted once.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
-pub struct Duplicates {
-    /// Packets that were copies of one seen just before.
-    pub packets: u64,
-    /// Of them, those recorded on another pcapng interface than the first
-    /// copy.
-    pub other_interface: u64,
-}
 
 /// What a copy repeats, in three words: the sequence and acknowledgement
 /// numbers (the key: they differ between nearly any two segments of a

@@ -12,97 +12,11 @@
 
 use plumb_diagnose::evidence::{LinkRate, StreamTcp};
 use plumb_diagnose::Evidence;
-use serde::Serialize;
+use plumb_record::capture::{FlowSummary, Position};
 
 use crate::connection::Connection;
 use crate::direction::Direction;
-use crate::position::Position;
-
-/// The numbers a capture's evidence rests on, for `-J` and the text.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct FlowSummary {
-    /// The side that sent the SYN (or was seen first).
-    pub client: String,
-    /// The other side.
-    pub server: String,
-    /// The data's sender.
-    pub sender: String,
-    /// The data's receiver.
-    pub receiver: String,
-    /// Segments, both directions, each counted once.
-    pub packets: u64,
-    /// Capture duplicates, both directions: segments recorded again (two
-    /// interfaces, a mirror port), not counted in `packets` nor analysed.
-    pub duplicates: u64,
-    /// Payload bytes the sender sent for the first time.
-    pub data_bytes: u64,
-    /// Payload bytes the sender's segments carried at the capture point,
-    /// retransmissions included (what tshark's `tcp.len` adds up to).
-    pub payload_bytes: u64,
-    /// Payload bytes the receiver sent back.
-    pub reverse_bytes: u64,
-    /// First to last segment of new data, seconds; to the last resend when
-    /// the flow stalled resending (`explain`).
-    pub duration_s: f64,
-    /// `data_bytes` over `duration_s`, bit/s.
-    pub measured_bps: f64,
-    /// SYN, SYN-ACK and ACK were all captured.
-    pub handshake: bool,
-    /// SYN → ACK at the capture point, ms.
-    pub handshake_rtt_ms: Option<f64>,
-    /// Where the capture was taken.
-    pub position: Position,
-    /// Payload bytes per segment on the wire.
-    pub mss: Option<u64>,
-    /// The RTT used as the minimum, ms.
-    pub min_rtt_ms: Option<f64>,
-    /// The RTT under load, ms.
-    pub srtt_ms: Option<f64>,
-    /// Data→ACK samples behind it.
-    pub rtt_samples: u64,
-    /// The receiver's advertised window averaged over the time with data in
-    /// flight, bytes (scale known): the window weighed by the rules.
-    pub window_bytes: Option<u64>,
-    /// The receiver's largest advertised window, bytes (scale known).
-    pub max_window_bytes: Option<u64>,
-    /// The window's bounds when the scale is unknown, bytes.
-    pub window_bounds: Option<(u64, u64)>,
-    /// The largest flight seen at the capture point, bytes.
-    pub max_flight_bytes: u64,
-    /// The sender's data segments that reached exactly the edge of the
-    /// receiver's advertised window (Wireshark's
-    /// `tcp.analysis.window_full`).
-    pub window_full: u64,
-    /// Retransmitted data segments.
-    pub retransmits: u64,
-    /// Their payload bytes.
-    pub retransmitted_bytes: u64,
-    /// Data segments that filled a gap within an RTT of its opening without
-    /// duplicate ACKs: seen late, or resent when the first copy was lost
-    /// before the capture point (which one capture point cannot tell).
-    pub out_of_order: u64,
-    /// Zero-window episodes the receiver advertised.
-    pub zero_window_episodes: u64,
-    /// Their total time, seconds.
-    pub zero_window_s: f64,
-    /// Share of the data time with data in flight (near the sender only).
-    pub busy_share: Option<f64>,
-    /// Share of the data time the flight stood at the window (near the
-    /// sender only).
-    pub window_limited_share: Option<f64>,
-    /// Share of the time with data in flight that the receiver's window
-    /// stood under 3/4 of the largest it had advertised (scale known).
-    pub window_shrank_share: Option<f64>,
-    /// The share of eighth-RTT slots, first data segment to last, in which
-    /// data passed the capture point (see `timing`).
-    pub continuity: Option<f64>,
-    /// Segments larger than the receiver's MSS (TSO/GSO super-segments).
-    pub super_segments: u64,
-    /// ICMP too-big messages quoting the connection.
-    pub icmp_too_big: u64,
-    /// The smallest MTU they reported.
-    pub icmp_mtu: Option<u32>,
-}
+use crate::position;
 
 /// A connection's evidence and its summary.
 #[derive(Debug, Clone)]
@@ -146,7 +60,7 @@ fn us(ns: u64) -> u64 {
 pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
     let (data, back, client_sends) = data_direction(c);
     let t = &data.timing;
-    let pos = Position::of(&c.handshake, client_sends);
+    let pos = position::of(&c.handshake, client_sends);
     let span_ns = t
         .first_data_ns
         .zip(t.last_data_ns)
@@ -162,7 +76,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
     } else {
         measured
     };
-    let sender_half = pos.sender_half_ns(&c.handshake, client_sends);
+    let sender_half = position::sender_half_ns(&c.handshake, client_sends);
     let hs_rtt = c.handshake.rtt_ns;
     // Data→ACK at the capture point covers the receiver's side of it; the
     // sender's side is the handshake's (it holds no queue of this flow's).

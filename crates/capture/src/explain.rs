@@ -15,46 +15,39 @@ use plumb_diagnose::class::class_diagnosis;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::{lead, BINDING_SHARE};
 use plumb_diagnose::{diagnose, Evidence};
-use plumb_record::class::{Classification, FlowClass, FlowShape, Rule};
+use plumb_record::capture::{Explanation, HostGuess};
+use plumb_record::class::{Classification, FlowClass, Rule};
 use plumb_record::diagnosis::{Diagnosis, Limit};
 use plumb_record::diagnosis::{EvidenceLine, Finding, Fix};
-use serde::Serialize;
 
 use crate::analysis::Analysis;
 use crate::class::class_of;
 use crate::connection::Connection;
 use crate::continuity;
-use crate::evidence::{data_direction, evidence, through_stall, FlowEvidence, FlowSummary};
+use crate::evidence::{data_direction, evidence, through_stall, FlowEvidence};
 use crate::filter::CaptureFilters;
 use crate::headline::put_first;
 use crate::notes::notes;
-use crate::os::{caveat, fix_first, guesses, sentence, HostGuess, OsGuess};
+use crate::os::{caveat, fix_first, guesses, sentence, OsGuess};
 use crate::pmtu;
 
-/// One connection explained.
-#[derive(Debug, Clone, Serialize)]
-pub struct Explanation {
-    /// Its class, named before any cause: only a bulk flow gets a rate
-    /// limit.
-    pub class: FlowClass,
-    /// The class rule that fits, in words.
-    pub class_why: String,
-    /// What the class rests on.
-    pub shape: FlowShape,
-    /// The numbers the evidence rests on.
-    pub flow: FlowSummary,
-    /// What only the capture shows, in sentences.
-    pub notes: Vec<String>,
-    /// Each end's operating system guessed from its SYN, sender first
-    /// (empty without a guesser or a captured SYN): always a guess.
-    pub os_guesses: Vec<HostGuess>,
-    /// The system whose fixes a confident guess put first, if any.
-    pub fixes_first_for: Option<String>,
-    /// The verdict, as for a test.
-    pub diagnosis: Diagnosis,
-    /// The evidence weighed (for the text's rendering).
-    #[serde(skip)]
+/// One connection explained: its entry of the `-J` document, and the
+/// evidence weighed (which the text's rendering of the verdict reads).
+#[derive(Debug, Clone)]
+pub struct Explained {
+    /// The document's entry.
+    pub entry: Explanation,
+    /// The evidence weighed.
     pub evidence: Evidence,
+}
+
+/// An explained connection reads as its entry.
+impl std::ops::Deref for Explained {
+    type Target = Explanation;
+
+    fn deref(&self) -> &Explanation {
+        &self.entry
+    }
 }
 
 /// Every connection of `a` that matches `f` and carried data, busiest
@@ -64,7 +57,7 @@ pub fn explain_all(
     f: &CaptureFilters,
     link: Option<&LinkRate>,
     os: Option<OsGuess<'_>>,
-) -> Vec<Explanation> {
+) -> Vec<Explained> {
     let mut conns: Vec<&Connection> = a
         .connections
         .iter()
@@ -81,7 +74,7 @@ pub fn explain_all(
 /// Explains one connection: its class first; a bulk flow's rate weighed
 /// by the rules, any other's answer the class's own. A path-MTU black hole
 /// heads either: a stall matters whatever the flow's class.
-pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) -> Explanation {
+pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) -> Explained {
     let link_given = link.is_some();
     let mut fe = evidence(c, link);
     let (cls, shape) = class_of(c, &fe);
@@ -98,15 +91,17 @@ pub fn explain(c: &Connection, link: Option<LinkRate>, os: Option<OsGuess<'_>>) 
     pmtu::far_black_hole(c, &fe, &mut dg);
     let (notes, os_guesses, fixes_first_for) = notes_and_guesses(c, &fe, &mut dg, os);
     let Classification { class, why, .. } = cls;
-    Explanation {
-        class,
-        class_why: why,
-        shape,
-        notes,
-        os_guesses,
-        fixes_first_for,
-        flow: fe.summary,
-        diagnosis: dg,
+    Explained {
+        entry: Explanation {
+            class,
+            class_why: why,
+            shape,
+            notes,
+            os_guesses,
+            fixes_first_for,
+            flow: fe.summary,
+            diagnosis: dg,
+        },
         evidence: fe.evidence,
     }
 }

@@ -7,12 +7,12 @@
 //! a path-MTU black hole from either side of it.
 //! [`explain_all`] turns each connection that carried data into a verdict:
 //! its [`evidence`] weighed by `plumb-diagnose`'s rules, with what only a
-//! capture shows ([`Explanation::notes`]). See docs/capture.md.
+//! capture shows (`Explanation::notes`). See docs/capture.md.
 //!
 //! It reads record by record (memory is bounded by the largest record and
-//! the connection ceiling, [`Limits`]), and a broken container is a typed
+//! the connection ceiling, `Limits`), and a broken container is a typed
 //! [`Error`], never a panic; a broken packet is skipped and counted
-//! ([`DecodeStats`]).
+//! (`DecodeStats`; these are `plumb-record`'s capture document types).
 //!
 //! Dependencies, each for what it does well:
 //! - `pcap-parser`: the pcap and pcapng containers (both byte orders,
@@ -58,29 +58,25 @@ mod table;
 mod timing;
 mod window;
 
-pub use analysis::{
-    analyze, analyze_file, analyze_file_with_series, Analysis, Analyzer, DecodeStats,
-};
+pub use analysis::{analyze, analyze_file, analyze_file_with_series, Analysis, Analyzer};
 pub use blackhole::{BlackHole, LostRun, BLACK_HOLE_SENDS};
 pub use class::{class_of, flow_shape};
 pub use connection::{Connection, Handshake};
-pub use copies::{Duplicates, BEHIND_MAX, ID_WINDOW_NS, RECENT, UNKNOWN_RTT_WINDOW_NS};
+pub use copies::{BEHIND_MAX, ID_WINDOW_NS, RECENT, UNKNOWN_RTT_WINDOW_NS};
 pub use direction::{initial_ttl, Direction, Flight, Retransmissions, Syn, ZeroWindow};
-pub use document::{CaptureDocument, KernelCounts};
+pub use document::{document, kernel_warning};
 pub use error::Error;
-pub use evidence::{data_direction, evidence, FlowEvidence, FlowSummary};
-pub use explain::{explain, explain_all, Explanation};
+pub use evidence::{data_direction, evidence, FlowEvidence};
+pub use explain::{explain, explain_all, Explained};
 pub use farhole::{FarHole, FarStall, Proof, FAR_SILENCE_MS, FAR_SILENCE_RTTS, MIN_FALLBACK};
 pub use filter::CaptureFilters;
 pub use notes::{offer, UNSCALED_MAX};
 pub use options::SynOptions;
-pub use os::{HostGuess, OsGuess, OsReading, Role};
-pub use position::Position;
+pub use os::OsGuess;
 pub use rounds::Growth;
 pub use series::{AckPoint, Binned, DataPoint, Merge, RttPoint, SeqRange, Series, MIN_BUDGET};
 pub use shape::{Gaps, RunSeen, Shape};
 pub use sniff::{file_is_capture, is_capture};
-pub use source::{read_records, ReadStats, Record, Truncation, MAX_RECORD};
-pub use table::{Dropped, Limits, DEFAULT_MAX_CONNECTIONS};
+pub use source::{read_records, Record, MAX_RECORD};
 pub use timing::{DataTiming, RttSamples};
 pub use window::{WindowScale, WindowStats};

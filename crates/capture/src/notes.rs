@@ -11,7 +11,7 @@ use plumb_record::diagnosis::{Diagnosis, Limit};
 use crate::connection::Connection;
 use crate::direction::Direction;
 use crate::evidence::{data_direction, FlowEvidence};
-use crate::position::Position;
+use plumb_record::capture::Position;
 
 /// The largest window a side that does not scale can advertise.
 pub const UNSCALED_MAX: u64 = 65_535;

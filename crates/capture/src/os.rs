@@ -5,61 +5,11 @@
 //! caller's so that this crate needs no table of stacks: `plumb` joins it
 //! to `plumb-handshake`'s.
 
+use plumb_record::capture::{HostGuess, OsReading, Role};
 use plumb_record::diagnosis::{Diagnosis, Limit};
-use serde::Serialize;
 
 use crate::connection::Connection;
 use crate::direction::Syn;
-
-/// What a guesser read of one end from its SYN.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct OsReading {
-    /// The operating system (family) in words, `unknown` when nothing fits.
-    pub os: String,
-    /// How far the guess goes: `low`, `medium` or `high`.
-    pub confidence: String,
-    /// The `os` of the diagnosis' fix to put first for this end (`linux`,
-    /// `windows`, `windows-legacy`, `macos`, `freebsd`): only for a guess
-    /// confident enough to act on.
-    pub fix_os: Option<String>,
-    /// Why, one sentence each: what fitted and what did not.
-    pub reasons: Vec<String>,
-    /// That it is a guess, and what misleads it.
-    pub note: String,
-}
-
-/// Which end of the data transfer a host is.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// It sent the data.
-    Sender,
-    /// It received the data (and advertised the window).
-    Receiver,
-}
-
-impl Role {
-    fn word(self) -> &'static str {
-        match self {
-            Role::Sender => "sender",
-            Role::Receiver => "receiver",
-        }
-    }
-}
-
-/// One end's guess, as `-J` carries it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct HostGuess {
-    /// The end, address:port.
-    pub host: String,
-    /// Its part in the transfer.
-    pub role: Role,
-    /// Read from its SYN-ACK (`true`) or its SYN.
-    pub from_syn_ack: bool,
-    /// What the guesser read.
-    #[serde(flatten)]
-    pub guess: OsReading,
-}
 
 /// A guesser: an end's SYN (`true`: a SYN-ACK) to what it reads of its
 /// operating system, `None` when it reads nothing.

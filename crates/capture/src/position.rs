@@ -7,7 +7,7 @@
 //! the receiver's side of the path, and the flight seen there is the
 //! sender's only when the capture sits beside the sender.
 
-use serde::Serialize;
+use plumb_record::capture::Position;
 
 use crate::connection::Handshake;
 
@@ -16,62 +16,35 @@ use crate::connection::Handshake;
 /// path takes milliseconds; a fifth leaves room for a LAN hop.
 const NEAR_SHARE: f64 = 0.2;
 
-/// Where the capture point sits on the path of the data.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Position {
-    /// Beside the data's sender.
-    NearSender,
-    /// Beside the data's receiver.
-    NearReceiver,
-    /// Between them.
-    Between,
-    /// The handshake was not captured whole.
-    #[default]
-    Unknown,
+/// The position for a flow whose data the client sends (`client_sends`).
+pub fn of(h: &Handshake, client_sends: bool) -> Position {
+    let (Some(to_server), Some(to_client), Some(rtt)) =
+        (h.syn_to_syn_ack_ns, h.syn_ack_to_ack_ns, h.rtt_ns)
+    else {
+        return Position::Unknown;
+    };
+    let rtt = rtt.max(1) as f64;
+    let (sender, receiver) = if client_sends {
+        (to_client, to_server)
+    } else {
+        (to_server, to_client)
+    };
+    if (sender as f64) < NEAR_SHARE * rtt {
+        Position::NearSender
+    } else if (receiver as f64) < NEAR_SHARE * rtt {
+        Position::NearReceiver
+    } else {
+        Position::Between
+    }
 }
 
-impl Position {
-    /// The position for a flow whose data the client sends (`client_sends`).
-    pub fn of(h: &Handshake, client_sends: bool) -> Position {
-        let (Some(to_server), Some(to_client), Some(rtt)) =
-            (h.syn_to_syn_ack_ns, h.syn_ack_to_ack_ns, h.rtt_ns)
-        else {
-            return Position::Unknown;
-        };
-        let rtt = rtt.max(1) as f64;
-        let (sender, receiver) = if client_sends {
-            (to_client, to_server)
-        } else {
-            (to_server, to_client)
-        };
-        if (sender as f64) < NEAR_SHARE * rtt {
-            Position::NearSender
-        } else if (receiver as f64) < NEAR_SHARE * rtt {
-            Position::NearReceiver
-        } else {
-            Position::Between
-        }
-    }
-
-    /// The round trip from the capture point to the data's sender and
-    /// back, ns, when the handshake shows it.
-    pub fn sender_half_ns(self, h: &Handshake, client_sends: bool) -> Option<u64> {
-        if client_sends {
-            h.syn_ack_to_ack_ns
-        } else {
-            h.syn_to_syn_ack_ns
-        }
-    }
-
-    /// In words: "near the sender", …
-    pub fn words(self) -> &'static str {
-        match self {
-            Position::NearSender => "near the sender",
-            Position::NearReceiver => "near the receiver",
-            Position::Between => "between sender and receiver",
-            Position::Unknown => "at an unknown point (no whole handshake)",
-        }
+/// The round trip from the capture point to the data's sender and back,
+/// ns, when the handshake shows it.
+pub fn sender_half_ns(h: &Handshake, client_sends: bool) -> Option<u64> {
+    if client_sends {
+        h.syn_ack_to_ack_ns
+    } else {
+        h.syn_to_syn_ack_ns
     }
 }
 
@@ -92,12 +65,9 @@ mod tests {
     #[test]
     fn the_short_half_names_the_near_side() {
         let near_client = hs(15_000_000, 50_000);
-        assert_eq!(Position::of(&near_client, true), Position::NearSender);
-        assert_eq!(Position::of(&near_client, false), Position::NearReceiver);
-        assert_eq!(
-            Position::of(&hs(7_000_000, 8_000_000), true),
-            Position::Between
-        );
-        assert_eq!(Position::of(&Handshake::default(), true), Position::Unknown);
+        assert_eq!(of(&near_client, true), Position::NearSender);
+        assert_eq!(of(&near_client, false), Position::NearReceiver);
+        assert_eq!(of(&hs(7_000_000, 8_000_000), true), Position::Between);
+        assert_eq!(of(&Handshake::default(), true), Position::Unknown);
     }
 }

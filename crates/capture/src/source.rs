@@ -9,7 +9,7 @@
 //!
 //! A capture cut short (tcpdump killed, a disk full, a copy of a file still
 //! being written, a gzip stream cut) is read up to the cut: every whole
-//! record is handed on and [`ReadStats::truncated`] says where it ends, as
+//! record is handed on and `ReadStats::truncated` says where it ends, as
 //! tcpdump and tshark read such files. Only a file whose own header is cut
 //! is an error: nothing in it says it is a capture.
 
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use flate2::read::MultiGzDecoder;
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
 use pcap_parser::{Block, LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
-use serde::Serialize;
+use plumb_record::capture::{ReadStats, Truncation};
 
 use crate::Error;
 
@@ -45,41 +45,6 @@ pub struct Record<'a> {
     /// The pcapng interface it was captured on (its index in the section);
     /// 0 in a pcap file.
     pub interface: u32,
-}
-
-/// Where a capture cut short ends.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-pub struct Truncation {
-    /// Packet records read whole before the cut, skipped ones included:
-    /// the number of the last packet read (tshark's frame count on the
-    /// file).
-    pub after_packet: u64,
-    /// The byte of the (decompressed) capture where the record cut short
-    /// starts: every byte before it was read.
-    pub at_byte: u64,
-}
-
-/// What the container held besides packets, and the records skipped.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct ReadStats {
-    /// `pcap` or `pcapng`.
-    pub format: &'static str,
-    /// The file was gzip-compressed.
-    pub gzip: bool,
-    /// Packet records handed on.
-    pub records: u64,
-    /// Records longer than their snaplen or than their wire length: skipped.
-    pub oversize_records: u64,
-    /// pcapng packets naming an interface the section did not describe.
-    pub unknown_interface: u64,
-    /// pcapng sections (1 for pcap).
-    pub sections: u64,
-    /// pcapng interfaces described, all sections together.
-    pub interfaces: u64,
-    /// Where the capture was cut short, if it was: it ends inside a record
-    /// or block, or its gzip stream ends before its end. Everything before
-    /// the cut was read.
-    pub truncated: Option<Truncation>,
 }
 
 /// A link's description: its type, snaplen and clock.
@@ -113,7 +78,7 @@ impl Iface {
 
 /// Reads `input` (pcap or pcapng, plain or gzip) and calls `each` for every
 /// packet record, in file order. A capture cut short is read up to the cut
-/// ([`ReadStats::truncated`]); a broken container or a cut file header is
+/// (`ReadStats::truncated`); a broken container or a cut file header is
 /// an [`Error`].
 pub fn read_records<'a, R, F>(input: R, mut each: F) -> Result<ReadStats, Error>
 where
@@ -124,11 +89,11 @@ where
     let (input, gzip) = ungzip(input, &gzip_cut)?;
     let (input, magic) = peek_magic(input)?;
     let mut stats = ReadStats {
-        format: format_of(&magic)?,
+        format: format_of(&magic)?.to_string(),
         gzip,
         ..ReadStats::default()
     };
-    let mut reader = open(stats.format, input)?;
+    let mut reader = open(&stats.format, input)?;
     let mut walker = Walker::default();
     let mut capacity = START_BUFFER;
     let mut stalled = 0u32;
@@ -149,7 +114,7 @@ where
             Step::Done => {
                 // A gzip stream that ended early may end between records.
                 return Ok(if gzip_cut.load(Ordering::Relaxed) {
-                    stats.cut_at(offset)
+                    cut_at(stats, offset)
                 } else {
                     stats
                 });
@@ -159,7 +124,7 @@ where
                 // input has ended inside a record.
                 stalled += 1;
                 if stalled > 2 {
-                    return Ok(stats.cut_at(offset));
+                    return Ok(cut_at(stats, offset));
                 }
                 reader.refill().map_err(|_| io_failed())?;
             }
@@ -175,7 +140,7 @@ where
                 }
                 reader.refill().map_err(|_| io_failed())?;
             }
-            Step::Truncated => return Ok(stats.cut_at(offset)),
+            Step::Truncated => return Ok(cut_at(stats, offset)),
             Step::Io => return Err(io_failed()),
             Step::Malformed => {
                 return Err(Error::Malformed {
@@ -191,21 +156,19 @@ where
     }
 }
 
-impl ReadStats {
-    /// Packet records read, those skipped included.
-    fn packets_read(&self) -> u64 {
-        self.records + self.oversize_records + self.unknown_interface
-    }
+/// Packet records read, those skipped included.
+fn packets_read(s: &ReadStats) -> u64 {
+    s.records + s.oversize_records + s.unknown_interface
+}
 
-    /// Notes that the capture ends inside the record starting at `offset`
-    /// (or, for a gzip stream cut between records, at `offset`).
-    fn cut_at(mut self, offset: u64) -> ReadStats {
-        self.truncated = Some(Truncation {
-            after_packet: self.packets_read(),
-            at_byte: offset,
-        });
-        self
-    }
+/// Notes that the capture ends inside the record starting at `offset`
+/// (or, for a gzip stream cut between records, at `offset`).
+fn cut_at(mut s: ReadStats, offset: u64) -> ReadStats {
+    s.truncated = Some(Truncation {
+        after_packet: packets_read(&s),
+        at_byte: offset,
+    });
+    s
 }
 
 /// The container's reader, by the format the magic named.

@@ -10,27 +10,9 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 
-use serde::Serialize;
+use plumb_record::capture::{Dropped, Limits};
 
 use crate::connection::Connection;
-
-/// The default ceiling of tracked connections.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 100_000;
-
-/// Bounds on what the analysis keeps.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-pub struct Limits {
-    /// Connections tracked at once (at least 10).
-    pub max_connections: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_connections: DEFAULT_MAX_CONNECTIONS,
-        }
-    }
-}
 
 /// The 4-tuple with its ends in a fixed order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -64,15 +46,6 @@ impl Key {
             Key(b, a)
         }
     }
-}
-
-/// What was dropped to stay under the ceiling.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
-pub struct Dropped {
-    /// Connections dropped (a dropped connection seen again counts anew).
-    pub connections: u64,
-    /// Segments they had counted.
-    pub packets: u64,
 }
 
 /// The tracked connections.

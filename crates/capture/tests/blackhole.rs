@@ -8,7 +8,8 @@
 mod common;
 
 use common::{linux_syn_options, pcap_of, Link, Pcap, Seg, MS, T0};
-use plumb_capture::{explain_all, CaptureFilters, Explanation, BLACK_HOLE_SENDS};
+use plumb_capture::{explain_all, CaptureFilters, BLACK_HOLE_SENDS};
+use plumb_record::capture::Explanation;
 use plumb_record::diagnosis::Limit;
 
 const FULL: u32 = 1448;
@@ -123,7 +124,7 @@ fn one(segs: &[(u64, Seg)]) -> (Explanation, plumb_capture::Connection) {
     let a = common::analyze(&pcap_of(segs));
     let mut v = explain_all(&a, &CaptureFilters::default(), None, None);
     assert_eq!(v.len(), 1, "one connection carried data");
-    (v.remove(0), a.connections[0].clone())
+    (v.remove(0).entry, a.connections[0].clone())
 }
 
 #[test]

@@ -7,15 +7,16 @@ mod common;
 
 use common::flow::Flow;
 use common::{pcap_of, MS};
-use plumb_capture::{explain_all, CaptureFilters, Explanation, Position};
+use plumb_capture::{explain_all, CaptureFilters, Explained};
+use plumb_record::capture::Position;
 use plumb_record::diagnosis::Limit;
 
-fn explained(f: &Flow) -> Vec<Explanation> {
+fn explained(f: &Flow) -> Vec<Explained> {
     let a = common::analyze(&pcap_of(&f.segments()));
     explain_all(&a, &CaptureFilters::default(), None, None)
 }
 
-fn one(f: &Flow) -> Explanation {
+fn one(f: &Flow) -> Explained {
     let mut v = explained(f);
     assert_eq!(v.len(), 1, "one connection carried data");
     v.remove(0)

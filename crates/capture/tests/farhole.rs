@@ -12,7 +12,8 @@
 mod common;
 
 use common::{linux_syn_options, pcap_of, Link, Pcap, Seg, MS, T0};
-use plumb_capture::{explain_all, CaptureFilters, Connection, Explanation, FarStall, Proof};
+use plumb_capture::{explain_all, CaptureFilters, Connection, FarStall, Proof};
+use plumb_record::capture::Explanation;
 use plumb_record::diagnosis::Limit;
 
 /// The agreed full size: MSS 1460 less 12 B of timestamps.
@@ -136,7 +137,7 @@ fn one(segs: &[(u64, Seg)]) -> (Explanation, Connection) {
     let a = common::analyze(&pcap_of(segs));
     let mut v = explain_all(&a, &CaptureFilters::default(), None, None);
     assert_eq!(v.len(), 1, "one connection carried data");
-    (v.remove(0), a.connections[0].clone())
+    (v.remove(0).entry, a.connections[0].clone())
 }
 
 fn found(segs: &[(u64, Seg)]) -> Option<FarStall> {

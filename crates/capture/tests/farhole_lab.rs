@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 
-use plumb_capture::{analyze_file, explain_all, CaptureFilters, Explanation, Limits, Proof};
+use plumb_capture::{analyze_file, explain_all, CaptureFilters, Proof};
+use plumb_record::capture::{Explanation, Limits};
 use plumb_record::diagnosis::Limit;
 
 /// The data connection's client port in each run.
@@ -34,7 +35,7 @@ fn data_connection(name: &str, port: u16) -> (Explanation, Option<plumb_capture:
         .into_iter()
         .find(|x| Some(&x.flow.client) == client.as_ref())
         .unwrap_or_else(|| panic!("{name}: the data connection is not explained"));
-    (x, far)
+    (x.entry, far)
 }
 
 #[test]

@@ -8,7 +8,8 @@ mod common;
 use std::io::Read;
 
 use common::*;
-use plumb_capture::{Analyzer, Error, Limits, Truncation};
+use plumb_capture::{Analyzer, Error};
+use plumb_record::capture::{Limits, Truncation};
 
 fn err(bytes: &[u8]) -> Error {
     plumb_capture::analyze(bytes, Limits::default()).unwrap_err()

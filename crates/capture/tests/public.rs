@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use plumb_capture::{explain_all, Analysis, CaptureFilters, Limits};
+use plumb_capture::{explain_all, Analysis, CaptureFilters};
+use plumb_record::capture::Limits;
 use plumb_record::class::FlowClass;
 use plumb_record::diagnosis::Limit;
 

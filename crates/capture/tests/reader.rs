@@ -140,7 +140,8 @@ fn records_stream_in_file_order() {
 fn real_tcpdump_captures() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/capture");
     let read = |name: &str| {
-        plumb_capture::analyze_file(&dir.join(name), plumb_capture::Limits::default()).unwrap()
+        plumb_capture::analyze_file(&dir.join(name), plumb_record::capture::Limits::default())
+            .unwrap()
     };
     let eth = read("loopback.pcap");
     assert_eq!(eth.connections.len(), 1);

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{handshake, pcap_of, Seg, MS, T0};
-use plumb_capture::{read_records, Analysis, Analyzer, Limits};
+use plumb_capture::{read_records, Analysis, Analyzer};
+use plumb_record::capture::Limits;
 
 /// The handshake, then `n` client segments of 1000 bytes 100 µs apart, each
 /// ACKed by the server 2 ms later, every 500th resent 1 ms after it was

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use plumb_capture::{Connection, Limits};
+use plumb_capture::Connection;
+use plumb_record::capture::Limits;
 
 mod common;
 

@@ -34,7 +34,6 @@
 //!   (a standing queue, cwnd-limited time) when no link rate was given.
 //! - `figures`: the link and target figures of one answer, computed once
 //!   so that the summary, the fixes and every "expect about" agree.
-//! - `explained`: a document with its diagnosis ([`Explained`]).
 //! - `seen`: what a rule reports before it is weighed.
 //! - [`rules`]: one file per rule (receive window, send buffer, application,
 //!   UDP loss, CPU, path MTU, loss, link, congestion), each weighing its own
@@ -55,7 +54,6 @@
 
 pub mod class;
 pub mod evidence;
-mod explained;
 mod figures;
 mod finding;
 pub mod fixes;
@@ -75,6 +73,5 @@ mod tolerance;
 mod weigh;
 
 pub use evidence::{Evidence, LinkSource};
-pub use explained::Explained;
 pub use headline::put_first;
 pub use rules::diagnose;

@@ -2,10 +2,10 @@
 //! few recorded tests (`tests/golden/*.json`, written with
 //! `PLUMB_BLESS=1 cargo test -p plumb-diagnose --test diagnosis_json`), and
 //! read back into the same [`Diagnosis`] for every fixture; and a document
-//! with its diagnosis ([`Explained`]) written and read back.
+//! with its diagnosis (`Document::with_diagnosis`) written and read back.
 
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
+use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_record::diagnosis::Diagnosis;
 use plumb_record::Document;
 
@@ -63,25 +63,20 @@ fn an_explained_document_writes_the_diagnosis_last_and_reads_back() {
     let text =
         std::fs::read_to_string(format!("{DIR}/tests/fixtures/lab-backup.json")).expect("fixture");
     let mut doc = Document::parse(&text).expect("a -J document");
-    doc.extra
-        .insert("diagnosis".into(), serde_json::json!({"limit": "old"}));
+    doc.diagnosis = Some(None);
     let d = diagnosis_of("lab-backup.json", Some(1e9));
-    let x = Explained::new(doc.clone(), d.clone());
+    let x = doc.clone().with_diagnosis(d.clone());
     let v = serde_json::to_value(&x).expect("json");
     let keys: Vec<&String> = v.as_object().expect("an object").keys().collect();
     assert_eq!(keys.last().map(|k| k.as_str()), Some("diagnosis"));
     assert_eq!(keys.iter().filter(|k| k.as_str() == "diagnosis").count(), 1);
     assert_eq!(v["diagnosis"], serde_json::to_value(&d).expect("json"));
-    let back: Explained = serde_json::from_value(v).expect("reads back");
-    assert_eq!(back.diagnosis.as_ref(), Some(&d));
-    doc.extra.shift_remove("diagnosis");
-    assert_eq!(back.doc, doc);
+    let back: Document = serde_json::from_value(v).expect("reads back");
+    assert_eq!(back.diagnosis.clone().flatten().as_ref(), Some(&d));
+    assert_eq!(back, doc.clone().with_diagnosis(d));
     // A document with no diagnosis writes none.
-    let bare = Explained {
-        doc,
-        diagnosis: None,
-    };
-    let v = serde_json::to_value(&bare).expect("json");
+    doc.diagnosis = None;
+    let v = serde_json::to_value(&doc).expect("json");
     assert!(v.get("diagnosis").is_none());
 }
 

@@ -1,57 +1,16 @@
-//! One target's handshake as the `-J` document gives it ([`Handshake`]),
-//! assembled from what the probe observed ([`Observed`]): the RTTs
-//! summarised, the meaning and the caveats put in words.
+//! One target's handshake as the `-J` document gives it (`plumb-record`'s
+//! [`Handshake`]), assembled from what the probe observed ([`Observed`]):
+//! the RTTs summarised, the meaning and the caveats put in words.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use plumb_model::Rtt;
-use serde::Serialize;
+use plumb_record::handshake::{Handshake, Method, Offer};
 
 use crate::caveat::Caveat;
 use crate::meaning::meaning;
-pub use crate::offer::Offer;
-use crate::os::{guess, OsGuess, SynFacts};
-
-/// How the handshake was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// A raw SYN and the peer's SYN-ACK: what the peer offers.
-    Syn,
-    /// `connect()` and `TCP_INFO`: what both ends negotiated.
-    Connect,
-}
-
-/// One target's handshake: the `-J` document's entry.
-#[derive(Debug, Clone, Serialize)]
-pub struct Handshake {
-    /// The target as given (`nas.example:445`).
-    pub target: String,
-    /// The address reached.
-    pub address: String,
-    /// How it was read.
-    pub method: Method,
-    /// `offered` (the peer's own options) or `negotiated` (both ends').
-    pub shows: &'static str,
-    /// Handshakes completed.
-    pub handshakes: usize,
-    /// The handshake RTT: the fastest, in ms.
-    pub rtt_min_ms: f64,
-    /// The handshake RTT: the median, in ms.
-    pub rtt_median_ms: f64,
-    /// The SYN-ACK's IP TTL as it arrived (SYN path only).
-    pub ttl: Option<u8>,
-    /// What the peer offers (or what was negotiated).
-    pub offer: Offer,
-    /// A guess at the peer's operating system from its SYN-ACK (SYN path
-    /// only: the connect path shows neither the TTL nor the option order).
-    pub os_guess: Option<OsGuess>,
-    /// What it means for a transfer, most important first.
-    pub meaning: Vec<String>,
-    /// Caveats: why the connect path ran, which options it cannot see.
-    pub notes: Vec<String>,
-}
+use crate::os::{guess, SynFacts};
 
 /// What a probe of one target observed, before it is put in words.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,31 +42,30 @@ pub fn min_median_ms(samples: &[Duration]) -> Option<(f64, f64)> {
     Some((ms[0], median))
 }
 
-impl Handshake {
-    /// The document's entry for `target` (as the user gave it), reached at `address`.
-    pub fn new(target: &str, address: SocketAddr, o: Observed) -> Handshake {
-        let (rtt_min_ms, rtt_median_ms) = min_median_ms(&o.rtts).unwrap_or((0.0, 0.0));
-        // Microseconds are all a user-space clock around a handshake resolves.
-        let us = |ms: f64| (ms * 1e3).round() / 1e3;
-        // A loopback handshake can take under a microsecond of wall time.
-        let rtt = Rtt::from_ms(rtt_min_ms.max(0.001)).unwrap_or_else(|| unreachable!("positive"));
-        Handshake {
-            target: target.to_string(),
-            address: address.to_string(),
-            method: o.method,
-            shows: match o.method {
-                Method::Syn => "offered",
-                Method::Connect => "negotiated",
-            },
-            handshakes: o.rtts.len(),
-            rtt_min_ms: us(rtt_min_ms),
-            rtt_median_ms: us(rtt_median_ms),
-            ttl: o.ttl,
-            offer: o.offer,
-            os_guess: o.syn_ack.as_ref().map(guess),
-            meaning: meaning(&o.offer, rtt, address.is_ipv6()),
-            notes: o.caveats.iter().map(Caveat::text).collect(),
+/// The document's entry for `target` (as the user gave it), reached at `address`.
+pub fn entry(target: &str, address: SocketAddr, o: Observed) -> Handshake {
+    let (rtt_min_ms, rtt_median_ms) = min_median_ms(&o.rtts).unwrap_or((0.0, 0.0));
+    // Microseconds are all a user-space clock around a handshake resolves.
+    let us = |ms: f64| (ms * 1e3).round() / 1e3;
+    // A loopback handshake can take under a microsecond of wall time.
+    let rtt = Rtt::from_ms(rtt_min_ms.max(0.001)).unwrap_or_else(|| unreachable!("positive"));
+    Handshake {
+        target: target.to_string(),
+        address: address.to_string(),
+        method: o.method,
+        shows: match o.method {
+            Method::Syn => "offered",
+            Method::Connect => "negotiated",
         }
+        .to_string(),
+        handshakes: o.rtts.len(),
+        rtt_min_ms: us(rtt_min_ms),
+        rtt_median_ms: us(rtt_median_ms),
+        ttl: o.ttl,
+        offer: o.offer,
+        os_guess: o.syn_ack.as_ref().map(guess),
+        meaning: meaning(&o.offer, rtt, address.is_ipv6()),
+        notes: o.caveats.iter().map(Caveat::text).collect(),
     }
 }
 
@@ -145,8 +103,8 @@ mod tests {
             syn_ack: None,
             caveats: vec![Caveat::NoRawSocket],
         };
-        let h = Handshake::new("nas:445", "198.18.0.2:445".parse().expect("addr"), o);
-        assert_eq!((h.shows, h.handshakes), ("negotiated", 2));
+        let h = entry("nas:445", "198.18.0.2:445".parse().expect("addr"), o);
+        assert_eq!((h.shows.as_str(), h.handshakes), ("negotiated", 2));
         assert_eq!(h.rtt_min_ms, 15.123);
         assert_eq!(h.rtt_median_ms, 15.562);
         assert_eq!(h.notes.len(), 1);

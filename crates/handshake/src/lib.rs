@@ -5,12 +5,12 @@
 //!   it reads back, byte by byte, with the Internet checksum;
 //! - [`target`]: `HOST:PORT` as the command takes it;
 //! - [`caveat`]: what a reading cannot show, and why;
-//! - [`offer`]: what the peer offers, option by option;
 //! - [`meaning`]: what the options mean for a transfer, in words, with
 //!   plumb-model's arithmetic;
 //! - [`os`]: a guess at the sending host's operating system from its SYN
 //!   or SYN-ACK, and which OS's fix to put first;
-//! - [`document`]: the typed `-J` entry, assembled from what was observed;
+//! - [`document`]: the `-J` entry (`plumb_record::handshake::Handshake`),
+//!   assembled from what was observed;
 //! - [`probe`]: the I/O — a raw SYN sent and its SYN-ACK read, or
 //!   `connect()` and `TCP_INFO` — that fills an [`Observed`]; its one
 //!   `unsafe` call (`recvmsg` with the IPv6 hop limit) is fenced in `sys`.
@@ -21,7 +21,6 @@
 pub mod caveat;
 pub mod document;
 pub mod meaning;
-pub mod offer;
 pub mod os;
 pub mod probe;
 mod sys;
@@ -29,4 +28,4 @@ pub mod target;
 pub mod wire;
 
 pub use caveat::Caveat;
-pub use document::{Handshake, Method, Observed, Offer};
+pub use document::{entry, Observed};

@@ -7,7 +7,7 @@ use plumb_model::tcp::{
 use plumb_model::units::thousands;
 use plumb_model::{Bytes, Rtt};
 
-use crate::offer::Offer;
+use plumb_record::handshake::Offer;
 
 /// Ethernet's MSS over IPv4 (1,500 B less 40 B of headers); IPv6's is 20 B less.
 const ETHERNET_MSS_V4: u32 = 1460;

@@ -10,7 +10,7 @@
 //! [`fix_os`] names which operating system's fix to put first.
 
 use plumb_model::units::thousands;
-use serde::Serialize;
+use plumb_record::handshake::{Confidence, Family, OsGuess};
 
 /// What one SYN or SYN-ACK shows of its sender. Plain values: fill it from
 /// any decoder.
@@ -42,71 +42,6 @@ pub struct SynFacts {
     pub df: Option<bool>,
     /// A SYN-ACK (`true`) or a SYN (`false`).
     pub syn_ack: bool,
-}
-
-/// The families the table tells apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    /// Windows Vista, 7, 8, 10, 11 and their servers.
-    WindowsModern,
-    /// Windows XP, Server 2003, 2000.
-    WindowsLegacy,
-    /// Linux (and Android).
-    Linux,
-    /// macOS, iOS, FreeBSD.
-    MacosBsd,
-    /// Initial TTL 255: routers, NAS and other embedded stacks.
-    Appliance,
-    /// Nothing in the table fits well enough.
-    Unknown,
-}
-
-impl Family {
-    /// The family's name in words.
-    pub fn label(self) -> &'static str {
-        match self {
-            Family::WindowsModern => "Windows (Vista or later)",
-            Family::WindowsLegacy => "Windows XP / Server 2003 or older",
-            Family::Linux => "Linux",
-            Family::MacosBsd => "macOS / iOS / FreeBSD",
-            Family::Appliance => "network appliance / router (initial TTL 255)",
-            Family::Unknown => "unknown",
-        }
-    }
-}
-
-/// How far the guess goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Confidence {
-    /// One family fits a little better than the others, or the evidence is thin.
-    Low,
-    /// One family fits clearly better, with some signs missing.
-    Medium,
-    /// The TTL, the option layout and the defaults all fit one family.
-    High,
-}
-
-/// The guess, with its reasons.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OsGuess {
-    /// The family guessed.
-    pub family: Family,
-    /// The family in words.
-    pub label: &'static str,
-    /// How far the guess goes (`low` for `unknown`).
-    pub confidence: Confidence,
-    /// The table row that fitted best (`Linux`, `FreeBSD`, …), if any.
-    pub closest: Option<&'static str>,
-    /// The initial TTL inferred: the observed TTL rounded up to 32, 64, 128 or 255.
-    pub initial_ttl: u8,
-    /// Routers passed: initial TTL less observed.
-    pub hops: u8,
-    /// Why, one sentence each: what fitted and what did not.
-    pub reasons: Vec<String>,
-    /// That it is a guess, and what misleads it.
-    pub note: &'static str,
 }
 
 const NOTE: &str = "a guess from one SYN or SYN-ACK (initial TTL, window, option layout, as p0f does): a load balancer, a SYN proxy, a middlebox rewriting options or a changed default makes it wrong";
@@ -396,15 +331,15 @@ pub fn guess(f: &SynFacts) -> OsGuess {
         f.ttl,
         if hops == 1 { "" } else { "s" }
     )];
-    let out = |family: Family, confidence, closest, reasons| OsGuess {
+    let out = |family: Family, confidence, closest: Option<&str>, reasons| OsGuess {
         family,
-        label: family.label(),
+        label: family.label().to_string(),
         confidence,
-        closest,
+        closest: closest.map(str::to_string),
         initial_ttl: ittl,
         hops,
         reasons,
-        note: NOTE,
+        note: NOTE.to_string(),
     };
     match ittl {
         255 => {
@@ -483,7 +418,7 @@ pub fn fix_os(g: &OsGuess) -> Option<&'static str> {
         Family::WindowsModern => Some("windows"),
         Family::WindowsLegacy => Some("windows-legacy"),
         Family::Linux => Some("linux"),
-        Family::MacosBsd if g.closest == Some("FreeBSD") => Some("freebsd"),
+        Family::MacosBsd if g.closest.as_deref() == Some("FreeBSD") => Some("freebsd"),
         Family::MacosBsd => Some("macos"),
         Family::Appliance | Family::Unknown => None,
     }

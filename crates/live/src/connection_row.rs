@@ -1,5 +1,5 @@
 //! The rows of the `-J` document of `plumb why` on running connections
-//! ([`plumb_record::LiveDocument`]): a tracked connection's identity.
+//! (`plumb_record::Document`'s `connections`): a tracked connection's identity.
 
 use crate::sys::Owner;
 use crate::Track;

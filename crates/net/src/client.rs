@@ -471,7 +471,7 @@ impl<'c> ClientRun<'c> {
         );
         sink.end(&end);
         if let Some(path) = &self.cfg.spec.file {
-            crate::diskfile::report(path, &self.session, sink);
+            crate::file_report::report(path, &self.session, sink);
         }
     }
 

@@ -47,6 +47,7 @@ pub mod debug;
 pub mod diskfile;
 pub mod end_plumb;
 pub mod errors;
+pub mod file_report;
 pub mod flowlabel;
 pub mod host;
 pub mod iperf2;

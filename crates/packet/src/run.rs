@@ -8,7 +8,8 @@ use std::io::{self, BufWriter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use plumb_capture::{Analyzer, ReadStats, Record};
+use plumb_capture::{Analyzer, Record};
+use plumb_record::capture::ReadStats;
 
 use crate::bpf::Selection;
 use crate::error::Error;
@@ -85,7 +86,7 @@ pub fn capture_with(
             .map_err(write_error)?;
     }
     let stats = ReadStats {
-        format: "live",
+        format: "live".into(),
         records: read,
         interfaces: 1,
         ..ReadStats::default()

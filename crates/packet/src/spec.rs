@@ -28,7 +28,7 @@ pub struct CaptureSpec {
     /// Also save what was read here, as pcapng.
     pub write: Option<PathBuf>,
     /// Bounds of the analysis.
-    pub limits: plumb_capture::Limits,
+    pub limits: plumb_record::capture::Limits,
 }
 
 impl CaptureSpec {
@@ -41,7 +41,7 @@ impl CaptureSpec {
             duration,
             snaplen: DEFAULT_SNAPLEN,
             write: None,
-            limits: plumb_capture::Limits::default(),
+            limits: plumb_record::capture::Limits::default(),
         }
     }
 }

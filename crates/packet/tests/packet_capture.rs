@@ -206,8 +206,8 @@ fn a_loopback_transfer_is_counted_to_the_byte_and_the_port_filter_holds() {
     tshark_agrees(&file, c);
 }
 
-fn spec_limits() -> plumb_capture::Limits {
-    plumb_capture::Limits::default()
+fn spec_limits() -> plumb_record::capture::Limits {
+    plumb_record::capture::Limits::default()
 }
 
 fn have(tool: &str) -> bool {

@@ -8,12 +8,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Args;
-use plumb_handshake::os::{Confidence, OsGuess};
 use plumb_handshake::probe::{handshake, resolve, HandshakeError, Probe};
 use plumb_handshake::target::parse_target;
-use plumb_handshake::{Handshake, Method};
 use plumb_model::units::{sig, thousands};
-use serde::Serialize;
+use plumb_record::handshake::{Handshake, HandshakeDocument, Method, OsGuess};
 
 use crate::usage::usage_error;
 
@@ -47,12 +45,6 @@ fn count(s: &str) -> Result<u8, String> {
     }
 }
 
-/// The `-J` document: one entry per target that answered.
-#[derive(Debug, Serialize)]
-struct Document<'a> {
-    handshakes: &'a [Handshake],
-}
-
 /// Runs `plumb handshake`.
 pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
     // Every target is checked before any packet leaves: bad input is a
@@ -78,7 +70,7 @@ pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
     for (t, addr) in &addrs {
         match handshake(*addr, &probe) {
             Ok(seen) => {
-                let h = Handshake::new(t, *addr, seen);
+                let h = plumb_handshake::entry(t, *addr, seen);
                 if !a.json {
                     // A blank line between targets' blocks.
                     if !done.is_empty() {
@@ -97,7 +89,7 @@ pub fn run(a: &HandshakeArgs) -> anyhow::Result<ExitCode> {
     }
     if a.json {
         let mut out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, &Document { handshakes: &done })?;
+        serde_json::to_writer_pretty(&mut out, &HandshakeDocument { handshakes: done })?;
         writeln!(out)?;
     }
     Ok(if failed {
@@ -137,11 +129,7 @@ fn yes_no(v: Option<bool>) -> &'static str {
 
 /// The OS guess: the family and confidence, then why, always called a guess.
 fn os_text(g: &OsGuess) -> String {
-    let confidence = match g.confidence {
-        Confidence::Low => "low",
-        Confidence::Medium => "medium",
-        Confidence::High => "high",
-    };
+    let confidence = g.confidence.name();
     let mut s = format!(
         "\nOperating system, a guess from its SYN-ACK: {} ({confidence} confidence)\n",
         g.label

@@ -297,11 +297,8 @@ fn finish(
         record.lab = Some(lab_obj);
         record.model = Some(model.0.clone());
         let record = match &diagnosis {
-            Some(Ok((d, _))) => plumb_diagnose::Explained::new(record, d.clone()),
-            _ => plumb_diagnose::Explained {
-                doc: record,
-                diagnosis: None,
-            },
+            Some(Ok((d, _))) => record.with_diagnosis(d.clone()),
+            _ => record,
         };
         println!("{}", serde_json::to_string_pretty(&record)?);
     } else {

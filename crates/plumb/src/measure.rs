@@ -653,7 +653,15 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     t.repeating_payload = a.repeating_payload;
     t.zerocopy = a.zerocopy;
     transport_spec(a, &mut t)?;
-    file::apply(a, &mut t)?;
+    let given = file::Given {
+        file: a.file.as_deref(),
+        udp: a.udp,
+        bidir: a.bidir,
+        reverse: a.reverse,
+        not_throughput: a.rr || a.crr || a.latency,
+        end_given: a.time.is_some() || a.bytes.is_some() || a.blocks.is_some(),
+    };
+    file::apply(&given, &mut t)?;
     latency_spec(a, &mut t)?;
     Ok(t)
 }

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, Explained, LinkSource};
+use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_model::units::thousands;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction, Rate, Rtt};
 use plumb_record::Document;
@@ -188,7 +188,7 @@ fn from_path(a: &WhyArgs, path: &std::path::Path) -> anyhow::Result<ExitCode> {
             .map_or("result".into(), |n| n.to_string_lossy().to_string());
         // The page shows the answer printed below, not one saved in the document.
         let mut fresh = doc.clone();
-        fresh.extra.shift_remove("diagnosis");
+        fresh.diagnosis = None;
         let input = report_page::input(name, fresh, a.measure.link);
         report_page::write_for(out, vec![input])?;
     }
@@ -262,7 +262,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             framing.describe()
         ),
     ];
-    let doc = Explained::new(Document::default(), d.clone());
+    let doc = Document::default().with_diagnosis(d.clone());
     if let Some(out) = &a.measure.report {
         // A verdict-only page, from the document -J prints.
         let mut name = format!("the model alone: {}, RTT {}", rate.human(), rtt.human());
@@ -274,7 +274,7 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
         }
         let input = plumb_report::html::Input {
             name,
-            doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
+            doc: doc.clone(),
         };
         report_page::write_for(out, vec![input])?;
     }

@@ -11,12 +11,14 @@
 //! names — plus what plumb adds: `end.plumb` (each end's CPU, cgroup quota,
 //! CPU placement, sysctls, socket facts and TCP_INFO, the UDP path's
 //! settings, latency), `intervals[].plumb`, and top-level objects beside
-//! iperf3's (`lab` and `model` typed; `diagnosis` and `plumb live`'s objects
-//! carried as read). This crate owns these types; the JSON printer builds a
-//! [`Document`] and serializes it, and readers deserialize one.
+//! iperf3's: `lab` and `model`, the `diagnosis`, and the `live` and
+//! `connections` of `plumb why` on running connections. This crate owns
+//! these types; the JSON printer builds a [`Document`] and serializes it,
+//! and readers deserialize one.
 //!
 //! Two rules make a document read and written back equal to the original,
-//! compared as `serde_json::Value`s:
+//! compared as `serde_json::Value`s (the objects `plumb why` adds read into
+//! today's types instead, an older plumb's keys with them):
 //!
 //! - every object carries the keys this version does not know in a
 //!   flattened `extra` map (other iperf3 versions add keys), and optional
@@ -27,17 +29,22 @@
 //!
 //! `plumb top --json` writes one [`TopLine`] a line.
 //!
+//! `plumb handshake -J` writes a [`handshake::HandshakeDocument`], and
+//! `plumb why -J` on a capture a [`capture::CaptureDocument`].
+//!
 //! A `--json-stream` log carries the same records one [`Event`] a line.
 //!
 //! A key that may be `null` is an `Option<Option<T>>` (see [`nullable`]):
 //! absent, `null`, or a value.
 
+pub mod capture;
 pub mod class;
 pub mod diagnosis;
 mod document;
 mod end;
 pub mod engine;
 mod event;
+pub mod handshake;
 mod interval;
 mod lab;
 mod latency;
@@ -59,7 +66,7 @@ pub use latency::{
     BucketMs, BucketUs, IntervalLatency, Latency, PercentilesUs, ProbeCost, ProbeInterval, Probes,
     Summary, Transactions,
 };
-pub use live::{ConnectionRow, LiveDocument, LiveSampling};
+pub use live::{ConnectionRow, LiveSampling};
 pub use model::Model;
 pub use number::Real;
 pub use plumb::{

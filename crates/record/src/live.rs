@@ -1,26 +1,19 @@
-//! The `-J` document of `plumb why` on running connections
-//! ([`LiveDocument`]): the filter and the sampling time, one row per
-//! connection (who, which way the data goes, its rate and its diagnosis),
-//! and the first diagnosis found.
+//! The parts of the `-J` document of `plumb why` on running connections
+//! (a [`crate::Document`] with `live`, `connections` and `diagnosis`, the
+//! first row's diagnosis that there is, `null` for none): the filter and
+//! the sampling time ([`LiveSampling`]) and one row per connection
+//! ([`ConnectionRow`]: who, which way the data goes, its rate and its
+//! diagnosis).
 
 use serde::{Deserialize, Serialize};
 
 use crate::class::FlowClass;
 use crate::diagnosis::Diagnosis;
 
-/// The whole document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LiveDocument {
-    /// What was sampled.
-    pub live: LiveSampling,
-    /// One row per matching connection, busiest first.
-    pub connections: Vec<ConnectionRow>,
-    /// The first row's diagnosis that there is (`null`: none).
-    pub diagnosis: Option<Diagnosis>,
-}
-
-/// `live`: the filter in words and the seconds sampled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `live`: the filter in words and the seconds sampled. Read, a key left
+/// out takes its empty value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LiveSampling {
     /// The filter, in words (`--port 5201`).
     pub filter: String,
@@ -28,8 +21,9 @@ pub struct LiveSampling {
     pub seconds: f64,
 }
 
-/// One connection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One connection. Read, a key left out takes its empty value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ConnectionRow {
     /// Local address and port.
     pub local: String,

@@ -7,10 +7,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use plumb_capture::{analyze_file_with_series, Analysis, CaptureFilters, Limits, OsGuess};
+use plumb_capture::{analyze_file_with_series, Analysis, CaptureFilters, OsGuess};
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_model::Rate;
+use plumb_record::capture::Limits;
 
 use crate::html::capture::CaptureInput;
 use crate::html::{render, Input};
@@ -47,6 +48,7 @@ pub fn verdicts(
             let carried = plumb_capture::data_direction(c).0.timing.new_bytes > 0;
             (carried && f.matches(c)).then(|| {
                 plumb_capture::explain(c, link.cloned(), os)
+                    .entry
                     .diagnosis
                     .summary
             })
@@ -96,7 +98,7 @@ pub fn input(name: String, doc: Document, link: Option<Rate>) -> Input {
         return Input { name, doc };
     };
     let d = diagnose(&ev);
-    let doc = crate::input::with_diagnosis(doc, &d);
+    let doc = doc.with_diagnosis(d);
     Input { name, doc }
 }
 

@@ -406,7 +406,7 @@ pub fn pcap_of(segs: &[(u64, Seg)]) -> Vec<u8> {
 }
 
 pub fn analyze(bytes: &[u8]) -> plumb_capture::Analysis {
-    plumb_capture::analyze(bytes, plumb_capture::Limits::default()).unwrap()
+    plumb_capture::analyze(bytes, plumb_record::capture::Limits::default()).unwrap()
 }
 
 /// After the handshake, client data: four segments of 1000 bytes, the first

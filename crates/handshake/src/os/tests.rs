@@ -113,7 +113,7 @@ fn windows_xp_and_2003() {
 fn macos_and_freebsd() {
     let mac = guess(&syn(64, 65_535, &[M, N, W, N, N, T, S, E], Some(6)));
     is(&mac, Family::MacosBsd, Confidence::High);
-    assert_eq!(mac.closest, Some("macOS / iOS"));
+    assert_eq!(mac.closest.as_deref(), Some("macOS / iOS"));
     assert_eq!(fix_os(&mac), Some("macos"));
     let bsd = guess(&syn(57, 65_535, &[M, N, W, S, T], Some(6)));
     is(&bsd, Family::MacosBsd, Confidence::High);

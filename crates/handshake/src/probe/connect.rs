@@ -14,7 +14,7 @@ use plumb_tcpinfo::{tcp_info, TcpInfo, OPT_ECN, OPT_SACK, OPT_TIMESTAMPS, OPT_WS
 
 use super::error::HandshakeError;
 use crate::caveat::Caveat;
-use crate::offer::Offer;
+use plumb_record::handshake::Offer;
 
 /// Bytes of every segment the timestamps option takes (10, padded to 12),
 /// which `tcpi_snd_mss` leaves out.

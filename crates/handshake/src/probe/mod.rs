@@ -29,9 +29,10 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::caveat::Caveat;
-use crate::document::{Method, Observed};
-use crate::offer::Offer;
+use crate::document::Observed;
 use crate::wire;
+use plumb_record::handshake::Method;
+use plumb_record::handshake::Offer;
 
 /// How to probe.
 #[derive(Debug, Clone, Copy)]

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use plumb_capture::{Analysis, OsGuess, Truncation};
+use plumb_capture::{Analysis, OsGuess};
 use plumb_diagnose::rules::human_count;
+use plumb_record::capture::Truncation;
 
 /// The one line on stderr for a capture cut short (nothing for a whole
 /// one): where it was cut; what follows covers the packets before it.

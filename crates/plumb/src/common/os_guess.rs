@@ -5,8 +5,9 @@
 //! depends on both: the capture reader needs no table of stacks, and the
 //! handshake crate no capture reader.
 
-use plumb_capture::{OsReading, Syn};
-use plumb_handshake::os::{fix_os, guess, Confidence, SynFacts};
+use plumb_capture::Syn;
+use plumb_handshake::os::{fix_os, guess, SynFacts};
+use plumb_record::capture::OsReading;
 
 /// What a captured SYN (`syn_ack`: a SYN-ACK) shows of its sender.
 pub fn facts(s: &Syn, syn_ack: bool) -> SynFacts {
@@ -29,16 +30,12 @@ pub fn facts(s: &Syn, syn_ack: bool) -> SynFacts {
 /// takes.
 pub fn read_syn(s: &Syn, syn_ack: bool) -> Option<OsReading> {
     let g = guess(&facts(s, syn_ack));
-    let confidence = match g.confidence {
-        Confidence::Low => "low",
-        Confidence::Medium => "medium",
-        Confidence::High => "high",
-    };
+    let fix = fix_os(&g).map(str::to_string);
     Some(OsReading {
-        os: g.label.to_string(),
-        confidence: confidence.to_string(),
-        fix_os: fix_os(&g).map(str::to_string),
+        os: g.label,
+        confidence: g.confidence.name().to_string(),
+        fix_os: fix,
         reasons: g.reasons,
-        note: g.note.to_string(),
+        note: g.note,
     })
 }

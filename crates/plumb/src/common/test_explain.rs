@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use plumb_diagnose::evidence::LinkRate;
-use plumb_diagnose::{diagnose, Evidence, Explained};
+use plumb_diagnose::{diagnose, Evidence};
 use plumb_model::Rate;
 use plumb_net::errors::TestError;
 use plumb_record::{Document, Tee};
@@ -102,7 +102,7 @@ pub fn explain(doc: &Document, link: Option<LinkRate>, json: bool) -> anyhow::Re
     let d = diagnose(&ev);
     let mut out = std::io::stdout().lock();
     if json {
-        let full = Explained::new(doc.clone(), d);
+        let full = doc.clone().with_diagnosis(d);
         writeln!(out, "{}", serde_json::to_string_pretty(&full)?)?;
     } else {
         write!(out, "{}", plumb_report::diagnosis::render(&d, &ev))?;

@@ -9,11 +9,12 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use plumb_capture::{Analysis, CaptureDocument, CaptureFilters, KernelCounts, Limits};
+use plumb_capture::{Analysis, CaptureFilters};
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::rules::human_count;
 use plumb_diagnose::LinkSource;
 use plumb_model::Rate;
+use plumb_record::capture::{KernelCounts, Limits};
 
 use crate::common::capture_verdicts::{guesser, say_where_cut};
 use crate::common::live_flags::LiveFilterArgs;
@@ -189,7 +190,7 @@ pub struct Output {
 
 /// Explains every connection of `a` that matches `f` and carried data:
 /// the text (`plumb_report::flows`) or the `-J` document
-/// ([`CaptureDocument`]).
+/// (`plumb_record::capture::CaptureDocument`).
 pub fn explain_analysis(
     source: &str,
     a: &Analysis,
@@ -203,14 +204,20 @@ pub fn explain_analysis(
         source: LinkSource::Given,
     });
     let flows = plumb_capture::explain_all(a, f, link.as_ref(), Some(guesser()));
-    let doc = CaptureDocument::new(source, a, kernel, &flows);
+    let (entries, evidence): (Vec<_>, Vec<_>) =
+        flows.into_iter().map(|x| (x.entry, x.evidence)).unzip();
+    let doc = plumb_capture::document(source, a, kernel, entries);
     let mut w = std::io::stdout().lock();
     if out.json {
         writeln!(w, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        write!(w, "{}", plumb_report::flows::render(&doc, out.verbose))?;
+        write!(
+            w,
+            "{}",
+            plumb_report::flows::render(&doc, &evidence, out.verbose)
+        )?;
     }
-    if flows.is_empty() {
+    if doc.explained.is_empty() {
         eprintln!("plumb: no TCP connection in {source} that matches the filters carried data");
         return Ok(ExitCode::from(1));
     }

@@ -18,7 +18,7 @@ use crate::common::report_page;
 use crate::usage::usage_error;
 use plumb_live::owners::Owners;
 
-use plumb_record::{LiveDocument, LiveSampling};
+use plumb_record::{Document, LiveSampling};
 
 fn describe(tr: &Track, owner: Option<&Owner>) -> String {
     let c = &tr.last;
@@ -101,19 +101,20 @@ pub fn run(
     }
     let first = conns.iter().find_map(|c| c.diagnosis.clone());
     let desc = filter.describe();
-    let doc = LiveDocument {
-        live: LiveSampling {
+    let doc = Document {
+        live: Some(LiveSampling {
             filter: desc.clone(),
             seconds: secs,
-        },
-        connections: conns,
-        diagnosis: first,
+        }),
+        connections: Some(conns),
+        diagnosis: Some(first),
+        ..Document::default()
     };
     if let Some(path) = report {
         // The page is drawn from the document -J prints.
         let input = plumb_report::html::Input {
             name: format!("running connections, {desc}"),
-            doc: plumb_report::input::document_of(&doc).map_err(anyhow::Error::msg)?,
+            doc: doc.clone(),
         };
         report_page::write_for(path, vec![input])?;
     }

@@ -4,7 +4,8 @@
 //!
 //! It is also the `diagnosis` object of plumb's `-J` documents: serialized,
 //! its fields are that object's keys in their order, and the document's
-//! `diagnosis` deserializes back into it.
+//! `diagnosis` deserializes back into it. Read, a key left out takes its
+//! empty value, so a diagnosis written by hand or cut down still reads.
 
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
@@ -14,11 +15,11 @@ use super::finding::{Confidence, EvidenceLine, Finding, Fix, Limit};
 use super::latency::LatencyVerdict;
 
 /// The answer.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(from = "read::Read")]
 pub struct Diagnosis {
     /// The primary limit; `None` when nothing explains the rate
     /// ("unexplained", as the JSON says it).
-    #[serde(deserialize_with = "limit_or_unexplained::deserialize")]
     pub limit: Option<Limit>,
     /// Other limits the evidence shows (their status is in `findings`).
     pub secondary: Vec<Limit>,
@@ -51,8 +52,8 @@ pub struct Diagnosis {
     /// Latency under load, when the test measured it.
     pub latency: Option<LatencyVerdict>,
     /// Nothing to explain (an idle connection): no limit at all, which the
-    /// JSON writes as `"limit": null`, apart from an unexplained rate.
-    #[serde(skip)]
+    /// JSON writes as `"limit": null` (and a reader takes from a `null` or
+    /// absent `limit`), apart from an unexplained rate.
     pub nothing_to_explain: bool,
 }
 
@@ -94,14 +95,78 @@ impl Diagnosis {
     }
 }
 
-/// `limit` read from JSON: the limit's name, or `unexplained` (a `null`
-/// reads as none too).
-mod limit_or_unexplained {
+/// The `diagnosis` object as read: every key may be left out, and `limit`
+/// is a name, `"unexplained"` or `null`.
+mod read {
     use serde::{Deserialize, Deserializer};
 
-    use crate::diagnosis::finding::Limit;
+    use crate::diagnosis::answer::Diagnosis;
+    use crate::diagnosis::figures::Figures;
+    use crate::diagnosis::finding::{Confidence, EvidenceLine, Finding, Fix, Limit};
+    use crate::diagnosis::latency::LatencyVerdict;
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    /// The object's keys, each with its empty value when left out. An
+    /// older plumb wrote `confidence` as its band's word and findings of
+    /// fewer keys: the word reads as `confidence_level`, and findings that
+    /// are not today's read as none.
+    #[derive(Default, Deserialize)]
+    #[serde(default)]
+    pub(super) struct Read {
+        #[serde(deserialize_with = "limit_word")]
+        limit: Word,
+        secondary: Vec<Limit>,
+        measured_bps: f64,
+        predicted_bps: Option<f64>,
+        tolerance: Option<f64>,
+        link_bps: Option<f64>,
+        link_source: Option<String>,
+        summary: String,
+        confidence: Option<NumberOrWord>,
+        confidence_level: Option<Confidence>,
+        evidence: Vec<EvidenceLine>,
+        #[serde(deserialize_with = "or_empty")]
+        findings: Vec<Finding>,
+        figures: Figures,
+        fixes: Vec<Fix>,
+        unknown: Vec<String>,
+        latency: Option<LatencyVerdict>,
+    }
+
+    /// `confidence`: 0–1, or a band's word.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrWord {
+        Number(f64),
+        Word(Confidence),
+    }
+
+    /// A list of `T`s, else none.
+    fn or_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OrNot<T> {
+            Is(Vec<T>),
+            Not(serde::de::IgnoredAny),
+        }
+        Ok(match OrNot::deserialize(d)? {
+            OrNot::Is(v) => v,
+            OrNot::Not(_) => Vec::new(),
+        })
+    }
+
+    /// What `limit` says.
+    #[derive(Default)]
+    enum Word {
+        /// `null`, or left out: nothing to explain.
+        #[default]
+        Nothing,
+        /// `"unexplained"`.
+        Unexplained,
+        /// A limit's name.
+        Named(Limit),
+    }
+
+    fn limit_word<'de, D: Deserializer<'de>>(d: D) -> Result<Word, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Named {
@@ -109,13 +174,47 @@ mod limit_or_unexplained {
             Other(Option<String>),
         }
         match Named::deserialize(d)? {
-            Named::Limit(l) => Ok(Some(l)),
-            Named::Other(None) => Ok(None),
-            Named::Other(Some(w)) if w == "unexplained" => Ok(None),
+            Named::Limit(l) => Ok(Word::Named(l)),
+            Named::Other(None) => Ok(Word::Nothing),
+            Named::Other(Some(w)) if w == "unexplained" => Ok(Word::Unexplained),
             Named::Other(Some(w)) => Err(serde::de::Error::unknown_variant(
                 &w,
                 &["unexplained", "receive_window", "…"],
             )),
+        }
+    }
+
+    impl From<Read> for Diagnosis {
+        fn from(r: Read) -> Diagnosis {
+            let (limit, nothing_to_explain) = match r.limit {
+                Word::Nothing => (None, true),
+                Word::Unexplained => (None, false),
+                Word::Named(l) => (Some(l), false),
+            };
+            let (confidence, confidence_level) = match r.confidence {
+                Some(NumberOrWord::Number(c)) => (Some(c), r.confidence_level),
+                Some(NumberOrWord::Word(w)) => (None, r.confidence_level.or(Some(w))),
+                None => (None, r.confidence_level),
+            };
+            Diagnosis {
+                limit,
+                secondary: r.secondary,
+                measured_bps: r.measured_bps,
+                predicted_bps: r.predicted_bps,
+                tolerance: r.tolerance,
+                link_bps: r.link_bps,
+                link_source: r.link_source,
+                summary: r.summary,
+                confidence,
+                confidence_level,
+                evidence: r.evidence,
+                findings: r.findings,
+                figures: r.figures,
+                fixes: r.fixes,
+                unknown: r.unknown,
+                latency: r.latency,
+                nothing_to_explain,
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 /// The link and target figures of one answer, computed once so that the
 /// summary, the windows and streams needed and every "expect about" agree.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Figures {
     /// The link's line rate, bit/s.
     pub link_bps: Option<f64>,

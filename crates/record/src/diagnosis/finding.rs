@@ -171,7 +171,8 @@ impl EvidenceLine {
 
 /// An [`EvidenceLine`] as the JSON has it: its words, from which its kind
 /// follows.
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
+#[serde(default)]
 struct LineWords {
     what: String,
     value: f64,
@@ -260,8 +261,10 @@ impl Finding {
     }
 }
 
-/// A change to make, and what the model expects from it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A change to make, and what the model expects from it. Read, a key left
+/// out takes its empty value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Fix {
     /// `linux`, `windows`, `windows-legacy`, `macos`, `freebsd`, `application`, `path`.
     pub os: String,

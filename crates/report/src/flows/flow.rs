@@ -5,9 +5,10 @@
 //! was taken, each end's options and operating system), every figure,
 //! every system's fixes and what a capture cannot know.
 
-use plumb_capture::Explanation;
 use plumb_diagnose::rules::{human_count, human_rate};
+use plumb_diagnose::Evidence;
 use plumb_model::units::{sig, thousands};
+use plumb_record::capture::Explanation;
 use plumb_record::class::FlowClass;
 use plumb_record::diagnosis::{Diagnosis, EvidenceLine, Fix};
 
@@ -24,7 +25,8 @@ const ALSO: usize = 2;
 const COMMANDS: usize = 3;
 
 /// Flow `n`, explained.
-pub fn render(n: usize, x: &Explanation, verbose: bool) -> String {
+/// `evidence` is what its verdict weighed (none: the verdict alone).
+pub fn render(n: usize, x: &Explanation, evidence: Option<&Evidence>, verbose: bool) -> String {
     let mut s = head(n, x);
     if verbose {
         for note in &x.notes {
@@ -32,7 +34,7 @@ pub fn render(n: usize, x: &Explanation, verbose: bool) -> String {
         }
         s += &format!("   - class {}: {}\n", x.class.words(), x.class_why);
         s += "\n";
-        s += &full(x);
+        s += &full(x, evidence);
         return s;
     }
     let d = &x.diagnosis;
@@ -175,6 +177,6 @@ fn expect(f: &Fix) -> String {
 }
 
 /// Everything: the diagnosis as a test's.
-fn full(x: &Explanation) -> String {
-    crate::diagnosis::render(&x.diagnosis, &x.evidence)
+fn full(x: &Explanation, evidence: Option<&Evidence>) -> String {
+    crate::diagnosis::render(&x.diagnosis, evidence.unwrap_or(&Evidence::default()))
 }

@@ -6,13 +6,15 @@
 //! the capture holds on it: its notes, each end's operating system, every
 //! system's fixes and what a capture cannot know.
 //!
-//! The text reads the same [`CaptureDocument`] `-J` writes.
+//! The text reads the same [`CaptureDocument`] `-J` writes, and beside it
+//! the evidence each flow's verdict weighed.
 
 mod flow;
 mod summary;
 
-use plumb_capture::{CaptureDocument, Duplicates, Explanation};
 use plumb_diagnose::rules::human_count;
+use plumb_diagnose::Evidence;
+use plumb_record::capture::{CaptureDocument, Duplicates, Explanation};
 use plumb_record::class::FlowClass;
 
 pub use flow::MAX_LINES;
@@ -23,11 +25,12 @@ const SUMMARY_FROM: usize = 3;
 /// Bulk flows shown in detail without `verbose`.
 const BULK_SHOWN: usize = 10;
 
-/// The text of `doc`.
-pub fn render(doc: &CaptureDocument<'_>, verbose: bool) -> String {
-    let flows = doc.explained;
+/// The text of `doc`; `evidence` is what each of its flows' verdicts
+/// weighed, in the same order.
+pub fn render(doc: &CaptureDocument, evidence: &[Evidence], verbose: bool) -> String {
+    let flows = &doc.explained[..];
     let mut s = header(doc);
-    if let Some(w) = doc.kernel.and_then(|k| k.warning()) {
+    if let Some(w) = doc.kernel.as_ref().and_then(plumb_capture::kernel_warning) {
         s += &format!("{w}\n");
     }
     let many = flows.len() >= SUMMARY_FROM;
@@ -38,7 +41,7 @@ pub fn render(doc: &CaptureDocument<'_>, verbose: bool) -> String {
     let shown = shown(flows, verbose, many);
     for (i, x) in &shown {
         s += "\n";
-        s += &flow::render(i + 1, x, verbose);
+        s += &flow::render(i + 1, x, evidence.get(*i), verbose);
     }
     let hidden = flows.len() - shown.len();
     if hidden > 0 {
@@ -63,8 +66,8 @@ fn shown(flows: &[Explanation], verbose: bool, many: bool) -> Vec<(usize, &Expla
 }
 
 /// The capture's lines: format, packets, connections, what was skipped.
-fn header(doc: &CaptureDocument<'_>) -> String {
-    let d = doc.decode;
+fn header(doc: &CaptureDocument) -> String {
+    let d = &doc.decode;
     let skipped = [
         (d.not_ip, "not IP"),
         (d.other_ip, "other IP"),
@@ -93,7 +96,7 @@ fn header(doc: &CaptureDocument<'_>) -> String {
     if !skipped.is_empty() {
         s += &format!("Skipped: {}.\n", skipped.join(", "));
     }
-    if let Some(line) = duplicates_text(doc.duplicates) {
+    if let Some(line) = duplicates_text(&doc.duplicates) {
         s += &line;
     }
     if doc.dropped.connections > 0 {

@@ -2,9 +2,9 @@
 //! the bytes they carried, with what sets the pace of each class; then the
 //! bulk flows ranked, busiest first, each with its one-line verdict.
 
-use plumb_capture::Explanation;
 use plumb_diagnose::class::PRECEDENCE;
 use plumb_diagnose::rules::{human_count, human_rate};
+use plumb_record::capture::Explanation;
 use plumb_record::class::FlowClass;
 
 /// Bulk flows in the ranking.

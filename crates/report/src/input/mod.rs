@@ -1,16 +1,13 @@
 //! Reading the report's inputs into types: the edge between files and the
-//! page. A `-J` document (plumb's or iperf3's), a `--json-stream` log
-//! reassembled into one, or a `plumb top --json` log becomes a
-//! [`Document`] ([`read_file`], [`read_text`]); the objects the record
-//! keeps as read (`diagnosis`, running connections, a top log's
-//! connections) are read into typed views ([`views::Extras`]), and a top
-//! log's lines into the record's rows ([`plumb_record::TopLine`]). This module and its
-//! children are the only part of the HTML report that reads JSON.
+//! page. A `-J` document (plumb's or iperf3's, with its diagnosis or of
+//! running connections), a `--json-stream` log reassembled into one, or a
+//! `plumb top --json` log (its lines read into the record's
+//! [`plumb_record::TopLine`]) becomes a [`Document`] ([`read_file`],
+//! [`read_text`]). This module and its children are the only part of the
+//! HTML report that reads JSON.
 
-pub mod loose;
 pub mod top_line;
 pub mod top_log;
-pub mod views;
 
 use std::path::Path;
 
@@ -55,30 +52,9 @@ pub fn stream_document(text: &str) -> Option<Document> {
     crate::json::document_from_events(text).and_then(|v| Document::from_value(v).ok())
 }
 
-/// Any document plumb writes (a test's with its diagnosis, `plumb why`'s on
-/// running connections) as the page reads it: through its JSON, as a file
-/// of it would be read.
-pub fn document_of(doc: &impl serde::Serialize) -> Result<Document, String> {
-    serde_json::to_value(doc)
-        .and_then(Document::from_value)
-        .map_err(|e| format!("the document cannot be drawn: {e}"))
-}
-
-/// `doc` with `diagnosis` as its `diagnosis` object, in place of any it had.
-pub fn with_diagnosis(
-    mut doc: Document,
-    diagnosis: &plumb_record::diagnosis::Diagnosis,
-) -> Document {
-    // Serializing a diagnosis cannot fail: its keys are strings and its
-    // numbers are written as null when not finite.
-    let v = serde_json::to_value(diagnosis).unwrap_or(Value::Null);
-    doc.extra.insert("diagnosis".into(), v);
-    doc
-}
-
-/// Whether `doc` carries a diagnosis object.
+/// Whether `doc` carries a diagnosis.
 pub fn has_diagnosis(doc: &Document) -> bool {
-    doc.extra.get("diagnosis").is_some_and(Value::is_object)
+    matches!(doc.diagnosis, Some(Some(_)))
 }
 
 #[cfg(test)]

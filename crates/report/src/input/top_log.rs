@@ -1,18 +1,14 @@
 //! `plumb top --json` logs at the edge: telling one from a `--json-stream`
-//! log (whose lines are `{"event":…}`), and carrying the connections
-//! [`crate::top::log`] keeps (each line read by
-//! [`crate::input::top_line::parse_line`]) as a document
-//! (`{"plumb_top": …}`) that [`top_data`] reads back.
+//! log (whose lines are `{"event":…}`), and carrying its rows (each line
+//! read by [`crate::input::top_line::parse_line`]) in a document's
+//! `top_rows`, from which [`top_data`] draws the connections
+//! [`crate::top::log`] keeps.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::top::data::TopData;
-use crate::top::log::read_top;
+use crate::top::log::{read_rows, summarize};
 use plumb_record::Document;
-
-/// The key of a top log's document.
-const KEY: &str = "plumb_top";
 
 /// Whether `text` is a `plumb top --json` log: its first non-blank line is
 /// a row (`interval`, `local`, `remote`, `rate_bps`) and not an event.
@@ -32,31 +28,26 @@ pub fn is_top_log(text: &str) -> bool {
 }
 
 /// Whether `doc` is a `plumb top --json` log made into a document
-/// ([`document_from_top`]): a look at its keys, no decoding.
+/// ([`document_from_top`]).
 pub fn is_top_doc(doc: &Document) -> bool {
-    doc.extra.contains_key(KEY) && doc.start.is_none()
-}
-
-/// A top log's connections as a document, for the page.
-pub fn top_document(data: &TopData) -> Result<Document, String> {
-    let mut doc = Document::default();
-    let v = serde_json::to_value(data).map_err(|e| e.to_string())?;
-    doc.extra.insert(KEY.into(), v);
-    Ok(doc)
+    doc.top_rows.is_some() && doc.start.is_none()
 }
 
 /// Reads a `plumb top --json` log into the document the page draws, or
 /// says which line is wrong and why.
 pub fn document_from_top(text: &str) -> Result<Document, String> {
-    top_document(&read_top(text)?)
+    Ok(Document {
+        top_rows: Some(read_rows(text)?),
+        ..Document::default()
+    })
 }
 
-/// The top log a document holds, if it is one.
+/// The connections of the top log a document holds, if it is one.
 pub fn top_data(doc: &Document) -> Option<TopData> {
     if !is_top_doc(doc) {
         return None;
     }
-    TopData::deserialize(doc.extra.get(KEY)?).ok()
+    doc.top_rows.as_deref().map(summarize)
 }
 
 #[cfg(test)]

@@ -1,100 +1,114 @@
 //! Keeping the connections of a `plumb top --json` log the page draws:
 //! every line checked (read into the record's [`plumb_record::TopLine`] by
-//! [`crate::input::top_line::parse_line`]), and the [`MAX_DRAWN`] busiest
-//! connections kept with all their readings ([`read_top`]).
+//! [`crate::input::top_line::parse_line`]; [`read_rows`]), and the
+//! [`MAX_DRAWN`] busiest connections kept with all their readings
+//! ([`summarize`]).
 
 use std::collections::HashMap;
+
+use plumb_record::TopLine;
 
 use super::data::{Sample, TopConn, TopData, MAX_DRAWN};
 use crate::input::top_line::parse_line;
 
-/// What pass one keeps per connection.
+/// What the first pass keeps per connection.
 struct Tally {
     sum_bps: f64,
     busy: bool,
-    last: u64,
     order: usize,
 }
 
-/// Reads a `plumb top --json` log into the connections the page draws, or
-/// says which line is wrong and why. Every line must be a row; a
-/// connection's rows must come in rising intervals (as top writes them; two
-/// logs joined end to end do not).
-pub fn read_top(text: &str) -> Result<TopData, String> {
-    let lines = || {
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-    };
-    // Pass one: check every line, and total each connection.
-    let mut tally: HashMap<(String, String), Tally> = HashMap::new();
-    let (mut rows, mut first, mut last) = (0u64, u64::MAX, 0u64);
-    for (n, line) in lines() {
+/// Reads a `plumb top --json` log into its rows, or says which line is
+/// wrong and why. Every line must be a row; a connection's rows must come
+/// in rising intervals (as top writes them; two logs joined end to end do
+/// not); a log holds at least one row.
+pub fn read_rows(text: &str) -> Result<Vec<TopLine>, String> {
+    // Per connection: the order it first came in, and its last interval.
+    let mut seen: HashMap<(String, String), (usize, u64)> = HashMap::new();
+    let mut rows = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let r = parse_line(line).map_err(|e| format!("line {}: {e}", n + 1))?;
         let i = r.interval;
-        let order = tally.len();
-        let t = tally.entry((r.local, r.remote)).or_insert(Tally {
-            sum_bps: 0.0,
-            busy: false,
-            last: 0,
-            order,
-        });
-        if t.order != order && i <= t.last {
+        let order = seen.len();
+        let t = seen
+            .entry((r.local.clone(), r.remote.clone()))
+            .or_insert((order, 0));
+        if t.0 != order && i <= t.1 {
             return Err(format!(
                 "line {}: the same connection again in interval {i} after interval {} (two logs joined?)",
                 n + 1,
-                t.last
+                t.1
             ));
         }
-        t.last = i;
-        t.sum_bps += r.rate_bps;
-        t.busy |= r.direction != "idle" || r.rate_bps > 0.0;
-        rows += 1;
-        first = first.min(i);
-        last = last.max(i);
+        t.1 = i;
+        rows.push(r);
     }
-    if rows == 0 {
+    if rows.is_empty() {
         return Err("no rows".into());
     }
-    // The busiest by data moved (rates summed over equal intervals), ties
-    // in the log's order.
-    let mut busy: Vec<(&(String, String), &Tally)> = tally.iter().filter(|(_, t)| t.busy).collect();
+    Ok(rows)
+}
+
+/// The connections of a log's `rows` the page draws: the busiest by data
+/// moved (rates summed over equal intervals; ties in the log's order), each
+/// with all its readings, and what was left out.
+pub fn summarize(rows: &[TopLine]) -> TopData {
+    // Pass one: total each connection.
+    let mut tally: HashMap<(&str, &str), Tally> = HashMap::new();
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    for r in rows {
+        let order = tally.len();
+        let t = tally
+            .entry((r.local.as_str(), r.remote.as_str()))
+            .or_insert(Tally {
+                sum_bps: 0.0,
+                busy: false,
+                order,
+            });
+        t.sum_bps += r.rate_bps;
+        t.busy |= r.direction != "idle" || r.rate_bps > 0.0;
+        first = first.min(r.interval);
+        last = last.max(r.interval);
+    }
+    let mut busy: Vec<(&(&str, &str), &Tally)> = tally.iter().filter(|(_, t)| t.busy).collect();
     busy.sort_by(|a, b| {
         b.1.sum_bps
             .total_cmp(&a.1.sum_bps)
             .then(a.1.order.cmp(&b.1.order))
     });
     let total: f64 = busy.iter().map(|(_, t)| t.sum_bps).sum();
-    let drawn: HashMap<(String, String), usize> = busy
+    let drawn: HashMap<(&str, &str), usize> = busy
         .iter()
         .take(MAX_DRAWN)
         .enumerate()
-        .map(|(k, (key, _))| ((*key).clone(), k))
+        .map(|(k, (key, _))| (**key, k))
         .collect();
     let left: f64 = busy.iter().skip(MAX_DRAWN).map(|(_, t)| t.sum_bps).sum();
     let mut conns: Vec<Option<TopConn>> = vec![None; drawn.len()];
     // Pass two: the drawn connections' readings.
-    for (_, line) in lines() {
-        let Ok(r) = parse_line(line) else { continue };
-        let Some(&k) = drawn.get(&(r.local.clone(), r.remote.clone())) else {
+    for r in rows {
+        let Some(&k) = drawn.get(&(r.local.as_str(), r.remote.as_str())) else {
             continue;
         };
-        let sample = Sample::of(&r);
         let c = conns[k].get_or_insert_with(|| TopConn {
-            local: r.local,
-            remote: r.remote,
+            local: r.local.clone(),
+            remote: r.remote.clone(),
             pid: None,
             command: None,
             congestion: None,
             samples: Vec::new(),
         });
         c.pid = c.pid.or(r.pid);
-        c.command = c.command.take().or(r.command);
-        c.congestion = c.congestion.take().or(r.congestion);
-        c.samples.push(sample);
+        c.command = c.command.take().or_else(|| r.command.clone());
+        c.congestion = c.congestion.take().or_else(|| r.congestion.clone());
+        c.samples.push(Sample::of(r));
     }
-    Ok(TopData {
-        rows,
+    TopData {
+        rows: rows.len() as u64,
         first,
         last,
         seen: tally.len() as u64,
@@ -102,7 +116,13 @@ pub fn read_top(text: &str) -> Result<TopData, String> {
         left_busy: busy.len().saturating_sub(MAX_DRAWN) as u64,
         left_busy_share: if total > 0.0 { left / total } else { 0.0 },
         left_idle: tally.values().filter(|t| !t.busy).count() as u64,
-    })
+    }
+}
+
+/// Reads a `plumb top --json` log into the connections the page draws, or
+/// says which line is wrong and why ([`read_rows`], then [`summarize`]).
+pub fn read_top(text: &str) -> Result<TopData, String> {
+    read_rows(text).map(|rows| summarize(&rows))
 }
 
 #[cfg(test)]
@@ -148,10 +168,12 @@ mod tests {
             document_from_top("{\"interval\":1,\"local\":\"a\",\"remote\":\"b\",\"rate_bps\":1}")
                 .expect_err("no direction");
         assert!(e.contains("no \"direction\" string"), "{e}");
-        // Not a top document: one of a test, or one whose data is not a log's.
+        // Not a top document: one of a test, or one read from JSON.
         let doc = |t: &str| Document::parse(t).expect("a document");
-        assert!(top_data(&doc(r#"{"start": {}, "plumb_top": {}}"#)).is_none());
-        assert!(top_data(&doc(r#"{"plumb_top": {"rows": "many"}}"#)).is_none());
+        let mut test = doc(r#"{"start": {}}"#);
+        test.top_rows = Some(read_rows(&line(1, "b:1", 1.0, "")).expect("a row"));
+        assert!(top_data(&test).is_none());
+        assert!(top_data(&doc(r#"{"top_rows": [], "plumb_top": {"rows": 1}}"#)).is_none());
         assert!(top_data(&doc("{}")).is_none());
     }
 }

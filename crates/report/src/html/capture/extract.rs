@@ -206,7 +206,8 @@ fn rate(s: &Series, t0: u64) -> Vec<(f64, f64)> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use plumb_capture::{read_records, Analyzer, Limits};
+    use plumb_capture::{read_records, Analyzer};
+    use plumb_record::capture::Limits;
 
     /// A pcap of one flow: 10.0.0.1:40000 sends `n` segments of 1000 bytes
     /// 1 ms apart (no handshake), 10.0.0.2:5201 ACKs each 5 ms later with a

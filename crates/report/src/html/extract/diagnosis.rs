@@ -2,7 +2,8 @@
 //! `plumb why` and `plumb lab --why` write, for a test or for each running
 //! connection: its summary and rates, the fixes per system and the evidence.
 
-use crate::input::views::{DiagnosisView, EvidenceView, FixView};
+use plumb_record::diagnosis::{Diagnosis as Verdict, EvidenceLine};
+use plumb_record::Document as Record;
 
 /// A `diagnosis` object.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,25 +51,25 @@ pub struct Evidence {
 }
 
 impl Diagnosis {
-    /// Reads a `diagnosis` object's view.
-    pub fn of(v: &DiagnosisView) -> Diagnosis {
+    /// The verdict as the page shows it.
+    pub fn of(v: &Verdict) -> Diagnosis {
         Diagnosis {
-            summary: v.summary.get().cloned(),
-            limit: v.limit.get().cloned(),
-            measured_bps: v.measured_bps.get().copied(),
-            predicted_bps: v.predicted_bps.get().copied(),
-            link_bps: v.link_bps.get().copied(),
-            confidence: v.confidence.get().cloned(),
-            fixes: v
-                .fixes
-                .get()
-                .into_iter()
-                .flatten()
-                .map(|f| Fix::of(&f.0))
-                .collect(),
-            evidence: (v.evidence.get().into_iter().flatten())
-                .map(|e| Evidence::of(&e.0))
-                .collect(),
+            summary: Some(v.summary.clone()).filter(|s| !s.is_empty()),
+            // `null` (nothing to explain) names no limit; a rate nothing
+            // explains is "unexplained".
+            limit: (!v.nothing_to_explain).then(|| v.limit_name().to_string()),
+            measured_bps: Some(v.measured_bps),
+            predicted_bps: v.predicted_bps,
+            link_bps: v.link_bps,
+            // The band in words is shown where the document gives it in
+            // words only (`confidence` a word, as an older plumb wrote it);
+            // a number's band stays with the findings.
+            confidence: v
+                .confidence_level
+                .filter(|_| v.confidence.is_none())
+                .map(|c| c.word().to_string()),
+            fixes: v.fixes.iter().map(Fix::of).collect(),
+            evidence: v.evidence.iter().map(Evidence::of).collect(),
         }
     }
 
@@ -82,44 +83,39 @@ impl Diagnosis {
 }
 
 impl Fix {
-    fn of(f: &FixView) -> Fix {
+    fn of(f: &plumb_record::diagnosis::Fix) -> Fix {
         Fix {
-            os: f.os.get().cloned().unwrap_or_default(),
-            note: f.note.get().cloned().unwrap_or_default(),
-            expected_bps: f.expected_bps.get().copied(),
-            commands: f
-                .commands
-                .get()
-                .map(|c| {
-                    c.iter()
-                        .map(|l| l.get().cloned().unwrap_or_default())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            os: f.os.clone(),
+            note: f.note.clone(),
+            expected_bps: f.expected_bps,
+            commands: f.commands.clone(),
         }
     }
 }
 
 impl Evidence {
-    fn of(e: &EvidenceView) -> Evidence {
+    fn of(e: &EvidenceLine) -> Evidence {
         Evidence {
-            what: e.what.get().cloned().unwrap_or_default(),
-            value: e.value.get().copied(),
-            unit: e.unit.get().cloned(),
+            what: e.what.clone(),
+            value: Some(e.value),
+            unit: Some(e.unit.clone()),
         }
     }
+}
+
+/// The verdict `doc` holds, if it holds one.
+pub fn verdict_of(doc: &Record) -> Option<&Verdict> {
+    doc.diagnosis.as_ref().and_then(Option::as_ref)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::views::Extras;
 
-    /// The diagnosis of a document holding `diagnosis`, if it is an object.
+    /// The diagnosis of a document holding `diagnosis`, if it is one.
     fn diagnosis(text: &str) -> Option<Diagnosis> {
-        let doc = plumb_record::Document::parse(&format!(r#"{{"diagnosis": {text}}}"#))
-            .expect("a document");
-        Extras::of(&doc).diagnosis.as_ref().map(Diagnosis::of)
+        let doc = Record::parse(&format!(r#"{{"diagnosis": {text}}}"#)).expect("a document");
+        verdict_of(&doc).map(Diagnosis::of)
     }
 
     #[test]
@@ -129,7 +125,7 @@ mod tests {
             "summary": "Limited by the receive window", "limit": "receive_window",
             "measured_bps": 9.3e6, "predicted_bps": 9.4e6, "confidence": "high",
             "fixes": [
-                {"os": "macos", "note": "raise it", "commands": ["sysctl a=1", 2]},
+                {"os": "macos", "note": "raise it", "commands": ["sysctl a=1", "sysctl b=2"]},
                 {"os": "linux", "note": "raise rmem", "expected_bps": 9e8}
             ],
             "evidence": [{"what": "window", "value": 17520, "unit": "B"}]
@@ -138,7 +134,9 @@ mod tests {
         .expect("an object");
         assert_eq!(d.summary.as_deref(), Some("Limited by the receive window"));
         assert_eq!((d.measured_bps, d.link_bps), (Some(9.3e6), None));
-        assert_eq!(d.fixes[0].commands, ["sysctl a=1", ""]);
+        assert_eq!(d.fixes[0].commands, ["sysctl a=1", "sysctl b=2"]);
+        // The band, given in words.
+        assert_eq!(d.confidence.as_deref(), Some("high"));
         assert_eq!(d.linux_fix().map(|f| f.note.as_str()), Some("raise rmem"));
         assert_eq!(
             d.evidence,
@@ -151,16 +149,20 @@ mod tests {
     }
 
     #[test]
-    fn missing_keys_and_wrong_types() {
+    fn missing_keys_and_other_shapes() {
         assert_eq!(diagnosis("null"), None);
         assert_eq!(diagnosis(r#""receive window""#), None);
-        let d = diagnosis(
-            r#"{"predicted_bps": "9e6", "fixes": {"os": "linux"}, "evidence": [{"value": "x"}]}"#,
-        )
-        .expect("an object");
-        assert_eq!(d.predicted_bps, None);
+        assert_eq!(diagnosis(r#"{"predicted_bps": "9e6"}"#), None);
+        let d =
+            diagnosis(r#"{"predicted_bps": 9e6, "confidence": 0.9, "confidence_level": "high"}"#)
+                .expect("an object");
+        assert_eq!(
+            (d.summary.as_deref(), d.limit.as_deref(), d.predicted_bps),
+            (None, None, Some(9e6))
+        );
         assert!(d.fixes.is_empty() && d.linux_fix().is_none());
-        assert_eq!(d.evidence, vec![Evidence::default()]);
+        // A band given as a number is not repeated in words.
+        assert_eq!(d.confidence, None);
         // Without a Linux fix, the first stands for it.
         let d = diagnosis(r#"{"fixes": [{"os": "macos"}, {}]}"#).expect("an object");
         assert_eq!(d.linux_fix().map(|f| f.os.as_str()), Some("macos"));

@@ -3,10 +3,9 @@
 //! The document keeps each connection's totals over the sampling, not the
 //! samples.
 
-use plumb_record::Document as Record;
+use plumb_record::{ConnectionRow, Document as Record};
 
 use super::diagnosis::Diagnosis;
-use crate::input::views::{ConnView, Extras, LiveView};
 
 /// What `plumb why` on running connections recorded.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,27 +47,34 @@ pub struct LiveConn {
     pub closed: bool,
 }
 
+/// A text the row gives (one left out reads as empty).
+fn given(s: &str) -> Option<String> {
+    Some(s.to_string()).filter(|s| !s.is_empty())
+}
+
+/// The rows of `doc` if it is `plumb why` on running connections (no
+/// test's `start`, a `connections` list).
+fn rows(doc: &Record) -> Option<&[ConnectionRow]> {
+    doc.connections.as_deref().filter(|_| doc.start.is_none())
+}
+
 /// Whether `doc` is `plumb why` on running connections (no test's `start`,
-/// a `connections` array).
+/// a `connections` list).
 pub fn is_live(doc: &Record) -> bool {
-    Extras::of(doc).live.is_some()
+    rows(doc).is_some()
 }
 
 /// The connections of a document of `plumb why` on running connections,
 /// busiest first (those without a diagnosis last); `None` for any other
 /// document.
 pub fn live_connections(doc: &Record) -> Option<Vec<LiveConn>> {
-    Extras::of(doc).live.as_ref().map(sorted)
+    rows(doc).map(sorted)
 }
 
-/// The connections of `live`, busiest first; one closed before it could be
+/// The connections of `rows`, busiest first; one closed before it could be
 /// measured comes last.
-fn sorted(live: &LiveView) -> Vec<LiveConn> {
-    let mut v: Vec<LiveConn> = live
-        .connections
-        .iter()
-        .map(|c| LiveConn::of(&c.0))
-        .collect();
+fn sorted(rows: &[ConnectionRow]) -> Vec<LiveConn> {
+    let mut v: Vec<LiveConn> = rows.iter().map(LiveConn::of).collect();
     v.sort_by(|a, b| {
         b.diagnosis
             .is_some()
@@ -79,32 +85,34 @@ fn sorted(live: &LiveView) -> Vec<LiveConn> {
 }
 
 impl Live {
-    /// Reads `plumb why` on running connections from its view.
-    pub fn of(live: &LiveView) -> Live {
-        Live {
-            connections: sorted(live),
-            filter: live.about.filter.get().cloned(),
-            seconds: live.about.seconds.get().copied(),
-        }
+    /// Reads `plumb why` on running connections; `None` for any other
+    /// document.
+    pub fn of(doc: &Record) -> Option<Live> {
+        let rows = rows(doc)?;
+        Some(Live {
+            connections: sorted(rows),
+            filter: doc.live.as_ref().map(|l| l.filter.clone()),
+            seconds: doc.live.as_ref().map(|l| l.seconds),
+        })
     }
 }
 
 impl LiveConn {
     /// Reads one entry of `connections`.
-    pub fn of(c: &ConnView) -> LiveConn {
+    pub fn of(c: &ConnectionRow) -> LiveConn {
         LiveConn {
-            local: c.local.get().cloned(),
-            remote: c.remote.get().cloned(),
-            command: c.command.get().cloned(),
-            pid: c.pid.get().copied(),
-            this_host: c.this_host.get().cloned(),
-            rate_bps: c.rate_bps.get().copied(),
-            diagnosis: c.diagnosis.get().map(|d| Diagnosis::of(&d.0)),
-            note: c.note.get().cloned(),
-            congestion: c.congestion.get().cloned(),
-            samples: c.samples.text.clone(),
-            sample_count: c.samples.count,
-            closed: c.closed.get() == Some(&true),
+            local: given(&c.local),
+            remote: given(&c.remote),
+            command: c.command.clone(),
+            pid: c.pid.map(u64::from),
+            this_host: given(&c.this_host),
+            rate_bps: c.rate_bps,
+            diagnosis: c.diagnosis.as_ref().map(Diagnosis::of),
+            note: c.note.clone(),
+            congestion: c.congestion.clone(),
+            samples: c.samples.map(|n| n.to_string()),
+            sample_count: c.samples.map(u64::from),
+            closed: c.closed,
         }
     }
 
@@ -155,7 +163,7 @@ mod tests {
     }
 
     fn live(doc: &Record) -> Option<Live> {
-        Extras::of(doc).live.as_ref().map(Live::of)
+        Live::of(doc)
     }
 
     #[test]
@@ -187,17 +195,21 @@ mod tests {
     }
 
     #[test]
-    fn missing_keys_and_wrong_types() {
-        let d = doc(r#"[{"rate_bps": "fast", "pid": -1, "samples": "many",
-                         "closed": "yes", "this_host": "idle", "diagnosis": {}}]"#);
+    fn missing_keys_and_other_shapes() {
+        let d = doc(r#"[{"this_host": "idle", "diagnosis": {}}]"#);
         assert!(is_live(&d));
         let c = &live_connections(&d).expect("live")[0];
         assert_eq!((c.rate_bps, c.pid, c.sample_count), (None, None, None));
-        assert_eq!(c.samples.as_deref(), Some("many"));
+        assert_eq!((c.samples.as_deref(), c.local.as_deref()), (None, None));
         assert!(!c.closed);
         assert_eq!(c.rate(), 0.0);
         assert_eq!(c.limit(), "none: idle");
-        assert_eq!(LiveConn::of(&ConnView::default()).limit(), "no diagnosis");
+        assert_eq!(
+            LiveConn::of(&ConnectionRow::default()).limit(),
+            "no diagnosis"
+        );
+        // A row of another shape: no connections to read.
+        assert!(!is_live(&doc(r#"[{"rate_bps": "fast"}]"#)));
         // Not running connections: a test, or connections that are not a list.
         let test = Record::parse(r#"{"start": {}, "connections": []}"#).expect("a document");
         assert!(live(&test).is_none() && !is_live(&test));

@@ -2,8 +2,7 @@
 //!
 //! Everything below [`crate::html`]'s charts, panels and page takes a
 //! [`Document`] (or a part of one), built here from the record's types
-//! ([`plumb_record::Document`]) and the views [`crate::input`] reads of the
-//! objects the record keeps as read. A key that is missing reads as absent
+//! ([`plumb_record::Document`]). A key that is missing reads as absent
 //! (`None`, an empty series): the page leaves out what the document does
 //! not say. Only what makes a document no report at all is a
 //! [`BadDocument`].
@@ -16,7 +15,6 @@ pub mod live;
 mod real;
 pub mod series;
 
-use crate::input::views::Extras;
 use crate::top::TopData;
 
 use bad::BadDocument;
@@ -68,16 +66,16 @@ impl Document {
     /// Reads everything the page shows of `i`.
     pub fn of(i: &Input) -> Result<Document, BadDocument> {
         let doc = &i.doc;
-        let extras = Extras::of(doc);
+        let top = crate::top::top_data(doc);
         Ok(Document {
             name: i.name.clone(),
-            run: series::run_data_with(doc, &extras)?,
+            run: series::run_data_with(doc, top.as_ref())?,
             error: doc.error.clone(),
-            diagnosis: extras.diagnosis.as_ref().map(Diagnosis::of),
+            diagnosis: diagnosis::verdict_of(doc).map(Diagnosis::of),
             config: Config::of(doc),
             latency: latency::latency(doc),
-            live: extras.live.as_ref().map(Live::of),
-            top: extras.top,
+            live: Live::of(doc),
+            top,
             received_bps: doc
                 .end
                 .as_ref()

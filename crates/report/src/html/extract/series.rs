@@ -9,9 +9,10 @@ use std::fmt::Write as _;
 use plumb_record::{Document as Record, IntervalStream};
 
 use super::bad::BadDocument;
+use super::diagnosis::verdict_of;
 use super::real::num;
 use crate::format::figures_trimmed;
-use crate::input::views::Extras;
+use crate::top::TopData;
 
 /// One stream's values over the test's intervals, as step series: each
 /// interval's value at its start, and the last one again at its end.
@@ -74,17 +75,18 @@ pub(super) fn close_steps(series: &mut Vec<(f64, f64)>, end: f64) {
 
 /// Reads the series the charts need from a `-J` document.
 pub fn run_data(doc: &Record) -> Result<RunData, BadDocument> {
-    run_data_with(doc, &Extras::of(doc))
+    run_data_with(doc, crate::top::top_data(doc).as_ref())
 }
 
-/// [`run_data`], with the document's untyped objects read already.
-pub(super) fn run_data_with(doc: &Record, extras: &Extras) -> Result<RunData, BadDocument> {
+/// [`run_data`], with the document's `plumb top` log (if it is one) read
+/// already.
+pub(super) fn run_data_with(doc: &Record, top: Option<&TopData>) -> Result<RunData, BadDocument> {
     let why = doc
         .error
         .as_ref()
         .map_or(String::new(), |e| format!(" (the test failed: {e})"));
     let Some(start) = &doc.start else {
-        return no_test(extras, &why);
+        return no_test(doc, top, &why);
     };
     let intervals = doc
         .intervals
@@ -134,9 +136,14 @@ pub(super) fn run_data_with(doc: &Record, extras: &Extras) -> Result<RunData, Ba
         }
     }
     close_run(&mut d, last_end);
-    let diagnosed = extras.diagnosis.as_ref().and_then(|g| {
-        let p = g.predicted_bps.get().copied()?;
-        let limit = g.limit.get().map_or("model", String::as_str);
+    let diagnosed = verdict_of(doc).and_then(|g| {
+        let p = g.predicted_bps?;
+        // `null` (nothing to explain) names no limit: the model's.
+        let limit = if g.nothing_to_explain {
+            "model"
+        } else {
+            g.limit_name()
+        };
         Some((p, format!("predicted ({})", limit.replace('_', " "))))
     });
     d.predicted = diagnosed.or_else(|| {
@@ -200,26 +207,26 @@ fn close_run(d: &mut RunData, end: f64) {
 
 /// What a document without a test's `start` is, for the page's subtitle:
 /// a `plumb top` log, running connections, or a diagnosis alone.
-fn no_test(extras: &Extras, why: &str) -> Result<RunData, BadDocument> {
-    let producer = if let Some(t) = &extras.top {
+fn no_test(doc: &Record, top: Option<&TopData>, why: &str) -> Result<RunData, BadDocument> {
+    let producer = if let Some(t) = top {
         // plumb top --json: the connections over time, in their own panel.
         t.producer()
-    } else if let Some(live) = &extras.live {
+    } else if doc.connections.is_some() {
         // plumb why on running connections: each has its own diagnosis.
-        if live.stray_entry {
-            return Err(BadDocument(
-                "a \"connections\" entry that is not an object".into(),
-            ));
-        }
         let mut producer = String::from("plumb why on running connections");
-        if let Some(f) = live.about.filter.get() {
-            let _ = write!(producer, ", {f}");
-        }
-        if let Some(t) = live.about.seconds.get() {
-            let _ = write!(producer, ", sampled for {} s", figures_trimmed(*t));
+        if let Some(l) = &doc.live {
+            if !l.filter.is_empty() {
+                let _ = write!(producer, ", {}", l.filter);
+            }
+            let _ = write!(producer, ", sampled for {} s", figures_trimmed(l.seconds));
         }
         producer
-    } else if extras.diagnosis.is_some() {
+    } else if doc.live.is_some() {
+        // What was sampled, without the connections: their list is not one.
+        return Err(BadDocument(
+            "a \"live\" object whose \"connections\" are not a list of connections".into(),
+        ));
+    } else if verdict_of(doc).is_some() {
         // A diagnosis without a test (plumb why -J from the model alone, or
         // of live connections): the verdict is the whole report.
         "plumb why".into()
