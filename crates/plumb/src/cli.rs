@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::calc::CalcArgs;
-use crate::measure::MeasureArgs;
 use crate::usage::clap_exit;
 use crate::why::WhyArgs;
+use plumb_cli::measure::MeasureArgs;
 
 /// Why does my application use only 10 Mb/s when the link is 1 Gb/s?
 ///
@@ -50,7 +50,7 @@ enum Command {
     /// The host's TCP connections, busiest first, each with its limit.
     Top(crate::top::TopArgs),
     /// A long fat network on this machine, with plumb run across it.
-    Lab(crate::common::lab_flags::LabArgs),
+    Lab(plumb_cli::lab_flags::LabArgs),
     /// Prometheus probes: a test per scrape, its metrics and its limit.
     Exporter(crate::exporter::ExporterArgs),
     /// A service's TCP handshake: scaling, SACK, ECN, MSS and their caps.
@@ -72,7 +72,7 @@ enum Command {
 /// apply to it: `plumb server` no client flags, `plumb client` and `plumb why`
 /// no server flags (`plumb --help` shows both modes, as iperf3's does).
 pub fn command() -> clap::Command {
-    use crate::measure::{CLIENT_ONLY, SERVER_ONLY};
+    use plumb_cli::measure::{CLIENT_ONLY, SERVER_ONLY};
     fn hide(mut c: clap::Command, ids: &[&str]) -> clap::Command {
         for id in ids {
             c = c.mut_arg(id, |a| a.hide(true));
@@ -117,7 +117,7 @@ const WHY_OWN: &[&str] = &["port", "json", "report", "verbose", "link"];
 /// shown by `--help`, not `-h`.
 fn why_help(c: clap::Command) -> clap::Command {
     use clap::Args;
-    let forwarded: Vec<String> = crate::measure::MeasureArgs::augment_args(clap::Command::new("m"))
+    let forwarded: Vec<String> = MeasureArgs::augment_args(clap::Command::new("m"))
         .get_arguments()
         .map(|a| a.get_id().to_string())
         .filter(|id| !WHY_OWN.contains(&id.as_str()))

@@ -9,8 +9,8 @@ use clap::Args;
 use plumb_exporter::{Asked, Config, Settings};
 use plumb_net::config::ClientConfig;
 
-use crate::measure::{client_config, test_spec, MeasureArgs};
 use crate::usage::usage_error;
+use plumb_cli::measure::{client_config, test_spec, MeasureArgs};
 
 /// Flags of `plumb exporter`.
 #[derive(Debug, Args)]
@@ -27,10 +27,10 @@ pub struct ExporterArgs {
     #[arg(long = "target-allow", value_name = "PREFIX", value_delimiter = ',')]
     pub target_allow: Vec<String>,
     /// Probes that may run at once (one per target in any case)
-    #[arg(long = "max-probes", default_value_t = 2, value_parser = crate::args::whole::<usize>)]
+    #[arg(long = "max-probes", default_value_t = 2, value_parser = plumb_cli::args::whole::<usize>)]
     pub max_probes: usize,
     /// Longest test a probe may run, seconds
-    #[arg(long = "max-time", default_value_t = 10.0, value_parser = crate::args::seconds)]
+    #[arg(long = "max-time", default_value_t = 10.0, value_parser = plumb_cli::args::seconds)]
     pub max_time: f64,
     /// Also summarise the host's live TCP flows on /metrics: seconds and
     /// bytes of transfer by limit, sampled every second (off by default:
@@ -43,7 +43,7 @@ pub struct ExporterArgs {
         long = "live-port",
         value_name = "PORT",
         value_delimiter = ',',
-        value_parser = crate::args::whole::<u16>,
+        value_parser = plumb_cli::args::whole::<u16>,
         requires = "live_flows"
     )]
     pub live_port: Vec<u16>,

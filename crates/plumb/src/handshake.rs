@@ -39,7 +39,7 @@ pub struct HandshakeArgs {
 
 /// `--count`: a few handshakes, never a flood (1 to 5).
 fn count(s: &str) -> Result<u8, String> {
-    match crate::args::whole::<u8>(s)? {
+    match plumb_cli::args::whole::<u8>(s)? {
         n @ 1..=5 => Ok(n),
         _ => Err(format!(
             "invalid number '{s}': too many or too few (accepted: 1 to 5 handshakes)"

@@ -24,10 +24,10 @@ use plumb_lab::document::{
     self as record, emulator_line, hold_text, lab_line, lab_record, measured_bps,
 };
 
-use crate::common::lab_flags::{lab_client, lab_config, LabArgs};
 use crate::common::report_page;
-use crate::measure::{client_config, test_spec, MeasureArgs};
 use crate::usage::{clap_exit, usage_error};
+use plumb_cli::lab_flags::{lab_client, lab_config, LabArgs};
+use plumb_cli::measure::{client_config, test_spec, MeasureArgs};
 use plumb_live::link::given_rate;
 
 fn lab_error(e: &LabError) -> ExitCode {

@@ -4,7 +4,6 @@
 //! crates and maps their outcomes to exit codes. No formula, protocol decision
 //! or socket lives here.
 
-mod args;
 mod calc;
 mod cli;
 mod client_server;

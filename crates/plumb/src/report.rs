@@ -34,7 +34,7 @@ pub struct ReportArgs {
     #[arg(short = 'o', long = "output", default_value = "report.html")]
     pub output: PathBuf,
     /// The bottleneck link's rate, for a diagnosis the document does not hold (1g, 100M)
-    #[arg(long = "link", value_parser = crate::args::rate)]
+    #[arg(long = "link", value_parser = plumb_cli::args::rate)]
     pub link: Option<Rate>,
 }
 

@@ -16,8 +16,8 @@ use plumb_live::Filter;
 use plumb_model::Rate;
 use plumb_report::top::table::{self, TableRow};
 
-use crate::common::live_flags::LiveFilterArgs;
 use crate::usage::usage_error;
+use plumb_cli::live_flags::LiveFilterArgs;
 
 /// Flags of `plumb top`.
 #[derive(Debug, Args)]
@@ -26,16 +26,16 @@ use crate::usage::usage_error;
 )]
 pub struct TopArgs {
     /// Only connections with this port at either end
-    #[arg(short = 'p', long, value_parser = crate::args::whole::<u16>)]
+    #[arg(short = 'p', long, value_parser = plumb_cli::args::whole::<u16>)]
     pub port: Option<u16>,
     /// Connection filters
     #[command(flatten)]
     pub live: LiveFilterArgs,
     /// Stop after N intervals
-    #[arg(short = 'n', long = "count", value_parser = crate::args::whole::<u64>)]
+    #[arg(short = 'n', long = "count", value_parser = plumb_cli::args::whole::<u64>)]
     pub count: Option<u64>,
     /// Seconds between refreshes
-    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = crate::args::seconds)]
+    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = plumb_cli::args::seconds)]
     pub interval: f64,
     /// One JSON object per connection read in the interval (newline-delimited):
     /// every connection on a full scan, the busy ones between
@@ -44,13 +44,13 @@ pub struct TopArgs {
     /// CPU for full scans of the socket table, % of one core: busy
     /// connections are read every interval, the full scan that finds the
     /// others runs as often as its cost allows (100: every interval)
-    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_BUDGET * 100.0, value_parser = crate::args::number)]
+    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_BUDGET * 100.0, value_parser = plumb_cli::args::number)]
     pub scan_budget: f64,
     /// A full scan every SECS seconds whatever it costs (tests)
-    #[arg(long, value_name = "SECS", hide = true, value_parser = crate::args::seconds)]
+    #[arg(long, value_name = "SECS", hide = true, value_parser = plumb_cli::args::seconds)]
     pub scan_every: Option<f64>,
     /// The bottleneck link's rate (1g, 100M); else the route's interface speed
-    #[arg(long, value_parser = crate::args::rate)]
+    #[arg(long, value_parser = plumb_cli::args::rate)]
     pub link: Option<Rate>,
 }
 

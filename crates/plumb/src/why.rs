@@ -18,8 +18,8 @@ use plumb_record::Document;
 
 use crate::common::report_page;
 use crate::common::test_explain::{explain, test_and_explain, NO_JSON_STREAM};
-use crate::measure::{server_flag_given, traffic_flag_given, MeasureArgs};
 use crate::usage::usage_error;
+use plumb_cli::measure::{server_flag_given, traffic_flag_given, MeasureArgs};
 
 /// Flags of `plumb why`.
 #[derive(Debug, Args)]
@@ -33,19 +33,19 @@ pub struct WhyArgs {
     #[arg(long, short = 'r', value_name = "FILE", conflicts_with = "host")]
     pub from: Option<std::path::PathBuf>,
     /// Model alone: the link rate
-    #[arg(long, value_parser = crate::args::rate, conflicts_with_all = ["host", "from"])]
+    #[arg(long, value_parser = plumb_cli::args::rate, conflicts_with_all = ["host", "from"])]
     pub rate: Option<Rate>,
     /// Model alone: the round-trip time
-    #[arg(long, value_parser = crate::args::rtt, conflicts_with_all = ["host", "from"])]
+    #[arg(long, value_parser = plumb_cli::args::rtt, conflicts_with_all = ["host", "from"])]
     pub rtt: Option<Rtt>,
     /// Model alone: the loss rate
-    #[arg(long, value_parser = crate::args::loss, conflicts_with_all = ["host", "from"])]
+    #[arg(long, value_parser = plumb_cli::args::loss, conflicts_with_all = ["host", "from"])]
     pub loss: Option<LossRate>,
     /// Model alone: TCP timestamps on every segment: on, Linux's default (1448 B of payload at MTU 1500), or off (1460 B) [default: on]
-    #[arg(long, value_name = "on|off", value_parser = crate::args::on_off, conflicts_with_all = ["host", "from", "capture"])]
+    #[arg(long, value_name = "on|off", value_parser = plumb_cli::args::on_off, conflicts_with_all = ["host", "from", "capture"])]
     pub tcp_timestamps: Option<bool>,
     /// Live: sample the running connections for this many seconds [default: 3]
-    #[arg(long = "for", value_name = "SECS", value_parser = crate::args::seconds, conflicts_with_all = ["host", "from"])]
+    #[arg(long = "for", value_name = "SECS", value_parser = plumb_cli::args::seconds, conflicts_with_all = ["host", "from"])]
     pub for_secs: Option<f64>,
     /// Read TCP headers from this interface (a packet socket, root) for --for seconds [default: 3] and explain each connection seen
     #[arg(long, value_name = "IFACE", conflicts_with_all = ["host", "from", "rate", "rtt", "loss"])]
@@ -55,7 +55,7 @@ pub struct WhyArgs {
     pub write: Option<std::path::PathBuf>,
     /// Live connection filters (with -p PORT, either end)
     #[command(flatten)]
-    pub live: crate::common::live_flags::LiveFilterArgs,
+    pub live: plumb_cli::live_flags::LiveFilterArgs,
     /// Client flags, as for plumb -c (the test defaults to 5 s)
     #[command(flatten)]
     pub measure: MeasureArgs,
