@@ -623,9 +623,21 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     t.repeating_payload = a.repeating_payload;
     t.zerocopy = a.zerocopy;
     transport_spec(a, &mut t)?;
-    file::apply(a, &mut t)?;
+    file::apply(&file_flags(a), &mut t)?;
     latency_spec(a, &mut t)?;
     Ok(t)
+}
+
+/// What `-F` is checked against (measure/file.rs).
+fn file_flags(a: &MeasureArgs) -> file::FileFlags<'_> {
+    file::FileFlags {
+        file: a.file.as_deref(),
+        udp: a.udp,
+        bidir: a.bidir,
+        latency_test: a.rr || a.crr || a.latency,
+        end_given: a.time.is_some() || a.bytes.is_some() || a.blocks.is_some(),
+        reverse: a.reverse,
+    }
 }
 
 /// The flags that belong to one transport — TCP's buffers, clamp, MSS,

@@ -8,11 +8,25 @@ use std::path::Path;
 
 use plumb_net::config::TestSpec;
 
-use super::MeasureArgs;
+/// `-F` and the flags it is checked against.
+pub struct FileFlags<'a> {
+    /// `-F NAME`.
+    pub file: Option<&'a Path>,
+    /// `-u`.
+    pub udp: bool,
+    /// `--bidir`.
+    pub bidir: bool,
+    /// `--rr`, `--crr` or `--latency`.
+    pub latency_test: bool,
+    /// `-t`, `-n` or `-k`.
+    pub end_given: bool,
+    /// `-R`.
+    pub reverse: bool,
+}
 
 /// Checks `-F` against the other flags and the file, and puts it in `t`.
-pub fn apply(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
-    let Some(path) = a.file.as_deref() else {
+pub fn apply(a: &FileFlags<'_>, t: &mut TestSpec) -> Result<(), String> {
+    let Some(path) = a.file else {
         return Ok(());
     };
     let name = path.display();
@@ -24,10 +38,10 @@ pub fn apply(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
             "-F with --bidir would read and write the one file; give -F with or without -R".into(),
         );
     }
-    if a.rr || a.crr || a.latency {
+    if a.latency_test {
         return Err("-F belongs to a throughput test, not --rr, --crr or --latency".into());
     }
-    if a.time.is_none() && a.bytes.is_none() && a.blocks.is_none() {
+    if !a.end_given {
         // iperf3's rule: the file's size ends the test (a file that cannot
         // be read leaves the default time; the check below names it).
         if let Some(n) = std::fs::metadata(path)
