@@ -9,6 +9,13 @@
 //! authentication keys), so that a bad name is a usage error.
 
 pub mod args;
+pub mod calc;
+pub mod demo;
+pub mod exporter;
+pub mod handshake;
 pub mod lab_flags;
 pub mod live_flags;
 pub mod measure;
+pub mod report;
+pub mod top;
+pub mod why;

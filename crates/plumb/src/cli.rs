@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::calc::CalcArgs;
 use crate::usage::clap_exit;
-use crate::why::WhyArgs;
+use plumb_cli::calc::CalcArgs;
 use plumb_cli::measure::MeasureArgs;
+use plumb_cli::why::WhyArgs;
 
 /// Why does my application use only 10 Mb/s when the link is 1 Gb/s?
 ///
@@ -42,21 +42,21 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// The backup scenario on an emulated link: old window, then autotuned.
-    Demo(crate::demo::DemoArgs),
+    Demo(plumb_cli::demo::DemoArgs),
     /// Model a path: BDP, window, loss and link limits, framing, RTT.
     Calc(CalcArgs),
     /// What limits a transfer: a test, a file, a capture, live connections.
     Why(WhyArgs),
     /// The host's TCP connections, busiest first, each with its limit.
-    Top(crate::top::TopArgs),
+    Top(plumb_cli::top::TopArgs),
     /// A long fat network on this machine, with plumb run across it.
     Lab(plumb_cli::lab_flags::LabArgs),
     /// Prometheus probes: a test per scrape, its metrics and its limit.
-    Exporter(crate::exporter::ExporterArgs),
+    Exporter(plumb_cli::exporter::ExporterArgs),
     /// A service's TCP handshake: scaling, SACK, ECN, MSS and their caps.
-    Handshake(crate::handshake::HandshakeArgs),
+    Handshake(plumb_cli::handshake::HandshakeArgs),
     /// A self-contained HTML report of -J documents, captures or top logs.
-    Report(crate::report::ReportArgs),
+    Report(plumb_cli::report::ReportArgs),
     /// Run a server (the same as plumb -s).
     Server(MeasureArgs),
     /// Run a client against HOST (the same as plumb -c HOST).
