@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::calc::CalcArgs;
-use crate::measure::MeasureArgs;
 use crate::usage::clap_exit;
-use crate::why::WhyArgs;
+use plumb_cli::calc::CalcArgs;
+use plumb_cli::measure::MeasureArgs;
+use plumb_cli::why::WhyArgs;
 
 /// Why does my application use only 10 Mb/s when the link is 1 Gb/s?
 ///
@@ -42,21 +42,21 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// The backup scenario on an emulated link: old window, then autotuned.
-    Demo(crate::demo::DemoArgs),
+    Demo(plumb_cli::demo::DemoArgs),
     /// Model a path: BDP, window, loss and link limits, framing, RTT.
     Calc(CalcArgs),
     /// What limits a transfer: a test, a file, a capture, live connections.
     Why(WhyArgs),
     /// The host's TCP connections, busiest first, each with its limit.
-    Top(crate::top::TopArgs),
+    Top(plumb_cli::top::TopArgs),
     /// A long fat network on this machine, with plumb run across it.
-    Lab(crate::common::lab_flags::LabArgs),
+    Lab(plumb_cli::lab_flags::LabArgs),
     /// Prometheus probes: a test per scrape, its metrics and its limit.
-    Exporter(crate::exporter::ExporterArgs),
+    Exporter(plumb_cli::exporter::ExporterArgs),
     /// A service's TCP handshake: scaling, SACK, ECN, MSS and their caps.
-    Handshake(crate::handshake::HandshakeArgs),
+    Handshake(plumb_cli::handshake::HandshakeArgs),
     /// A self-contained HTML report of -J documents, captures or top logs.
-    Report(crate::report::ReportArgs),
+    Report(plumb_cli::report::ReportArgs),
     /// Run a server (the same as plumb -s).
     Server(MeasureArgs),
     /// Run a client against HOST (the same as plumb -c HOST).
@@ -72,7 +72,7 @@ enum Command {
 /// apply to it: `plumb server` no client flags, `plumb client` and `plumb why`
 /// no server flags (`plumb --help` shows both modes, as iperf3's does).
 pub fn command() -> clap::Command {
-    use crate::measure::{CLIENT_ONLY, SERVER_ONLY};
+    use plumb_cli::measure::{CLIENT_ONLY, SERVER_ONLY};
     fn hide(mut c: clap::Command, ids: &[&str]) -> clap::Command {
         for id in ids {
             c = c.mut_arg(id, |a| a.hide(true));
@@ -117,7 +117,7 @@ const WHY_OWN: &[&str] = &["port", "json", "report", "verbose", "link"];
 /// shown by `--help`, not `-h`.
 fn why_help(c: clap::Command) -> clap::Command {
     use clap::Args;
-    let forwarded: Vec<String> = crate::measure::MeasureArgs::augment_args(clap::Command::new("m"))
+    let forwarded: Vec<String> = MeasureArgs::augment_args(clap::Command::new("m"))
         .get_arguments()
         .map(|a| a.get_id().to_string())
         .filter(|id| !WHY_OWN.contains(&id.as_str()))

@@ -1,5 +1,5 @@
 //! `plumb -s` / `plumb -c HOST` (and `plumb server` / `plumb client HOST`):
-//! iperf3's flags ([`MeasureArgs`], `crate::measure`) run as a server or a
+//! iperf3's flags ([`MeasureArgs`], `plumb_cli::measure`) run as a server or a
 //! client.
 
 use std::process::ExitCode;
@@ -11,8 +11,9 @@ use plumb_report::json::JsonSink;
 
 use crate::common::report_page;
 use crate::common::test_explain::test_and_explain;
-use crate::measure::{client_config, family, pin, sink, test_spec, ErrorsToStderr, MeasureArgs};
+use crate::measure::{pin, sink, ErrorsToStderr};
 use crate::usage::usage_error;
+use plumb_cli::measure::{client_config, family, test_spec, MeasureArgs};
 
 mod daemon;
 mod server_printer;
@@ -172,7 +173,7 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
         rcv_timeout: Duration::from_millis(a.rcv_timeout.unwrap_or(120_000)),
         interval: a.interval.unwrap_or(1.0),
         local: a.local.options(),
-        debug: crate::measure::debug_on(a),
+        debug: plumb_cli::measure::debug_on(a),
         ..ServerConfig::default()
     };
     if let Err(msg) = a.harden.apply_server(&mut cfg) {

@@ -9,7 +9,6 @@
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
-use clap::Args;
 use plumb_diagnose::{diagnose, Evidence};
 use plumb_lab::{Lab, LabConfig};
 use plumb_model::units::sig;
@@ -17,20 +16,10 @@ use plumb_model::{lab_prediction, Bytes, LabClient, LabLink, LabPrediction, Rate
 use plumb_record::Document;
 
 use crate::common::report_page;
+use plumb_cli::demo::DemoArgs;
 use plumb_lab::document::{lab_line, lab_record, measured_bps, model_record, LinkAsked};
 use plumb_lab::programs::{run_client, start_server, Reaper};
 use plumb_live::link::given_rate;
-
-/// Flags of `plumb demo`.
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    /// Seconds each transfer runs
-    #[arg(short = 't', long = "time", default_value_t = 5, value_parser = crate::args::whole_seconds)]
-    pub time: u64,
-    /// Also write the before/after as an HTML report (charts, verdicts, the fix) to this file
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<std::path::PathBuf>,
-}
 
 fn rate(bps: f64) -> String {
     Rate::from_bps(bps).map_or_else(|| "0 bit/s".into(), Rate::human)

@@ -24,10 +24,12 @@ use plumb_lab::document::{
     self as record, emulator_line, hold_text, lab_line, lab_record, measured_bps,
 };
 
-use crate::common::lab_flags::{lab_client, lab_config, LabArgs};
 use crate::common::report_page;
-use crate::measure::{client_config, test_spec, MeasureArgs};
 use crate::usage::{clap_exit, usage_error};
+use plumb_cli::lab_flags::{
+    client_flags, lab_client, lab_config, ClientFlagsError, LabArgs, LAB_PORT,
+};
+use plumb_cli::measure::MeasureArgs;
 use plumb_live::link::given_rate;
 
 fn lab_error(e: &LabError) -> ExitCode {
@@ -35,71 +37,14 @@ fn lab_error(e: &LabError) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// The client flags after `--`, parsed by the client's own parser and
-/// checked as the client checks them, before any lab is built.
+/// The client flags after `--`, checked as the client checks them
+/// (`plumb_cli::lab_flags::client_flags`); `--help` there prints the
+/// client's help.
 fn check_client_flags(args: &[String]) -> Result<MeasureArgs, ExitCode> {
-    #[derive(clap::Parser)]
-    #[command(name = "plumb lab ... --", no_binary_name = true)]
-    struct ClientLine {
-        #[command(flatten)]
-        measure: MeasureArgs,
-    }
-    for (flags, why) in [
-        (
-            &["-c", "--client"][..],
-            "the lab connects the client to the far end",
-        ),
-        (
-            &["-p", "--port"][..],
-            "the lab's far server listens on 5201",
-        ),
-        (
-            &["--json-file"][..],
-            "the lab collects the client's document itself",
-        ),
-    ] {
-        if let Some(f) = args.iter().find(|a| {
-            flags
-                .iter()
-                .any(|f| *a == f || a.starts_with(&format!("{f}=")))
-        }) {
-            return Err(usage_error(format!(
-                "client flags after --: {f} is not yours to set here: {why}"
-            )));
-        }
-    }
-    // Exactly the command line run_client gives the client (but the result file).
-    let far = plumb_lab::FAR_ADDR.to_string();
-    let mut argv = vec!["-c".to_string(), far, "-p".into(), LAB_PORT.to_string()];
-    argv.extend(args.iter().cloned());
-    let m = match <ClientLine as clap::Parser>::try_parse_from(&argv) {
-        Ok(line) => line.measure,
-        Err(e) if e.use_stderr() => {
-            // One line, saying whose flag it is.
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("invalid arguments");
-            let msg = first.strip_prefix("error: ").unwrap_or(first);
-            return Err(usage_error(format!(
-                "client flags after --: {msg} (see plumb --help)"
-            )));
-        }
-        // --help after --: the client's flags.
-        Err(e) => return Err(clap_exit(e)),
-    };
-    if m.server {
-        return Err(usage_error(
-            "client flags after --: -s is not one; the lab runs the server itself",
-        ));
-    }
-    let checked = test_spec(&m).and_then(|spec| client_config(&m, spec).map(|_| ()));
-    if let Err(msg) = checked {
-        return Err(usage_error(format!("client flags after --: {msg}")));
-    }
-    Ok(m)
+    client_flags(args).map_err(|e| match e {
+        ClientFlagsError::Usage(msg) => usage_error(msg),
+        ClientFlagsError::Clap(e) => clap_exit(e),
+    })
 }
 
 /// What runs on the near side: the user's program, or the plumb client
@@ -108,9 +53,6 @@ enum Near<'a> {
     Exec(&'a str),
     Client(Box<MeasureArgs>),
 }
-
-/// The port of the far server.
-const LAB_PORT: u16 = 5201;
 
 /// Notes for a person: stdout, or stderr when stdout is for JSON.
 fn note(json: bool, line: &str) {
@@ -332,66 +274,5 @@ fn hold(lab: &Lab, json: bool) -> anyhow::Result<ExitCode> {
     // The signal handler removes the lab and ends the process; bounded only by the user.
     loop {
         std::thread::sleep(Duration::from_secs(1));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        lab: LabArgs,
-    }
-
-    fn lab_args(flags: &[&str]) -> LabArgs {
-        let mut argv = vec!["lab"];
-        argv.extend_from_slice(flags);
-        Cli::try_parse_from(argv).expect("lab flags").lab
-    }
-
-    /// `--drop-over` sets the black hole in both directions, from 68 B to
-    /// one byte under the MTU; outside that, one line saying the range.
-    #[test]
-    fn drop_over_is_both_directions_and_below_the_mtu() {
-        let c = lab_config(&lab_args(&["--drop-over", "1400"])).expect("config");
-        assert_eq!(c.near_to_far.max_packet, Some(1400));
-        assert_eq!(c.far_to_near.max_packet, Some(1400));
-        assert_eq!(
-            lab_config(&lab_args(&[]))
-                .expect("config")
-                .near_to_far
-                .max_packet,
-            None
-        );
-        for bad in ["1500", "67", "0"] {
-            let e = lab_config(&lab_args(&["--drop-over", bad])).expect_err(bad);
-            assert_eq!(
-                e,
-                format!("invalid --drop-over {bad}: expected 68 to 1499 bytes (below the lab's MTU of 1500 B, or nothing is dropped)")
-            );
-        }
-        let line = lab_line(&lab_args(&["--drop-over", "1400"]).link(), None);
-        assert!(
-            line.ends_with(", packets over 1400 B dropped without ICMP"),
-            "{line}"
-        );
-    }
-
-    /// The client flags after `--` as the lab's model reads them.
-    #[test]
-    fn client_flags_as_the_model_reads_them() {
-        let args = ["-P", "4", "--rwin", "64k", "-b", "10M/32"].map(String::from);
-        let m = check_client_flags(&args).expect("client flags");
-        let c = lab_client(&m);
-        assert_eq!(
-            (c.streams, c.rwin, c.sndbuf, c.mss),
-            (4, Some(plumb_model::Bytes(65_536)), None, None)
-        );
-        assert_eq!(c.bitrate.map(plumb_model::Rate::bps), Some(10e6));
-        let one = lab_client(&check_client_flags(&[]).expect("no flags"));
-        assert_eq!((one.streams, one.bitrate), (1, None));
     }
 }

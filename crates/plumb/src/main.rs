@@ -1,10 +1,10 @@
 //! `plumb`: why does my application use only 10 Mb/s when the link is 1 Gb/s?
 //!
-//! The binary is glue: it turns flags into typed configurations for the library
-//! crates and maps their outcomes to exit codes. No formula, protocol decision
-//! or socket lives here.
+//! The binary is glue: it builds the command line from `plumb_cli`'s flags,
+//! hands the typed configurations they become to the library crates and maps
+//! their outcomes to exit codes. No formula, protocol decision or socket
+//! lives here.
 
-mod args;
 mod calc;
 mod cli;
 mod client_server;

@@ -8,51 +8,12 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Args;
-use plumb_live::scan::{Schedule, DEFAULT_BUDGET};
 use plumb_live::sys::Dumper;
 use plumb_live::watch::{Interval, RowView, Top, TopSink};
-use plumb_live::Filter;
-use plumb_model::Rate;
 use plumb_report::top::table::{self, TableRow};
 
-use crate::common::live_flags::LiveFilterArgs;
 use crate::usage::usage_error;
-
-/// Flags of `plumb top`.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  plumb top                      full screen; q or Ctrl-C quits\n  plumb top -n 2 --json -p 873   two intervals of NDJSON for port 873"
-)]
-pub struct TopArgs {
-    /// Only connections with this port at either end
-    #[arg(short = 'p', long, value_parser = crate::args::whole::<u16>)]
-    pub port: Option<u16>,
-    /// Connection filters
-    #[command(flatten)]
-    pub live: LiveFilterArgs,
-    /// Stop after N intervals
-    #[arg(short = 'n', long = "count", value_parser = crate::args::whole::<u64>)]
-    pub count: Option<u64>,
-    /// Seconds between refreshes
-    #[arg(short = 'i', long, default_value_t = 1.0, value_parser = crate::args::seconds)]
-    pub interval: f64,
-    /// One JSON object per connection read in the interval (newline-delimited):
-    /// every connection on a full scan, the busy ones between
-    #[arg(long, short = 'J')]
-    pub json: bool,
-    /// CPU for full scans of the socket table, % of one core: busy
-    /// connections are read every interval, the full scan that finds the
-    /// others runs as often as its cost allows (100: every interval)
-    #[arg(long, value_name = "PCT", default_value_t = DEFAULT_BUDGET * 100.0, value_parser = crate::args::number)]
-    pub scan_budget: f64,
-    /// A full scan every SECS seconds whatever it costs (tests)
-    #[arg(long, value_name = "SECS", hide = true, value_parser = crate::args::seconds)]
-    pub scan_every: Option<f64>,
-    /// The bottleneck link's rate (1g, 100M); else the route's interface speed
-    #[arg(long, value_parser = crate::args::rate)]
-    pub link: Option<Rate>,
-}
+use plumb_cli::top::{checked, TopArgs};
 
 /// Restores the terminal however `top` ends (return, error, panic).
 struct Screen;
@@ -121,7 +82,7 @@ fn wait(until: Instant, screen: bool) -> std::io::Result<bool> {
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let (filter, schedule) = match checked(a) {
         Ok(x) => x,
-        Err(code) => return Ok(code),
+        Err(msg) => return Ok(usage_error(msg)),
     };
     let mut dumper = match Dumper::open() {
         Ok(d) => d,
@@ -161,39 +122,6 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     drop(sink);
     drop(screen);
     Ok(ExitCode::SUCCESS)
-}
-
-/// The flags checked: the connection filter and the scan schedule, or the
-/// usage error.
-fn checked(a: &TopArgs) -> Result<(Filter, Schedule), ExitCode> {
-    let filter = a.live.filter(a.port).map_err(usage_error)?;
-    if !(0.1..=3600.0).contains(&a.interval) {
-        return Err(usage_error(format!(
-            "--interval {}: give 0.1 to 3600 seconds",
-            a.interval
-        )));
-    }
-    if a.count == Some(0) {
-        return Err(usage_error("-n 0: give at least one interval"));
-    }
-    if !(a.scan_budget > 0.0 && a.scan_budget <= 100.0) {
-        return Err(usage_error(format!(
-            "--scan-budget {}: give a share of one core above 0 and at most 100 (%)",
-            a.scan_budget
-        )));
-    }
-    let sched = match a.scan_every {
-        Some(s) if s.is_finite() && s > 0.0 => {
-            Schedule::every(a.interval, (s / a.interval - 1e-9).ceil().max(1.0) as u64)
-        }
-        Some(s) => {
-            return Err(usage_error(format!(
-                "--scan-every {s}: give seconds above 0"
-            )))
-        }
-        None => Schedule::new(a.interval, a.scan_budget / 100.0),
-    };
-    Ok((filter, sched))
 }
 
 /// Prints each interval: NDJSON lines, or the table (on the full screen

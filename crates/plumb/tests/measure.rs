@@ -966,6 +966,7 @@ const NOT_NUMBERS: &[&str] = &[
     "extra-data",
     "logfile",
     "pidfile",
+    "file",
     "bind-dev",
     "username",
     "rsa-public-key-path",

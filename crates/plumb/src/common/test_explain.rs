@@ -13,8 +13,9 @@ use plumb_record::{Document, Tee};
 use plumb_report::json::JsonSink;
 
 use super::report_page;
-use crate::measure::{client_config, pin, test_spec, text_printer, ErrorsToStderr, MeasureArgs};
+use crate::measure::{pin, text_printer, ErrorsToStderr};
 use crate::usage::usage_error;
+use plumb_cli::measure::{client_config, test_spec, MeasureArgs};
 use plumb_live::link;
 
 /// An explanation is one document, written once the test is over: there is

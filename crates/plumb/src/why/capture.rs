@@ -17,9 +17,9 @@ use plumb_model::Rate;
 use plumb_record::capture::{KernelCounts, Limits};
 
 use crate::common::capture_verdicts::{guesser, say_where_cut};
-use crate::common::live_flags::LiveFilterArgs;
 use crate::common::report_page::capture_page_for;
 use crate::usage::usage_error;
+use plumb_cli::live_flags::LiveFilterArgs;
 
 /// The filters of `plumb why` as they apply to a capture: `-p` only when
 /// given, `--peer` at either end, `--conn`; `--pid` is refused.

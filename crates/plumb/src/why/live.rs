@@ -13,9 +13,9 @@ use plumb_live::sys::Owner;
 use plumb_live::{Role, Track};
 use plumb_model::Rate;
 
-use crate::common::live_flags::LiveFilterArgs;
 use crate::common::report_page;
 use crate::usage::usage_error;
+use plumb_cli::live_flags::LiveFilterArgs;
 use plumb_live::owners::Owners;
 
 use plumb_record::{Document, LiveSampling};

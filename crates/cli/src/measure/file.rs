@@ -8,24 +8,24 @@ use std::path::Path;
 
 use plumb_net::config::TestSpec;
 
-/// The flags `-F` is checked against.
-pub struct Given<'a> {
+/// `-F` and the flags it is checked against.
+pub struct FileFlags<'a> {
     /// `-F NAME`.
     pub file: Option<&'a Path>,
     /// `-u`.
     pub udp: bool,
     /// `--bidir`.
     pub bidir: bool,
-    /// `-R`: the file is written, not read.
-    pub reverse: bool,
-    /// `--rr`, `--crr` or `--latency`: no throughput test.
-    pub not_throughput: bool,
+    /// `--rr`, `--crr` or `--latency`.
+    pub latency_test: bool,
     /// `-t`, `-n` or `-k`.
     pub end_given: bool,
+    /// `-R`.
+    pub reverse: bool,
 }
 
 /// Checks `-F` against the other flags and the file, and puts it in `t`.
-pub fn apply(a: &Given<'_>, t: &mut TestSpec) -> Result<(), String> {
+pub fn apply(a: &FileFlags<'_>, t: &mut TestSpec) -> Result<(), String> {
     let Some(path) = a.file else {
         return Ok(());
     };
@@ -38,7 +38,7 @@ pub fn apply(a: &Given<'_>, t: &mut TestSpec) -> Result<(), String> {
             "-F with --bidir would read and write the one file; give -F with or without -R".into(),
         );
     }
-    if a.not_throughput {
+    if a.latency_test {
         return Err("-F belongs to a throughput test, not --rr, --crr or --latency".into());
     }
     if !a.end_given {

@@ -1,6 +1,7 @@
 //! The flags of `plumb lab` ([`LabArgs`]), which `plumb demo` fills in for
 //! its own link, as the lab takes them ([`LinkAsked`], whose checks make the
-//! emulator's configuration), and the client flags the lab's model reads.
+//! emulator's configuration), and the client flags after `--`: checked as
+//! the client checks them, and what the lab's model reads of them.
 
 use clap::Args;
 use plumb_lab::asked::LinkAsked;
@@ -8,7 +9,7 @@ use plumb_lab::LabConfig;
 use plumb_model::latency::QueueSize;
 use plumb_model::{Bytes, LabClient, LossRate, Rate, Rtt};
 
-use crate::measure::MeasureArgs;
+use crate::measure::{client_config, test_spec, MeasureArgs};
 
 /// Flags of `plumb lab`.
 #[derive(Debug, Args, Clone)]
@@ -126,5 +127,149 @@ pub fn lab_client(m: &MeasureArgs) -> LabClient {
             .bitrate
             .as_deref()
             .and_then(|v| Rate::parse(v.split('/').next().unwrap_or(v)).ok()),
+    }
+}
+
+/// The port of the far server.
+pub const LAB_PORT: u16 = 5201;
+
+/// Why the client flags after `--` cannot be run.
+#[derive(Debug)]
+pub enum ClientFlagsError {
+    /// A flag the lab sets itself, or one the client refuses: one line.
+    Usage(String),
+    /// clap's own answer, printed as clap prints it (`--help` after `--`
+    /// is the client's help).
+    Clap(clap::Error),
+}
+
+/// The client flags after `--`, parsed by the client's own parser and
+/// checked as the client checks them, before any lab is built.
+pub fn client_flags(args: &[String]) -> Result<MeasureArgs, ClientFlagsError> {
+    #[derive(clap::Parser)]
+    #[command(name = "plumb lab ... --", no_binary_name = true)]
+    struct ClientLine {
+        #[command(flatten)]
+        measure: MeasureArgs,
+    }
+    for (flags, why) in [
+        (
+            &["-c", "--client"][..],
+            "the lab connects the client to the far end",
+        ),
+        (
+            &["-p", "--port"][..],
+            "the lab's far server listens on 5201",
+        ),
+        (
+            &["--json-file"][..],
+            "the lab collects the client's document itself",
+        ),
+    ] {
+        if let Some(f) = args.iter().find(|a| {
+            flags
+                .iter()
+                .any(|f| *a == f || a.starts_with(&format!("{f}=")))
+        }) {
+            return Err(ClientFlagsError::Usage(format!(
+                "client flags after --: {f} is not yours to set here: {why}"
+            )));
+        }
+    }
+    // Exactly the command line run_client gives the client (but the result file).
+    let far = plumb_lab::FAR_ADDR.to_string();
+    let mut argv = vec!["-c".to_string(), far, "-p".into(), LAB_PORT.to_string()];
+    argv.extend(args.iter().cloned());
+    let m = match <ClientLine as clap::Parser>::try_parse_from(&argv) {
+        Ok(line) => line.measure,
+        Err(e) if e.use_stderr() => {
+            // One line, saying whose flag it is.
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("invalid arguments");
+            let msg = first.strip_prefix("error: ").unwrap_or(first);
+            return Err(ClientFlagsError::Usage(format!(
+                "client flags after --: {msg} (see plumb --help)"
+            )));
+        }
+        // --help after --: the client's flags.
+        Err(e) => return Err(ClientFlagsError::Clap(e)),
+    };
+    if m.server {
+        return Err(ClientFlagsError::Usage(
+            "client flags after --: -s is not one; the lab runs the server itself".into(),
+        ));
+    }
+    let checked = test_spec(&m).and_then(|spec| client_config(&m, spec).map(|_| ()));
+    if let Err(msg) = checked {
+        return Err(ClientFlagsError::Usage(format!(
+            "client flags after --: {msg}"
+        )));
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use plumb_lab::document::lab_line;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        lab: LabArgs,
+    }
+
+    fn lab_args(flags: &[&str]) -> LabArgs {
+        let mut argv = vec!["lab"];
+        argv.extend_from_slice(flags);
+        Cli::try_parse_from(argv).expect("lab flags").lab
+    }
+
+    /// `--drop-over` sets the black hole in both directions, from 68 B to
+    /// one byte under the MTU; outside that, one line saying the range.
+    #[test]
+    fn drop_over_is_both_directions_and_below_the_mtu() {
+        let c = lab_config(&lab_args(&["--drop-over", "1400"])).expect("config");
+        assert_eq!(c.near_to_far.max_packet, Some(1400));
+        assert_eq!(c.far_to_near.max_packet, Some(1400));
+        assert_eq!(
+            lab_config(&lab_args(&[]))
+                .expect("config")
+                .near_to_far
+                .max_packet,
+            None
+        );
+        for bad in ["1500", "67", "0"] {
+            let e = lab_config(&lab_args(&["--drop-over", bad])).expect_err(bad);
+            assert_eq!(
+                e,
+                format!("invalid --drop-over {bad}: expected 68 to 1499 bytes (below the lab's MTU of 1500 B, or nothing is dropped)")
+            );
+        }
+        let line = lab_line(&lab_args(&["--drop-over", "1400"]).link(), None);
+        assert!(
+            line.ends_with(", packets over 1400 B dropped without ICMP"),
+            "{line}"
+        );
+    }
+
+    /// The client flags after `--` as the lab's model reads them.
+    #[test]
+    fn client_flags_as_the_model_reads_them() {
+        let args = ["-P", "4", "--rwin", "64k", "-b", "10M/32"].map(String::from);
+        let m = client_flags(&args).expect("client flags");
+        let c = lab_client(&m);
+        assert_eq!(
+            (c.streams, c.rwin, c.sndbuf, c.mss),
+            (4, Some(plumb_model::Bytes(65_536)), None, None)
+        );
+        assert_eq!(c.bitrate.map(plumb_model::Rate::bps), Some(10e6));
+        let one = lab_client(&client_flags(&[]).expect("no flags"));
+        assert_eq!((one.streams, one.bitrate), (1, None));
     }
 }
