@@ -11,7 +11,7 @@ use plumb_report::json::JsonSink;
 
 use crate::common::report_page;
 use crate::common::test_explain::test_and_explain;
-use crate::measure::{pin, sink, ErrorsToStderr};
+use crate::common::output::{pin, sink, ErrorsToStderr};
 use crate::usage::usage_error;
 use plumb_cli::measure::{client_config, family, test_spec, MeasureArgs};
 

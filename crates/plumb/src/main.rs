@@ -14,7 +14,6 @@ mod exporter;
 mod generate;
 mod handshake;
 mod lab;
-mod measure;
 mod report;
 mod sys;
 mod top;

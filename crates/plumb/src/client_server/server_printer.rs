@@ -11,7 +11,7 @@ use plumb_report::format;
 use plumb_report::json::JsonSink;
 use plumb_report::text::TextSink;
 
-use crate::measure::printer;
+use crate::common::output::printer;
 use plumb_cli::measure::MeasureArgs;
 
 /// [`plumb_net::server::Printer`] for the flags `a`.

@@ -13,7 +13,7 @@ use plumb_record::{Document, Tee};
 use plumb_report::json::JsonSink;
 
 use super::report_page;
-use crate::measure::{pin, text_printer, ErrorsToStderr};
+use crate::common::output::{pin, text_printer, ErrorsToStderr};
 use crate::usage::usage_error;
 use plumb_cli::measure::{client_config, test_spec, MeasureArgs};
 use plumb_live::link;
