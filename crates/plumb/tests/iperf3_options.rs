@@ -141,7 +141,12 @@ fn sample(name: &str, closed: u16) -> String {
 fn doc_rows() -> Vec<(String, String)> {
     let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/measure.md");
     let text = std::fs::read_to_string(doc).expect("docs/measure.md");
+    // The rows of its own section only: other tables (nuttcp's, iperf 2's)
+    // also start rows with a flag.
     text.lines()
+        .skip_while(|l| *l != "## iperf3's flags, one by one")
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
         .filter_map(|l| {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();
             let name = cells.get(1)?.strip_prefix("`--")?.strip_suffix('`')?;
