@@ -9,9 +9,9 @@ use plumb_net::config::{ServerConfig, DEFAULT_PORT};
 use plumb_record::{Sink, Tee};
 use plumb_report::json::JsonSink;
 
+use crate::common::output::{pin, sink, ErrorsToStderr};
 use crate::common::report_page;
 use crate::common::test_explain::test_and_explain;
-use crate::common::output::{pin, sink, ErrorsToStderr};
 use crate::usage::usage_error;
 use plumb_cli::measure::{client_config, family, test_spec, MeasureArgs};
 

@@ -26,7 +26,7 @@
 //! must agree in each pairing too. A paced line (`--fq-rate 5m`) is where
 //! they need not: its sender counts what still sits in its socket buffer.
 //!
-//! The pairings run side by side, each line after the other; the test
+//! The pairings run side by side, each in two halves side by side; the test
 //! needs the newest iperf3 (`scripts/newest-iperf3`), else it is a counted
 //! skip.
 
@@ -201,23 +201,43 @@ fn refused_alike(line: &str, pairings: &[Pairing], runs: &[Vec<Ran>], i: usize) 
         .collect()
 }
 
-/// Every line of [`COMMANDS`] in one pairing, one after the other, each
-/// against a fresh `-s -1 -J` server.
+/// Every line of [`COMMANDS`] in one pairing, each against a fresh
+/// `-s -1 -J` server: the first half and the second side by side, each
+/// half one line after the other.
 fn run_pairing(p: Pairing, ports: &[u16]) -> Vec<Ran> {
-    COMMANDS
+    let lines: Vec<(&str, u16)> = COMMANDS
         .iter()
-        .zip(ports)
-        .map(|(line, &port)| {
-            let server = Server::start(p.server, &["-s", "-1", "-J"], port);
-            let args = client_args(line, port);
-            let a: Vec<&str> = args.iter().map(String::as_str).collect();
-            let client = try_run(p.client, &a, Duration::from_secs(30));
-            Ran {
-                client,
-                server: server.finish(Duration::from_secs(10)),
-            }
-        })
-        .collect()
+        .copied()
+        .zip(ports.iter().copied())
+        .collect();
+    let (first, second) = lines.split_at(lines.len() / 2);
+    std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            first
+                .iter()
+                .map(|&(l, port)| run_line(p, l, port))
+                .collect::<Vec<_>>()
+        });
+        let mut runs: Vec<Ran> = second
+            .iter()
+            .map(|&(l, port)| run_line(p, l, port))
+            .collect();
+        let mut all = a.join().expect("a half's thread");
+        all.append(&mut runs);
+        all
+    })
+}
+
+/// One line against a fresh `-s -1 -J` server on `port`.
+fn run_line(p: Pairing, line: &str, port: u16) -> Ran {
+    let server = Server::start(p.server, &["-s", "-1", "-J"], port);
+    let args = client_args(line, port);
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let client = try_run(p.client, &a, Duration::from_secs(30));
+    Ran {
+        client,
+        server: server.finish(Duration::from_secs(10)),
+    }
 }
 
 /// A line's arguments with its host and the server's port.
