@@ -44,6 +44,7 @@ pub mod config;
 pub mod datapath;
 pub mod datathread;
 pub mod debug;
+pub mod detect;
 pub mod diskfile;
 pub mod end_plumb;
 pub mod errors;
