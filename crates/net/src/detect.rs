@@ -1,15 +1,15 @@
 //! `--tool auto`: finds which tool's server listens on the host, trying
 //! iperf3, iperf 2 and nuttcp in that order, each on its own port (or all
-//! on the one `-p` names), with two short probes per port
-//! ([`plumb_proto::detect`] says what the answers mean). Every connect and
-//! read is bounded by [`PROBE_WAIT`]; a probe's connection is closed before
-//! the test starts.
+//! on the one `-p` names), with one short probe per port
+//! ([`plumb_proto::detect`] says what it is and what the answers mean).
+//! Every connect and read is bounded by [`PROBE_WAIT`]; a probe's
+//! connection is closed before the test starts.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use plumb_proto::detect::{classify, decide, Answer, REPLY_CAP};
+use plumb_proto::detect::{classify, decide, probe, Answer, REPLY_CAP};
 use plumb_proto::tool::Tool;
 
 use crate::config::Family;
@@ -32,38 +32,33 @@ pub struct Target {
 /// The tool and port of the first server found: each tool in turn on its
 /// default port, or on `port` when one is given.
 pub fn find(cfg: &Target, port: Option<u16>) -> Option<(Tool, u16)> {
-    let mut seen: Vec<(u16, Option<(Answer, Answer)>)> = Vec::new();
+    let mut seen: Vec<(u16, Option<Answer>)> = Vec::new();
     for tool in Tool::ALL {
         let p = port.unwrap_or(tool.default_port());
         let answers = match seen.iter().find(|(q, _)| *q == p) {
             Some((_, a)) => *a,
             None => {
-                let a = probe(cfg, p);
+                let a = probe_port(cfg, p);
                 seen.push((p, a));
                 a
             }
         };
-        if let Some(found) = answers.and_then(|(c, g)| decide(tool, c, g)) {
+        if let Some(found) = answers.and_then(|a| decide(tool, a)) {
             return Some((found, p));
         }
     }
     None
 }
 
-/// The two answers from `port`, or `None` when nothing takes a connection.
-fn probe(cfg: &Target, port: u16) -> Option<(Answer, Answer)> {
+/// The answer from `port` to the probe, or `None` when nothing takes a
+/// connection there.
+fn probe_port(cfg: &Target, port: u16) -> Option<Answer> {
     let addr = sockets::resolve(&cfg.host, port, cfg.family)
         .ok()?
         .into_iter()
         .next()?;
-    let cookie = crate::client::random_cookie();
-    let first = ask(cfg, addr, cookie.as_bytes())?;
-    if first != Answer::Neither {
-        return Some((first, Answer::Neither));
-    }
-    let hello = plumb_proto::nuttcp::reply::hello();
-    let second = ask(cfg, addr, hello.as_bytes()).unwrap_or(Answer::Neither);
-    Some((first, second))
+    let bytes = probe(*crate::client::random_cookie().as_bytes());
+    ask(cfg, addr, &bytes)
 }
 
 /// Connects, sends `bytes` and reads the reply until it says something,
