@@ -6,8 +6,8 @@
 //! client counted within 1 % of the server's; `--tool auto` names the tool
 //! of plumb's servers and of stock ones and runs its test; the flag
 //! combinations that cannot work are refused in one line (exit 2), a port
-//! that is taken stops the whole server (exit 1), and `-1` ends all the
-//! servers after the first test of any.
+//! that is taken stops the whole server (exit 1), `--deny` holds for every
+//! tool, and `-1` ends all the servers after the first test of any.
 
 mod common;
 
@@ -223,6 +223,32 @@ fn one_off_ends_every_server_after_the_first_test() {
     for p in [p3, p2, pn] {
         assert!(!listening(p), "port {p} still listens after -1's test");
     }
+}
+
+#[test]
+fn deny_refuses_each_tools_client() {
+    need_peers!();
+    let (p3, p2, pn) = (port(), port(), port());
+    let tools = format!("iperf3,iperf2={p2},nuttcp={pn}");
+    let args = ["-s", "--deny", "127.0.0.1", "--tools", tools.as_str()];
+    let srv = Server::start(plumb_bin(), &args, p3);
+    wait_listening(p2);
+    wait_listening(pn);
+    let (s3, s2, sn) = (p3.to_string(), p2.to_string(), pn.to_string());
+    let o = run(
+        iperf3_bin(),
+        &["-c", "127.0.0.1", "-p", &s3, "-t", "1"],
+        LIMIT,
+    );
+    assert!(!o.status.success(), "iperf3 ran: {}", text(&o));
+    // iperf 2's client sees only a reset; the server's log says why.
+    let _ = run("iperf", &["-c", "127.0.0.1", "-p", &s2, "-t", "1"], LIMIT);
+    let o = run("nuttcp", &["-P", &sn, "-p", &s2, "-T1", "127.0.0.1"], LIMIT);
+    assert!(text(&o).contains("--allow/--deny"), "nuttcp: {}", text(&o));
+    let out = interrupt(srv);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let refusals = err.lines().filter(|l| l.contains("--allow/--deny")).count();
+    assert_eq!(refusals, 3, "one refusal per tool: {err}");
 }
 
 #[test]
