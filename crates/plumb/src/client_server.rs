@@ -41,7 +41,7 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     };
     let detected;
     let a = if a.tool == Some(plumb_proto::tool::ToolChoice::Auto) {
-        match detect(a, &host) {
+        match crate::common::auto_tool::detect(a, &host) {
             Some(found) => {
                 detected = found;
                 &detected
@@ -133,37 +133,6 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
     }
-}
-
-/// `--tool auto`: the flags with the tool found on `host` and its port, and
-/// one line on stderr saying which (stdout stays `-J`'s document); `None`
-/// after the one-line error when no server answers.
-fn detect(a: &MeasureArgs, host: &str) -> Option<MeasureArgs> {
-    use plumb_proto::tool::{Tool, ToolChoice};
-    let target = plumb_net::detect::Target {
-        host: host.to_owned(),
-        family: family(a),
-        bind: a.bind,
-    };
-    let Some((tool, port)) = plumb_net::detect::find(&target, a.port) else {
-        let ports = match a.port {
-            Some(p) => format!("port {p}"),
-            None => "ports 5201, 5001 and 5000".into(),
-        };
-        eprintln!("plumb: error - no iperf3, iperf 2 or nuttcp server answered on {host} {ports}");
-        return None;
-    };
-    let name = match tool {
-        Tool::Iperf3 => "an iperf3",
-        Tool::Iperf2 => "an iperf 2",
-        Tool::Nuttcp => "a nuttcp",
-    };
-    eprintln!("plumb: found {name} server on {host} port {port}");
-    Some(MeasureArgs {
-        tool: Some(ToolChoice::One(tool)),
-        port: Some(port),
-        ..a.clone()
-    })
 }
 
 /// `plumb -s`: the server's own checks, then the server (daemonized with

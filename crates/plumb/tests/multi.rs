@@ -385,3 +385,31 @@ fn auto_with_nothing_there_is_one_line_and_exit_1() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("no iperf3, iperf 2 or nuttcp server"), "{err}");
 }
+
+#[test]
+fn why_with_auto_tests_the_tool_it_found() {
+    let p = port();
+    let _srv = Server::start(plumb_bin(), &["-s", "--tools", "iperf2"], p);
+    let s = p.to_string();
+    let o = run(
+        plumb_bin(),
+        &[
+            "why",
+            "127.0.0.1",
+            "--tool",
+            "auto",
+            "-p",
+            &s,
+            "-t",
+            "1",
+            "-J",
+        ],
+        LIMIT,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let want = format!("plumb: found an iperf 2 server on 127.0.0.1 port {p}");
+    assert_eq!(err.lines().next(), Some(want.as_str()), "{err}");
+    let v = json(&o, "plumb why --tool auto");
+    assert!(v.is_object(), "one document");
+}
