@@ -117,7 +117,8 @@ fn iperf2_bytes(out: &str) -> f64 {
 #[test]
 fn one_server_answers_iperf3_iperf2_and_nuttcp_clients() {
     need_peers!();
-    let (p3, p2, pn) = (port(), port(), port());
+    // nuttcp -N2's second data port is the one after iperf 2's.
+    let (p3, p2, _second, pn) = (port(), port(), port(), port());
     let tools = format!("iperf3,iperf2={p2},nuttcp={pn}");
     // -p is iperf3's port among several tools.
     let srv = Server::start(plumb_bin(), &["-s", "-J", "--tools", &tools], p3);
@@ -147,6 +148,18 @@ fn one_server_answers_iperf3_iperf2_and_nuttcp_clients() {
     let o = run("nuttcp", &["-P", &sn, "-p", &s2, "-T2", "127.0.0.1"], LIMIT);
     assert!(o.status.success(), "nuttcp: {}", text(&o));
     clients.push(("nuttcp", nuttcp_bytes(&String::from_utf8_lossy(&o.stdout))));
+
+    // Two streams: the first handed over, the second on a listener of its own.
+    let o = run(
+        "nuttcp",
+        &["-N2", "-P", &sn, "-p", &s2, "-T2", "127.0.0.1"],
+        LIMIT,
+    );
+    assert!(o.status.success(), "nuttcp -N2: {}", text(&o));
+    clients.push((
+        "nuttcp -N2",
+        nuttcp_bytes(&String::from_utf8_lossy(&o.stdout)),
+    ));
 
     // iperf 2's listener still serves its own clients afterwards.
     let o = run(
