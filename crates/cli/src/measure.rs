@@ -229,7 +229,7 @@ pub struct MeasureArgs {
     ///
     /// Client: the peer's wire protocol: iperf3 (the default), iperf2,
     /// nuttcp, or auto (tries iperf3, iperf 2 and nuttcp on their default
-    /// ports and says which answered)
+    /// ports, or each on -p's port, and says which answered)
     #[arg(long = "tool", value_name = "TOOL", value_parser = ToolChoice::parse)]
     pub tool: Option<ToolChoice>,
     /// With --tool nuttcp: turn the data connection round (nuttcp's -F)

@@ -147,7 +147,7 @@ fn requested_rate(s: &crate::config::TestSpec) -> u64 {
         .unwrap_or(if udp_flood { DEFAULT_UDP_RATE } else { 0 })
 }
 
-fn random_cookie() -> Cookie {
+pub(crate) fn random_cookie() -> Cookie {
     let mut r = [0u8; 36];
     if crate::sys::fill_random(&mut r).is_err() {
         // Uniqueness per test is all that matters; the clock is unique enough.

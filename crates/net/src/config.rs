@@ -390,6 +390,10 @@ pub struct ServerConfig {
     /// the listener (inherited by every connection it accepts) and the UDP
     /// data sockets.
     pub local: crate::local::LocalOptions,
+    /// With several tools on one server: the ports one tool's listener
+    /// owns and hands to another tool's session (a nuttcp data connection
+    /// on iperf 2's port).
+    pub handoff: Option<Arc<crate::handoff::Handoff>>,
 }
 
 impl Default for ServerConfig {
@@ -410,6 +414,7 @@ impl Default for ServerConfig {
             access: AccessList::default(),
             auth: None,
             local: crate::local::LocalOptions::default(),
+            handoff: None,
         }
     }
 }

@@ -39,7 +39,18 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             "give -s to run a server or -c HOST to run a client (see plumb --help)",
         ));
     };
-    let _ = host;
+    let detected;
+    let a = if a.tool == Some(plumb_proto::tool::ToolChoice::Auto) {
+        match crate::common::auto_tool::detect(a, &host) {
+            Some(found) => {
+                detected = found;
+                &detected
+            }
+            None => return Ok(ExitCode::from(1)),
+        }
+    } else {
+        a
+    };
     if a.why {
         // It pins this end itself (so does `plumb why HOST`).
         return test_and_explain(a, a.link);
@@ -164,7 +175,14 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if let Err(code) = pin(a) {
         return Ok(code);
     }
-    let (tool, port) = server_port(a);
+    let listens = match server_listens(a) {
+        Ok(l) => l,
+        Err(why) => return Ok(usage_error(why)),
+    };
+    let (tool, port) = listens
+        .first()
+        .copied()
+        .unwrap_or((plumb_proto::tool::Tool::Iperf3, DEFAULT_PORT));
     let mut cfg = ServerConfig {
         port,
         bind: a.bind,
@@ -189,6 +207,7 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     };
     let printer = server_printer::ServerPrinter(a);
     let served = match tool {
+        _ if listens.len() > 1 => plumb_net::multi::run(&cfg, &listens, &printer),
         plumb_proto::tool::Tool::Iperf2 => plumb_net::iperf2::server::run(&cfg, &printer),
         plumb_proto::tool::Tool::Nuttcp => plumb_net::nuttcp::server::run(&cfg, &printer),
         plumb_proto::tool::Tool::Iperf3 => plumb_net::server::run(&cfg, &printer),
@@ -204,8 +223,8 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
 
 /// A `--tool` or `--tools` naming a wire protocol this build does not
 /// speak, with the one-line reason; `--tool` on a server and `--tools` on a
-/// client are refused too. iperf3 and iperf 2 are spoken; a server answers
-/// one tool at a time.
+/// client are refused too. All three tools are spoken, `auto` on a client
+/// and several tools at once on a server.
 fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     use plumb_proto::tool::{Tool, ToolChoice};
     if a.server && a.tool.is_some() {
@@ -214,19 +233,15 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
     if !a.server && a.tools.is_some() {
         return Some("--tools is a server flag; a client takes --tool TOOL".into());
     }
+    if a.tool == Some(ToolChoice::Auto) && a.flip {
+        return Some("--flip is nuttcp's -F: give it with --tool nuttcp, not auto".into());
+    }
     let spoken = |t: &Tool| matches!(t, Tool::Iperf3 | Tool::Iperf2 | Tool::Nuttcp);
     match (&a.tool, server_tools(a)) {
-        (Some(ToolChoice::Auto), _) => Some(
-            "--tool auto: peer detection is not built; name the tool (iperf3, iperf2 or nuttcp)".into(),
-        ),
         (Some(ToolChoice::One(t)), _) if !spoken(t) => Some(format!(
             "--tool {t}: this build speaks iperf3's, iperf 2's and nuttcp's wire protocols only"
         )),
-        (None, list) if list.len() > 1 => Some(
-            "--tools: one server answering several tools at once is not built; list one tool"
-                .into(),
-        ),
-        (None, list) => list.first().filter(|l| !spoken(&l.tool)).map(|l| {
+        (None, list) => list.iter().find(|l| !spoken(&l.tool)).map(|l| {
             format!(
                 "--tools {}: this build speaks iperf3's, iperf 2's and nuttcp's wire protocols only",
                 l.tool
@@ -234,6 +249,45 @@ fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
         }),
         _ => None,
     }
+}
+
+/// Each tool a server answers and its port. One tool: its `=PORT`, else
+/// `-p`, else its default. Several: each its `=PORT` or default, with `-p`
+/// iperf3's port.
+///
+/// # Errors
+/// `-p` with several tools and no iperf3 among them, or two tools on one port.
+fn server_listens(a: &MeasureArgs) -> Result<Vec<(plumb_proto::tool::Tool, u16)>, String> {
+    use plumb_proto::tool::Tool;
+    let list = server_tools(a);
+    if list.len() <= 1 {
+        return Ok(vec![server_port(a)]);
+    }
+    if a.port.is_some()
+        && !list
+            .iter()
+            .any(|l| l.tool == Tool::Iperf3 && l.port.is_none())
+    {
+        return Err(
+            "-p with several --tools is iperf3's port; give each other tool its port as TOOL=PORT"
+                .into(),
+        );
+    }
+    let out: Vec<(Tool, u16)> = list
+        .iter()
+        .map(|l| match (l.tool, l.port) {
+            (Tool::Iperf3, None) => (Tool::Iperf3, a.port.unwrap_or(DEFAULT_PORT)),
+            _ => (l.tool, l.port()),
+        })
+        .collect();
+    for (i, (t, p)) in out.iter().enumerate() {
+        if let Some((u, _)) = out.iter().skip(i + 1).find(|(_, q)| q == p) {
+            return Err(format!(
+                "--tools: {t} and {u} both on port {p}; give one of them another port as TOOL=PORT"
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// The tool a server answers and its port: the one `--tools` lists (iperf3
@@ -293,6 +347,26 @@ mod tests {
     }
 
     #[test]
+    fn several_tools_each_on_its_port() {
+        let on = |flags: &[&str]| server_listens(&args(flags));
+        let all = on(&["-s", "--tools", "iperf3,iperf2,nuttcp"]);
+        assert_eq!(
+            all,
+            Ok(vec![
+                (Tool::Iperf3, 5201),
+                (Tool::Iperf2, 5001),
+                (Tool::Nuttcp, 5000)
+            ])
+        );
+        let p = on(&["-s", "-p", "7000", "--tools", "nuttcp=7001,iperf3"]);
+        assert_eq!(p, Ok(vec![(Tool::Nuttcp, 7001), (Tool::Iperf3, 7000)]));
+        let no3 = on(&["-s", "-p", "7000", "--tools", "nuttcp,iperf2"]);
+        assert!(no3.is_err_and(|e| e.contains("TOOL=PORT")));
+        let same = on(&["-s", "--tools", "iperf3=5001,iperf2"]);
+        assert!(same.is_err_and(|e| e.contains("both on port 5001")));
+    }
+
+    #[test]
     fn an_iperf2_client_connects_to_5001_unless_told() {
         let spec = plumb_net::config::TestSpec::default;
         let c = client_config(&args(&["-c", "h", "--tool", "iperf2"]), spec());
@@ -309,8 +383,9 @@ mod tests {
         assert_eq!(said(&["-c", "h", "--tool", "iperf2"]), "");
         assert_eq!(said(&["-s", "--tools", "iperf2"]), "");
         assert_eq!(said(&["-c", "h", "--tool", "nuttcp"]), "");
-        assert!(said(&["-c", "h", "--tool", "auto"]).contains("not built"));
-        assert!(said(&["-s", "--tools", "iperf3,iperf2"]).contains("several tools"));
+        assert_eq!(said(&["-c", "h", "--tool", "auto"]), "");
+        assert_eq!(said(&["-s", "--tools", "iperf3,iperf2,nuttcp"]), "");
+        assert!(said(&["-c", "h", "--tool", "auto", "--flip"]).contains("nuttcp"));
         assert_eq!(said(&["-s", "--tools", "nuttcp"]), "");
         assert!(said(&["-s", "--tool", "iperf2"]).contains("--tools LIST"));
     }

@@ -5,6 +5,7 @@
 //! Adapter glue between flags and the library crates; nothing here imports
 //! a command's module.
 
+pub mod auto_tool;
 pub mod capture_verdicts;
 pub mod os_guess;
 pub mod output;

@@ -59,6 +59,7 @@
 pub mod auth;
 pub mod client;
 pub mod cookie;
+pub mod detect;
 mod error;
 pub mod framing;
 mod input;

@@ -63,6 +63,9 @@ pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
                 return Ok(());
             }
             while let Ok((conn, peer)) = listener.accept() {
+                let Some(conn) = not_handed_over(cfg, conn, peer) else {
+                    continue;
+                };
                 if live.load(Ordering::Acquire) >= max_conns {
                     log(
                         &peer,
@@ -81,6 +84,17 @@ pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
             flows.poll(scope, printer);
         }
     })
+}
+
+/// The connection, unless it is a data connection another tool's session
+/// on this server expects from that peer on this port (a nuttcp data
+/// connection on iperf 2's port), which goes to that session.
+fn not_handed_over(cfg: &ServerConfig, conn: TcpStream, peer: SocketAddr) -> Option<TcpStream> {
+    let Some(h) = &cfg.handoff else {
+        return Some(conn);
+    };
+    let port = conn.local_addr().map_or(cfg.port, |a| a.port());
+    h.offer(conn, peer.ip(), port)
 }
 
 fn serve_tcp(cfg: &ServerConfig, printer: &dyn Printer, conn: TcpStream, peer: SocketAddr) {

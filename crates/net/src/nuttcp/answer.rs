@@ -23,6 +23,7 @@ use super::params::params_of;
 use crate::config::ServerConfig;
 use crate::datapath::Drain;
 use crate::errors::TestError;
+use crate::handoff::Expected;
 use crate::session::{Plan, Session, Stream};
 use crate::sockets::{self, DataOptions, StreamSocket};
 use crate::{host, signals};
@@ -40,6 +41,7 @@ pub fn serve_test(
     ctl: &mut Control,
     peer: SocketAddr,
     req: &Request,
+    handed: &[Expected],
     sink: &mut dyn Sink,
 ) -> Result<(), TestError> {
     if req.udp {
@@ -52,9 +54,7 @@ pub fn serve_test(
     let socks = if client_listens(req) {
         data::connect(peer.ip(), req.port, req.streams, Some(local), &opts, sends)
     } else {
-        let l =
-            data::listen(local, req.port, req.streams, &opts, sends).map_err(TestError::Stream)?;
-        data::accept_from(&l, peer.ip(), &opts, sends)
+        data::listen_and_accept(local, peer.ip(), req, handed, &opts, sends)
     }
     .map_err(TestError::Stream)?;
     let mut plan = Plan::of(&params);

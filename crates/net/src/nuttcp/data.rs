@@ -7,6 +7,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::handoff::Expected;
 use crate::sockets::{self, DataOptions};
 
 /// How long a listening end waits for each data connection, and a
@@ -89,6 +90,52 @@ pub fn accept_from(
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+    Ok(out)
+}
+
+/// A listening end's data connections: on each port of the request that
+/// another tool's listener owns, the one it hands over (`handed`); on each
+/// other port, one from `peer` on a listener of its own.
+///
+/// # Errors
+/// A port that cannot be listened on, or a connection that does not come.
+pub fn listen_and_accept(
+    local: IpAddr,
+    peer: IpAddr,
+    req: &plumb_proto::nuttcp::request::Request,
+    handed: &[Expected],
+    o: &DataOptions,
+    sender: bool,
+) -> io::Result<Vec<TcpStream>> {
+    if handed.is_empty() {
+        let l = listen(local, req.port, req.streams, o, sender)?;
+        return accept_from(&l, peer, o, sender);
+    }
+    let ports = (0..req.streams)
+        .map(|i| port_of(req.port, i))
+        .collect::<io::Result<Vec<u16>>>()?;
+    let mut own = Vec::new();
+    for p in ports
+        .iter()
+        .filter(|p| !handed.iter().any(|h| h.port() == **p))
+    {
+        own.extend(
+            listen(local, *p, 1, o, sender)?
+                .into_iter()
+                .map(|l| (*p, l)),
+        );
+    }
+    let mut out = Vec::with_capacity(ports.len());
+    for p in ports {
+        if let Some(h) = handed.iter().find(|h| h.port() == p) {
+            let s = h.take(DATA_WAIT)?;
+            s.set_nonblocking(false)?;
+            sockets::post_accept(&s, o, sender)?;
+            out.push(s);
+        } else if let Some((_, l)) = own.iter().find(|(q, _)| *q == p) {
+            out.extend(accept_from(std::slice::from_ref(l), peer, o, sender)?);
         }
     }
     Ok(out)

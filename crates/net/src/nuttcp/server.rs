@@ -22,8 +22,10 @@ use plumb_record::Sink;
 
 use super::answer::serve_test;
 use super::control::Control;
+use super::data::client_listens;
 use crate::config::{canonical, ServerConfig};
 use crate::errors::TestError;
+use crate::handoff::Expected;
 use crate::server::Printer;
 use crate::{signals, sockets};
 
@@ -166,6 +168,8 @@ fn one_test(
             return Err(TestError::Ended(format!("request refused: {why}")));
         }
     };
+    // Registered before the answer: the client connects once it has it.
+    let handed = expect_handed(cfg, peer, &req);
     ctl.send(&reply::ok())?;
     log(
         &peer,
@@ -179,7 +183,25 @@ fn one_test(
             req.seconds
         ),
     );
-    serve_test(cfg, &mut ctl, peer, &req, sink)
+    serve_test(cfg, &mut ctl, peer, &req, &handed, sink)
+}
+
+/// The data connections of a test whose client connects to a port another
+/// tool's listener on this server owns: that listener hands them over.
+fn expect_handed(cfg: &ServerConfig, peer: SocketAddr, req: &Request) -> Vec<Expected> {
+    let Some(h) = cfg.handoff.as_ref().filter(|_| !client_listens(req)) else {
+        return Vec::new();
+    };
+    data_ports(req)
+        .filter(|p| h.shares(*p))
+        .map(|p| h.expect(peer.ip(), p))
+        .collect()
+}
+
+/// The request's data ports, one per stream (checked to fit by
+/// [`within_limits`]).
+fn data_ports(req: &Request) -> impl Iterator<Item = u16> + '_ {
+    (0..req.streams).filter_map(move |i| u16::try_from(u32::from(req.port) + i).ok())
 }
 
 /// The greetings and the request, within the handshake timeout; the
@@ -234,6 +256,15 @@ fn within_limits(cfg: &ServerConfig, r: Request) -> Result<Request, String> {
     }
     if u32::from(r.port) + r.streams > 65_536 {
         return Err("data ports run past 65535".into());
+    }
+    let shared = cfg
+        .handoff
+        .as_ref()
+        .and_then(|h| data_ports(&r).find(|p| h.shares(*p)));
+    if let (true, Some(p)) = (r.udp, shared) {
+        return Err(format!(
+            "UDP data port {p} is this server's iperf 2 port; give nuttcp -p with another data port"
+        ));
     }
     Ok(r)
 }

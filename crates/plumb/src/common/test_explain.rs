@@ -27,6 +27,19 @@ pub fn test_and_explain(m: &MeasureArgs, link: Option<Rate>) -> anyhow::Result<E
     if m.json_stream {
         return Ok(usage_error(NO_JSON_STREAM));
     }
+    let detected;
+    let m = if m.tool == Some(plumb_proto::tool::ToolChoice::Auto) {
+        let host = m.client.clone().unwrap_or_default();
+        match super::auto_tool::detect(m, &host) {
+            Some(found) => {
+                detected = found;
+                &detected
+            }
+            None => return Ok(ExitCode::from(1)),
+        }
+    } else {
+        m
+    };
     if let Err(code) = pin(m) {
         return Ok(code);
     }

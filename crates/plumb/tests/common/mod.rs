@@ -102,7 +102,7 @@ fn read_iperf3_version() -> (u32, u32) {
 /// another or a developer runs several at once. They sit below Linux's
 /// ephemeral range (32768 up), so no outgoing connection holds one; the
 /// capture crate's tshark test takes 31000-31499.
-const PORT_RANGES: [(&str, u16, u16); 22] = [
+const PORT_RANGES: [(&str, u16, u16); 23] = [
     ("calc", 16_000, 1000),
     ("exporter", 17_000, 1000),
     ("hostile", 18_000, 1000),
@@ -125,6 +125,7 @@ const PORT_RANGES: [(&str, u16, u16); 22] = [
     ("why_capture", 31_500, 250),
     ("nuttcp", 31_750, 250),
     ("iperf2", 32_000, 500),
+    ("multi", 32_500, 250),
 ];
 
 /// A port no other test uses: the next of this test binary's range.
