@@ -3,7 +3,8 @@
 //! on the one `-p` names), with one short probe per port
 //! ([`plumb_proto::detect`] says what it is and what the answers mean).
 //! Every connect and read is bounded by [`PROBE_WAIT`]; a probe's
-//! connection is closed before the test starts.
+//! connection is closed, and the server's side of it seen closed, before
+//! the test starts.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
@@ -69,7 +70,29 @@ fn ask(cfg: &Target, addr: SocketAddr, bytes: &[u8]) -> Option<Answer> {
     if s.write_all(bytes).is_err() {
         return Some(Answer::Neither);
     }
-    Some(read_answer(&mut s))
+    let answer = read_answer(&mut s);
+    settle(&mut s);
+    Some(answer)
+}
+
+/// Ends the probe and waits (at most [`PROBE_WAIT`]) for the server to
+/// close its side: a stock iperf3 server still busy with the probe would
+/// turn the test that follows away as busy.
+fn settle(s: &mut TcpStream) {
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let deadline = Instant::now() + PROBE_WAIT;
+    let mut buf = [0u8; 4096];
+    // Bounded in bytes too: a server that keeps talking is not waited for.
+    for _ in 0..16 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
 }
 
 fn read_answer(s: &mut TcpStream) -> Answer {
