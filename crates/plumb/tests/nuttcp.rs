@@ -135,12 +135,19 @@ fn client_counts_agree(v: &Value, what: &str) {
     );
 }
 
+/// Returns from the test, as a counted skip, when nuttcp is not installed.
+macro_rules! need_nuttcp {
+    () => {
+        if nuttcp().is_none() {
+            plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
+            return;
+        }
+    };
+}
+
 #[test]
 fn plumb_client_against_nuttcp_server() {
-    if nuttcp().is_none() {
-        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
-        return;
-    }
+    need_nuttcp!();
     for (what, args) in [
         ("tcp send", vec![]),
         ("tcp receive", vec!["-R"]),
@@ -167,10 +174,7 @@ fn plumb_client_against_nuttcp_server() {
 
 #[test]
 fn plumb_client_prints_nuttcps_summary() {
-    if nuttcp().is_none() {
-        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
-        return;
-    }
+    need_nuttcp!();
     let ctl = ports();
     let _srv = NuttcpServer::start(ctl);
     let p = ctl.to_string();
@@ -197,10 +201,7 @@ fn plumb_client_prints_nuttcps_summary() {
 
 #[test]
 fn why_explains_a_test_against_nuttcp() {
-    if nuttcp().is_none() {
-        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
-        return;
-    }
+    need_nuttcp!();
     let ctl = ports();
     let _srv = NuttcpServer::start(ctl);
     let p = ctl.to_string();
@@ -254,10 +255,7 @@ fn nuttcp_own_bytes(text: &str) -> f64 {
 
 #[test]
 fn nuttcp_client_against_plumb_server() {
-    if nuttcp().is_none() {
-        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
-        return;
-    }
+    need_nuttcp!();
     for (what, args, plumb_sends) in [
         ("tcp send", vec![], false),
         ("tcp receive", vec!["-r"], true),
@@ -324,10 +322,7 @@ const STOCK_REQUEST: &str = "buflen = 65536, nbuf = 2147483647, win = 0, nstream
 
 #[test]
 fn a_second_client_is_told_the_server_is_busy() {
-    if nuttcp().is_none() {
-        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
-        return;
-    }
+    need_nuttcp!();
     let ctl = ports();
     let _srv = Server::start(plumb_bin(), &["-s", "--tools", "nuttcp"], ctl);
     let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
@@ -401,10 +396,7 @@ impl Drop for Killed {
 
 #[test]
 fn the_servers_limits_are_refused_with_their_reason() {
-    if nuttcp().is_none() {
-        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
-        return;
-    }
+    need_nuttcp!();
     let ctl = ports();
     let _srv = Server::start(
         plumb_bin(),
@@ -515,10 +507,7 @@ fn client_refuses_what_nuttcp_cannot_do() {
 
 #[test]
 fn malformed_request_is_refused_and_the_server_goes_on() {
-    if nuttcp().is_none() {
-        plumb_testkit::skip_tool!("nuttcp is not installed (apt-get install nuttcp)");
-        return;
-    }
+    need_nuttcp!();
     let ctl = ports();
     let _srv = Server::start(plumb_bin(), &["-s", "--tools", "nuttcp"], ctl);
     let mut s = connect(ctl);

@@ -337,17 +337,13 @@ fn wall() -> Duration {
         .unwrap_or_default()
 }
 
-/// Bytes of a test pattern, `0123456789…` as iperf 2 fills its buffers.
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| b'0' + (i % 10) as u8).collect()
-}
-
 fn tcp_send(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
     s.set_write_timeout(Some(STALL))?;
     s.set_read_timeout(Some(STALL))?;
     s.write_all(&header(p).encode())?;
     f.add(TCP_HEADER_LEN as u64);
-    let buf = pattern(p.len);
+    // `0123456789…`, as iperf 2 fills its buffers.
+    let buf = crate::datapath::payload(p.len, true);
     let end = epoch + p.time;
     while Instant::now() < end && !signals::interrupted() {
         match s.write(&buf) {
@@ -451,7 +447,7 @@ fn tcp_receive(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Res
 
 /// A datagram buffer holding the test header after the datagram header.
 fn udp_buffer(p: &Plan) -> Vec<u8> {
-    let mut buf = pattern(p.len.max(UDP_HEADER_LEN));
+    let mut buf = crate::datapath::payload(p.len.max(UDP_HEADER_LEN), true);
     buf[DATAGRAM_LEN..UDP_HEADER_LEN].copy_from_slice(&header(p).encode());
     buf
 }
