@@ -189,23 +189,11 @@ fn connect_control(
     cfg: &ClientConfig,
     sink: &mut dyn Sink,
 ) -> Result<(TcpStream, SocketAddr), TestError> {
-    let addrs = sockets::resolve(&cfg.host, cfg.port, cfg.family).map_err(TestError::Connect)?;
     sink.note(&format!(
         "Connecting to host {}, port {}",
         cfg.host, cfg.port
     ));
-    let mut last = None;
-    for a in &addrs {
-        match sockets::connect_tcp(*a, cfg.bind, None, cfg.connect_timeout, |s| {
-            cfg.local.control(s)
-        }) {
-            Ok(s) => return Ok((s, *a)),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(TestError::Connect(
-        last.unwrap_or_else(|| io::Error::other("no address")),
-    ))
+    crate::connect::connect_first(cfg, cfg.connect_timeout)
 }
 
 /// One test on the client: the control connection, its protocol machine,

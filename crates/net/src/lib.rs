@@ -41,6 +41,7 @@ pub mod buf;
 pub mod cgroup;
 pub mod client;
 pub mod config;
+pub mod connect;
 pub mod datapath;
 pub mod datathread;
 pub mod debug;

@@ -21,7 +21,7 @@ use crate::config::{ClientConfig, Transport};
 use crate::datapath::Drain;
 use crate::errors::TestError;
 use crate::session::{Plan, Session, Stream};
-use crate::sockets::{self, DataOptions, StreamSocket};
+use crate::sockets::{DataOptions, StreamSocket};
 use crate::{host, signals};
 
 /// How long the server has for each step of the exchange.
@@ -186,27 +186,11 @@ fn connect_control(
     cfg: &ClientConfig,
     sink: &mut dyn Sink,
 ) -> Result<(TcpStream, SocketAddr), TestError> {
-    let addrs = sockets::resolve(&cfg.host, cfg.port, cfg.family).map_err(TestError::Connect)?;
     sink.note(&format!(
         "Connecting to nuttcp server {}, control port {}",
         cfg.host, cfg.port
     ));
-    let mut last = None;
-    for a in &addrs {
-        match sockets::connect_tcp(
-            *a,
-            cfg.bind,
-            None,
-            cfg.connect_timeout.or(Some(STEP)),
-            |s| cfg.local.control(s),
-        ) {
-            Ok(s) => return Ok((s, *a)),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(TestError::Connect(
-        last.unwrap_or_else(|| std::io::Error::other("no address")),
-    ))
+    crate::connect::connect_first(cfg, cfg.connect_timeout.or(Some(STEP)))
 }
 
 /// Greetings both ways, the request, the server's answer.
