@@ -225,3 +225,31 @@ pub(crate) fn start_record(
         extra_data: None,
     }
 }
+
+/// The test an iperf 2 client's header asks for, as the start record
+/// gives it (iperf 2 has no omit, no blocks, no bidirectional test).
+pub(crate) fn test_start(
+    h: &plumb_proto::iperf2::TestHeader,
+    protocol: plumb_record::engine::Protocol,
+    reverse: bool,
+    interval: f64,
+) -> plumb_record::engine::TestStart {
+    let (duration, bytes) = match h.amount {
+        plumb_proto::iperf2::Amount::Time(t) => (t.as_secs_f64(), 0),
+        plumb_proto::iperf2::Amount::Bytes(n) => (0.0, n),
+    };
+    plumb_record::engine::TestStart {
+        protocol,
+        num_streams: h.threads.max(1),
+        blksize: u64::from(h.buf_len),
+        omit: 0.0,
+        duration,
+        bytes,
+        blocks: 0,
+        reverse,
+        bidir: false,
+        tos: u32::from(h.tos),
+        target_bitrate: h.rate,
+        interval,
+    }
+}

@@ -9,15 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use plumb_proto::iperf2::{Amount, HeaderAck, Mode, TestHeader, MAX_HEADER_LEN, VERSION_2_1_8};
-use plumb_record::engine::{
-    CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, TestStart, Totals,
-};
+use plumb_record::engine::{CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, Totals};
 use plumb_record::Connected;
 
 use crate::config::ServerConfig;
 use crate::iperf2::admit::{admit, deadline};
 use crate::iperf2::flow::Flow;
-use crate::iperf2::meter::{start_record, Meter};
+use crate::iperf2::meter::{start_record, test_start, Meter};
 use crate::iperf2::watch::Watch;
 use crate::server::state::log;
 use crate::server::Printer;
@@ -67,7 +65,7 @@ pub(crate) fn serve(
     sink.start(&start_record(
         Role::Server,
         (host, peer.port()),
-        test_start(&h, reverse, cfg.interval),
+        test_start(&h, Protocol::Tcp, reverse, cfg.interval),
         connected(&conn).into_iter().collect(),
         buffers(&conn),
         h.window,
@@ -236,27 +234,6 @@ fn send(
         }
     }
     Ok(())
-}
-
-fn test_start(h: &TestHeader, reverse: bool, interval: f64) -> TestStart {
-    let (duration, bytes) = match h.amount {
-        Amount::Time(t) => (t.as_secs_f64(), 0),
-        Amount::Bytes(n) => (0.0, n),
-    };
-    TestStart {
-        protocol: Protocol::Tcp,
-        num_streams: h.threads.max(1),
-        blksize: u64::from(h.buf_len),
-        omit: 0.0,
-        duration,
-        bytes,
-        blocks: 0,
-        reverse,
-        bidir: false,
-        tos: u32::from(h.tos),
-        target_bitrate: h.rate,
-        interval,
-    }
 }
 
 fn connected(c: &TcpStream) -> Option<Connected> {

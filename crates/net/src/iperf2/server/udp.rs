@@ -15,15 +15,13 @@ use plumb_proto::iperf2::{
     upper, Amount, Datagram, Mode, ServerReport, TestHeader, DATAGRAM_LEN, REPORT_LEN,
 };
 use plumb_proto::UdpReceiver;
-use plumb_record::engine::{
-    CpuUtil, EndRecord, Protocol, Role, StreamEnd, TestStart, Totals, UdpEnd,
-};
+use plumb_record::engine::{CpuUtil, EndRecord, Protocol, Role, StreamEnd, Totals, UdpEnd};
 use plumb_record::{Connected, Sink};
 
 use crate::config::{ServerConfig, DEFAULT_UDP_RATE};
 use crate::iperf2::admit::{admit, deadline};
 use crate::iperf2::flow::Flow;
-use crate::iperf2::meter::{start_record, Meter, Ticker};
+use crate::iperf2::meter::{start_record, test_start, Meter, Ticker};
 use crate::server::state::log;
 use crate::server::Printer;
 use crate::{signals, sockets};
@@ -200,7 +198,7 @@ impl<'a> Flows<'a> {
         sink.start(&start_record(
             Role::Server,
             (host, peer.port()),
-            test_start(&h, false, self.cfg.interval),
+            test_start(&h, Protocol::Udp, false, self.cfg.interval),
             connected(self.sock, peer).into_iter().collect(),
             (0, 0),
             h.window,
@@ -313,27 +311,6 @@ fn connected(sock: &UdpSocket, peer: SocketAddr) -> Option<Connected> {
     ))
 }
 
-fn test_start(h: &TestHeader, reverse: bool, interval: f64) -> TestStart {
-    let (duration, bytes) = match h.amount {
-        Amount::Time(t) => (t.as_secs_f64(), 0),
-        Amount::Bytes(n) => (0.0, n),
-    };
-    TestStart {
-        protocol: Protocol::Udp,
-        num_streams: h.threads.max(1),
-        blksize: u64::from(h.buf_len),
-        omit: 0.0,
-        duration,
-        bytes,
-        blocks: 0,
-        reverse,
-        bidir: false,
-        tos: u32::from(h.tos),
-        target_bitrate: h.rate,
-        interval,
-    }
-}
-
 fn end_record(fd: i32, sender: bool, t: Totals, udp: Option<UdpEnd>) -> EndRecord {
     EndRecord {
         protocol: Protocol::Udp,
@@ -384,7 +361,7 @@ fn send_reverse(
     sink.start(&start_record(
         Role::Server,
         (host, peer.port()),
-        test_start(h, true, cfg.interval),
+        test_start(h, Protocol::Udp, true, cfg.interval),
         connected(sock, peer).into_iter().collect(),
         (0, 0),
         h.window,
