@@ -1,7 +1,8 @@
 //! The exporter's HTTP side: the accept loop, `/probe` (checked, gated, run
 //! on a thread of its own, diagnosed, answered as metrics), `/metrics` and
 //! the one-line answers; it ends on SIGINT or SIGTERM and waits briefly for
-//! running probes. The test itself is `plumb_net::client`, the explanation
+//! running probes. The test itself is `plumb_net::client` (whichever tool's
+//! protocol the probe speaks), the explanation
 //! `plumb_diagnose`, both through their public API.
 
 use std::net::IpAddr;
@@ -13,6 +14,7 @@ use plumb_live::link;
 use plumb_report::json::JsonSink;
 use tiny_http::{Header, Method, Request, Response, Server};
 
+use crate::auto::{self, Settled};
 use crate::config::Config;
 use crate::gate::{Busy, Gate};
 use crate::live;
@@ -156,7 +158,7 @@ fn handle(st: &Arc<State>, req: Request) {
         "/" => reply(
             req,
             200,
-            "plumb exporter: /probe?target=HOST[&port=&time=&parallel=&reverse=&udp=&bitrate=&link=], /metrics",
+            "plumb exporter: /probe?target=HOST[&tool=&port=&time=&parallel=&reverse=&udp=&bitrate=&link=], /metrics",
         ),
         _ => reply(req, 404, "not found: try /probe?target=HOST or /metrics"),
     }
@@ -198,28 +200,7 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
         .name("plumb-probe".into())
         .spawn(move || {
             let _permit = permit;
-            let mut p = p;
-            let target = match query::resolve(&mut p, &st2.policy.allow) {
-                Ok(ip) => ip,
-                Err(Refusal::Forbidden(msg)) => {
-                    st2.own.count(Outcome::Forbidden, 0.0);
-                    return reply(req, 403, &msg);
-                }
-                Err(Refusal::BadRequest(msg)) => {
-                    st2.own.count(Outcome::BadRequest, 0.0);
-                    return reply(req, 400, &msg);
-                }
-            };
-            let r = run_probe(&p, target);
-            st2.own.count(
-                if r.up {
-                    Outcome::Success
-                } else {
-                    Outcome::Failure
-                },
-                r.probe_seconds,
-            );
-            reply_metrics(req, metrics::probe_text(&r));
+            answer(&st2, req, p);
         });
     if spawned.is_err() {
         // The request went down with the closure; tiny_http answers 500 for it.
@@ -227,13 +208,54 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
     }
 }
 
-fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
+/// On the probe's own thread: resolves its target, settles its tool, runs
+/// the test and answers.
+fn answer(st: &State, req: Request, mut p: Probe) {
     let t0 = Instant::now();
+    let refused = |req: Request, r: Refusal| match r {
+        Refusal::Forbidden(msg) => {
+            st.own.count(Outcome::Forbidden, 0.0);
+            reply(req, 403, &msg);
+        }
+        Refusal::BadRequest(msg) => {
+            st.own.count(Outcome::BadRequest, 0.0);
+            reply(req, 400, &msg);
+        }
+    };
+    let target = match query::resolve(&mut p, &st.policy.allow) {
+        Ok(ip) => ip,
+        Err(r) => return refused(req, r),
+    };
+    let r = match auto::settle(&mut p, target, st.client.as_ref()) {
+        Ok(Settled::Ready) => run_probe(&p, target, t0),
+        // No server, or no time left for a test: the probe fails as a
+        // test against a server that is down does.
+        Ok(Settled::NoServer | Settled::NoTime) => ProbeResult {
+            test_time: p.time,
+            probe_seconds: t0.elapsed().as_secs_f64(),
+            ..ProbeResult::default()
+        },
+        Err(r) => return refused(req, r),
+    };
+    st.own.count(
+        if r.up {
+            Outcome::Success
+        } else {
+            Outcome::Failure
+        },
+        r.probe_seconds,
+    );
+    reply_metrics(req, metrics::probe_text(&r));
+}
+
+/// Runs `p`'s test against `target`; `t0` is when the probe began.
+fn run_probe(p: &Probe, target: IpAddr, t0: Instant) -> ProbeResult {
     let mut capture = JsonSink::new(Vec::new());
     let outcome = plumb_net::client::run(&p.config, &mut capture);
     let record = capture.record();
     let mut r = ProbeResult {
         up: outcome.is_ok(),
+        tool: Some(p.config.tool.name()),
         test_time: p.time,
         ..ProbeResult::default()
     };
