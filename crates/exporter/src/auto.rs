@@ -110,4 +110,26 @@ mod tests {
         assert_eq!((p.config.tool, p.config.port), (Tool::Nuttcp, 5000));
         assert_eq!(p.target, Target::Addr(ip));
     }
+
+    /// A listener that never accepts nor answers: silence, which is what an
+    /// iperf 2 server says to the search (after a wait for a reply and one
+    /// for the close, at least two seconds, whatever the machine's speed).
+    #[test]
+    fn auto_rebuilds_the_run_for_the_tool_found_and_pays_for_the_search() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = silent.local_addr().expect("addr").port();
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let q = format!("target=127.0.0.1&tool=auto&port={port}&time=5");
+        let mut p = parse(&q, None, &policy(), &build).expect("valid");
+        assert_eq!(settle(&mut p, ip, &build), Ok(Settled::Ready));
+        assert_eq!((p.config.tool, p.config.port), (Tool::Iperf2, port));
+        assert_eq!(p.asked.tool, ToolChoice::One(Tool::Iperf2));
+        assert_eq!(p.time, 5.0, "no scrape timeout: the test keeps its time");
+        // A scrape timeout that leaves 2.4 s: the search's two seconds or
+        // more leave under the shortest test.
+        let mut p = parse(&q, Some("3.9"), &policy(), &build).expect("valid");
+        assert_eq!(p.budget, Some(3.9 - crate::query::OVERHEAD_S));
+        assert_eq!(settle(&mut p, ip, &build), Ok(Settled::NoTime));
+        drop(silent);
+    }
 }
