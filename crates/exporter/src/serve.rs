@@ -175,14 +175,7 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
         .map(|h| h.value.as_str().to_string());
     let p = match query::parse(query, timeout.as_deref(), &st.policy, st.client.as_ref()) {
         Ok(p) => p,
-        Err(Refusal::BadRequest(msg)) => {
-            st.own.count(Outcome::BadRequest, 0.0);
-            return reply(req, 400, &msg);
-        }
-        Err(Refusal::Forbidden(msg)) => {
-            st.own.count(Outcome::Forbidden, 0.0);
-            return reply(req, 403, &msg);
-        }
+        Err(r) => return refuse(st, req, r),
     };
     let permit = match st.gate.try_enter(&p.target) {
         Ok(permit) => permit,
@@ -199,8 +192,22 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
     let spawned = std::thread::Builder::new()
         .name("plumb-probe".into())
         .spawn(move || {
-            let _permit = permit;
-            answer(&st2, req, p);
+            let r = answer(&st2, p);
+            // The target is free before the scraper hears back, so its
+            // next probe is not turned away as running.
+            drop(permit);
+            match r {
+                Ok(r) => {
+                    let o = if r.up {
+                        Outcome::Success
+                    } else {
+                        Outcome::Failure
+                    };
+                    st2.own.count(o, r.probe_seconds);
+                    reply_metrics(req, metrics::probe_text(&r));
+                }
+                Err(r) => refuse(&st2, req, r),
+            }
         });
     if spawned.is_err() {
         // The request went down with the closure; tiny_http answers 500 for it.
@@ -208,44 +215,35 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
     }
 }
 
-/// On the probe's own thread: resolves its target, settles its tool, runs
-/// the test and answers.
-fn answer(st: &State, req: Request, mut p: Probe) {
-    let t0 = Instant::now();
-    let refused = |req: Request, r: Refusal| match r {
-        Refusal::Forbidden(msg) => {
-            st.own.count(Outcome::Forbidden, 0.0);
-            reply(req, 403, &msg);
-        }
+/// Counts a refused probe and answers it with its one line.
+fn refuse(st: &State, req: Request, r: Refusal) {
+    match r {
         Refusal::BadRequest(msg) => {
             st.own.count(Outcome::BadRequest, 0.0);
             reply(req, 400, &msg);
         }
-    };
-    let target = match query::resolve(&mut p, &st.policy.allow) {
-        Ok(ip) => ip,
-        Err(r) => return refused(req, r),
-    };
-    let r = match auto::settle(&mut p, target, st.client.as_ref()) {
-        Ok(Settled::Ready) => run_probe(&p, target, t0),
+        Refusal::Forbidden(msg) => {
+            st.own.count(Outcome::Forbidden, 0.0);
+            reply(req, 403, &msg);
+        }
+    }
+}
+
+/// On the probe's own thread: resolves its target, settles its tool and
+/// runs the test.
+fn answer(st: &State, mut p: Probe) -> Result<ProbeResult, Refusal> {
+    let t0 = Instant::now();
+    let target = query::resolve(&mut p, &st.policy.allow)?;
+    Ok(match auto::settle(&mut p, target, st.client.as_ref())? {
+        Settled::Ready => run_probe(&p, target, t0),
         // No server, or no time left for a test: the probe fails as a
         // test against a server that is down does.
-        Ok(Settled::NoServer | Settled::NoTime) => ProbeResult {
+        Settled::NoServer | Settled::NoTime => ProbeResult {
             test_time: p.time,
             probe_seconds: t0.elapsed().as_secs_f64(),
             ..ProbeResult::default()
         },
-        Err(r) => return refused(req, r),
-    };
-    st.own.count(
-        if r.up {
-            Outcome::Success
-        } else {
-            Outcome::Failure
-        },
-        r.probe_seconds,
-    );
-    reply_metrics(req, metrics::probe_text(&r));
+    })
 }
 
 /// Runs `p`'s test against `target`; `t0` is when the probe began.
