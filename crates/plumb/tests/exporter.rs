@@ -625,8 +625,8 @@ fn iperf2_csv_bytes(text: &str) -> Vec<f64> {
 }
 
 /// `tool=iperf2` against a stock `iperf -s`: the bytes the probe reports
-/// are iperf 2's own count within 1 %; a reverse probe and `tool=auto`
-/// succeed too.
+/// are iperf 2's own count within 1 %; a reverse probe (its test capped by
+/// the scrape timeout) and `tool=auto` succeed too.
 #[test]
 fn probes_of_a_stock_iperf2_server_agree_with_its_count() {
     need_peer!(
@@ -661,11 +661,20 @@ fn probes_of_a_stock_iperf2_server_agree_with_its_count() {
     );
 
     let srv = Server::start("iperf", &["-s"], port());
-    let q = format!("/probe?target=127.0.0.1&port={}&time=1", srv.port);
-    let (status, _, body) = exp.get(&format!("{q}&tool=iperf2&reverse=1"), &[]);
+    let q = format!("/probe?target=127.0.0.1&port={}", srv.port);
+    // The scrape timeout caps an iperf 2 probe's test as any other's.
+    let (status, _, body) = exp.get(
+        &format!("{q}&tool=iperf2&reverse=1&time=30"),
+        &["X-Prometheus-Scrape-Timeout-Seconds: 2.5"],
+    );
     assert_eq!(status, 200, "{body}");
     assert_tool_probe(&body, "iperf2", "a reverse iperf 2 probe");
-    let (status, _, body) = exp.get(&format!("{q}&tool=auto"), &[]);
+    assert_eq!(
+        sample(&body, "plumb_probe_test_time_seconds"),
+        Some(1.0),
+        "a 2.5 s scrape timeout leaves 1 s of test: {body}"
+    );
+    let (status, _, body) = exp.get(&format!("{q}&tool=auto&time=1"), &[]);
     assert_eq!(status, 200, "{body}");
     assert_tool_probe(&body, "iperf2", "tool=auto against iperf 2");
 }
