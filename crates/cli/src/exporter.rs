@@ -4,6 +4,7 @@
 use clap::Args;
 use plumb_exporter::{Asked, Settings};
 use plumb_net::config::ClientConfig;
+use plumb_proto::tool::Tool;
 
 use crate::measure::{client_config, test_spec, MeasureArgs};
 
@@ -56,10 +57,13 @@ pub fn settings(a: &ExporterArgs) -> Settings {
     }
 }
 
-/// A probe's flags as `plumb -c` would take them.
+/// A probe's flags as `plumb -c` would take them, and as the tool's own
+/// client would (`tool=nuttcp` refuses what `plumb -c --tool nuttcp`
+/// refuses, in one line).
 pub fn probe_client(p: &Asked) -> Result<ClientConfig, String> {
     let m = MeasureArgs {
         client: Some(p.client.clone()),
+        tool: Some(p.tool),
         port: p.port,
         time: Some(p.time),
         parallel: p.parallel,
@@ -71,12 +75,22 @@ pub fn probe_client(p: &Asked) -> Result<ClientConfig, String> {
         ..MeasureArgs::default()
     };
     let spec = test_spec(&m)?;
-    client_config(&m, spec)
+    let cfg = client_config(&m, spec)?;
+    let refused = match cfg.tool {
+        Tool::Iperf3 => None,
+        Tool::Iperf2 => plumb_net::iperf2::client::refused(&cfg.spec),
+        Tool::Nuttcp => plumb_net::nuttcp::client::refused(&cfg),
+    };
+    match refused {
+        Some(why) => Err(format!("tool={} does not take {why}", cfg.tool)),
+        None => Ok(cfg),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_proto::tool::ToolChoice;
 
     #[test]
     fn a_probe_is_checked_as_plumb_c() {
@@ -106,5 +120,43 @@ mod tests {
             ..p
         };
         assert!(probe_client(&fast).expect_err("-b fast").contains("fast"));
+    }
+
+    #[test]
+    fn a_probe_takes_the_tools_port_and_its_refusals() {
+        let p = Asked {
+            client: "127.0.0.1".into(),
+            time: 3.0,
+            connect_timeout_ms: 2_000,
+            rcv_timeout_ms: 3_000,
+            ..Asked::default()
+        };
+        for (tool, port) in [
+            (Tool::Iperf3, 5201),
+            (Tool::Iperf2, 5001),
+            (Tool::Nuttcp, 5000),
+        ] {
+            let c = probe_client(&Asked {
+                tool: ToolChoice::One(tool),
+                ..p.clone()
+            })
+            .expect("valid");
+            assert_eq!((c.tool, c.port), (tool, port));
+            let given = probe_client(&Asked {
+                tool: ToolChoice::One(tool),
+                port: Some(15000),
+                ..p.clone()
+            })
+            .expect("valid");
+            assert_eq!(given.port, 15000, "port= wins over {tool}'s default");
+        }
+        let udp_streams = Asked {
+            tool: ToolChoice::One(Tool::Nuttcp),
+            udp: true,
+            parallel: Some(2),
+            ..p
+        };
+        let e = probe_client(&udp_streams).expect_err("nuttcp's UDP with -P 2");
+        assert!(e.starts_with("tool=nuttcp does not take -u with -P"), "{e}");
     }
 }

@@ -69,6 +69,8 @@ type Labels = Vec<(String, String)>;
 pub struct ProbeResult {
     /// The test ran to its end.
     pub up: bool,
+    /// The peer's tool (`iperf3`, `iperf2`, `nuttcp`), once known.
+    pub tool: Option<&'static str>,
     /// Wall-clock seconds of the whole probe.
     pub probe_seconds: f64,
     /// Test seconds asked for (after the caps).
@@ -128,6 +130,15 @@ pub fn probe_text(r: &ProbeResult) -> String {
         None,
         if r.up { 1.0 } else { 0.0 },
     );
+    if let Some(tool) = r.tool {
+        labelled(
+            &mut reg,
+            "plumb_probe_tool_info",
+            "The peer tool whose protocol the test spoke (named by tool=, or found by tool=auto)",
+            None,
+            &[(vec![("tool".to_string(), tool.to_string())], 1.0)],
+        );
+    }
     gauge(
         &mut reg,
         "plumb_probe_duration",
@@ -501,6 +512,15 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("plumb_throughput"), "{t}");
+        assert!(!t.contains("plumb_probe_tool_info"), "no tool known: {t}");
+        let t = probe_text(&ProbeResult {
+            tool: Some("nuttcp"),
+            ..ProbeResult::default()
+        });
+        assert!(
+            t.contains("plumb_probe_tool_info{tool=\"nuttcp\"} 1"),
+            "{t}"
+        );
     }
 }
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! A `/probe` query turned into a checked client run: which address to test,
-//! with which of `plumb -c`'s flags, for how long. Everything a stranger can
+//! with which tool and which of `plumb -c`'s flags, for how long. Everything a stranger can
 //! put in a URL is checked here, and every refusal is one line; the flags a
 //! query asks for ([`Asked`]) become a client run through the command line's
 //! own checks, which the caller hands in ([`ClientBuilder`]).
@@ -8,6 +8,7 @@ use std::net::{IpAddr, ToSocketAddrs};
 
 use plumb_model::Rate;
 use plumb_net::config::{ClientConfig, IpPrefix};
+use plumb_proto::tool::ToolChoice;
 
 /// Test seconds when the query gives none (iperf3 exporters use 5 too).
 pub const DEFAULT_TIME_S: f64 = 5.0;
@@ -64,6 +65,8 @@ impl std::fmt::Display for Target {
 pub struct Asked {
     /// `-c`: the target as given.
     pub client: String,
+    /// `--tool`: the peer's tool (iperf3 unless the query names one), or auto.
+    pub tool: ToolChoice,
     /// `-p`.
     pub port: Option<u16>,
     /// `-t`, seconds, after the caps.
@@ -97,6 +100,21 @@ pub struct Probe {
     pub link: Option<Rate>,
     /// Test seconds after the caps.
     pub time: f64,
+    /// The flags the client run was built from (`tool=auto` builds it
+    /// again for the tool it finds).
+    pub asked: Asked,
+    /// The most test seconds the scrape timeout leaves, when Prometheus
+    /// sent one.
+    pub budget: Option<f64>,
+}
+
+/// A query read and checked for form, before the client run is built.
+#[derive(Debug)]
+struct Query {
+    target: Target,
+    asked: Asked,
+    link: Option<Rate>,
+    budget: Option<f64>,
 }
 
 fn bad(msg: impl Into<String>) -> Refusal {
@@ -215,22 +233,27 @@ pub fn parse(
     policy: &Policy,
     build: &ClientBuilder,
 ) -> Result<Probe, Refusal> {
-    let (target, asked, link) = ask(query, scrape_timeout, policy)?;
-    let config = build(&asked).map_err(bad)?;
+    let q = ask(query, scrape_timeout, policy)?;
+    let config = build(&q.asked).map_err(bad)?;
     Ok(Probe {
-        target,
+        target: q.target,
         config,
-        link,
-        time: asked.time,
+        link: q.link,
+        time: q.asked.time,
+        asked: q.asked,
+        budget: q.budget,
     })
 }
 
-/// The query's target, the flags it asks for and its `link=`.
-fn ask(
-    query: &str,
-    scrape_timeout: Option<&str>,
-    policy: &Policy,
-) -> Result<(Target, Asked, Option<Rate>), Refusal> {
+/// Rounds test seconds down to whole milliseconds: a clean value in the
+/// metrics and in the server's log.
+pub fn whole_ms(t: f64) -> f64 {
+    (t * 1000.0).floor() / 1000.0
+}
+
+/// The query's target, the flags it asks for, its `link=` and the test
+/// time the scrape timeout leaves.
+fn ask(query: &str, scrape_timeout: Option<&str>, policy: &Policy) -> Result<Query, Refusal> {
     let mut m = Asked::default();
     let mut target = None;
     let mut time = None;
@@ -245,6 +268,13 @@ fn ask(
         }
         match k.as_str() {
             "target" => target = Some(v.clone()),
+            "tool" => {
+                m.tool = ToolChoice::parse(&v).map_err(|_| {
+                    bad(format!(
+                        "invalid tool '{v}': expected iperf3, iperf2, nuttcp or auto"
+                    ))
+                })?;
+            }
             "port" => match v.parse::<u16>() {
                 Ok(p) if p > 0 => m.port = Some(p),
                 _ => return Err(bad(format!("invalid port '{v}': expected 1 to 65535"))),
@@ -261,7 +291,7 @@ fn ask(
             "link" => link = Some(Rate::parse(&v).map_err(|e| bad(e.to_string()))?),
             _ => {
                 return Err(bad(format!(
-                    "unknown parameter '{k}' (target, port, time, parallel, reverse, udp, bitrate, link)"
+                    "unknown parameter '{k}' (target, tool, port, time, parallel, reverse, udp, bitrate, link)"
                 )))
             }
         }
@@ -270,8 +300,10 @@ fn ask(
     let host = target.ok_or_else(|| bad("missing parameter 'target'"))?;
     let target = check_target(&host, &policy.allow)?;
     let mut t = time.unwrap_or(DEFAULT_TIME_S).min(policy.max_time);
+    let mut budget = None;
     if let Some(h) = scrape_timeout {
         let limit = seconds("X-Prometheus-Scrape-Timeout-Seconds", h.trim())?;
+        budget = Some(limit - OVERHEAD_S);
         t = t.min(limit - OVERHEAD_S);
         if t < MIN_TIME_S {
             return Err(bad(format!(
@@ -280,12 +312,16 @@ fn ask(
             )));
         }
     }
-    // Whole milliseconds: a clean value in the metrics and in the server's log.
-    m.time = (t * 1000.0).floor() / 1000.0;
+    m.time = whole_ms(t);
     m.client = target.to_string();
     m.connect_timeout_ms = CONNECT_TIMEOUT_MS;
     m.rcv_timeout_ms = RCV_TIMEOUT_MS;
-    Ok((target, m, link))
+    Ok(Query {
+        target,
+        asked: m,
+        link,
+        budget,
+    })
 }
 
 #[cfg(test)]
@@ -310,12 +346,19 @@ mod tests {
 
     #[test]
     fn a_full_query() {
-        let (target, m, link) = ask(
+        let Query {
+            target,
+            asked: m,
+            link,
+            budget,
+        } = ask(
             "target=127.0.0.1&port=15201&time=3&parallel=2&reverse=1&bitrate=100M&link=1g",
             None,
             &policy(),
         )
         .expect("valid");
+        assert_eq!(budget, None, "no scrape timeout, no budget");
+        assert_eq!(m.tool, ToolChoice::default(), "iperf3 unless named");
         assert_eq!(target, Target::Addr(IpAddr::from([127, 0, 0, 1])));
         assert_eq!(m.client, "127.0.0.1");
         assert_eq!(m.port, Some(15201));
@@ -339,8 +382,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_tool_by_name_and_the_budget_from_the_scrape_timeout() {
+        use plumb_proto::tool::Tool;
+        let tool = |q: &str| ask(q, None, &policy()).map(|q| q.asked.tool);
+        assert_eq!(
+            tool("target=127.0.0.1&tool=nuttcp"),
+            Ok(ToolChoice::One(Tool::Nuttcp))
+        );
+        assert_eq!(
+            tool("target=127.0.0.1&tool=iperf2"),
+            Ok(ToolChoice::One(Tool::Iperf2))
+        );
+        assert_eq!(tool("target=127.0.0.1&tool=auto"), Ok(ToolChoice::Auto));
+        let q = ask("target=127.0.0.1&time=2", Some("9"), &policy()).expect("valid");
+        assert_eq!(q.budget, Some(9.0 - OVERHEAD_S));
+        assert_eq!(q.asked.time, 2.0);
+    }
+
     fn time(q: &str, scrape: Option<&str>) -> Result<f64, Refusal> {
-        ask(q, scrape, &policy()).map(|(_, m, _)| m.time)
+        ask(q, scrape, &policy()).map(|q| q.asked.time)
     }
 
     #[test]
@@ -381,10 +442,14 @@ mod tests {
         assert!(bad("target=127.0.0.1&reverse=maybe").contains("reverse"));
         assert!(bad("target=127.0.0.1&link=wide").contains("wide"));
         assert!(bad("target=127.0.0.1&module=x").contains("unknown parameter"));
+        assert!(bad("target=127.0.0.1&tool=iperf").contains("invalid tool 'iperf'"));
+        assert!(bad("target=127.0.0.1&tool=").contains("invalid tool ''"));
         assert!(bad("target=127.0.0.1&target=127.0.0.1").contains("twice"));
         assert!(bad("target=a%20b").contains("invalid target"));
         // Names are checked once resolved, on the probe's thread.
-        let (target, _, _) = ask("target=LocalHost", None, &policy()).expect("a name");
+        let target = ask("target=LocalHost", None, &policy())
+            .expect("a name")
+            .target;
         assert_eq!(target, Target::Name("localhost".into()));
         match resolved(&target, &policy().allow) {
             Ok(ip) => assert!(ip.is_loopback(), "{ip}"),

@@ -1,7 +1,8 @@
 //! The exporter's HTTP side: the accept loop, `/probe` (checked, gated, run
 //! on a thread of its own, diagnosed, answered as metrics), `/metrics` and
 //! the one-line answers; it ends on SIGINT or SIGTERM and waits briefly for
-//! running probes. The test itself is `plumb_net::client`, the explanation
+//! running probes. The test itself is `plumb_net::client` (whichever tool's
+//! protocol the probe speaks), the explanation
 //! `plumb_diagnose`, both through their public API.
 
 use std::net::IpAddr;
@@ -13,6 +14,7 @@ use plumb_live::link;
 use plumb_report::json::JsonSink;
 use tiny_http::{Header, Method, Request, Response, Server};
 
+use crate::auto::{self, Settled};
 use crate::config::Config;
 use crate::gate::{Busy, Gate};
 use crate::live;
@@ -156,7 +158,7 @@ fn handle(st: &Arc<State>, req: Request) {
         "/" => reply(
             req,
             200,
-            "plumb exporter: /probe?target=HOST[&port=&time=&parallel=&reverse=&udp=&bitrate=&link=], /metrics",
+            "plumb exporter: /probe?target=HOST[&tool=&port=&time=&parallel=&reverse=&udp=&bitrate=&link=], /metrics",
         ),
         _ => reply(req, 404, "not found: try /probe?target=HOST or /metrics"),
     }
@@ -173,14 +175,7 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
         .map(|h| h.value.as_str().to_string());
     let p = match query::parse(query, timeout.as_deref(), &st.policy, st.client.as_ref()) {
         Ok(p) => p,
-        Err(Refusal::BadRequest(msg)) => {
-            st.own.count(Outcome::BadRequest, 0.0);
-            return reply(req, 400, &msg);
-        }
-        Err(Refusal::Forbidden(msg)) => {
-            st.own.count(Outcome::Forbidden, 0.0);
-            return reply(req, 403, &msg);
-        }
+        Err(r) => return refuse(st, req, r),
     };
     let permit = match st.gate.try_enter(&p.target) {
         Ok(permit) => permit,
@@ -197,29 +192,22 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
     let spawned = std::thread::Builder::new()
         .name("plumb-probe".into())
         .spawn(move || {
-            let _permit = permit;
-            let mut p = p;
-            let target = match query::resolve(&mut p, &st2.policy.allow) {
-                Ok(ip) => ip,
-                Err(Refusal::Forbidden(msg)) => {
-                    st2.own.count(Outcome::Forbidden, 0.0);
-                    return reply(req, 403, &msg);
+            let r = answer(&st2, p);
+            // The target is free before the scraper hears back, so its
+            // next probe is not turned away as running.
+            drop(permit);
+            match r {
+                Ok(r) => {
+                    let o = if r.up {
+                        Outcome::Success
+                    } else {
+                        Outcome::Failure
+                    };
+                    st2.own.count(o, r.probe_seconds);
+                    reply_metrics(req, metrics::probe_text(&r));
                 }
-                Err(Refusal::BadRequest(msg)) => {
-                    st2.own.count(Outcome::BadRequest, 0.0);
-                    return reply(req, 400, &msg);
-                }
-            };
-            let r = run_probe(&p, target);
-            st2.own.count(
-                if r.up {
-                    Outcome::Success
-                } else {
-                    Outcome::Failure
-                },
-                r.probe_seconds,
-            );
-            reply_metrics(req, metrics::probe_text(&r));
+                Err(r) => refuse(&st2, req, r),
+            }
         });
     if spawned.is_err() {
         // The request went down with the closure; tiny_http answers 500 for it.
@@ -227,13 +215,45 @@ fn probe(st: &Arc<State>, req: Request, query: &str) {
     }
 }
 
-fn run_probe(p: &Probe, target: IpAddr) -> ProbeResult {
+/// Counts a refused probe and answers it with its one line.
+fn refuse(st: &State, req: Request, r: Refusal) {
+    match r {
+        Refusal::BadRequest(msg) => {
+            st.own.count(Outcome::BadRequest, 0.0);
+            reply(req, 400, &msg);
+        }
+        Refusal::Forbidden(msg) => {
+            st.own.count(Outcome::Forbidden, 0.0);
+            reply(req, 403, &msg);
+        }
+    }
+}
+
+/// On the probe's own thread: resolves its target, settles its tool and
+/// runs the test.
+fn answer(st: &State, mut p: Probe) -> Result<ProbeResult, Refusal> {
     let t0 = Instant::now();
+    let target = query::resolve(&mut p, &st.policy.allow)?;
+    Ok(match auto::settle(&mut p, target, st.client.as_ref())? {
+        Settled::Ready => run_probe(&p, target, t0),
+        // No server, or no time left for a test: the probe fails as a
+        // test against a server that is down does.
+        Settled::NoServer | Settled::NoTime => ProbeResult {
+            test_time: p.time,
+            probe_seconds: t0.elapsed().as_secs_f64(),
+            ..ProbeResult::default()
+        },
+    })
+}
+
+/// Runs `p`'s test against `target`; `t0` is when the probe began.
+fn run_probe(p: &Probe, target: IpAddr, t0: Instant) -> ProbeResult {
     let mut capture = JsonSink::new(Vec::new());
     let outcome = plumb_net::client::run(&p.config, &mut capture);
     let record = capture.record();
     let mut r = ProbeResult {
         up: outcome.is_ok(),
+        tool: Some(p.config.tool.name()),
         test_time: p.time,
         ..ProbeResult::default()
     };

@@ -1,8 +1,9 @@
 //! `plumb exporter` over real HTTP on loopback: a probe of a local plumb
 //! server gives OpenMetrics that `promtool check metrics` accepts, with the
-//! limit; the safety rules (allow list, malformed queries, one probe per
-//! target, `--max-probes`) refuse quickly; a burst of 50 probes leaves no
-//! threads or descriptors behind.
+//! limit; so do probes of a stock `nuttcp -S` and `iperf -s` (`tool=`),
+//! whose byte counts agree with the peer's; the safety rules (allow list,
+//! malformed queries, one probe per target, `--max-probes`) refuse quickly;
+//! a burst of 50 probes leaves no threads or descriptors behind.
 
 mod common;
 
@@ -248,6 +249,21 @@ fn refusals_are_quick_and_one_line() {
         ("/probe?target=127.0.0.1&bogus=1", 400, "unknown parameter"),
         ("/probe?port=5201", 400, "missing parameter 'target'"),
         ("/probe?target=%zz", 400, "percent"),
+        (
+            "/probe?target=127.0.0.1&tool=iperf",
+            400,
+            "invalid tool 'iperf'",
+        ),
+        (
+            "/probe?target=127.0.0.1&tool=nuttcp&udp=1&parallel=2",
+            400,
+            "tool=nuttcp does not take",
+        ),
+        (
+            "/probe?target=127.0.0.2&tool=nuttcp",
+            403,
+            "not in --target-allow",
+        ),
         ("/nothing", 404, "not found"),
     ];
     for (path, want, words) in cases {
@@ -284,20 +300,34 @@ fn refusals_are_quick_and_one_line() {
         "took {:?}",
         t0.elapsed()
     );
+    // tool=auto with no server of any tool there: down too, as quickly.
+    let t0 = Instant::now();
+    let (status, _, body) = exp.get(
+        &format!("/probe?target=127.0.0.1&tool=auto&port={closed}"),
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(sample(&body, "plumb_up"), Some(0.0), "{body}");
+    assert!(!body.contains("plumb_probe_tool_info"), "{body}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t0.elapsed()
+    );
     let (_, _, own) = exp.get("/metrics", &[]);
     assert_eq!(
         sample(&own, "plumb_exporter_probes_total{result=\"bad_request\"}"),
-        Some(6.0),
+        Some(8.0),
         "{own}"
     );
     assert_eq!(
         sample(&own, "plumb_exporter_probes_total{result=\"forbidden\"}"),
-        Some(1.0),
+        Some(2.0),
         "{own}"
     );
     assert_eq!(
         sample(&own, "plumb_exporter_probes_total{result=\"failure\"}"),
-        Some(1.0),
+        Some(2.0),
         "{own}"
     );
 }
@@ -430,6 +460,223 @@ fn a_burst_of_50_probes_is_bounded_and_leaves_nothing_behind() {
         peak > threads0,
         "the burst was not seen ({peak} threads at most)"
     );
+}
+
+// ---- Probes of stock nuttcp and iperf 2 servers (tool=) ----
+
+/// Whether `program flag` runs and prints `says` (on stdout or stderr).
+fn says(program: &str, flag: &str, says: &str) -> bool {
+    Command::new(program).arg(flag).output().is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout).contains(says)
+            || String::from_utf8_lossy(&o.stderr).contains(says)
+    })
+}
+
+/// Returns from the test, as a counted skip, when `program` is not the peer.
+macro_rules! need_peer {
+    ($program:literal, $flag:literal, $says:literal, $why:literal) => {
+        if !says($program, $flag, $says) {
+            plumb_testkit::skip_tool!($why);
+            return;
+        }
+    };
+}
+
+/// A stock `nuttcp -S --nofork` with its control port on `ctl` and its data
+/// port the next (as plumb's client asks for), killed when dropped.
+fn nuttcp_server() -> Server {
+    let (ctl, data) = (port(), port());
+    assert_eq!(data, ctl + 1, "consecutive test ports");
+    let c = ctl.to_string();
+    // Server::start_ready adds `-p DATA`; ready once the control port listens.
+    let mut srv = Server::start_ready("nuttcp", &["-S", "--nofork", "-P", &c], data, |_| true);
+    let t0 = Instant::now();
+    while !listening(ctl) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "nuttcp -S did not listen on {ctl}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    srv.port = ctl;
+    srv
+}
+
+/// Whether two byte counts agree within 1 %.
+fn within_1pct(a: f64, b: f64) -> bool {
+    a > 0.0 && b > 0.0 && (a - b).abs() <= 0.01 * a.max(b)
+}
+
+/// A successful probe's checks, whatever the tool: the tool named, the bytes
+/// both sides counted non-zero, the receiver's throughput its bytes over its
+/// time, and a text promtool accepts. Returns (sent, received) bytes.
+fn assert_tool_probe(body: &str, tool: &str, what: &str) -> (f64, f64) {
+    assert_eq!(sample(body, "plumb_up"), Some(1.0), "{what}: {body}");
+    assert_eq!(
+        sample(body, &format!("plumb_probe_tool_info{{tool=\"{tool}\"}}")),
+        Some(1.0),
+        "{what}: {body}"
+    );
+    let sent = sample(body, "plumb_sent_bytes").expect("sent bytes");
+    let rcvd = sample(body, "plumb_received_bytes").expect("received bytes");
+    let tput = sample(body, "plumb_throughput_bytes_per_second{side=\"receiver\"}")
+        .expect("receiver throughput");
+    let secs = sample(body, "plumb_test_duration_seconds").expect("duration");
+    assert!(sent > 0.0 && rcvd > 0.0 && tput > 0.0, "{what}: {body}");
+    assert!(
+        (tput * secs - rcvd).abs() / rcvd < 0.02,
+        "{what}: {tput} B/s * {secs} s vs {rcvd} B"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("plumb_limit_info{limit=\"")),
+        "{what}: a diagnosis: {body}"
+    );
+    assert_promtool(body, what);
+    (sent, rcvd)
+}
+
+/// `tool=nuttcp` against a stock `nuttcp -S`: plumb's count and nuttcp's
+/// (the receiver's figures are the server's own when plumb sends, the
+/// sender's when it receives) agree within 1 %, each way; `--max-time`
+/// caps the test, one probe of a target runs at a time whatever its tool,
+/// and `tool=auto` finds the server on the port `port=` names.
+#[test]
+fn probes_of_a_stock_nuttcp_server_give_the_same_metrics() {
+    need_peer!(
+        "nuttcp",
+        "-V",
+        "nuttcp-",
+        "nuttcp is not installed (apt-get install nuttcp)"
+    );
+    let _one = serial();
+    let srv = nuttcp_server();
+    let exp = Exporter::start(port(), &["--max-time", "1"]);
+    let q = format!(
+        "/probe?target=127.0.0.1&tool=nuttcp&port={}&time=30",
+        srv.port
+    );
+    let (status, ctype, body) = exp.get(&q, &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    let (sent, rcvd) = assert_tool_probe(&body, "nuttcp", "a nuttcp probe");
+    assert!(
+        within_1pct(sent, rcvd),
+        "plumb sent {sent}, nuttcp received {rcvd}"
+    );
+    assert_eq!(
+        sample(&body, "plumb_probe_test_time_seconds"),
+        Some(1.0),
+        "--max-time 1 caps time=30: {body}"
+    );
+    let secs = sample(&body, "plumb_test_duration_seconds").expect("duration");
+    assert!((0.9..1.5).contains(&secs), "ran {secs} s with --max-time 1");
+
+    let (status, _, body) = exp.get(&format!("{q}&reverse=1"), &[]);
+    assert_eq!(status, 200, "{body}");
+    let (sent, rcvd) = assert_tool_probe(&body, "nuttcp", "a reverse nuttcp probe");
+    assert!(
+        within_1pct(sent, rcvd),
+        "nuttcp sent {sent}, plumb received {rcvd}"
+    );
+
+    // While a nuttcp probe of 127.0.0.1 runs, another of it (iperf3's, the
+    // default) is refused at once.
+    let (eport, q2) = (exp.port, q.clone());
+    let first = std::thread::spawn(move || http_get(eport, &q2, &[]));
+    let t0 = Instant::now();
+    loop {
+        let (_, _, own) = exp.get("/metrics", &[]);
+        if sample(&own, "plumb_exporter_probes_running") == Some(1.0) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the nuttcp probe did not start: {own}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, _, body) = exp.get("/probe?target=127.0.0.1&port=1", &[]);
+    assert_eq!(status, 429, "{body}");
+    let (status, _, body) = first.join().expect("the first probe");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(sample(&body, "plumb_up"), Some(1.0), "{body}");
+
+    let (status, _, body) = exp.get(
+        &format!("/probe?target=127.0.0.1&tool=auto&port={}&time=1", srv.port),
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_tool_probe(&body, "nuttcp", "tool=auto against nuttcp");
+}
+
+/// `iperf -s -y C`'s lines (per connection; its sum line, id -1, left out):
+/// the bytes each counted.
+fn iperf2_csv_bytes(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.trim().split(',').collect();
+            if f.len() < 9 || f[5].starts_with('-') {
+                return None;
+            }
+            f[7].parse().ok()
+        })
+        .collect()
+}
+
+/// `tool=iperf2` against a stock `iperf -s`: the bytes the probe reports
+/// are iperf 2's own count within 1 %; a reverse probe (its test capped by
+/// the scrape timeout) and `tool=auto` succeed too.
+#[test]
+fn probes_of_a_stock_iperf2_server_agree_with_its_count() {
+    need_peer!(
+        "iperf",
+        "-v",
+        "iperf version 2.",
+        "iperf 2 (Debian's iperf) is not installed"
+    );
+    let _one = serial();
+    let exp = Exporter::start(port(), &[]);
+    let srv = Server::start("iperf", &["-s", "-y", "C"], port());
+    let (status, _, body) = exp.get(
+        &format!(
+            "/probe?target=127.0.0.1&tool=iperf2&port={}&time=1",
+            srv.port
+        ),
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, rcvd) = assert_tool_probe(&body, "iperf2", "an iperf 2 probe");
+    // SIGINT, as a person ends it: iperf 2 then prints what it holds back.
+    let _ = Command::new("kill")
+        .args(["-INT", &srv.pid().to_string()])
+        .status();
+    let out = srv.finish(Duration::from_secs(10));
+    let theirs = iperf2_csv_bytes(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(theirs.len(), 1, "one connection: {theirs:?}");
+    assert!(
+        within_1pct(rcvd, theirs[0]),
+        "the probe says {rcvd} B received, iperf 2 counted {}",
+        theirs[0]
+    );
+
+    let srv = Server::start("iperf", &["-s"], port());
+    let q = format!("/probe?target=127.0.0.1&port={}", srv.port);
+    // The scrape timeout caps an iperf 2 probe's test as any other's.
+    let (status, _, body) = exp.get(
+        &format!("{q}&tool=iperf2&reverse=1&time=30"),
+        &["X-Prometheus-Scrape-Timeout-Seconds: 2.5"],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_tool_probe(&body, "iperf2", "a reverse iperf 2 probe");
+    assert_eq!(
+        sample(&body, "plumb_probe_test_time_seconds"),
+        Some(1.0),
+        "a 2.5 s scrape timeout leaves 1 s of test: {body}"
+    );
+    let (status, _, body) = exp.get(&format!("{q}&tool=auto&time=1"), &[]);
+    assert_eq!(status, 200, "{body}");
+    assert_tool_probe(&body, "iperf2", "tool=auto against iperf 2");
 }
 
 // ---- A real Prometheus scraping the exporter ----
