@@ -149,6 +149,23 @@ fn sending_streams(
         .collect()
 }
 
+/// A sending end that is not plumb (a stock server sending, `-R`) records
+/// no TCP_INFO; the receiving plumb end's sockets know two of the figures
+/// the rules reason with, and fill them where the sender left them out:
+/// the most the receiver advertises (its TCP_WINDOW_CLAMP: `--rwin`, else
+/// what its autotuned buffer allows), and the round trip TCP timed on the
+/// socket (the handshake's: a receiver sends no data to time, so it is the
+/// minimum, never the smoothed RTT).
+fn receivers_view(streams: &mut [StreamTcp], rcv: Option<&PlumbSide>) {
+    let theirs = rcv.and_then(|s| s.streams.as_deref()).unwrap_or_default();
+    for (st, r) in streams.iter_mut().zip(theirs) {
+        let positive = |v: Option<u64>| v.filter(|x| *x > 0);
+        st.max_snd_wnd = positive(st.max_snd_wnd).or(positive(r.window_clamp));
+        st.min_rtt_us = positive(st.min_rtt_us)
+            .or_else(|| positive(r.tcp_info.as_ref().and_then(|t| t.min_rtt_us)));
+    }
+}
+
 /// A test that ended without the receiving end's results (interrupted, or
 /// they never came back): its received count is zero for want of one. The
 /// sender's own clock (`sent_s`) and what it saw acknowledged stand in for
@@ -372,6 +389,9 @@ impl Evidence {
         let local = ev.sender_is_local;
         let own_intervals = doc.intervals.as_deref().filter(|_| local);
         ev.streams = sending_streams(end, snd, ev.bidir, local, own_intervals);
+        if snd.is_none() && !ev.bidir {
+            receivers_view(&mut ev.streams, rcv);
+        }
 
         let alone = doc.error.is_some() && received.bytes() == 0;
         ev.unknown = unknowns(&ev, alone);
@@ -477,6 +497,27 @@ mod tests {
         // Loopback at 40 Gbit/s: iperf3 3.12 used a whole core sending.
         assert_eq!(d.limit, Some(Limit::Cpu), "{:?}", d.findings);
         assert!(d.summary.contains("CPU on the sender"), "{}", d.summary);
+    }
+
+    /// `plumb -c … --tool nuttcp -R --rwin 17520` against a stock
+    /// `nuttcp -S` across the lab's 1 Gbit/s, 15 ms: the sending server
+    /// records nothing of its TCP, so the receiving client's own socket
+    /// gives the window (its clamp) and the round trip (its handshake's),
+    /// and the window is named.
+    #[test]
+    fn a_stock_senders_window_and_rtt_come_from_the_plumb_receiver() {
+        let e = fixture("nuttcp-reverse-rwin.json", Some(1e9));
+        assert!(e.reverse && !e.peer_is_plumb && !e.sender_is_local);
+        assert_eq!(e.window(), Some(17_520));
+        let rtt = e.min_rtt_s().expect("the receiver's RTT");
+        assert!((rtt - 0.015).abs() < 0.001, "{rtt}");
+        assert!(e.streams.iter().all(|s| s.srtt_us.is_none()));
+        let d = diagnose(&e);
+        consistent(&d);
+        assert_eq!(d.limit, Some(Limit::ReceiveWindow), "{}", d.summary);
+        // A plumb sender's own figures are never replaced by the receiver's.
+        let own = fixture("lab-backup.json", Some(1e9));
+        assert!(own.streams[0].srtt_us.is_some());
     }
 
     /// Without a link rate, the best interval stands for it; a rate given
