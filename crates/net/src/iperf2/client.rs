@@ -364,17 +364,22 @@ fn tcp_send(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result
             Err(e) => return Err(e),
         }
     }
-    let seconds = epoch.elapsed().as_secs_f64();
-    s.shutdown(Shutdown::Write)?;
-    // The server closes once it has read to the end: then it has every byte.
-    let peer_version = drain_until_close(s)?;
-    let t = Totals {
+    let sent = Totals {
         bytes: f.bytes(),
-        seconds,
+        seconds: epoch.elapsed().as_secs_f64(),
     };
+    s.shutdown(Shutdown::Write)?;
+    // The server closes once it has read to the end: then it has every
+    // byte, and the receiver's time runs to here (the sender's own stops at
+    // its last write, which the socket buffer still held), as iperf 2's
+    // client counts its test.
+    let peer_version = drain_until_close(s)?;
     Ok(Outcome {
-        sent: t,
-        received: t,
+        sent,
+        received: Totals {
+            seconds: epoch.elapsed().as_secs_f64(),
+            ..sent
+        },
         udp: None,
         peer_version,
     })

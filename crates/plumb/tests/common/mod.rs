@@ -102,7 +102,8 @@ fn read_iperf3_version() -> (u32, u32) {
 /// another or a developer runs several at once. They sit below Linux's
 /// ephemeral range (32768 up), so no outgoing connection holds one; the
 /// capture crate's tshark test takes 31000-31499.
-const PORT_RANGES: [(&str, u16, u16); 23] = [
+const PORT_RANGES: [(&str, u16, u16); 24] = [
+    ("interop_lab", 15_000, 250),
     ("calc", 16_000, 1000),
     ("exporter", 17_000, 1000),
     ("hostile", 18_000, 1000),
@@ -178,14 +179,22 @@ impl Server {
     /// [`Server::start`], ready when `ready(port)` says so (a UDP-only
     /// server: [`udp_bound`]).
     pub fn start_ready(bin: &str, args: &[&str], port: u16, ready: fn(u16) -> bool) -> Server {
-        let child = Command::new(bin)
-            .args(args)
-            .args(["-p", &port.to_string()])
+        let mut cmd = Command::new(bin);
+        cmd.args(args).args(["-p", &port.to_string()]);
+        Server::spawn_ready(cmd, port, |_| ready(port))
+    }
+
+    /// Starts `cmd` (stdin closed, stdout and stderr piped) and waits, at
+    /// most 10 s, until `ready(pid)` says it serves: for a server in a lab's
+    /// namespace, [`listening_in`] or [`udp_bound_in`].
+    pub fn spawn_ready(mut cmd: Command, port: u16, ready: impl Fn(u32) -> bool) -> Server {
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let pid = child.id();
         let mut s = Server {
             child: Some(child),
             port,
@@ -193,17 +202,17 @@ impl Server {
         let t0 = Instant::now();
         loop {
             // Look, don't touch: a probe connection would be the one test of a `-1` server.
-            if ready(port) {
+            if ready(pid) {
                 break;
             }
             if let Some(c) = s.child.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {
-                    panic!("{bin} exited early: {st}");
+                    panic!("{cmd:?} exited early: {st}");
                 }
             }
             assert!(
                 t0.elapsed() < Duration::from_secs(10),
-                "{bin} did not get ready on {port}"
+                "{cmd:?} did not get ready on {port}"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -338,9 +347,19 @@ pub fn assert_clean(v: &Value, who: &str) {
 
 /// Whether some socket listens on TCP `port` (from /proc/net/tcp and tcp6).
 pub fn listening(port: u16) -> bool {
+    tcp_listener_in("/proc/net", port)
+}
+
+/// Whether the process `pid` sees a TCP listener on `port` in its own
+/// network namespace (a lab side's, say).
+pub fn listening_in(pid: u32, port: u16) -> bool {
+    tcp_listener_in(&format!("/proc/{pid}/net"), port)
+}
+
+fn tcp_listener_in(net: &str, port: u16) -> bool {
     let want = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("{net}/{f}")).is_ok_and(|t| {
             t.lines().skip(1).any(|l| {
                 let cols: Vec<&str> = l.split_whitespace().collect();
                 cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
@@ -351,9 +370,19 @@ pub fn listening(port: u16) -> bool {
 
 /// Whether a UDP socket is bound to `port` (any address).
 pub fn udp_bound(port: u16) -> bool {
+    udp_socket_in("/proc/net", port)
+}
+
+/// Whether the process `pid` sees a UDP socket bound to `port` (any
+/// address) in its own network namespace.
+pub fn udp_bound_in(pid: u32, port: u16) -> bool {
+    udp_socket_in(&format!("/proc/{pid}/net"), port)
+}
+
+fn udp_socket_in(net: &str, port: u16) -> bool {
     let want = format!(":{port:04X}");
-    ["/proc/net/udp", "/proc/net/udp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
+    ["udp", "udp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("{net}/{f}")).is_ok_and(|t| {
             t.lines().skip(1).any(|l| {
                 let cols: Vec<&str> = l.split_whitespace().collect();
                 cols.len() > 2 && cols[1].ends_with(&want) && cols[2].ends_with(":0000")
@@ -400,6 +429,94 @@ pub fn can_lab() -> bool {
         Err(e) => {
             plumb_testkit::skip_lab!("{e}");
             false
+        }
+    }
+}
+
+/// `plumb lab --hold`: the link stays up until the guard drops, which stops
+/// the lab as Ctrl-C does (it removes its namespaces and devices). Programs
+/// run in either side with [`HeldLab::exec`] are the caller's to end.
+pub struct HeldLab {
+    child: Option<Child>,
+    /// The near side's namespace.
+    pub near: String,
+    /// The far side's namespace.
+    pub far: String,
+    /// The far side's address.
+    pub far_addr: String,
+}
+
+impl HeldLab {
+    /// Starts `plumb lab --hold ARGS` and waits (at most 30 s) until it says
+    /// where the link is.
+    pub fn start(args: &[&str]) -> HeldLab {
+        let mut child = Command::new(plumb_bin())
+            .args(["lab", "--hold"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start plumb lab --hold");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lab = HeldLab {
+            child: Some(child),
+            near: String::new(),
+            far: String::new(),
+            far_addr: String::new(),
+        };
+        // "The link is up until Ctrl-C. Near A is in namespace N, far B in F."
+        let t0 = Instant::now();
+        while lab.near.is_empty() {
+            let left = Duration::from_secs(30).saturating_sub(t0.elapsed());
+            let line = rx
+                .recv_timeout(left)
+                .expect("plumb lab --hold did not say where the link is");
+            if let Some(rest) = line.split_once("is in namespace ").map(|(_, r)| r) {
+                let w: Vec<&str> = rest
+                    .trim_end_matches('.')
+                    .split([' ', ','])
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                // [near-ns, far, ADDR, in, far-ns]
+                assert_eq!(w.len(), 5, "{line}");
+                lab.near = w[0].to_string();
+                lab.far_addr = w[2].to_string();
+                lab.far = w[4].to_string();
+            }
+        }
+        lab
+    }
+
+    /// `ip netns exec NS`, to which the caller adds the program and its arguments.
+    pub fn exec(&self, ns: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns]);
+        c
+    }
+}
+
+impl Drop for HeldLab {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-INT", &c.id().to_string()])
+                .status();
+            let t0 = Instant::now();
+            while matches!(c.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use plumb_proto::iperf2::{Amount, HeaderAck, Mode, TestHeader, MAX_HEADER_LEN, VERSION_2_1_8};
 use plumb_record::engine::{CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, Totals};
 use plumb_record::Connected;
+use plumb_tcpinfo::tcp_info;
 
 use crate::config::ServerConfig;
 use crate::iperf2::admit::{admit, deadline};
@@ -23,6 +24,8 @@ use crate::{signals, sockets, sockopt};
 
 /// A write that makes no progress this long ends the test.
 const STALL: Duration = Duration::from_secs(10);
+/// How long a server that sent waits for its data to be acknowledged.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// The largest buffer a client's `-l` may ask the server to send with.
 const MAX_SEND_LEN: usize = 1 << 20;
 
@@ -79,6 +82,9 @@ pub(crate) fn serve(
     let fd = conn.as_raw_fd();
     let conn = Arc::new(conn);
     let (outcome, tcp) = run_data(&conn, &h, &flow, epoch, until, &mut *sink, cfg.interval);
+    if reverse && outcome.is_ok() {
+        wait_acknowledged(&conn);
+    }
     let seconds = epoch.elapsed().as_secs_f64();
     let _ = conn.shutdown(Shutdown::Both);
     let t = Totals {
@@ -109,6 +115,22 @@ pub(crate) fn serve(
         );
     }
     outcome
+}
+
+/// Waits (at most [`DRAIN_LIMIT`]) until the client has acknowledged every
+/// byte this end wrote, so that a sending test's time runs to its data's
+/// arrival, as iperf 2's own server counts it, rather than to the last write
+/// into the socket buffer, which would overstate the rate by what the buffer
+/// held.
+fn wait_acknowledged(conn: &TcpStream) {
+    let t0 = Instant::now();
+    while t0.elapsed() < DRAIN_LIMIT {
+        match tcp_info(conn.as_fd()) {
+            Ok(i) if i.unacked == 0 && i.notsent_bytes.unwrap_or(0) == 0 => return,
+            Ok(_) => std::thread::sleep(Duration::from_millis(1)),
+            Err(_) => return,
+        }
+    }
 }
 
 /// Moves the data on its own thread while this one reports intervals (with
