@@ -8,6 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use plumb_proto::nuttcp::format::Format;
 use plumb_proto::nuttcp::reply::{self, Closing};
 use plumb_proto::nuttcp::request::{Request, RATE_UNLIMITED};
 use plumb_proto::results::{Results, StreamResult};
@@ -93,6 +94,7 @@ pub fn request(cfg: &ClientConfig) -> Request {
         udp,
         interval: s.interval,
         flip: cfg.flip,
+        format: Format::DEFAULT,
     }
 }
 

@@ -171,16 +171,18 @@ fn one_test(
     // Registered before the answer: the client connects once it has it.
     let handed = expect_handed(cfg, peer, &req);
     ctl.send(&reply::ok())?;
+    let options = req.format.names();
     log(
         &peer,
         &format!(
-            "nuttcp client {} test, {} s",
+            "nuttcp client {} test, {} s{}{options}",
             if req.client_sends {
                 "sending"
             } else {
                 "receiving"
             },
-            req.seconds
+            req.seconds,
+            if options.is_empty() { "" } else { ", " },
         ),
     );
     serve_test(cfg, &mut ctl, peer, &req, &handed, sink)
@@ -285,6 +287,7 @@ mod tests {
             udp: false,
             interval: 0.0,
             flip: false,
+            format: plumb_proto::nuttcp::format::Format::DEFAULT,
         }
     }
 

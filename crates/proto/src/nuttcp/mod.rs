@@ -6,11 +6,13 @@
 //! - [`request`]: the client's parameter line, built and read with caps.
 //! - [`reply`]: the greeting and answer lines, and the server's report
 //!   lines, written and read back into figures.
+//! - [`format`]: the client's `-f` options, which shape the server's lines.
 //! - [`lines`]: a capped line splitter for the control connection.
 //! - [`udp`]: the UDP markers and the byte-count stamp.
 //! - [`brief`]: nuttcp's one-line summary, from a test's figures.
 
 pub mod brief;
+pub mod format;
 pub mod lines;
 pub mod reply;
 pub mod request;

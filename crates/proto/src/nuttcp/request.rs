@@ -2,7 +2,10 @@
 //! by commas, sent after the greeting. plumb writes the keys a stock 6.1.2
 //! client writes, in its order, and reads back the ones that shape a test;
 //! a request for a feature plumb does not answer (third-party tests,
-//! multicast, traceroute, block counts) is refused by name.
+//! multicast, traceroute, block counts, an output option it cannot honour)
+//! is refused by name.
+
+use super::format::Format;
 
 /// `nbuf` of a test limited by time, not by a block count.
 const NBUF_TIMED: u64 = 2_147_483_647;
@@ -39,6 +42,8 @@ pub struct Request {
     pub interval: f64,
     /// The server opens the data connections (nuttcp's `-F`).
     pub flip: bool,
+    /// The client's `-f` options: the form of the server's report lines.
+    pub format: Format,
 }
 
 impl Request {
@@ -47,7 +52,7 @@ impl Request {
         format!(
             "buflen = {}, nbuf = {NBUF_TIMED}, win = {}, nstream = {}, rate = {}, port = {}, \
              trans = {}, braindead = 0, timeout = {:.6}, udp = {}, vers = {}, interval = {:.6}, \
-             reverse = {}, format = 2048, traceroute = 0, irate = 0, thirdparty = _NULL_ , \
+             reverse = {}, format = {}, traceroute = 0, irate = 0, thirdparty = _NULL_ , \
              multicast = 0 , datamss = 0 , tos = 0 , nbuf_bytes = 0 , rate_pps = 0 , nodelay = 0\n",
             self.buflen,
             self.window,
@@ -60,6 +65,7 @@ impl Request {
             super::VERSION,
             self.interval,
             u8::from(self.flip),
+            self.format.bits(),
         )
     }
 
@@ -100,7 +106,19 @@ impl Request {
             udp: pairs.flag("udp")?,
             interval: pairs.optional_seconds("interval")?,
             flip: pairs.optional_flag("reverse")?,
+            format: match pairs.get("format") {
+                // A client older than the option sends none: nuttcp's text.
+                None => Format::default(),
+                Some(_) => Format::from_bits(pairs.number("format")?)?,
+            },
         };
+        if req.format.has(Format::DEBUG_RETRANS) && !req.udp && !req.client_sends {
+            return Err(format!(
+                "nuttcp request asks for {} (a TCP transmitter's kernel dump), \
+                 which plumb does not answer",
+                Format::name_of(Format::DEBUG_RETRANS)
+            ));
+        }
         if req.seconds <= 0.0 {
             return Err("nuttcp request has no time limit (timeout = 0)".into());
         }
@@ -223,6 +241,7 @@ mod tests {
             udp: false,
             interval: 1.0,
             flip: false,
+            format: Format::DEFAULT,
         }
     }
 
@@ -235,6 +254,30 @@ mod tests {
         assert!(u.udp && !u.client_sends);
         assert_eq!(u.rate_bps(), Some(50_000_000));
         assert_eq!(send().rate_bps(), None);
+    }
+
+    #[test]
+    fn the_clients_format_read() {
+        // `nuttcp -fparse -T2` (captured on loopback): format = 2112.
+        let p = Request::parse(&STOCK_SEND.replace("format = 2048", "format = 2112"));
+        assert!(p.as_ref().is_ok_and(|r| r.format.parse()), "{p:?}");
+        // 0x200 is -fdebugretrans: a TCP transmitter's extra lines, which
+        // plumb's server cannot write when it sends; when it receives (and
+        // over UDP) the option changes nothing the server sends.
+        let dr = STOCK_SEND.replace("format = 2048", "format = 2560");
+        assert!(Request::parse(&dr).is_ok());
+        let e = Request::parse(&dr.replace("trans = 1", "trans = 0"));
+        assert!(e.is_err_and(|e| e.contains("-fdebugretrans")));
+        let u = STOCK_UDP_R.replace("format = 2048", "format = 2560");
+        assert!(Request::parse(&u).is_ok());
+        // A later client's option: refused by its bit.
+        let later = Request::parse(&STOCK_SEND.replace("format = 2048", "format = 6144"));
+        assert!(later.is_err_and(|e| e.contains("0x1000")));
+        // No format at all (a client from before the option): the default.
+        let none = Request::parse(&STOCK_SEND.replace("format = 2048, ", ""));
+        assert!(none.is_ok_and(|r| r.format == Format::DEFAULT));
+        let bad = Request::parse(&STOCK_SEND.replace("format = 2048", "format = -1"));
+        assert!(bad.is_err_and(|e| e.contains("format '-1' is not a number")));
     }
 
     #[test]
