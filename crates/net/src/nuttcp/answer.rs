@@ -1,14 +1,16 @@
 //! One nuttcp client's test on plumb's server: the data connections the
 //! request asks for, plumb's session measuring this end, the interval
 //! lines a receiving nuttcp server sends its client, and the closing
-//! figures the client reads back.
+//! figures the client reads back, both in the format the client asked for.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plumb_proto::nuttcp::reply::{self, Closing};
+use plumb_proto::nuttcp::format::Format;
+use plumb_proto::nuttcp::interval::{self, Stretch};
+use plumb_proto::nuttcp::reply::Closing;
 use plumb_proto::nuttcp::request::Request;
 use plumb_proto::params::TestParams;
 use plumb_proto::results::{Results, StreamResult};
@@ -72,6 +74,8 @@ pub fn serve_test(
     let mut out = ToClient {
         inner: sink,
         ctl: (!sends && req.interval > 0.0).then_some(to_client),
+        format: req.format,
+        total: 0,
     };
     run(&mut session, ctl, req, cfg.rcv_timeout, &mut out)?;
     if !sends && req.interval > 0.0 {
@@ -82,7 +86,7 @@ pub fn serve_test(
         &mirrored(&session, &alone),
         host::default_congestion_control(),
     );
-    ctl.send(&closing(&session, &end, sends).to_lines(sends))?;
+    ctl.send(&closing(&session, &end, sends).to_lines(sends, req.format))?;
     sink.end(&end);
     let _ = ctl.stream.shutdown(std::net::Shutdown::Both);
     Ok(())
@@ -263,10 +267,13 @@ fn closing(session: &Session, end: &EndRecord, sends: bool) -> Closing {
 }
 
 /// The operator's sink, and for a receiving server each interval as a
-/// nuttcp line to the client too.
+/// nuttcp line to the client too, in the client's format.
 struct ToClient<'a> {
     inner: &'a mut dyn Sink,
     ctl: Option<TcpStream>,
+    format: Format,
+    /// Bytes of the intervals so far, for `-frunningtotal`.
+    total: u64,
 }
 
 impl Sink for ToClient<'_> {
@@ -276,12 +283,21 @@ impl Sink for ToClient<'_> {
     fn interval(&mut self, i: &IntervalRecord) {
         if let Some(c) = self.ctl.as_mut() {
             let bytes = i.streams.iter().map(|s| s.bytes).sum();
-            let secs = i
-                .streams
-                .iter()
-                .map(|s| s.end - s.start)
-                .fold(0.0, f64::max);
-            let line = format!("{}\n", reply::interval_line(bytes, secs, None));
+            self.total += bytes;
+            let span = |f: fn(&plumb_record::engine::StreamInterval) -> f64| {
+                i.streams.iter().map(f).fold(0.0, f64::max)
+            };
+            let now = Stretch {
+                bytes,
+                seconds: span(|s| s.end - s.start),
+                udp: None,
+            };
+            let total = Stretch {
+                bytes: self.total,
+                seconds: span(|s| s.end),
+                udp: None,
+            };
+            let line = format!("{}\n", interval::line(self.format, &now, &total));
             if std::io::Write::write_all(c, line.as_bytes()).is_err() {
                 self.ctl = None;
             }

@@ -9,7 +9,8 @@ use std::net::{IpAddr, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use plumb_proto::nuttcp::reply;
+use plumb_proto::nuttcp::format::Format;
+use plumb_proto::nuttcp::interval::{self, Sent, Stretch};
 use plumb_proto::nuttcp::udp::{read_stamp, stamp, Marker, END_MARKERS, MIN_DATA};
 use plumb_record::engine::{IntervalDetail, IntervalRecord, StreamInterval};
 use plumb_record::Sink;
@@ -67,6 +68,8 @@ pub struct Reporter {
     buflen: u64,
     /// A receiving server's control connection, for nuttcp's interval lines.
     pub lines_to: Option<TcpStream>,
+    /// The form of those lines (the client's `-f` options).
+    pub format: Format,
 }
 
 impl Reporter {
@@ -83,6 +86,7 @@ impl Reporter {
             sender,
             buflen: u64::from(buflen.max(1)),
             lines_to: None,
+            format: Format::DEFAULT,
         }
     }
 
@@ -130,7 +134,28 @@ impl Reporter {
             plumb: None,
         });
         if let Some(c) = self.lines_to.as_mut() {
-            let line = reply::udp_interval_line(bytes, end - t0, lost, expected);
+            // Since the start: datagrams the sender's latest count says it
+            // sent, of which all but those received were dropped.
+            let all = (stamp / self.buflen).max(f.packets);
+            let now = Stretch {
+                bytes,
+                seconds: end - t0,
+                udp: Some(Sent {
+                    dropped: lost,
+                    expected,
+                    bytes: stamp.saturating_sub(s0),
+                }),
+            };
+            let total = Stretch {
+                bytes: f.bytes,
+                seconds: end,
+                udp: Some(Sent {
+                    dropped: all - f.packets,
+                    expected: all,
+                    bytes: stamp,
+                }),
+            };
+            let line = interval::line(self.format, &now, &total);
             if c.write_all(format!("{line}\n").as_bytes()).is_err() {
                 self.lines_to = None;
             }

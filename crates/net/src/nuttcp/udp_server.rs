@@ -52,6 +52,7 @@ pub fn serve(
     let mut rep = Reporter::new(&sock, req.interval, sends, req.buflen);
     if !sends {
         rep.lines_to = ctl.stream.try_clone().ok();
+        rep.format = req.format;
     }
     // The client's close of its control connection ends the test.
     let probe = ctl.stream.try_clone().map_err(TestError::Control)?;
@@ -94,7 +95,7 @@ pub fn serve(
         retrans: None,
         rtt_ms: None,
     };
-    ctl.send(&closing.to_lines(sends))?;
+    ctl.send(&closing.to_lines(sends, req.format))?;
     let end = udp_record::end(&sock, sends, mine, None, req.buflen, cpu);
     sink.end(&end);
     let _ = ctl.stream.shutdown(std::net::Shutdown::Both);

@@ -7,12 +7,14 @@
 //! - [`reply`]: the greeting and answer lines, and the server's report
 //!   lines, written and read back into figures.
 //! - [`format`]: the client's `-f` options, which shape the server's lines.
+//! - [`interval`]: a receiving server's interval lines, in either format.
 //! - [`lines`]: a capped line splitter for the control connection.
 //! - [`udp`]: the UDP markers and the byte-count stamp.
 //! - [`brief`]: nuttcp's one-line summary, from a test's figures.
 
 pub mod brief;
 pub mod format;
+pub mod interval;
 pub mod lines;
 pub mod reply;
 pub mod request;
@@ -24,3 +26,6 @@ pub const VERSION: &str = "6.1.2";
 /// The longest control line either end accepts, in bytes (a stock request
 /// is about 340).
 pub const MAX_LINE: usize = 2048;
+
+/// Bytes in a nuttcp "MB" (a mebibyte).
+const MB: f64 = 1_048_576.0;

@@ -1,12 +1,11 @@
 //! The server's side of the control text: the greeting both ends send, the
-//! `OK`/`KO` answer to a request, and the report a nuttcp server writes
-//! back (setup notes, interval lines, `DONE`, closing figures), written by
-//! plumb's server and read by plumb's client.
+//! `OK`/`KO` answer to a request, and the closing figures a nuttcp server
+//! writes back after the data, written by plumb's server in the format its
+//! client asked for and read (in nuttcp's default format) by plumb's client,
+//! which also reads the interval lines ([`super::interval`] writes them).
 
-use super::VERSION;
-
-/// Bytes in a nuttcp "MB" (a mebibyte).
-const MB: f64 = 1_048_576.0;
+use super::format::Format;
+use super::{MB, VERSION};
 
 /// The greeting either end sends first.
 pub fn hello() -> String {
@@ -63,37 +62,6 @@ fn clip(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
-/// One interval line as a nuttcp receiver writes it (no newline): bytes in
-/// the interval, its length, and the sender's retransmits when known.
-pub fn interval_line(bytes: u64, seconds: f64, retrans: Option<u64>) -> String {
-    let mbps = rate_mbps(bytes, seconds);
-    let mut s = format!(
-        "{:10.4} MB / {:6.2} sec = {:9.4} Mbps",
-        bytes as f64 / MB,
-        seconds,
-        mbps
-    );
-    if let Some(r) = retrans {
-        s.push_str(&format!(" {r:5} retrans"));
-    }
-    s
-}
-
-/// A UDP receiver's interval line (no newline): the interval's bytes and
-/// length, then datagrams dropped of those expected, estimated from the
-/// sender's byte counts.
-pub fn udp_interval_line(bytes: u64, seconds: f64, dropped: u64, expected: u64) -> String {
-    let loss = if expected > 0 {
-        dropped as f64 * 100.0 / expected as f64
-    } else {
-        0.0
-    };
-    format!(
-        "{} {dropped:5} / {expected:5} ~drop/pkt {loss:5.2} ~%loss",
-        interval_line(bytes, seconds, None)
-    )
-}
-
 /// Megabits per second, 0 for an empty interval.
 pub fn rate_mbps(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -119,32 +87,54 @@ pub struct Closing {
 }
 
 impl Closing {
-    /// The lines a server writes for these figures; `sent` picks nuttcp's
-    /// `-t` (transmitter) prefix over `-r`.
-    pub fn to_lines(&self, sent: bool) -> String {
-        let who = if sent { 't' } else { 'r' };
+    /// The lines a server writes for these figures, in the client's
+    /// format; `sent` picks nuttcp's `-t` (transmitter) prefix over `-r`.
+    /// A stock client reads the bytes and seconds, the CPU percentage and
+    /// the retransmissions from them; the RTT only in its default format.
+    pub fn to_lines(&self, sent: bool, format: Format) -> String {
+        let parse = format.parse();
         let mb = self.bytes as f64 / MB;
         let secs = self.seconds.max(0.000_001);
-        let mut s = String::new();
-        if let Some(rtt) = self.rtt_ms {
-            s.push_str(&format!("nuttcp-{who}: connected with RTT={rtt:.3} ms\n"));
-        }
-        s.push_str(&format!(
-            "nuttcp-{who}: {mb:.4} MB in {secs:.2} real seconds = {:.2} KB/sec = {:.4} Mbps\n",
-            self.bytes as f64 / 1024.0 / secs,
-            rate_mbps(self.bytes, secs)
-        ));
-        if let Some(r) = self.retrans {
-            s.push_str(&format!("nuttcp-{who}: retrans = {r}\n"));
-        }
+        let kbps = self.bytes as f64 / 1024.0 / secs;
+        let mbps = rate_mbps(self.bytes, secs);
         let whole = secs.round() as u64;
-        s.push_str(&format!(
-            "nuttcp-{who}: 0.0user 0.0sys {}:{:02}real {}% 0i+0d 0maxrss 0+0pf 0+0csw\n",
-            whole / 60,
-            whole % 60,
-            self.cpu_percent.unwrap_or(0)
-        ));
-        s
+        let (min, sec) = (whole / 60, whole % 60);
+        let cpu = self.cpu_percent.unwrap_or(0);
+        let mut lines = Vec::new();
+        if let Some(rtt) = self.rtt_ms {
+            lines.push(if parse {
+                format!("rtt_ms={rtt:.3}")
+            } else {
+                format!("connected with RTT={rtt:.3} ms")
+            });
+        }
+        lines.push(if parse {
+            format!(
+                "megabytes={mb:.4} real_seconds={secs:.2} rate_KBps={kbps:.2} rate_Mbps={mbps:.4}"
+            )
+        } else {
+            format!("{mb:.4} MB in {secs:.2} real seconds = {kbps:.2} KB/sec = {mbps:.4} Mbps")
+        });
+        if let Some(r) = self.retrans {
+            lines.push(if parse {
+                format!("retrans={r}")
+            } else {
+                format!("retrans = {r}")
+            });
+        }
+        lines.push(if parse {
+            format!(
+                "stats=cpu user=0.0 system=0.0 elapsed={min}:{sec:02} cpu={cpu}% \
+                 memory=0i+0d-0maxrss io=0+0pf swaps=0+0csw"
+            )
+        } else {
+            format!("0.0user 0.0sys {min}:{sec:02}real {cpu}% 0i+0d 0maxrss 0+0pf 0+0csw")
+        });
+        let who = if sent { 't' } else { 'r' };
+        lines
+            .iter()
+            .map(|l| format!("nuttcp-{who}: {l}\n"))
+            .collect()
     }
 
     /// Reads one line of a server's closing report into the figures it
@@ -240,22 +230,68 @@ mod tests {
             retrans: Some(7),
             rtt_ms: Some(0.25),
         };
-        let back = read(&c.to_lines(true));
+        let back = read(&c.to_lines(true, Format::DEFAULT));
         assert!((back.bytes as f64 - 123_456_789.0).abs() < 60.0);
         assert_eq!(
             (back.cpu_percent, back.retrans, back.rtt_ms),
             (Some(12), Some(7), Some(0.25))
         );
-        assert_eq!(
-            interval_line(2_428_174_336, 1.0, Some(0)),
-            " 2315.6875 MB /   1.00 sec = 19425.3947 Mbps     0 retrans"
-        );
         assert_eq!(parse_interval("garbage MB / x sec = "), None);
-        // nuttcp 6.1.2's receiver wrote, for `-u -R 50m -i1`:
-        // "    5.9609 MB /   1.00 sec =   50.0021 Mbps     0 /   763 ~drop/pkt  0.00 ~%loss"
+        // What plumb's server writes in nuttcp's default format, its own
+        // client reads.
+        let iv = super::super::interval::Stretch {
+            bytes: 2_428_174_336,
+            seconds: 1.0,
+            udp: None,
+        };
+        let line = super::super::interval::line(Format::DEFAULT, &iv, &iv);
+        assert_eq!(parse_interval(&line), Some((2_428_174_336, 1.0)));
+    }
+
+    #[test]
+    fn parse_format_closing_as_nuttcp_writes_it() {
+        let parse = Format::from_bits(Format::WANT_RTT | Format::PARSE).unwrap_or_default();
+        // `nuttcp -fparse -T2 -r` against `nuttcp -S` (6.1.2, loopback):
+        // the server's figures after its setup notes ("stats=cpu" then its
+        // own rusage figures, which plumb leaves at 0).
+        let sent = Closing {
+            bytes: 3_525_640_192,
+            seconds: 2.000_045,
+            cpu_percent: Some(91),
+            retrans: Some(0),
+            rtt_ms: None,
+        };
         assert_eq!(
-            udp_interval_line(763 * 8192, 1.000_037_4, 0, 763),
-            "    5.9609 MB /   1.00 sec =   50.0021 Mbps     0 /   763 ~drop/pkt  0.00 ~%loss"
+            sent.to_lines(true, parse),
+            "nuttcp-t: megabytes=3362.3125 real_seconds=2.00 rate_KBps=1721465.27 rate_Mbps=14102.2435\n\
+             nuttcp-t: retrans=0\n\
+             nuttcp-t: stats=cpu user=0.0 system=0.0 elapsed=0:02 cpu=91% memory=0i+0d-0maxrss io=0+0pf swaps=0+0csw\n"
         );
+        // `nuttcp -fparse -T2 -u -R 10m`: the receiver's.
+        let got = Closing {
+            bytes: 305 * 8192,
+            seconds: 2.002_051,
+            cpu_percent: Some(0),
+            ..Closing::default()
+        };
+        assert!(got.to_lines(false, parse).starts_with(
+            "nuttcp-r: megabytes=2.3828 real_seconds=2.00 rate_KBps=1218.75 rate_Mbps=9.9840\n"
+        ));
+        // The RTT, which a stock client reads only in its default format.
+        let rtt = Closing {
+            rtt_ms: Some(0.108),
+            ..sent
+        };
+        assert!(rtt
+            .to_lines(true, parse)
+            .starts_with("nuttcp-t: rtt_ms=0.108\n"));
+        // A test over an hour keeps minutes:seconds, which the client reads.
+        let long = Closing {
+            seconds: 3_725.0,
+            ..got
+        };
+        assert!(long
+            .to_lines(false, parse)
+            .contains(" elapsed=62:05 cpu=0% "));
     }
 }
