@@ -2,8 +2,9 @@
 //! `plumb -c --tool nuttcp` against a stock `nuttcp -S`, and a stock
 //! `nuttcp` client against `plumb -s --tools nuttcp`, over TCP and UDP,
 //! each way (`-R` / nuttcp's `-r`), and with the data connection turned
-//! round (`--flip` / `-F`). Each run compares plumb's own byte count with
-//! nuttcp's own within 1 % (a UDP run only when the kernel dropped no
+//! round (`--flip` / `-F`), and nuttcp's client in its parse format
+//! (`-fparse`) as well as its default one. Each run compares plumb's own
+//! byte count with nuttcp's own within 1 % (a UDP run only when the kernel dropped no
 //! datagram for a full buffer meanwhile; otherwise a counted skip). A malformed request gets a one-line refusal
 //! and the server goes on serving.
 
@@ -303,6 +304,212 @@ fn nuttcp_client_against_plumb_server() {
             "{what}: plumb counted {ours}, nuttcp {theirs}"
         );
     }
+}
+
+/// The figures of a nuttcp client's one-line summary, by the keys its
+/// `-fparse` form uses (`megabytes`, `real_seconds`, `rate_Mbps`,
+/// `tx_cpu`, `rx_cpu`, and for UDP `drop` and `pkt`), read from either
+/// form; `None` when the output has no summary.
+fn nuttcp_summary(text: &str) -> Option<Vec<(String, f64)>> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("real_seconds=") || (l.contains(" MB / ") && l.contains("%TX")))?;
+    if line.contains("real_seconds=") {
+        return Some(
+            line.split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+                .collect(),
+        );
+    }
+    // "  2.3906 MB /   2.01 sec =    9.9997 Mbps 87 %TX 0 %RX 0 / 306 drop/pkt 0.00 %loss"
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let keys = [
+        (0, "megabytes"),
+        (3, "real_seconds"),
+        (6, "rate_Mbps"),
+        (8, "tx_cpu"),
+        (10, "rx_cpu"),
+        (12, "drop"),
+        (14, "pkt"),
+    ];
+    Some(
+        keys.iter()
+            .filter_map(|(i, k)| Some((k.to_string(), w.get(*i)?.parse().ok()?)))
+            .collect(),
+    )
+}
+
+/// One figure of a summary, failing the test when it is missing.
+fn figure(summary: &[(String, f64)], key: &str, text: &str) -> f64 {
+    summary
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no {key} in nuttcp's summary: {text}"))
+}
+
+#[test]
+fn nuttcp_client_summary_in_either_format_against_plumb_server() {
+    need_nuttcp!();
+    // The client's summary shows the server's closing figures: for a
+    // sending client the bytes and seconds, the server's CPU, and for UDP
+    // received by the client, the datagrams the server sent. Against a
+    // server that answered in the wrong format they read 0.
+    for (what, args, plumb_sends) in [
+        ("tcp send -fparse", vec!["-fparse"], false),
+        ("tcp receive -fparse", vec!["-fparse", "-r"], true),
+        (
+            "tcp send -fparse -i1 -frunningtotal",
+            vec!["-fparse", "-i1", "-frunningtotal", "-T3"],
+            false,
+        ),
+        (
+            "udp send -fparse -i1",
+            vec!["-fparse", "-u", "-R", "10m", "-i1", "-T3"],
+            false,
+        ),
+        (
+            "udp receive -fparse",
+            vec!["-fparse", "-u", "-R", "10m", "-r"],
+            true,
+        ),
+        ("tcp send, default format", vec![], false),
+        ("tcp receive, default format", vec!["-r"], true),
+        (
+            "udp receive, default format",
+            vec!["-u", "-R", "10m", "-r"],
+            true,
+        ),
+    ] {
+        let ctl = ports();
+        let drops = udp_buffer_drops();
+        let srv = plumb_nuttcp_server(ctl);
+        let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+        let mut a = vec!["-P", c.as_str(), "-p", d.as_str(), "-T2"];
+        a.extend_from_slice(&args);
+        a.push("127.0.0.1");
+        let out = run("nuttcp", &a, Duration::from_secs(40));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{what}: nuttcp failed: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let s = json(&srv.finish(Duration::from_secs(20)), "plumb server");
+        assert_clean(&s, "plumb server");
+        let udp = args.contains(&"-u");
+        if udp && udp_buffer_drops() > drops {
+            plumb_testkit::skip_premise!(
+                "{what}: the kernel dropped UDP datagrams for a full buffer"
+            );
+            continue;
+        }
+        let sum = nuttcp_summary(&text).unwrap_or_else(|| panic!("{what}: no summary in {text}"));
+        let parse = args.contains(&"-fparse");
+        assert_eq!(
+            text.contains("real_seconds="),
+            parse,
+            "{what}: the summary is not in the asked format: {text}"
+        );
+        let ours = num(
+            &s,
+            if plumb_sends {
+                "end.sum_sent.bytes"
+            } else {
+                "end.sum_received.bytes"
+            },
+        );
+        let mb = figure(&sum, "megabytes", &text);
+        let secs = figure(&sum, "real_seconds", &text);
+        assert!(
+            within_1pct(mb * 1_048_576.0, ours) && secs > 0.0,
+            "{what}: nuttcp's summary says {mb} MB in {secs} s, plumb counted {ours} bytes: {text}"
+        );
+        let rate = figure(&sum, "rate_Mbps", &text);
+        assert!(
+            within_1pct(rate, mb * 8.388_608 / secs),
+            "{what}: {rate} Mbps for {mb} MB in {secs} s"
+        );
+        // The server's CPU is the figure plumb's record has.
+        let cpu = num(&s, "end.cpu_utilization_percent.host_total").round();
+        let theirs = figure(&sum, if plumb_sends { "tx_cpu" } else { "rx_cpu" }, &text);
+        assert_eq!(theirs, cpu, "{what}: the server's CPU: {text}");
+        if udp && plumb_sends {
+            let pkt = figure(&sum, "pkt", &text);
+            let sent = num(&s, "end.sum_sent.packets");
+            assert!(
+                within_1pct(pkt, sent) && figure(&sum, "drop", &text) == 0.0,
+                "{what}: nuttcp says the server sent {pkt} datagrams, plumb {sent}: {text}"
+            );
+        }
+        if args.contains(&"-i1") {
+            // A sending client prints the interval lines as they come (the
+            // parse form's last one only after the data, which it drops).
+            let lines: Vec<&str> = text.lines().filter(|l| l.contains(" real_sec=")).collect();
+            assert!(
+                !lines.is_empty()
+                    && lines
+                        .iter()
+                        .all(|l| !l.starts_with("megabytes=0.0000 ") && l.contains(" rate_Mbps=")),
+                "{what}: interval lines: {text}"
+            );
+            if args.contains(&"-frunningtotal") {
+                assert!(
+                    lines.iter().all(|l| l.contains(" total_megabytes=")),
+                    "{what}: {text}"
+                );
+            }
+            if udp {
+                assert!(
+                    lines
+                        .iter()
+                        .all(|l| l.contains(" drop=") && l.contains(" data_loss=")),
+                    "{what}: {text}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_output_option_plumb_cannot_honour_is_refused_by_name() {
+    need_nuttcp!();
+    let ctl = ports();
+    let _srv = Server::start(plumb_bin(), &["-s", "--tools", "nuttcp"], ctl);
+    let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+    // -fdebugretrans asks a transmitting server for its kernel's TCP
+    // figures in nuttcp's own debug lines.
+    let out = run(
+        "nuttcp",
+        &[
+            "-P",
+            &c,
+            "-p",
+            &d,
+            "-T1",
+            "-r",
+            "-fdebugretrans",
+            "127.0.0.1",
+        ],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("Error:")).collect();
+    assert!(
+        !out.status.success() && errors.len() == 1 && errors[0].contains("-fdebugretrans"),
+        "{err}"
+    );
+    // The server goes on: the same option with the client sending changes
+    // nothing the server sends, and runs.
+    let out = run(
+        "nuttcp",
+        &["-P", &c, "-p", &d, "-T1", "-fdebugretrans", "127.0.0.1"],
+        Duration::from_secs(20),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("Mbps"), "{text}");
 }
 
 /// Sends `bytes` to the server's control port and reads its answer to the
