@@ -436,6 +436,10 @@ fn nuttcp_client_summary_in_either_format_against_plumb_server() {
         let cpu = num(&s, "end.cpu_utilization_percent.host_total").round();
         let theirs = figure(&sum, if plumb_sends { "tx_cpu" } else { "rx_cpu" }, &text);
         assert_eq!(theirs, cpu, "{what}: the server's CPU: {text}");
+        if parse && plumb_sends {
+            // The client finds no RTT in a server's -fparse lines.
+            assert!(!text.contains("rtt_ms="), "{what}: {text}");
+        }
         if udp && plumb_sends {
             let pkt = figure(&sum, "pkt", &text);
             let sent = num(&s, "end.sum_sent.packets");
