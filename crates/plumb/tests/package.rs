@@ -6,7 +6,10 @@
 //!
 //! `cargo test` alone does not build the package (cargo's lock is held);
 //! without it the test is a counted skip, which `scripts/test` (that builds
-//! it first, PLUMB_REQUIRE_TOOLS=1) makes a failure.
+//! it, PLUMB_REQUIRE_TOOLS=1) makes a failure. Every test here is named
+//! `built_deb_…`: `scripts/test` builds the package beside the other tests
+//! and leaves these out of that run by the prefix (`--skip built_deb_`),
+//! then runs them once the package is there.
 
 mod common;
 
@@ -106,7 +109,7 @@ fn run(cmd: &mut Command) -> String {
 }
 
 #[test]
-fn each_man_page_lists_the_flags_its_help_does() {
+fn built_deb_each_man_page_lists_the_flags_its_help_does() {
     let Some(deb) = deb() else {
         plumb_testkit::skip_tool!("no target/debian/plumb_*.deb: scripts/package builds it");
         return;
@@ -173,7 +176,7 @@ fn each_man_page_lists_the_flags_its_help_does() {
 /// The readers take flags from the lines that define them, not from the
 /// descriptions that mention other flags.
 #[test]
-fn flag_readers_read_definitions_not_descriptions() {
+fn built_deb_flag_readers_read_definitions_not_descriptions() {
     let help = "Options:
       --from <FROM>   Read a saved -J document, not --host
                       (continued: --not-a-flag)
