@@ -167,7 +167,7 @@ impl Plan {
     /// receiver per stream, counted as if both ends shared this machine, as
     /// on loopback — fit the CPUs.
     pub fn recv_lowat(&self, cpus: usize) -> bool {
-        2 * self.total_streams() <= cpus
+        lowat_fits(self.total_streams(), cpus)
     }
 
     /// Whether the client sends on the stream it opens `index`-th (bidir: its
@@ -179,6 +179,14 @@ impl Plan {
             !self.reverse
         }
     }
+}
+
+/// Whether the data threads of `streams` TCP streams, a sender and a
+/// receiver each, fit `cpus` CPUs: then a receiver keeps `SO_RCVLOWAT`
+/// (why: [`Plan::recv_lowat`]). For the clients whose streams run outside a
+/// session (iperf 2's) too.
+pub(crate) fn lowat_fits(streams: usize, cpus: usize) -> bool {
+    2 * streams <= cpus
 }
 
 #[derive(Debug, Default, Clone, Copy)]

@@ -2,11 +2,14 @@
 //! connection or UDP flow per `-P` stream, each opening with iperf 2's
 //! test header; `-R` is iperf 2's reverse test (the server sends on the
 //! client's connection or to its UDP port). A UDP sender ends with
-//! negative sequence numbers until the server's report comes back.
+//! negative sequence numbers until the server's report comes back. TCP
+//! streams move their bytes on the shared data path's loops, as plumb's
+//! own streams do ([`crate::datapath`]), with a clock thread to end them.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -24,7 +27,10 @@ use super::flow::Flow;
 use super::meter::{start_record, Meter};
 use super::watch::Watch;
 use crate::config::{ClientConfig, TestSpec, Transport, DEFAULT_UDP_RATE};
+use crate::datapath::{self, Drain, TcpRecv, TcpSource};
+use crate::datathread::{self, AtBudget, Counters, StopAndBudget};
 use crate::errors::TestError;
+use crate::session::lowat_fits;
 use crate::sockets::{self, DataOptions};
 use crate::{host, signals, sockopt};
 
@@ -41,6 +47,8 @@ const REPEAT: Duration = Duration::from_millis(10);
 const ASK_AGAIN: Duration = Duration::from_millis(250);
 /// The largest datagram read back.
 const MAX_DATAGRAM: usize = 65_536;
+/// How often the test's clock looks at the time.
+const CLOCK_TICK: Duration = Duration::from_millis(10);
 
 /// What the test asks of each stream.
 #[derive(Debug, Clone, Copy)]
@@ -135,21 +143,31 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         })
         .collect();
     let flows: Vec<Arc<Flow>> = streams.iter().map(|_| Arc::new(Flow::default())).collect();
+    let receivers: Vec<Arc<TcpStream>> = streams
+        .iter()
+        .filter_map(|s| match s {
+            Stream::Tcp(t) if plan.reverse => Some(Arc::clone(t)),
+            _ => None,
+        })
+        .collect();
+    let shared = StopAndBudget::new(None, AtBudget::Stop);
     let epoch = Instant::now();
     let cpu0 = host::CpuSnapshot::take().ok();
     type Ended = ((Option<TcpEnd>, Option<i64>), io::Result<Outcome>);
     let (outcomes, plumb): (Vec<Ended>, _) = std::thread::scope(|scope| {
+        let shared = &shared;
         let handles: Vec<_> = streams
             .into_iter()
             .zip(&flows)
             .map(|(s, f)| {
                 scope.spawn(move || {
-                    let r = s.run(&plan, f, epoch);
+                    let r = s.run(&plan, f, epoch, shared);
                     f.finish();
                     r
                 })
             })
             .collect();
+        scope.spawn(|| clock(&plan, epoch, shared, &flows, &receivers));
         let protocol = if plan.udp {
             Protocol::Udp
         } else {
@@ -320,10 +338,16 @@ impl Stream {
         )
     }
 
-    fn run(self, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
+    fn run(
+        self,
+        p: &Plan,
+        f: &Flow,
+        epoch: Instant,
+        shared: &StopAndBudget,
+    ) -> io::Result<Outcome> {
         match (self, p.reverse) {
-            (Stream::Tcp(s), false) => tcp_send(&s, p, f, epoch),
-            (Stream::Tcp(s), true) => tcp_receive(&s, p, f, epoch),
+            (Stream::Tcp(s), false) => tcp_send(&s, p, f, epoch, shared),
+            (Stream::Tcp(s), true) => tcp_receive(&s, p, f, epoch, shared),
             (Stream::Udp(s), false) => udp_send(&s, p, f, epoch),
             (Stream::Udp(s), true) => udp_receive(&s, p, f, epoch),
         }
@@ -337,38 +361,80 @@ fn wall() -> Duration {
         .unwrap_or_default()
 }
 
-fn tcp_send(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
+/// The test's clock for its TCP streams, whose loops read no clock: at
+/// the test's end (or on a signal) it stops the senders and lets the
+/// receivers drain; a receiver still reading [`GRACE`] later (at once on a
+/// signal) has its connection shut, so no stream outlives the test by more.
+fn clock(
+    p: &Plan,
+    epoch: Instant,
+    shared: &StopAndBudget,
+    flows: &[Arc<Flow>],
+    receivers: &[Arc<TcpStream>],
+) {
+    let end = epoch + p.time;
+    let hard_end = end + GRACE;
+    while !flows.iter().all(|f| f.is_done()) {
+        let now = Instant::now();
+        let interrupted = signals::interrupted();
+        if now >= end || interrupted {
+            shared.stop.store(true, Relaxed);
+            shared.stop_receivers.store(true, Relaxed);
+        }
+        if now >= hard_end || interrupted {
+            for (s, f) in receivers.iter().zip(flows) {
+                if !f.is_done() {
+                    if !interrupted {
+                        f.counters().fail(format!(
+                            "the iperf 2 server had not ended its stream {} s after the test's end",
+                            GRACE.as_secs()
+                        ));
+                    }
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+            }
+            return;
+        }
+        let next = if now < end {
+            end.min(now + CLOCK_TICK)
+        } else {
+            now + CLOCK_TICK
+        };
+        std::thread::sleep(next - now);
+    }
+}
+
+/// Why a stream's data loop ended early, if it did.
+fn stream_error(c: &Counters) -> Option<String> {
+    c.error.lock().ok().and_then(|e| e.clone())
+}
+
+fn tcp_send(
+    s: &TcpStream,
+    p: &Plan,
+    f: &Flow,
+    epoch: Instant,
+    shared: &StopAndBudget,
+) -> io::Result<Outcome> {
+    let mut w = s;
     s.set_write_timeout(Some(STALL))?;
     s.set_read_timeout(Some(STALL))?;
-    s.write_all(&header(p).encode())?;
+    w.write_all(&header(p).encode())?;
     f.add(TCP_HEADER_LEN as u64);
-    // `0123456789…`, as iperf 2 fills its buffers.
-    let buf = crate::datapath::payload(p.len, true);
-    let end = epoch + p.time;
-    while Instant::now() < end && !signals::interrupted() {
-        match s.write(&buf) {
-            Ok(0) => return Err(io::Error::other("the iperf 2 server closed the connection")),
-            Ok(n) => f.add(n as u64),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
-                ) =>
-            {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("the server dropped the connection ({e}); is it iperf 2's `iperf -s`?"),
-                ));
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    // `0123456789…`, as iperf 2 fills its buffers, in a page-aligned block
+    // as plumb's own senders write; into the batch scheduling class after
+    // the first block, as they go. The loop shuts the write side at the end.
+    let block = Arc::new(datapath::payload_block(p.len, true));
+    datapath::tcp_send(s, TcpSource::Copy(block), shared, f.counters(), None, true);
     let sent = Totals {
         bytes: f.bytes(),
         seconds: epoch.elapsed().as_secs_f64(),
     };
-    s.shutdown(Shutdown::Write)?;
+    if let Some(e) = stream_error(f.counters()) {
+        return Err(io::Error::other(format!(
+            "the server dropped the connection ({e}); is it iperf 2's `iperf -s`?"
+        )));
+    }
     // The server closes once it has read to the end: then it has every
     // byte, and the receiver's time runs to here (the sender's own stops at
     // its last write, which the socket buffer still held), as iperf 2's
@@ -392,11 +458,11 @@ fn drain_until_close(mut s: &TcpStream) -> io::Result<Option<String>> {
     let mut first = Vec::with_capacity(ACK_LEN);
     let mut buf = [0u8; 4096];
     let until = Instant::now() + STALL;
+    let not_closed =
+        || io::Error::other("the iperf 2 server did not close the connection after the test");
     loop {
         if Instant::now() > until {
-            return Err(io::Error::other(
-                "the iperf 2 server did not close the connection after the test",
-            ));
+            return Err(not_closed());
         }
         match s.read(&mut buf) {
             Ok(0) => break,
@@ -406,41 +472,55 @@ fn drain_until_close(mut s: &TcpStream) -> io::Result<Option<String>> {
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
+            // The read timeout is the whole wait.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(not_closed())
+            }
             Err(e) => return Err(e),
         }
     }
     Ok(HeaderAck::decode(&first).ok().map(|a| a.version_text()))
 }
 
-fn tcp_receive(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
+fn tcp_receive(
+    s: &TcpStream,
+    p: &Plan,
+    f: &Flow,
+    epoch: Instant,
+    shared: &StopAndBudget,
+) -> io::Result<Outcome> {
+    let mut w = s;
     s.set_write_timeout(Some(STALL))?;
-    s.set_read_timeout(Some(STALL))?;
-    s.write_all(&header(p).encode())?;
-    let mut buf = vec![0u8; p.len.max(TCP_HEADER_LEN)];
-    let hard_end = epoch + p.time + GRACE;
-    let mut last = epoch;
-    loop {
-        if signals::interrupted() {
-            break;
-        }
-        if Instant::now() > hard_end {
-            return Err(io::Error::other(
-                "the iperf 2 server kept sending past the test's end",
-            ));
-        }
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                f.add(n as u64);
-                last = Instant::now();
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    w.write_all(&header(p).encode())?;
+    // As plumb's own receivers read: in the batch scheduling class, with
+    // `SO_RCVLOWAT` while the streams' threads fit the CPUs, to the end of
+    // the stream; the clock bounds the wait.
+    let _ = host::batch_current_thread();
+    let how = TcpRecv {
+        len: p.len.max(64 * 1024),
+        skip_copy: false,
+        clamp: None,
+        lowat: lowat_fits(p.streams as usize, host::online_cpus()),
+        file: None,
+    };
+    let c = f.counters();
+    datapath::tcp_recv(s, how, None, shared, c, Drain::UntilEof { limit: GRACE });
+    if f.bytes() == 0 && !signals::interrupted() {
+        return Err(io::Error::other(
+            "the iperf 2 server sent nothing for the reverse test",
+        ));
+    }
+    if let Some(e) = stream_error(c) {
+        return Err(io::Error::other(e));
     }
     let t = Totals {
         bytes: f.bytes(),
-        seconds: last.saturating_duration_since(epoch).as_secs_f64(),
+        seconds: last_byte(c).map_or(0.0, |l| l.saturating_duration_since(epoch).as_secs_f64()),
     };
     Ok(Outcome {
         sent: t,
@@ -448,6 +528,16 @@ fn tcp_receive(mut s: &TcpStream, p: &Plan, f: &Flow, epoch: Instant) -> io::Res
         udp: None,
         peer_version: None,
     })
+}
+
+/// When a receiving stream's last byte came: its last read after the
+/// test's end when it drained any, else the end of its stream (the peer
+/// closes after its last write).
+fn last_byte(c: &Counters) -> Option<Instant> {
+    match c.last_rx_ns.load(Relaxed) {
+        0 => c.ended_at(),
+        ns => Some(datathread::epoch() + Duration::from_nanos(ns)),
+    }
 }
 
 /// A datagram buffer holding the test header after the datagram header.

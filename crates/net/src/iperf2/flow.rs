@@ -1,17 +1,20 @@
 //! One stream's counters, shared between the thread that moves its data
 //! and the thread that reports intervals: bytes and datagrams as atomics,
 //! a receiver's loss and jitter behind a lock taken once per datagram.
+//! The bytes and datagrams are the shared data path's [`Counters`], so a
+//! TCP stream can run on [`crate::datapath`]'s loops and be metered here.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use plumb_proto::UdpStats;
 
+use crate::datathread::Counters;
+
 /// Counters of one stream.
 #[derive(Debug, Default)]
 pub(crate) struct Flow {
-    bytes: AtomicU64,
-    packets: AtomicU64,
+    counters: Counters,
     udp: Mutex<UdpStats>,
     done: AtomicBool,
 }
@@ -19,18 +22,23 @@ pub(crate) struct Flow {
 impl Flow {
     /// Counts `n` more bytes in one write or read (one datagram in UDP).
     pub(crate) fn add(&self, n: u64) {
-        self.bytes.fetch_add(n, Ordering::Relaxed);
-        self.packets.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes.fetch_add(n, Ordering::Relaxed);
+        self.counters.packets.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Bytes so far.
     pub(crate) fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
+        self.counters.bytes.load(Ordering::Relaxed)
     }
 
     /// Writes or datagrams so far.
     pub(crate) fn packets(&self) -> u64 {
-        self.packets.load(Ordering::Relaxed)
+        self.counters.packets.load(Ordering::Relaxed)
+    }
+
+    /// The counters a [`crate::datapath`] loop adds its bytes to.
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     /// A UDP receiver's counters after its latest datagram.

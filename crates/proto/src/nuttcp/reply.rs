@@ -148,7 +148,8 @@ impl Closing {
                 if mb.is_finite() && mb >= 0.0 {
                     self.bytes = (mb * MB).round() as u64;
                 }
-                self.seconds = secs.trim().parse().unwrap_or(0.0);
+                let secs: f64 = secs.trim().parse().unwrap_or(0.0);
+                self.seconds = finer_seconds(mb, secs, rest).unwrap_or(secs);
             }
         } else if body.contains("sys ") && body.contains("real ") {
             self.cpu_percent = body
@@ -162,6 +163,24 @@ impl Closing {
             self.rtt_ms = r.split_whitespace().next().and_then(|v| v.parse().ok());
         }
     }
+}
+
+/// The seconds of a closing line to more digits than its two decimals:
+/// its `KB/sec` figure (KB = 1024 bytes) divides into its kilobytes.
+/// `None` when there is none, or when it disagrees with the printed
+/// seconds beyond their rounding (then the line is not what it seems).
+fn finer_seconds(mb: f64, secs: f64, rest: &str) -> Option<f64> {
+    let kbps: f64 = rest
+        .split_once(" real seconds = ")?
+        .1
+        .split_once(" KB/sec")?
+        .0
+        .trim()
+        .parse()
+        .ok()?;
+    let kb = mb * 1024.0;
+    let finer = kb / kbps;
+    (finer.is_finite() && kb > 0.0 && (finer - secs).abs() <= 0.0051).then_some(finer)
 }
 
 /// Reads a receiver's interval line: (bytes, seconds), or `None` for any
@@ -208,7 +227,17 @@ mod tests {
         assert_eq!(iv, [((2315.6875 * MB) as u64, 1.0)]);
         let c = read(RECEIVER_CLOSING);
         assert_eq!(c.bytes, (7278.625 * MB) as u64);
-        assert_eq!((c.seconds, c.cpu_percent, c.retrans), (3.0, Some(37), None));
+        assert_eq!((c.cpu_percent, c.retrans), (Some(37), None));
+        // 7453312 KB at 2480973.07 KB/sec: 3.00419 s, printed as 3.00.
+        assert!((c.seconds - 3.004_19).abs() < 1e-5, "{}", c.seconds);
+        // Without a rate, or with one that contradicts the seconds, the
+        // printed seconds stand.
+        assert_eq!(
+            read("nuttcp-r: 10.0000 MB in 2.50 real seconds").seconds,
+            2.5
+        );
+        let odd = "nuttcp-r: 10.0000 MB in 2.50 real seconds = 1.00 KB/sec = 0.0080 Mbps";
+        assert_eq!(read(odd).seconds, 2.5);
     }
 
     #[test]
