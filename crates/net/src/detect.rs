@@ -19,6 +19,9 @@ use crate::sockets;
 /// How long a probe waits to connect, and then for the server's reply.
 pub const PROBE_WAIT: Duration = Duration::from_secs(1);
 
+/// How long the next connection waits after a probe's connection ends.
+pub const RELISTEN: Duration = Duration::from_millis(250);
+
 /// Where the probes go: the host, the address family and `-B`'s address.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -72,6 +75,12 @@ fn ask(cfg: &Target, addr: SocketAddr, bytes: &[u8]) -> Option<Answer> {
     }
     let answer = read_answer(&mut s);
     settle(&mut s);
+    // A stock server needs a moment after the probe's connection before the
+    // test's: iperf3 3.12, whose test the probe ended, opens its listening
+    // socket again, and a test connected in between was reset (2 of 10
+    // tries without this pause, back to back from one process); iperf
+    // 2.1.8 crashed after the test that followed its probe at once (2 of 8).
+    std::thread::sleep(RELISTEN);
     Some(answer)
 }
 

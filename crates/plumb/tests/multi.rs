@@ -329,7 +329,11 @@ fn auto(port: u16) -> (String, Value) {
         LIMIT,
     );
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "auto on {port}: {err}");
+    assert!(
+        o.status.success(),
+        "auto on {port}: {err}{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let v = json(&o, "plumb --tool auto");
     assert_clean(&v, "plumb --tool auto");
     assert!(num(&v, "end.sum_received.bytes") > 0.0, "the test ran");

@@ -544,12 +544,13 @@ fn a_second_client_is_told_the_server_is_busy() {
         .spawn()
         .expect("nuttcp runs");
     let guard = Killed(first);
-    // The scenario: the first test is running (its data port is taken).
+    // The scenario: the first test is running (its data connection is up;
+    // the server's data listener lives only until that connection comes).
     let t0 = Instant::now();
-    while !listening(ctl + 1) && t0.elapsed() < Duration::from_secs(5) {
+    while !connected(ctl + 1) && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    if !listening(ctl + 1) {
+    if !connected(ctl + 1) {
         plumb_testkit::skip_premise!("the first nuttcp test did not start within 5 s");
         return;
     }
@@ -566,6 +567,19 @@ fn a_second_client_is_told_the_server_is_busy() {
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
+}
+
+/// Whether an established TCP connection has `port` at either end.
+fn connected(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let c: Vec<&str> = l.split_whitespace().collect();
+                c.len() > 3 && (c[1].ends_with(&want) || c[2].ends_with(&want)) && c[3] == "01"
+            })
+        })
+    })
 }
 
 /// A child killed when dropped, unless waited for.
