@@ -154,6 +154,10 @@ impl Counters {
             slot.get_or_insert_with(|| e.to_string());
         }
     }
+    /// The first error the thread reported, if any.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
 }
 
 /// The process-wide instant that [`Counters::last_rx_ns`] counts from.

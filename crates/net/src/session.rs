@@ -787,9 +787,7 @@ impl Session {
 
     /// The first error a stream thread reported.
     pub fn stream_error(&self) -> Option<String> {
-        self.streams
-            .iter()
-            .find_map(|s| s.counters.error.lock().ok().and_then(|e| e.clone()))
+        self.streams.iter().find_map(|s| s.counters.failure())
     }
 
     /// Ends the test on this end: stops everything, waits for the threads

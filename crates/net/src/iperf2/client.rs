@@ -404,11 +404,6 @@ fn clock(
     }
 }
 
-/// Why a stream's data loop ended early, if it did.
-fn stream_error(c: &Counters) -> Option<String> {
-    c.error.lock().ok().and_then(|e| e.clone())
-}
-
 fn tcp_send(
     s: &TcpStream,
     p: &Plan,
@@ -430,7 +425,7 @@ fn tcp_send(
         bytes: f.bytes(),
         seconds: epoch.elapsed().as_secs_f64(),
     };
-    if let Some(e) = stream_error(f.counters()) {
+    if let Some(e) = f.counters().failure() {
         return Err(io::Error::other(format!(
             "the server dropped the connection ({e}); is it iperf 2's `iperf -s`?"
         )));
@@ -515,7 +510,7 @@ fn tcp_receive(
             "the iperf 2 server sent nothing for the reverse test",
         ));
     }
-    if let Some(e) = stream_error(c) {
+    if let Some(e) = c.failure() {
         return Err(io::Error::other(e));
     }
     let t = Totals {
