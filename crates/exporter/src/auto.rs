@@ -66,16 +66,10 @@ pub fn settle(p: &mut Probe, ip: IpAddr, build: &ClientBuilder) -> Result<Settle
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::{parse, Policy, Target};
-    use plumb_net::config::{ClientConfig, IpPrefix};
+    use crate::query::tests::policy;
+    use crate::query::{parse, Target};
+    use plumb_net::config::ClientConfig;
     use plumb_proto::tool::Tool;
-
-    fn policy() -> Policy {
-        Policy {
-            allow: vec![IpPrefix::parse("127.0.0.1/32").expect("prefix")],
-            max_time: 10.0,
-        }
-    }
 
     /// A builder that records the tool and port it was asked for.
     fn build(a: &Asked) -> Result<ClientConfig, String> {

@@ -325,10 +325,11 @@ fn ask(query: &str, scrape_timeout: Option<&str>, policy: &Policy) -> Result<Que
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn policy() -> Policy {
+    /// Probes allowed to 127.0.0.1 only, at most 10 s each.
+    pub(crate) fn policy() -> Policy {
         Policy {
             allow: vec![IpPrefix::parse("127.0.0.1/32").expect("prefix")],
             max_time: 10.0,
