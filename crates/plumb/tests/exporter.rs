@@ -490,14 +490,7 @@ fn nuttcp_server() -> Server {
     let c = ctl.to_string();
     // Server::start_ready adds `-p DATA`; ready once the control port listens.
     let mut srv = Server::start_ready("nuttcp", &["-S", "--nofork", "-P", &c], data, |_| true);
-    let t0 = Instant::now();
-    while !listening(ctl) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "nuttcp -S did not listen on {ctl}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_listening(ctl);
     srv.port = ctl;
     srv
 }

@@ -13,7 +13,7 @@ mod common;
 
 use std::net::TcpListener;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
@@ -64,18 +64,6 @@ fn text(o: &Output) -> String {
 
 fn within_1pct(a: f64, b: f64) -> bool {
     a > 0.0 && b > 0.0 && (a - b).abs() <= 0.01 * a.max(b)
-}
-
-/// Waits (bounded) until TCP `port` listens.
-fn wait_listening(port: u16) {
-    let t0 = Instant::now();
-    while !listening(port) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "nothing listens on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Ends a server with SIGINT, as Ctrl-C does, and returns its output.

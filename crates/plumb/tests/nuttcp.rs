@@ -58,14 +58,7 @@ impl NuttcpServer {
             .spawn()
             .expect("nuttcp -S starts");
         let s = NuttcpServer(child);
-        let t0 = Instant::now();
-        while !listening(ctl) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "nuttcp -S did not listen on {ctl}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(ctl);
         s
     }
 }

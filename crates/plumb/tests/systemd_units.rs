@@ -320,14 +320,7 @@ fn daemon_writes_its_pid_file_and_ends_on_sigterm() {
         }
     }
     let _guard = Kill(pid);
-    let t0 = Instant::now();
-    while !listening(p) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the daemon did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_listening(p);
     let test = run(
         plumb_bin(),
         &["-c", "127.0.0.1", "-p", &p.to_string(), "-t", "0.3", "-J"],

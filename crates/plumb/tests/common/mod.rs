@@ -350,6 +350,18 @@ pub fn listening(port: u16) -> bool {
     tcp_listener_in("/proc/net", port)
 }
 
+/// Waits (at most 10 s, else panics) until TCP `port` listens.
+pub fn wait_listening(port: u16) {
+    let t0 = Instant::now();
+    while !listening(port) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Whether the process `pid` sees a TCP listener on `port` in its own
 /// network namespace (a lab side's, say).
 pub fn listening_in(pid: u32, port: u16) -> bool {
