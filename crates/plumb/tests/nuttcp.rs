@@ -266,17 +266,9 @@ fn nuttcp_client_against_plumb_server() {
         let ctl = ports();
         let drops = udp_buffer_drops();
         let srv = plumb_nuttcp_server(ctl);
-        let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
-        let mut a = vec!["-P", c.as_str(), "-p", d.as_str(), "-T2", "-v"];
+        let mut a = vec!["-v"];
         a.extend_from_slice(&args);
-        a.push("127.0.0.1");
-        let out = run("nuttcp", &a, Duration::from_secs(40));
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "{what}: nuttcp failed: {text} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = stock_client_t2(ctl, &a, what);
         let theirs = nuttcp_own_bytes(&text);
         let s = json(&srv.finish(Duration::from_secs(20)), "plumb server");
         assert_clean(&s, "plumb server");
@@ -379,17 +371,7 @@ fn nuttcp_client_summary_in_either_format_against_plumb_server() {
         let ctl = ports();
         let drops = udp_buffer_drops();
         let srv = plumb_nuttcp_server(ctl);
-        let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
-        let mut a = vec!["-P", c.as_str(), "-p", d.as_str(), "-T2"];
-        a.extend_from_slice(&args);
-        a.push("127.0.0.1");
-        let out = run("nuttcp", &a, Duration::from_secs(40));
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "{what}: nuttcp failed: {text} {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = stock_client_t2(ctl, &args, what);
         let s = json(&srv.finish(Duration::from_secs(20)), "plumb server");
         assert_clean(&s, "plumb server");
         let udp = args.contains(&"-u");
@@ -560,6 +542,24 @@ fn a_second_client_is_told_the_server_is_busy() {
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
+}
+
+/// A stock `nuttcp -T2 ARGS 127.0.0.1` against the server on control port
+/// `ctl` (data on `ctl + 1`): its standard output, after checking it
+/// succeeded.
+fn stock_client_t2(ctl: u16, args: &[&str], what: &str) -> String {
+    let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+    let mut a = vec!["-P", c.as_str(), "-p", d.as_str(), "-T2"];
+    a.extend_from_slice(args);
+    a.push("127.0.0.1");
+    let out = run("nuttcp", &a, Duration::from_secs(40));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{what}: nuttcp failed: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }
 
 /// Whether an established TCP connection has `port` at either end.
