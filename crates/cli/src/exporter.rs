@@ -150,13 +150,12 @@ mod tests {
             .expect("valid");
             assert_eq!(given.port, 15000, "port= wins over {tool}'s default");
         }
-        let udp_streams = Asked {
+        let top_port = Asked {
             tool: ToolChoice::One(Tool::Nuttcp),
-            udp: true,
-            parallel: Some(2),
+            port: Some(65_535),
             ..p
         };
-        let e = probe_client(&udp_streams).expect_err("nuttcp's UDP with -P 2");
-        assert!(e.starts_with("tool=nuttcp does not take -u with -P"), "{e}");
+        let e = probe_client(&top_port).expect_err("nuttcp's data port past 65535");
+        assert!(e.starts_with("tool=nuttcp does not take -p 65535"), "{e}");
     }
 }

@@ -255,7 +255,7 @@ fn refusals_are_quick_and_one_line() {
             "invalid tool 'iperf'",
         ),
         (
-            "/probe?target=127.0.0.1&tool=nuttcp&udp=1&parallel=2",
+            "/probe?target=127.0.0.1&tool=nuttcp&port=65535",
             400,
             "tool=nuttcp does not take",
         ),

@@ -149,10 +149,35 @@ fn plumb_client_against_nuttcp_server() {
         ("tcp receive --flip", vec!["-R", "--flip"]),
         ("udp send", vec!["-u", "-b", "10M"]),
         ("udp receive", vec!["-u", "-b", "10M", "-R"]),
+        ("udp send -P 2", vec!["-u", "-b", "10M", "-P", "2"]),
+        (
+            "udp receive -P 3 -i 1",
+            vec!["-u", "-b", "10M", "-P", "3", "-R", "-i", "1"],
+        ),
     ] {
         let drops = udp_buffer_drops();
         let v = plumb_against_nuttcp(&args);
-        assert_eq!(v["start"]["test_start"]["num_streams"], 1, "{what}");
+        let streams = args
+            .iter()
+            .position(|a| *a == "-P")
+            .map_or(1, |i| args[i + 1].parse().expect("a count"));
+        assert_eq!(v["start"]["test_start"]["num_streams"], streams, "{what}");
+        // The scenario: one socket per stream, on data ports one apart.
+        let ports: Vec<u64> = v["start"]["connected"]
+            .as_array()
+            .expect("connected")
+            .iter()
+            .map(|c| match c["remote_port"].as_u64() {
+                Some(0) | None => c["local_port"].as_u64().expect("a port"),
+                Some(p) => p,
+            })
+            .collect();
+        let first = ports.first().copied().unwrap_or(0);
+        assert_eq!(
+            ports,
+            (first..first + streams).collect::<Vec<_>>(),
+            "{what}"
+        );
         if args.contains(&"-u") && udp_buffer_drops() > drops {
             // The scenario: no datagram lost. A receiver that fell behind on
             // a busy host (nuttcp keeps the system's small UDP buffer) drops
@@ -262,6 +287,18 @@ fn nuttcp_client_against_plumb_server() {
         ),
         ("udp send", vec!["-u", "-R", "10m", "-i1"], false),
         ("udp receive", vec!["-u", "-R", "10m", "-r"], true),
+        // Several UDP streams, one port each: a nuttcp receiver reads them
+        // in turn, and with -i fails the test on an interval without data.
+        (
+            "udp send -N2 -i1",
+            vec!["-u", "-R", "10m", "-N2", "-i1"],
+            false,
+        ),
+        (
+            "udp receive -N3 -i1",
+            vec!["-u", "-R", "10m", "-r", "-N3", "-i1"],
+            true,
+        ),
     ] {
         let ctl = ports();
         let drops = udp_buffer_drops();
@@ -689,7 +726,6 @@ fn client_refuses_what_nuttcp_cannot_do() {
     for (args, want) in [
         (vec!["--bidir"], "--bidir"),
         (vec!["-n", "1M"], "-n/-k"),
-        (vec!["-u", "-P", "2"], "-u with -P"),
         (vec!["-u", "--flip"], "--flip"),
         (vec!["-O", "1"], "-O"),
     ] {

@@ -63,8 +63,8 @@ pub fn refused(cfg: &ClientConfig) -> Option<&'static str> {
             "-p 65535: the nuttcp data port is the control port + 1",
         ),
         (
-            s.transport == Transport::Udp && (s.parallel > 1 || cfg.flip),
-            "-u with -P or --flip: plumb runs nuttcp's UDP with one stream, the receiver bound",
+            s.transport == Transport::Udp && cfg.flip,
+            "-u with --flip: nuttcp has no flipped UDP test (its own client refuses -u -F)",
         ),
         (
             s.transport == Transport::Udp && s.len.is_some_and(|l| !(32..=65_507).contains(&l)),

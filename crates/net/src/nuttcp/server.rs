@@ -194,16 +194,10 @@ fn expect_handed(cfg: &ServerConfig, peer: SocketAddr, req: &Request) -> Vec<Exp
     let Some(h) = cfg.handoff.as_ref().filter(|_| !client_listens(req)) else {
         return Vec::new();
     };
-    data_ports(req)
+    req.data_ports()
         .filter(|p| h.shares(*p))
         .map(|p| h.expect(peer.ip(), p))
         .collect()
-}
-
-/// The request's data ports, one per stream (checked to fit by
-/// [`within_limits`]).
-fn data_ports(req: &Request) -> impl Iterator<Item = u16> + '_ {
-    (0..req.streams).filter_map(move |i| u16::try_from(u32::from(req.port) + i).ok())
 }
 
 /// The greetings and the request, within the handshake timeout; the
@@ -262,7 +256,7 @@ fn within_limits(cfg: &ServerConfig, r: Request) -> Result<Request, String> {
     let shared = cfg
         .handoff
         .as_ref()
-        .and_then(|h| data_ports(&r).find(|p| h.shares(*p)));
+        .and_then(|h| r.data_ports().find(|p| h.shares(*p)));
     if let (true, Some(p)) = (r.udp, shared) {
         return Err(format!(
             "UDP data port {p} is this server's iperf 2 port; give nuttcp -p with another data port"

@@ -3,14 +3,27 @@
 //! count, and a receiver that counts what arrives from its control peer
 //! between the markers. Both report intervals into plumb's record (and a
 //! receiving server, nuttcp's interval lines to its client).
+//!
+//! A test of several streams (nuttcp's `-N`) has one socket per data port.
+//! As nuttcp 6.1.2 does on the wire, the sender deals its datagrams to the
+//! sockets in turn at the test's one rate, stamps each with the count over
+//! all streams and sends the begin markers on the first socket. A nuttcp
+//! receiver reads its streams in that same turn, blocking on each, so the
+//! first two end markers go to the socket whose turn is next (where it
+//! waits: `EOD0`, then `EOD1` ends it), the rest one socket on each. (A
+//! stock sender puts `EOD0` and `EOD1` on the socket that sent last; its
+//! receiver then waits on the next one for `EOD2`, a second later, and an
+//! interval with no data on the way fails the test with -i.) plumb's
+//! receiver counts every socket's datagrams as one flow.
 
 use std::io::{self, Write};
-use std::net::{IpAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant};
 
 use plumb_proto::nuttcp::format::Format;
 use plumb_proto::nuttcp::interval::{self, Sent, Stretch};
+use plumb_proto::nuttcp::request::Request;
 use plumb_proto::nuttcp::udp::{read_stamp, stamp, Marker, END_MARKERS, MIN_DATA};
 use plumb_record::engine::{IntervalDetail, IntervalRecord, StreamInterval};
 use plumb_record::Sink;
@@ -40,6 +53,37 @@ pub fn size_buffers(sock: &UdpSocket, window: u32) {
     let s = socket2::SockRef::from(sock);
     let _ = s.set_recv_buffer_size(size);
     let _ = s.set_send_buffer_size(size);
+}
+
+/// A sender's sockets: one per stream, from `local`, each connected to
+/// the next of the request's data ports on `peer`, buffers sized.
+///
+/// # Errors
+/// A socket cannot be bound or connected.
+pub fn connected(local: IpAddr, peer: IpAddr, req: &Request) -> io::Result<Vec<UdpSocket>> {
+    req.data_ports()
+        .map(|port| {
+            let s = UdpSocket::bind(SocketAddr::new(local, 0))?;
+            s.connect(SocketAddr::new(peer, port))?;
+            size_buffers(&s, req.window);
+            Ok(s)
+        })
+        .collect()
+}
+
+/// A receiver's sockets: one bound on each of the request's data ports
+/// on `local`, buffers sized.
+///
+/// # Errors
+/// A port cannot be bound.
+pub fn bound(local: IpAddr, req: &Request) -> io::Result<Vec<UdpSocket>> {
+    req.data_ports()
+        .map(|port| {
+            let s = UdpSocket::bind(SocketAddr::new(local, port))?;
+            size_buffers(&s, req.window);
+            Ok(s)
+        })
+        .collect()
 }
 
 /// What one end moved.
@@ -167,14 +211,15 @@ impl Reporter {
     }
 }
 
-/// Sends for `seconds` at `rate_bps` (unpaced without one), markers first
-/// and last; `stop` ends it early (the peer went away).
+/// Sends for `seconds` at `rate_bps` (unpaced without one) over `socks`
+/// in turn, markers first and last; `stop` ends it early (the peer went
+/// away).
 ///
 /// # Errors
 /// A send that fails for another reason than a full buffer or the peer's
 /// port being closed for a moment.
 pub fn send(
-    sock: &UdpSocket,
+    socks: &[UdpSocket],
     buflen: u32,
     rate_bps: Option<u64>,
     seconds: f64,
@@ -186,9 +231,9 @@ pub fn send(
     // A receiver that binds only after the answer may miss the first
     // marker; it starts on the second, or on the first data datagram.
     std::thread::sleep(BEGIN_GAP / 5);
-    let _ = sock.send(&Marker::Begin(0).bytes());
+    let _ = socks[0].send(&Marker::Begin(0).bytes());
     std::thread::sleep(BEGIN_GAP);
-    let _ = sock.send(&Marker::Begin(1).bytes());
+    let _ = socks[0].send(&Marker::Begin(1).bytes());
     let start = Instant::now();
     rep.begin(start);
     let deadline = start + Duration::from_secs_f64(seconds);
@@ -209,7 +254,7 @@ pub fn send(
             }
         }
         stamp(&mut buf, f.bytes + u64::from(buflen));
-        match sock.send(&buf) {
+        match socks[turn(f.packets, socks.len())].send(&buf) {
             Ok(n) => {
                 f.bytes += n as u64;
                 f.packets += 1;
@@ -222,13 +267,20 @@ pub fn send(
     let end = Instant::now();
     f.seconds = end.saturating_duration_since(start).as_secs_f64();
     rep.tick(end, &f, f.bytes, true, sink);
+    let next = turn(f.packets, socks.len());
     for n in 0..END_MARKERS {
-        let _ = sock.send(&Marker::End(n).bytes());
+        let at = (next + usize::from(n.max(1) - 1)) % socks.len();
+        let _ = socks[at].send(&Marker::End(n).bytes());
         if n + 1 < END_MARKERS {
             std::thread::sleep(END_GAP);
         }
     }
     Ok(f)
+}
+
+/// The socket that carries the datagram numbered `packet` of `streams`.
+fn turn(packet: u64, streams: usize) -> usize {
+    (packet % streams.max(1) as u64) as usize
 }
 
 /// A send error that passes: a full buffer, or an ICMP "port unreachable"
@@ -240,13 +292,14 @@ fn transient(e: &io::Error) -> bool {
     ) || e.raw_os_error() == Some(libc::ENOBUFS)
 }
 
-/// Receives datagrams from `from` until an end marker (or `deadline`, or
-/// `stop`), counting data between `BOD1` (or the first datagram) and the end.
+/// Receives datagrams from `from` on any of `socks` until an end marker
+/// (or `deadline`, or `stop`), counting data between `BOD1` (or the first
+/// datagram) and the end.
 ///
 /// # Errors
 /// A read that fails for another reason than its timeout.
 pub fn receive(
-    sock: &UdpSocket,
+    socks: &[UdpSocket],
     from: IpAddr,
     mut deadline: Instant,
     idle: Duration,
@@ -254,7 +307,10 @@ pub fn receive(
     sink: &mut dyn Sink,
     stop: &mut dyn FnMut() -> bool,
 ) -> io::Result<Figures> {
-    sock.set_read_timeout(Some(READ_SLICE))?;
+    for s in socks {
+        s.set_nonblocking(true)?;
+    }
+    let mut next = 0usize;
     let mut buf = vec![0u8; 65_536];
     let mut f = Figures::default();
     let (mut begin, mut last, mut latest) = (None::<Instant>, None::<Instant>, 0u64);
@@ -270,22 +326,11 @@ pub fn receive(
                 format!("no data for {} ms (--rcv-timeout)", idle.as_millis()),
             ));
         }
-        let (n, src) = match sock.recv_from(&mut buf) {
-            Ok(x) => x,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                if begin.is_some() {
-                    rep.tick(Instant::now(), &f, latest, false, sink);
-                }
-                continue;
+        let Some((n, src)) = next_datagram(socks, &mut next, &mut buf)? else {
+            if begin.is_some() {
+                rep.tick(Instant::now(), &f, latest, false, sink);
             }
-            Err(e) => return Err(e),
+            continue;
         };
         if !same_host(src.ip(), from) {
             continue;
@@ -327,6 +372,40 @@ pub fn receive(
         rep.tick(l, &f, latest, true, sink);
     }
     Ok(f)
+}
+
+/// One datagram from whichever of `socks` has one, starting after the
+/// socket that gave the last (`next`), so that no stream waits behind
+/// another; `None` after up to [`READ_SLICE`] with nothing to read.
+fn next_datagram(
+    socks: &[UdpSocket],
+    next: &mut usize,
+    buf: &mut [u8],
+) -> io::Result<Option<(usize, SocketAddr)>> {
+    for k in 0..socks.len() {
+        let i = (*next + k) % socks.len();
+        match socks[i].recv_from(buf) {
+            Ok(got) => {
+                *next = (i + 1) % socks.len();
+                return Ok(Some(got));
+            }
+            Err(e) if quiet(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut set: Vec<_> = socks.iter().map(|s| (s.as_fd(), libc::POLLIN)).collect();
+    match crate::sys::poll_many(&mut set, READ_SLICE.as_millis() as i32) {
+        Err(e) if !quiet(&e) => Err(e),
+        _ => Ok(None),
+    }
+}
+
+/// A read that found nothing yet (or was interrupted).
+fn quiet(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 #[cfg(test)]
@@ -381,7 +460,7 @@ mod tests {
         let mut kept = Kept::default();
         let deadline = Instant::now() + Duration::from_secs(5);
         let f = receive(
-            &rx,
+            std::slice::from_ref(&rx),
             IpAddr::from([127, 0, 0, 1]),
             deadline,
             Duration::from_secs(5),
@@ -403,5 +482,98 @@ mod tests {
         let (f, intervals) = receive_two(60.0);
         assert_eq!((f.bytes, f.packets, f.stamped), (200, 2, 100));
         assert_eq!(intervals.len(), 1, "the last, short interval");
+    }
+
+    /// Two receiving sockets and a sender's two sockets connected to them.
+    fn two_streams() -> (Vec<UdpSocket>, Vec<UdpSocket>) {
+        let rx: Vec<UdpSocket> = (0..2)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").expect("bind"))
+            .collect();
+        let tx = rx
+            .iter()
+            .map(|r| {
+                let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+                s.connect(r.local_addr().expect("addr")).expect("connect");
+                s
+            })
+            .collect();
+        (rx, tx)
+    }
+
+    /// Sends 0.1 s at one 100-byte datagram per 30 ms over `tx`.
+    fn send_briefly(tx: &[UdpSocket]) -> Figures {
+        let mut rep = Reporter::new(&tx[0], 1.0, true, 100);
+        send(
+            tx,
+            100,
+            Some(26_667),
+            0.1,
+            &mut rep,
+            &mut Kept::default(),
+            &mut || false,
+        )
+        .expect("sent")
+    }
+
+    /// Everything queued on a socket, without waiting.
+    fn drain(s: &UdpSocket) -> Vec<Vec<u8>> {
+        s.set_nonblocking(true).expect("nonblocking");
+        let mut buf = [0u8; 2048];
+        std::iter::from_fn(|| s.recv(&mut buf).ok().map(|n| buf[..n].to_vec())).collect()
+    }
+
+    #[test]
+    fn a_sender_deals_its_datagrams_in_turn_and_ends_where_the_receiver_waits() {
+        let (rx, tx) = two_streams();
+        let f = send_briefly(&tx);
+        assert!(f.packets >= 2, "the scenario: both streams carry data");
+        let got: Vec<Vec<Vec<u8>>> = rx.iter().map(drain).collect();
+        let data = |k: usize| got[k].iter().filter(|d| d.len() > 4).count() as u64;
+        assert_eq!((data(0), data(1)), (f.packets.div_ceil(2), f.packets / 2));
+        let markers =
+            |k: usize| -> Vec<Marker> { got[k].iter().filter_map(|d| Marker::parse(d)).collect() };
+        // nuttcp's receiver reads the streams in turn: after the last
+        // datagram it waits on the next stream, so EOD0 and EOD1 go there.
+        let next = (f.packets % 2) as usize;
+        let (begin, end): (Vec<_>, Vec<_>) = (
+            markers(0)
+                .into_iter()
+                .filter(|m| matches!(m, Marker::Begin(_)))
+                .collect(),
+            markers(next),
+        );
+        assert_eq!(begin, [Marker::Begin(0), Marker::Begin(1)]);
+        assert!(markers(1).iter().all(|m| matches!(m, Marker::End(_))));
+        assert_eq!(
+            end.iter()
+                .filter(|m| matches!(m, Marker::End(0) | Marker::End(1)))
+                .count(),
+            2
+        );
+        // Each datagram carries the count over both streams.
+        let mut stamps: Vec<u64> = got.iter().flatten().filter_map(|d| read_stamp(d)).collect();
+        stamps.sort_unstable();
+        assert_eq!(stamps, (1..=f.packets).map(|n| n * 100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_receiver_counts_every_streams_datagrams_as_one_flow() {
+        let (rx, tx) = two_streams();
+        let sender = std::thread::spawn(move || send_briefly(&tx));
+        let mut rep = Reporter::new(&rx[0], 0.0, false, 100);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let f = receive(
+            &rx,
+            IpAddr::from([127, 0, 0, 1]),
+            deadline,
+            Duration::from_secs(5),
+            &mut rep,
+            &mut Kept::default(),
+            &mut || false,
+        )
+        .expect("received");
+        let sent = sender.join().expect("sender");
+        assert!(sent.packets >= 2, "the scenario: both streams carry data");
+        assert_eq!((f.packets, f.bytes), (sent.packets, sent.bytes));
     }
 }

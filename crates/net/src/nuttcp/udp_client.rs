@@ -1,5 +1,6 @@
 //! plumb's client's UDP test against a nuttcp server: this end sends to
-//! the data port the request named, or receives there from the server.
+//! the data ports the request named (one per stream), or receives there
+//! from the server.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -19,13 +20,13 @@ use crate::host::CpuSnapshot;
 /// How long past the test's time a receiving client waits for the end.
 const END_GRACE: Duration = Duration::from_secs(10);
 
-/// The socket a receiving client binds before its request goes out, so
-/// that the server's first datagrams find it.
+/// The sockets a receiving client binds before its request goes out, so
+/// that the server's first datagrams find them.
 ///
 /// # Errors
-/// The data port cannot be bound.
-pub fn bind_receiver(local: IpAddr, req: &Request) -> Result<UdpSocket, TestError> {
-    UdpSocket::bind(SocketAddr::new(local, req.port)).map_err(TestError::Stream)
+/// A data port cannot be bound.
+pub fn bind_receiver(local: IpAddr, req: &Request) -> Result<Vec<UdpSocket>, TestError> {
+    udp::bound(local, req).map_err(TestError::Stream)
 }
 
 /// Runs the UDP data of an accepted request and reports it.
@@ -37,29 +38,25 @@ pub fn run(
     req: &Request,
     ctl: &mut Control,
     server: SocketAddr,
-    bound: Option<UdpSocket>,
+    bound: Option<Vec<UdpSocket>>,
     sink: &mut dyn Sink,
 ) -> Result<(), TestError> {
     let sends = req.client_sends;
-    let sock = match bound {
+    let socks = match bound {
         Some(s) => s,
         None => {
             let local = ctl.stream.local_addr().map_err(TestError::Control)?.ip();
-            let s = UdpSocket::bind(SocketAddr::new(local, 0)).map_err(TestError::Stream)?;
-            s.connect(SocketAddr::new(server.ip(), req.port))
-                .map_err(TestError::Stream)?;
-            s
+            udp::connected(local, server.ip(), req).map_err(TestError::Stream)?
         }
     };
     let peer = SocketAddr::new(server.ip(), if sends { req.port } else { 0 });
-    udp::size_buffers(&sock, req.window);
-    sink.start(&udp_record::start(Role::Client, &sock, peer, req));
+    sink.start(&udp_record::start(Role::Client, &socks, peer, req));
     let cpu0 = CpuSnapshot::take().ok().map(|c| (c, Instant::now()));
-    let mut rep = Reporter::new(&sock, req.interval, sends, req.buflen);
+    let mut rep = Reporter::new(&socks[0], req.interval, sends, req.buflen);
     let mut never = || false;
     let mine = if sends {
         udp::send(
-            &sock,
+            &socks,
             req.buflen,
             req.rate_bps(),
             req.seconds,
@@ -70,7 +67,7 @@ pub fn run(
     } else {
         let deadline = Instant::now() + Duration::from_secs_f64(req.seconds) + END_GRACE;
         udp::receive(
-            &sock,
+            &socks,
             server.ip(),
             deadline,
             cfg.rcv_timeout,
@@ -87,7 +84,7 @@ pub fn run(
         ..Figures::default()
     });
     let cpu = udp_record::cpu(cpu0, closing.cpu_percent);
-    let end = udp_record::end(&sock, sends, mine, theirs, req.buflen, cpu);
+    let end = udp_record::end(&socks[0], sends, mine, theirs, req.buflen, cpu);
     sink.end(&end);
     let s = &end.streams[0];
     let (mine_cpu, their_cpu) = (

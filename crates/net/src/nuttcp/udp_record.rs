@@ -1,5 +1,7 @@
 //! The start and end of plumb's record for a nuttcp UDP test, on either
-//! end: one stream, this end's figures and the peer's closing ones.
+//! end: each data socket as connected, one stream of all their figures
+//! (nuttcp counts a test's streams as one flow), this end's figures and
+//! the peer's closing ones.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -16,8 +18,9 @@ use crate::host::CpuSnapshot;
 use crate::session::{Plan, Session};
 use crate::sockets;
 
-/// The start of the record; `peer` is the data peer's address.
-pub fn start(role: Role, sock: &UdpSocket, peer: SocketAddr, req: &Request) -> StartRecord {
+/// The start of the record; `peer` is the data peer's address for the
+/// first socket (port 0 where it is not known), one port up for each next.
+pub fn start(role: Role, socks: &[UdpSocket], peer: SocketAddr, req: &Request) -> StartRecord {
     let p = params_of(req);
     let session = Session::new(Plan::of(&p), req.interval);
     let mut r = session.start_record(
@@ -29,15 +32,25 @@ pub fn start(role: Role, sock: &UdpSocket, peer: SocketAddr, req: &Request) -> S
     );
     r.role = role;
     r.cookie = String::new();
-    if let Ok(l) = sock.local_addr() {
-        r.connected = vec![plumb_record::Connected::new(
-            sock.as_raw_fd(),
-            sockets::host_string(&l),
-            l.port(),
-            sockets::host_string(&peer),
-            peer.port(),
-        )];
-    }
+    r.connected = socks
+        .iter()
+        .zip(0u16..)
+        .filter_map(|(sock, i)| {
+            let l = sock.local_addr().ok()?;
+            let port = if peer.port() == 0 {
+                0
+            } else {
+                peer.port().saturating_add(i)
+            };
+            Some(plumb_record::Connected::new(
+                sock.as_raw_fd(),
+                sockets::host_string(&l),
+                l.port(),
+                sockets::host_string(&peer),
+                port,
+            ))
+        })
+        .collect();
     r
 }
 

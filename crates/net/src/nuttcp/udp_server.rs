@@ -1,8 +1,9 @@
 //! plumb's server's UDP test for a nuttcp client: it receives on the data
-//! port the request names, from the control peer only, or sends to that
-//! port on the control peer's address, nowhere else.
+//! ports the request names (one per stream, from the first up), from the
+//! control peer only, or sends to those ports on the control peer's
+//! address, nowhere else.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use plumb_proto::nuttcp::reply::Closing;
@@ -33,23 +34,20 @@ pub fn serve(
 ) -> Result<(), TestError> {
     let sends = !req.client_sends;
     let local = ctl.stream.local_addr().map_err(TestError::Control)?.ip();
-    let to = SocketAddr::new(peer.ip(), req.port);
-    let sock = if sends {
-        let s = UdpSocket::bind(SocketAddr::new(local, 0)).map_err(TestError::Stream)?;
-        s.connect(to).map_err(TestError::Stream)?;
-        s
+    let socks = if sends {
+        udp::connected(local, peer.ip(), req)
     } else {
-        UdpSocket::bind(SocketAddr::new(local, req.port)).map_err(TestError::Stream)?
-    };
-    udp::size_buffers(&sock, req.window);
+        udp::bound(local, req)
+    }
+    .map_err(TestError::Stream)?;
     sink.start(&udp_record::start(
         Role::Server,
-        &sock,
+        &socks,
         SocketAddr::new(peer.ip(), if sends { req.port } else { 0 }),
         req,
     ));
     let cpu0 = CpuSnapshot::take().ok().map(|c| (c, Instant::now()));
-    let mut rep = Reporter::new(&sock, req.interval, sends, req.buflen);
+    let mut rep = Reporter::new(&socks[0], req.interval, sends, req.buflen);
     if !sends {
         rep.lines_to = ctl.stream.try_clone().ok();
         rep.format = req.format;
@@ -63,7 +61,7 @@ pub fn serve(
     };
     let mine = if sends {
         udp::send(
-            &sock,
+            &socks,
             req.buflen,
             req.rate_bps(),
             req.seconds,
@@ -74,7 +72,7 @@ pub fn serve(
     } else {
         let deadline = Instant::now() + Duration::from_secs_f64(req.seconds) + END_GRACE;
         udp::receive(
-            &sock,
+            &socks,
             peer.ip(),
             deadline,
             cfg.rcv_timeout,
@@ -96,7 +94,7 @@ pub fn serve(
         rtt_ms: None,
     };
     ctl.send(&closing.to_lines(sends, req.format))?;
-    let end = udp_record::end(&sock, sends, mine, None, req.buflen, cpu);
+    let end = udp_record::end(&socks[0], sends, mine, None, req.buflen, cpu);
     sink.end(&end);
     let _ = ctl.stream.shutdown(std::net::Shutdown::Both);
     Ok(())

@@ -122,6 +122,12 @@ impl Request {
         if req.seconds <= 0.0 {
             return Err("nuttcp request has no time limit (timeout = 0)".into());
         }
+        if req.udp && req.flip {
+            // nuttcp's own client says "flip option not supported for UDP".
+            return Err(
+                "nuttcp request flips a UDP test (-F -u), which nuttcp has no form of".into(),
+            );
+        }
         if req.udp && req.buflen > 65_507 {
             return Err(format!(
                 "nuttcp request's UDP buflen {} is over 65507",
@@ -129,6 +135,12 @@ impl Request {
             ));
         }
         Ok(req)
+    }
+
+    /// The data ports: the first, and one up for each further stream (a
+    /// port past 65535 is left out; a server refuses such a request).
+    pub fn data_ports(&self) -> impl Iterator<Item = u16> + '_ {
+        (0..self.streams).filter_map(move |i| u16::try_from(u32::from(self.port) + i).ok())
     }
 
     /// The rate limit in bit/s, if there is one.
@@ -278,6 +290,22 @@ mod tests {
         assert!(none.is_ok_and(|r| r.format == Format::DEFAULT));
         let bad = Request::parse(&STOCK_SEND.replace("format = 2048", "format = -1"));
         assert!(bad.is_err_and(|e| e.contains("format '-1' is not a number")));
+    }
+
+    #[test]
+    fn streams_take_the_ports_up_from_the_first_and_udp_is_never_flipped() {
+        let n2 = Request::parse(STOCK_N2).unwrap_or_else(|_| send());
+        assert_eq!(n2.data_ports().collect::<Vec<_>>(), [25041, 25042]);
+        let top = Request {
+            port: 65_535,
+            streams: 2,
+            ..send()
+        };
+        assert_eq!(top.data_ports().collect::<Vec<_>>(), [65_535]);
+        // nuttcp's own client refuses -u -F; a request for it is refused.
+        let flipped = STOCK_UDP_R.replace("reverse = 0", "reverse = 1");
+        assert!(Request::parse(&flipped).is_err_and(|e| e.contains("-F -u")));
+        assert!(Request::parse(&STOCK_N2.replace("reverse = 0", "reverse = 1")).is_ok());
     }
 
     #[test]
