@@ -4,51 +4,36 @@
 //! client's connection or to its UDP port). A UDP sender ends with
 //! negative sequence numbers until the server's report comes back. TCP
 //! streams move their bytes on the shared data path's loops, as plumb's
-//! own streams do ([`crate::datapath`]), with a clock thread to end them.
+//! own streams do ([`crate::datapath`]), with a clock thread to end them
+//! ([`tcp`]); the UDP flows are their own loops ([`udp`]). This module
+//! opens the streams, runs them and puts their record together.
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::io;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use plumb_proto::iperf2::{
-    Amount, Datagram, HeaderAck, ServerReport, TestHeader, ACK_LEN, DATAGRAM_LEN, TCP_HEADER_LEN,
-    UDP_HEADER_LEN,
-};
-use plumb_proto::UdpReceiver;
+use plumb_proto::iperf2::{Amount, TestHeader};
 use plumb_record::engine::{
     CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, TestStart, Totals, UdpEnd,
 };
 use plumb_record::{Connected, Sink};
 
+mod tcp;
+mod udp;
+
 use super::flow::Flow;
 use super::meter::{start_record, Meter};
 use super::watch::Watch;
 use crate::config::{ClientConfig, TestSpec, Transport, DEFAULT_UDP_RATE};
-use crate::datapath::{self, Drain, TcpRecv, TcpSource};
-use crate::datathread::{self, AtBudget, Counters, StopAndBudget};
+use crate::datathread::{AtBudget, StopAndBudget};
 use crate::errors::TestError;
-use crate::session::lowat_fits;
 use crate::sockets::{self, DataOptions};
 use crate::{host, signals, sockopt};
 
-/// A write or read that makes no progress this long ends the stream.
-const STALL: Duration = Duration::from_secs(10);
 /// How long past the test's end a receiver waits for the sender to stop.
 const GRACE: Duration = Duration::from_secs(5);
-/// How long a UDP sender repeats its final datagram waiting for the report.
-const REPORT_WAIT: Duration = Duration::from_secs(3);
-/// Between repeats of the final datagram.
-const REPEAT: Duration = Duration::from_millis(10);
-/// How long a reverse UDP test waits for the first datagram before it
-/// sends its request again.
-const ASK_AGAIN: Duration = Duration::from_millis(250);
-/// The largest datagram read back.
-const MAX_DATAGRAM: usize = 65_536;
-/// How often the test's clock looks at the time.
-const CLOCK_TICK: Duration = Duration::from_millis(10);
 
 /// What the test asks of each stream.
 #[derive(Debug, Clone, Copy)]
@@ -135,67 +120,9 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
         cfg.spec.window.unwrap_or(0),
     ));
     let sockets: Vec<i32> = streams.iter().map(Stream::fd).collect();
-    let watches: Vec<Option<Watch>> = streams
-        .iter()
-        .map(|s| match s {
-            Stream::Tcp(t) if !plan.reverse => Some(Watch::new(t.clone())),
-            _ => None,
-        })
-        .collect();
-    let flows: Vec<Arc<Flow>> = streams.iter().map(|_| Arc::new(Flow::default())).collect();
-    let receivers: Vec<Arc<TcpStream>> = streams
-        .iter()
-        .filter_map(|s| match s {
-            Stream::Tcp(t) if plan.reverse => Some(Arc::clone(t)),
-            _ => None,
-        })
-        .collect();
-    let shared = StopAndBudget::new(None, AtBudget::Stop);
     let epoch = Instant::now();
     let cpu0 = host::CpuSnapshot::take().ok();
-    type Ended = ((Option<TcpEnd>, Option<i64>), io::Result<Outcome>);
-    let (outcomes, plumb): (Vec<Ended>, _) = std::thread::scope(|scope| {
-        let shared = &shared;
-        let handles: Vec<_> = streams
-            .into_iter()
-            .zip(&flows)
-            .map(|(s, f)| {
-                scope.spawn(move || {
-                    let r = s.run(&plan, f, epoch, shared);
-                    f.finish();
-                    r
-                })
-            })
-            .collect();
-        scope.spawn(|| clock(&plan, epoch, shared, &flows, &receivers));
-        let protocol = if plan.udp {
-            Protocol::Udp
-        } else {
-            Protocol::Tcp
-        };
-        let mut meter = Meter::new(
-            flows.clone(),
-            sockets.clone(),
-            protocol,
-            !plan.reverse,
-            epoch,
-        )
-        .with_watches(watches);
-        meter.report(sink, cfg.spec.interval);
-        let done: Vec<io::Result<Outcome>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(io::Error::other("a stream's thread panicked")))
-            })
-            .collect();
-        let tcp_send = !plan.udp && !plan.reverse;
-        let ended = (0..done.len())
-            .map(|i| meter.tcp_end(i))
-            .zip(done)
-            .collect();
-        (ended, tcp_send.then(|| meter.end_plumb(true)))
-    });
+    let (outcomes, plumb) = run_streams(&plan, streams, epoch, cfg.spec.interval, sink);
     let mut ends = Vec::new();
     for (((tcp, retransmits), o), socket) in outcomes.into_iter().zip(&sockets) {
         let o = o.map_err(|e| TestError::Ended(format!("iperf 2 test: {e}")))?;
@@ -218,6 +145,75 @@ fn run_inner(cfg: &ClientConfig, sink: &mut dyn Sink) -> Result<(), TestError> {
     }
     sink.end(&end);
     Ok(())
+}
+
+/// One stream's end as its thread and the meter saw it: TCP_INFO's
+/// figures and retransmissions, and the stream's outcome.
+type Ended = ((Option<TcpEnd>, Option<i64>), io::Result<Outcome>);
+
+/// Runs every stream on its own thread (and the TCP streams' clock),
+/// reporting intervals into `sink` every `interval` seconds meanwhile;
+/// each stream's end, and plumb's own figures of a TCP sending test.
+fn run_streams(
+    plan: &Plan,
+    streams: Vec<Stream>,
+    epoch: Instant,
+    interval: f64,
+    sink: &mut dyn Sink,
+) -> (Vec<Ended>, Option<plumb_record::EndPlumb>) {
+    let sockets: Vec<i32> = streams.iter().map(Stream::fd).collect();
+    let watches: Vec<Option<Watch>> = streams
+        .iter()
+        .map(|s| match s {
+            Stream::Tcp(t) if !plan.reverse => Some(Watch::new(t.clone())),
+            _ => None,
+        })
+        .collect();
+    let flows: Vec<Arc<Flow>> = streams.iter().map(|_| Arc::new(Flow::default())).collect();
+    let receivers: Vec<Arc<TcpStream>> = streams
+        .iter()
+        .filter_map(|s| match s {
+            Stream::Tcp(t) if plan.reverse => Some(Arc::clone(t)),
+            _ => None,
+        })
+        .collect();
+    let shared = StopAndBudget::new(None, AtBudget::Stop);
+    std::thread::scope(|scope| {
+        let shared = &shared;
+        let handles: Vec<_> = streams
+            .into_iter()
+            .zip(&flows)
+            .map(|(s, f)| {
+                scope.spawn(move || {
+                    let r = s.run(plan, f, epoch, shared);
+                    f.finish();
+                    r
+                })
+            })
+            .collect();
+        scope.spawn(|| tcp::clock(plan, epoch, shared, &flows, &receivers));
+        let protocol = if plan.udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
+        let mut meter = Meter::new(flows.clone(), sockets, protocol, !plan.reverse, epoch)
+            .with_watches(watches);
+        meter.report(sink, interval);
+        let done: Vec<io::Result<Outcome>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a stream's thread panicked")))
+            })
+            .collect();
+        let tcp_send = !plan.udp && !plan.reverse;
+        let ended = (0..done.len())
+            .map(|i| meter.tcp_end(i))
+            .zip(done)
+            .collect();
+        (ended, tcp_send.then(|| meter.end_plumb(true)))
+    })
 }
 
 fn plan(cfg: &ClientConfig) -> Plan {
@@ -346,378 +342,12 @@ impl Stream {
         shared: &StopAndBudget,
     ) -> io::Result<Outcome> {
         match (self, p.reverse) {
-            (Stream::Tcp(s), false) => tcp_send(&s, p, f, epoch, shared),
-            (Stream::Tcp(s), true) => tcp_receive(&s, p, f, epoch, shared),
-            (Stream::Udp(s), false) => udp_send(&s, p, f, epoch),
-            (Stream::Udp(s), true) => udp_receive(&s, p, f, epoch),
+            (Stream::Tcp(s), false) => tcp::send(&s, p, f, epoch, shared),
+            (Stream::Tcp(s), true) => tcp::receive(&s, p, f, epoch, shared),
+            (Stream::Udp(s), false) => udp::send(&s, p, f, epoch),
+            (Stream::Udp(s), true) => udp::receive(&s, p, f, epoch),
         }
     }
-}
-
-/// The wall clock, which iperf 2 stamps datagrams with.
-fn wall() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
-/// The test's clock for its TCP streams, whose loops read no clock: at
-/// the test's end (or on a signal) it stops the senders and lets the
-/// receivers drain; a receiver still reading [`GRACE`] later (at once on a
-/// signal) has its connection shut, so no stream outlives the test by more.
-fn clock(
-    p: &Plan,
-    epoch: Instant,
-    shared: &StopAndBudget,
-    flows: &[Arc<Flow>],
-    receivers: &[Arc<TcpStream>],
-) {
-    let end = epoch + p.time;
-    let hard_end = end + GRACE;
-    while !flows.iter().all(|f| f.is_done()) {
-        let now = Instant::now();
-        let interrupted = signals::interrupted();
-        if now >= end || interrupted {
-            shared.stop.store(true, Relaxed);
-            shared.stop_receivers.store(true, Relaxed);
-        }
-        if now >= hard_end || interrupted {
-            for (s, f) in receivers.iter().zip(flows) {
-                if !f.is_done() {
-                    if !interrupted {
-                        f.counters().fail(format!(
-                            "the iperf 2 server had not ended its stream {} s after the test's end",
-                            GRACE.as_secs()
-                        ));
-                    }
-                    let _ = s.shutdown(Shutdown::Both);
-                }
-            }
-            return;
-        }
-        let next = if now < end {
-            end.min(now + CLOCK_TICK)
-        } else {
-            now + CLOCK_TICK
-        };
-        std::thread::sleep(next - now);
-    }
-}
-
-fn tcp_send(
-    s: &TcpStream,
-    p: &Plan,
-    f: &Flow,
-    epoch: Instant,
-    shared: &StopAndBudget,
-) -> io::Result<Outcome> {
-    let mut w = s;
-    s.set_write_timeout(Some(STALL))?;
-    s.set_read_timeout(Some(STALL))?;
-    w.write_all(&header(p).encode())?;
-    f.add(TCP_HEADER_LEN as u64);
-    // `0123456789…`, as iperf 2 fills its buffers, in a page-aligned block
-    // as plumb's own senders write; into the batch scheduling class after
-    // the first block, as they go. The loop shuts the write side at the end.
-    let block = Arc::new(datapath::payload_block(p.len, true));
-    datapath::tcp_send(s, TcpSource::Copy(block), shared, f.counters(), None, true);
-    let sent = Totals {
-        bytes: f.bytes(),
-        seconds: epoch.elapsed().as_secs_f64(),
-    };
-    if let Some(e) = f.counters().failure() {
-        return Err(io::Error::other(format!(
-            "the server dropped the connection ({e}); is it iperf 2's `iperf -s`?"
-        )));
-    }
-    // The server closes once it has read to the end: then it has every
-    // byte, and the receiver's time runs to here (the sender's own stops at
-    // its last write, which the socket buffer still held), as iperf 2's
-    // client counts its test.
-    let peer_version = drain_until_close(s)?;
-    Ok(Outcome {
-        sent,
-        received: Totals {
-            seconds: epoch.elapsed().as_secs_f64(),
-            ..sent
-        },
-        udp: None,
-        peer_version,
-    })
-}
-
-/// Reads what the server sends after the client's last byte (its header
-/// acknowledgement, if it sent one) until it closes; the version the
-/// acknowledgement names.
-fn drain_until_close(mut s: &TcpStream) -> io::Result<Option<String>> {
-    let mut first = Vec::with_capacity(ACK_LEN);
-    let mut buf = [0u8; 4096];
-    let until = Instant::now() + STALL;
-    let not_closed =
-        || io::Error::other("the iperf 2 server did not close the connection after the test");
-    loop {
-        if Instant::now() > until {
-            return Err(not_closed());
-        }
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let room = ACK_LEN.saturating_sub(first.len()).min(n);
-                first.extend_from_slice(&buf[..room]);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
-            // The read timeout is the whole wait.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(not_closed())
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(HeaderAck::decode(&first).ok().map(|a| a.version_text()))
-}
-
-fn tcp_receive(
-    s: &TcpStream,
-    p: &Plan,
-    f: &Flow,
-    epoch: Instant,
-    shared: &StopAndBudget,
-) -> io::Result<Outcome> {
-    let mut w = s;
-    s.set_write_timeout(Some(STALL))?;
-    w.write_all(&header(p).encode())?;
-    // As plumb's own receivers read: in the batch scheduling class, with
-    // `SO_RCVLOWAT` while the streams' threads fit the CPUs, to the end of
-    // the stream; the clock bounds the wait.
-    let _ = host::batch_current_thread();
-    let how = TcpRecv {
-        len: p.len.max(64 * 1024),
-        skip_copy: false,
-        clamp: None,
-        lowat: lowat_fits(p.streams as usize, host::online_cpus()),
-        file: None,
-    };
-    let c = f.counters();
-    datapath::tcp_recv(s, how, None, shared, c, Drain::UntilEof { limit: GRACE });
-    if f.bytes() == 0 && !signals::interrupted() {
-        return Err(io::Error::other(
-            "the iperf 2 server sent nothing for the reverse test",
-        ));
-    }
-    if let Some(e) = c.failure() {
-        return Err(io::Error::other(e));
-    }
-    let t = Totals {
-        bytes: f.bytes(),
-        seconds: last_byte(c).map_or(0.0, |l| l.saturating_duration_since(epoch).as_secs_f64()),
-    };
-    Ok(Outcome {
-        sent: t,
-        received: t,
-        udp: None,
-        peer_version: None,
-    })
-}
-
-/// When a receiving stream's last byte came: its last read after the
-/// test's end when it drained any, else the end of its stream (the peer
-/// closes after its last write).
-fn last_byte(c: &Counters) -> Option<Instant> {
-    match c.last_rx_ns.load(Relaxed) {
-        0 => c.ended_at(),
-        ns => Some(datathread::epoch() + Duration::from_nanos(ns)),
-    }
-}
-
-/// A datagram buffer holding the test header after the datagram header.
-fn udp_buffer(p: &Plan) -> Vec<u8> {
-    let mut buf = crate::datapath::payload(p.len.max(UDP_HEADER_LEN), true);
-    buf[DATAGRAM_LEN..UDP_HEADER_LEN].copy_from_slice(&header(p).encode());
-    buf
-}
-
-fn refused_hint(e: io::Error, port: u16) -> io::Error {
-    if e.kind() == io::ErrorKind::ConnectionRefused {
-        io::Error::new(
-            e.kind(),
-            format!("nothing answers on UDP port {port} (is the server `iperf -s -u`?)"),
-        )
-    } else {
-        e
-    }
-}
-
-fn udp_send(s: &UdpSocket, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
-    let mut buf = udp_buffer(p);
-    let gap = if p.rate > 0 {
-        Duration::from_secs_f64(buf.len() as f64 * 8.0 / p.rate as f64)
-    } else {
-        Duration::ZERO
-    };
-    let end = epoch + p.time;
-    let mut id: i64 = 0;
-    let mut next = epoch;
-    loop {
-        let now = Instant::now();
-        if now >= end || signals::interrupted() {
-            break;
-        }
-        if now < next {
-            std::thread::sleep((next - now).min(end - now));
-            continue;
-        }
-        id += 1;
-        Datagram::stamped(id, wall())
-            .encode(&mut buf)
-            .map_err(io::Error::other)?;
-        match s.send(&buf) {
-            Ok(n) => f.add(n as u64),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
-            Err(e) => return Err(refused_hint(e, p.port)),
-        }
-        // After a stall, catch up at most one second's worth.
-        next = (next + gap).max(now.checked_sub(Duration::from_secs(1)).unwrap_or(now));
-    }
-    let seconds = epoch.elapsed().as_secs_f64();
-    let report = final_exchange(s, &mut buf, id + 1).map_err(|e| refused_hint(e, p.port))?;
-    Ok(Outcome {
-        sent: Totals {
-            bytes: f.bytes(),
-            seconds,
-        },
-        received: Totals {
-            bytes: report.bytes,
-            seconds: report.duration.as_secs_f64(),
-        },
-        udp: Some(UdpEnd {
-            jitter_ms: report.jitter.as_secs_f64() * 1000.0,
-            lost: report.lost as i64,
-            packets: report.datagrams as i64,
-            sent_packets: f.packets() as i64,
-            out_of_order: report.out_of_order as i64,
-        }),
-        peer_version: None,
-    })
-}
-
-/// Sends the final datagram (sequence number `-last`) every 10 ms until
-/// the server's report comes back, for at most [`REPORT_WAIT`].
-fn final_exchange(s: &UdpSocket, buf: &mut [u8], last: i64) -> io::Result<ServerReport> {
-    s.set_read_timeout(Some(REPEAT))?;
-    let until = Instant::now() + REPORT_WAIT;
-    let mut rb = vec![0u8; MAX_DATAGRAM];
-    while Instant::now() < until {
-        Datagram::stamped(-last, wall())
-            .encode(buf)
-            .map_err(io::Error::other)?;
-        match s.send(buf) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-        match s.recv(&mut rb) {
-            Ok(n) if ServerReport::looks_like_report(&rb[..n]) => {
-                return ServerReport::decode(&rb[..n]).map_err(io::Error::other);
-            }
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::TimedOut,
-        "the iperf 2 server sent no report for the UDP test",
-    ))
-}
-
-fn udp_receive(s: &UdpSocket, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
-    let mut request = udp_buffer(p);
-    Datagram::stamped(1, wall())
-        .encode(&mut request)
-        .map_err(io::Error::other)?;
-    s.send(&request).map_err(|e| refused_hint(e, p.port))?;
-    s.set_read_timeout(Some(ASK_AGAIN))?;
-    let hard_end = epoch + p.time + GRACE;
-    let first_by = epoch + GRACE;
-    let mut rx = UdpReceiver::new();
-    let mut rb = vec![0u8; MAX_DATAGRAM];
-    let mut last = epoch;
-    loop {
-        let now = Instant::now();
-        if now > hard_end || signals::interrupted() {
-            break;
-        }
-        if rx.stats().received == 0 && now > first_by {
-            return Err(io::Error::other(
-                "the iperf 2 server sent no datagrams for the reverse test",
-            ));
-        }
-        let n = match s.recv(&mut rb) {
-            Ok(n) => n,
-            // A server between two tests may miss the request (iperf 2
-            // rebinds its UDP listener after each): ask again until the
-            // first datagram comes.
-            Err(e) if rx.stats().received == 0 => {
-                if !matches!(e.kind(), io::ErrorKind::Interrupted) {
-                    let _ = s.send(&request);
-                }
-                continue;
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
-            Err(e) => return Err(refused_hint(e, p.port)),
-        };
-        let d = Datagram::decode(&rb[..n], true).map_err(io::Error::other)?;
-        if d.id <= 0 {
-            break;
-        }
-        rx.record(d.id as u64, d.sec, d.usec, wall());
-        f.add(n as u64);
-        f.set_udp(rx.stats());
-        last = Instant::now();
-    }
-    let st = rx.stats();
-    let seconds = last.saturating_duration_since(epoch).as_secs_f64();
-    let per = f.bytes().checked_div(st.received).unwrap_or(0);
-    Ok(Outcome {
-        sent: Totals {
-            bytes: f.bytes() + st.lost * per,
-            seconds,
-        },
-        received: Totals {
-            bytes: f.bytes(),
-            seconds,
-        },
-        udp: Some(UdpEnd {
-            jitter_ms: st.jitter * 1000.0,
-            lost: st.lost as i64,
-            packets: st.max_seq as i64,
-            sent_packets: st.max_seq as i64,
-            out_of_order: st.out_of_order as i64,
-        }),
-        peer_version: None,
-    })
 }
 
 fn stream_end(socket: i32, sender: bool, o: Outcome) -> StreamEnd {
