@@ -98,6 +98,7 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         // near the sender it is the sender's own.
         max_cwnd: near.then_some(data.flight.max).filter(|f| *f > 0),
         // The window the sender faced while sending, not a passing peak.
+        window_is_clamp: false,
         max_snd_wnd: t
             .mean_window_bytes
             .or(back.window.max_bytes)

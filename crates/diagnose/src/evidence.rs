@@ -50,6 +50,10 @@ pub struct StreamTcp {
     pub max_cwnd: Option<u64>,
     /// Largest window the receiver advertised, bytes.
     pub max_snd_wnd: Option<u64>,
+    /// `max_snd_wnd` is the receiver's window clamp (TCP_WINDOW_CLAMP, the
+    /// most it can advertise), read at a plumb receiver whose sender
+    /// recorded no TCP_INFO, rather than a window seen advertised.
+    pub window_is_clamp: bool,
     /// Retransmitted segments.
     pub retransmits: Option<u64>,
     /// Retransmitted bytes.
@@ -258,5 +262,11 @@ impl Evidence {
     pub fn window(&self) -> Option<u64> {
         let w: Vec<u64> = self.streams.iter().filter_map(|s| s.max_snd_wnd).collect();
         (!w.is_empty()).then(|| w.iter().sum())
+    }
+
+    /// Whether [`Evidence::window`] holds a receiver's window clamp (the
+    /// most it can advertise) rather than windows seen advertised.
+    pub fn window_is_clamp(&self) -> bool {
+        self.streams.iter().any(|s| s.window_is_clamp)
     }
 }

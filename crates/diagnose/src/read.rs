@@ -160,7 +160,10 @@ fn receivers_view(streams: &mut [StreamTcp], rcv: Option<&PlumbSide>) {
     let theirs = rcv.and_then(|s| s.streams.as_deref()).unwrap_or_default();
     for (st, r) in streams.iter_mut().zip(theirs) {
         let positive = |v: Option<u64>| v.filter(|x| *x > 0);
-        st.max_snd_wnd = positive(st.max_snd_wnd).or(positive(r.window_clamp));
+        if positive(st.max_snd_wnd).is_none() {
+            st.max_snd_wnd = positive(r.window_clamp);
+            st.window_is_clamp = st.max_snd_wnd.is_some();
+        }
         st.min_rtt_us = positive(st.min_rtt_us)
             .or_else(|| positive(r.tcp_info.as_ref().and_then(|t| t.min_rtt_us)));
     }
@@ -231,6 +234,7 @@ fn stream_tcp(sender: Option<&TcpEndSide>, plumb: Option<&PlumbStream>) -> Strea
         srtt_us: snd(|s| s.mean_rtt).filter(|r| *r > 0).or(info.rtt_us),
         max_cwnd: snd(|s| s.max_snd_cwnd).or(info.snd_cwnd_bytes),
         max_snd_wnd: snd(|s| s.max_snd_wnd).or(info.snd_wnd),
+        window_is_clamp: false,
         retransmits: snd(|s| s.retransmits.and_then(count)).or(info.total_retrans),
         bytes_retrans: info.bytes_retrans,
         bytes_sent: sender.map_or(0, |s| s.bytes),
@@ -515,9 +519,16 @@ mod tests {
         let d = diagnose(&e);
         consistent(&d);
         assert_eq!(d.limit, Some(Limit::ReceiveWindow), "{}", d.summary);
+        // The figure is the most the receiver can advertise, and says so.
+        assert!(e.window_is_clamp());
+        let named = d.findings.iter().flat_map(|f| &f.evidence).any(|l| {
+            l.what == "most the receiver can advertise (its window clamp)" && l.value == 17_520.0
+        });
+        assert!(named, "{:?}", d.findings);
         // A plumb sender's own figures are never replaced by the receiver's.
         let own = fixture("lab-backup.json", Some(1e9));
         assert!(own.streams[0].srtt_us.is_some());
+        assert!(!own.window_is_clamp());
     }
 
     /// Without a link rate, the best interval stands for it; a rate given

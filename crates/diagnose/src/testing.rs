@@ -22,6 +22,7 @@ pub(crate) fn stream(wnd: u64, rtt_us: u64, secs: f64) -> StreamTcp {
         min_rtt_us: Some(rtt_us),
         srtt_us: Some(rtt_us),
         max_cwnd: Some(4 << 20),
+        window_is_clamp: false,
         max_snd_wnd: Some(wnd),
         retransmits: Some(0),
         bytes_retrans: Some(0),

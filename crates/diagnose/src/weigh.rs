@@ -370,6 +370,7 @@ mod tests {
                         min_rtt_us: Some(rtt),
                         srtt_us: Some((rtt as f64 * (1.0 + f)) as u64),
                         max_cwnd: Some(cwnd),
+                        window_is_clamp: false,
                         max_snd_wnd: Some(wnd),
                         retransmits: Some(retr),
                         bytes_retrans: None,

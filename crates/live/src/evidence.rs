@@ -104,6 +104,7 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
             min_rtt_us: min_rtt,
             srtt_us: tr.mean_rtt_us(),
             max_cwnd: Some(tr.max_cwnd_bytes),
+            window_is_clamp: false,
             max_snd_wnd: Some(u64::from(tr.max_snd_wnd)).filter(|w| *w > 0),
             retransmits: Some(d.retrans),
             bytes_retrans: d.bytes_retrans,

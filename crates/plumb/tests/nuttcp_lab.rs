@@ -359,7 +359,7 @@ fn why_names_the_receive_window_with_nuttcp_sending() {
         .as_array()
         .and_then(|e| {
             e.iter()
-                .find(|l| l["what"] == "receiver's largest advertised window")
+                .find(|l| l["what"] == "most the receiver can advertise (its window clamp)")
         })
         .unwrap_or_else(|| panic!("no window in {finding}"));
     assert_eq!(window["value"], 17_520.0, "{finding}");

@@ -34,7 +34,12 @@ pub(crate) fn seen(cx: &Context) -> Option<Seen> {
     if !(rwnd.is_some_and(|f| f >= 0.05) || near) {
         return None;
     }
-    let mut e = vec![line("receiver's largest advertised window", w as f64, "B")];
+    let what = if ev.window_is_clamp() {
+        "most the receiver can advertise (its window clamp)"
+    } else {
+        "receiver's largest advertised window"
+    };
+    let mut e = vec![line(what, w as f64, "B")];
     if let Some(f) = rwnd {
         e.push(line(
             "time limited by the receive window (TCP_INFO rwnd_limited)",
