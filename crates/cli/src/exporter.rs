@@ -4,7 +4,6 @@
 use clap::Args;
 use plumb_exporter::{Asked, Settings};
 use plumb_net::config::ClientConfig;
-use plumb_proto::tool::Tool;
 
 use crate::measure::{client_config, test_spec, MeasureArgs};
 
@@ -76,12 +75,7 @@ pub fn probe_client(p: &Asked) -> Result<ClientConfig, String> {
     };
     let spec = test_spec(&m)?;
     let cfg = client_config(&m, spec)?;
-    let refused = match cfg.tool {
-        Tool::Iperf3 => None,
-        Tool::Iperf2 => plumb_net::iperf2::client::refused(&cfg.spec),
-        Tool::Nuttcp => plumb_net::nuttcp::client::refused(&cfg),
-    };
-    match refused {
+    match crate::measure::tools::refused_by_tool(&cfg) {
         Some(why) => Err(format!("tool={} does not take {why}", cfg.tool)),
         None => Ok(cfg),
     }
@@ -90,7 +84,7 @@ pub fn probe_client(p: &Asked) -> Result<ClientConfig, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_proto::tool::ToolChoice;
+    use plumb_proto::tool::{Tool, ToolChoice};
 
     #[test]
     fn a_probe_is_checked_as_plumb_c() {

@@ -16,6 +16,7 @@ pub mod harden;
 pub mod local;
 pub mod refused;
 pub mod stamp;
+pub mod tools;
 
 /// iperf3's client and server flags.
 #[derive(Debug, Args, Clone, Default)]

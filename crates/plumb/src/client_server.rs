@@ -13,6 +13,7 @@ use crate::common::output::{pin, sink, ErrorsToStderr};
 use crate::common::report_page;
 use crate::common::test_explain::test_and_explain;
 use crate::usage::usage_error;
+use plumb_cli::measure::tools::{refused_by_tool, server_listens, unspoken_tool};
 use plumb_cli::measure::{client_config, family, test_spec, MeasureArgs};
 
 mod daemon;
@@ -58,19 +59,25 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     if let Err(code) = pin(a) {
         return Ok(code);
     }
-    let spec = match test_spec(a) {
-        Ok(s) => s,
-        Err(msg) => return Ok(usage_error(msg)),
-    };
-    let cfg = match client_config(a, spec) {
+    let cfg = match checked_config(a) {
         Ok(c) => c,
         Err(msg) => return Ok(usage_error(msg)),
     };
-    if cfg.tool == plumb_proto::tool::Tool::Nuttcp {
-        if let Some(why) = plumb_net::nuttcp::client::refused(&cfg) {
-            return Ok(usage_error(format!("--tool nuttcp does not take {why}")));
-        }
+    run_client(a, &cfg)
+}
+
+/// The client run the flags ask for, or the one-line reason it cannot be.
+fn checked_config(a: &MeasureArgs) -> Result<plumb_net::config::ClientConfig, String> {
+    let cfg = client_config(a, test_spec(a)?)?;
+    match refused_by_tool(&cfg) {
+        Some(why) => Err(format!("--tool {} does not take {why}", cfg.tool)),
+        None => Ok(cfg),
     }
+}
+
+/// Runs the client into the sinks the flags ask for (text or JSON, a
+/// `--json-file` beside it, the `--report` page after it).
+fn run_client(a: &MeasureArgs, cfg: &plumb_net::config::ClientConfig) -> anyhow::Result<ExitCode> {
     let mut sink = sink(a)?;
     let text_on_terminal = !a.json && !a.json_stream && a.logfile.is_none();
     let mut errors = ErrorsToStderr {
@@ -79,38 +86,31 @@ pub fn run(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
     };
     // --report keeps the test's -J document for the page.
     let mut capture = a.report.as_ref().map(|_| JsonSink::new(Vec::new()));
-    let outcome = match &a.json_file {
-        None => {
-            let first: &mut dyn Sink = if text_on_terminal {
-                &mut errors
-            } else {
-                &mut *errors.inner
-            };
-            match capture.as_mut() {
-                None => plumb_net::client::run(&cfg, first),
-                Some(json) => plumb_net::client::run(
-                    &cfg,
-                    &mut Tee {
-                        first,
-                        second: json,
-                    },
-                ),
-            }
-        }
-        Some(path) => {
+    let first: &mut dyn Sink = if text_on_terminal {
+        &mut errors
+    } else {
+        &mut *errors.inner
+    };
+    let outcome = match (&a.json_file, capture.as_mut()) {
+        (None, None) => plumb_net::client::run(cfg, first),
+        (None, Some(json)) => plumb_net::client::run(
+            cfg,
+            &mut Tee {
+                first,
+                second: json,
+            },
+        ),
+        (Some(path), _) => {
             let file = std::fs::File::create(path)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
             let mut json = JsonSink::new(file);
-            let first: &mut dyn Sink = if text_on_terminal {
-                &mut errors
-            } else {
-                errors.inner
-            };
-            let mut tee = Tee {
-                first,
-                second: &mut json,
-            };
-            let r = plumb_net::client::run(&cfg, &mut tee);
+            let r = plumb_net::client::run(
+                cfg,
+                &mut Tee {
+                    first,
+                    second: &mut json,
+                },
+            );
             json.finish()?;
             r
         }
@@ -219,174 +219,4 @@ fn run_server(a: &MeasureArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
-}
-
-/// A `--tool` or `--tools` naming a wire protocol this build does not
-/// speak, with the one-line reason; `--tool` on a server and `--tools` on a
-/// client are refused too. All three tools are spoken, `auto` on a client
-/// and several tools at once on a server.
-fn unspoken_tool(a: &MeasureArgs) -> Option<String> {
-    use plumb_proto::tool::{Tool, ToolChoice};
-    if a.server && a.tool.is_some() {
-        return Some("--tool chooses a client's peer; a server takes --tools LIST".into());
-    }
-    if !a.server && a.tools.is_some() {
-        return Some("--tools is a server flag; a client takes --tool TOOL".into());
-    }
-    if a.tool == Some(ToolChoice::Auto) && a.flip {
-        return Some("--flip is nuttcp's -F: give it with --tool nuttcp, not auto".into());
-    }
-    let spoken = |t: &Tool| matches!(t, Tool::Iperf3 | Tool::Iperf2 | Tool::Nuttcp);
-    match (&a.tool, server_tools(a)) {
-        (Some(ToolChoice::One(t)), _) if !spoken(t) => Some(format!(
-            "--tool {t}: this build speaks iperf3's, iperf 2's and nuttcp's wire protocols only"
-        )),
-        (None, list) => list.iter().find(|l| !spoken(&l.tool)).map(|l| {
-            format!(
-                "--tools {}: this build speaks iperf3's, iperf 2's and nuttcp's wire protocols only",
-                l.tool
-            )
-        }),
-        _ => None,
-    }
-}
-
-/// Each tool a server answers and its port. One tool: its `=PORT`, else
-/// `-p`, else its default. Several: each its `=PORT` or default, with `-p`
-/// iperf3's port.
-///
-/// # Errors
-/// `-p` with several tools and no iperf3 among them, or two tools on one port.
-fn server_listens(a: &MeasureArgs) -> Result<Vec<(plumb_proto::tool::Tool, u16)>, String> {
-    use plumb_proto::tool::Tool;
-    let list = server_tools(a);
-    if list.len() <= 1 {
-        return Ok(vec![server_port(a)]);
-    }
-    if a.port.is_some()
-        && !list
-            .iter()
-            .any(|l| l.tool == Tool::Iperf3 && l.port.is_none())
-    {
-        return Err(
-            "-p with several --tools is iperf3's port; give each other tool its port as TOOL=PORT"
-                .into(),
-        );
-    }
-    let out: Vec<(Tool, u16)> = list
-        .iter()
-        .map(|l| match (l.tool, l.port) {
-            (Tool::Iperf3, None) => (Tool::Iperf3, a.port.unwrap_or(DEFAULT_PORT)),
-            _ => (l.tool, l.port()),
-        })
-        .collect();
-    for (i, (t, p)) in out.iter().enumerate() {
-        if let Some((u, _)) = out.iter().skip(i + 1).find(|(_, q)| q == p) {
-            return Err(format!(
-                "--tools: {t} and {u} both on port {p}; give one of them another port as TOOL=PORT"
-            ));
-        }
-    }
-    Ok(out)
-}
-
-/// The tool a server answers and its port: the one `--tools` lists (iperf3
-/// without it) on its `=PORT`, else where `-p` says, else on its default.
-fn server_port(a: &MeasureArgs) -> (plumb_proto::tool::Tool, u16) {
-    use plumb_proto::tool::Tool;
-    match server_tools(a).first().copied() {
-        Some(l) if l.port.is_some() => (l.tool, l.port()),
-        Some(l) if l.tool != Tool::Iperf3 => (l.tool, a.port.unwrap_or(l.port())),
-        _ => (Tool::Iperf3, a.port.unwrap_or(DEFAULT_PORT)),
-    }
-}
-
-/// The tools `--tools` lists (none without it).
-fn server_tools(a: &MeasureArgs) -> Vec<plumb_proto::tool::Listen> {
-    a.tools
-        .as_deref()
-        .map(|l| plumb_proto::tool::Tool::parse_list(l).unwrap_or_default())
-        .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-    use plumb_proto::tool::Tool;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        m: MeasureArgs,
-    }
-
-    fn args(flags: &[&str]) -> MeasureArgs {
-        let mut argv = vec!["plumb"];
-        argv.extend_from_slice(flags);
-        Cli::try_parse_from(argv)
-            .map(|c| c.m)
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    #[test]
-    fn a_servers_tool_and_port() {
-        assert_eq!(server_port(&args(&["-s"])), (Tool::Iperf3, 5201));
-        assert_eq!(
-            server_port(&args(&["-s", "--tools", "iperf2"])),
-            (Tool::Iperf2, 5001)
-        );
-        let p = args(&["-s", "-p", "6000", "--tools", "iperf2"]);
-        assert_eq!(server_port(&p), (Tool::Iperf2, 6000));
-        let eq = args(&["-s", "-p", "6000", "--tools", "iperf2=15001"]);
-        assert_eq!(server_port(&eq), (Tool::Iperf2, 15001));
-        assert_eq!(
-            server_port(&args(&["-s", "--tools", "iperf3"])),
-            (Tool::Iperf3, 5201)
-        );
-    }
-
-    #[test]
-    fn several_tools_each_on_its_port() {
-        let on = |flags: &[&str]| server_listens(&args(flags));
-        let all = on(&["-s", "--tools", "iperf3,iperf2,nuttcp"]);
-        assert_eq!(
-            all,
-            Ok(vec![
-                (Tool::Iperf3, 5201),
-                (Tool::Iperf2, 5001),
-                (Tool::Nuttcp, 5000)
-            ])
-        );
-        let p = on(&["-s", "-p", "7000", "--tools", "nuttcp=7001,iperf3"]);
-        assert_eq!(p, Ok(vec![(Tool::Nuttcp, 7001), (Tool::Iperf3, 7000)]));
-        let no3 = on(&["-s", "-p", "7000", "--tools", "nuttcp,iperf2"]);
-        assert!(no3.is_err_and(|e| e.contains("TOOL=PORT")));
-        let same = on(&["-s", "--tools", "iperf3=5001,iperf2"]);
-        assert!(same.is_err_and(|e| e.contains("both on port 5001")));
-    }
-
-    #[test]
-    fn an_iperf2_client_connects_to_5001_unless_told() {
-        let spec = plumb_net::config::TestSpec::default;
-        let c = client_config(&args(&["-c", "h", "--tool", "iperf2"]), spec());
-        assert_eq!(c.map(|c| (c.tool, c.port)), Ok((Tool::Iperf2, 5001)));
-        let c = client_config(&args(&["-c", "h", "--tool", "iperf2", "-p", "7"]), spec());
-        assert_eq!(c.map(|c| c.port), Ok(7));
-        let c = client_config(&args(&["-c", "h"]), spec());
-        assert_eq!(c.map(|c| (c.tool, c.port)), Ok((Tool::Iperf3, 5201)));
-    }
-
-    #[test]
-    fn tools_not_built_are_refused_in_one_line() {
-        let said = |flags: &[&str]| unspoken_tool(&args(flags)).unwrap_or_default();
-        assert_eq!(said(&["-c", "h", "--tool", "iperf2"]), "");
-        assert_eq!(said(&["-s", "--tools", "iperf2"]), "");
-        assert_eq!(said(&["-c", "h", "--tool", "nuttcp"]), "");
-        assert_eq!(said(&["-c", "h", "--tool", "auto"]), "");
-        assert_eq!(said(&["-s", "--tools", "iperf3,iperf2,nuttcp"]), "");
-        assert!(said(&["-c", "h", "--tool", "auto", "--flip"]).contains("nuttcp"));
-        assert_eq!(said(&["-s", "--tools", "nuttcp"]), "");
-        assert!(said(&["-s", "--tool", "iperf2"]).contains("--tools LIST"));
-    }
 }

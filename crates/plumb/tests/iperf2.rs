@@ -314,6 +314,26 @@ fn dual_and_tradeoff_tests_are_refused_in_one_line_and_the_client_exits() {
 }
 
 #[test]
+fn client_refuses_what_iperf2_has_no_room_for_before_connecting() {
+    // Port 1: nothing listens, so a refusal that waited for a connection
+    // would say so instead.
+    for (flag, want) in [("--bidir", "--bidir"), ("-O", "-O"), ("-Z", "-Z")] {
+        let mut a = vec!["-c", "127.0.0.1", "-p", "1", "--tool", "iperf2", flag];
+        if flag == "-O" {
+            a.push("1");
+        }
+        let out = run(plumb_bin(), &a, Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.contains(&format!("--tool iperf2 does not take {want}"))
+                && err.trim_end().lines().count() == 1,
+            "{flag}: {err}"
+        );
+    }
+}
+
+#[test]
 fn iperf_client_parallel_window_length_interval() {
     let bin = need_iperf2!();
     let port = port();
