@@ -59,92 +59,19 @@ pub struct Context {
 /// The evidence a sampled connection gives, as the rules read it.
 pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
     let d = tr.delta();
-    let t = tr.last.tcp.unwrap_or_default();
-    let mem = tr.last.mem;
     let sender = d.role != Role::Receiver;
     let measured = if sender { d.send_bps } else { d.recv_bps };
     let mut unknown = Vec::new();
-    let min_rtt = t.min_rtt.filter(|r| *r > 0).map(u64::from);
-    // CPU counts only where it could be what holds the transfer back. A
-    // thread that sleeps more than half the time waits for the network or
-    // its peer: on a loaded host each of its many wake-ups still queues for a
-    // CPU, and that adds up to a large "wait" share (40-53 % for a reader
-    // that ran 1 %, measured on a 2-core machine under build load). A
-    // receiver whose queue stays drained keeps up, however long it queued for
-    // a CPU; a sender held by the peer's window or its buffer is held by
-    // them, not by its CPU.
-    let share = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1e6 / d.secs.max(1e-3));
-    let cpu_can_bind = if sender {
-        share(d.rwnd_limited_us) < 0.3 && share(d.sndbuf_limited_us) < 0.3
-    } else {
-        tr.rq_full * 2 >= tr.samples
-    };
-    // A thread runnable half the period, or a cgroup quota that held the
-    // process by the rules' own test (`quota_binds`).
-    let cpu = ctx.cpu.and_then(|c| {
-        let cpu = Cpu {
-            process_pct: c.process_pct,
-            thread_cpu_pct: Some(c.thread_cpu_pct),
-            thread_wait_pct: Some(c.thread_wait_pct),
-            system_busy_pct: None,
-            softirq_pct: None,
-            quota_pct: c.quota_pct,
-            throttled_pct: c.throttled_pct,
-        };
-        let runnable = c.thread_cpu_pct + c.thread_wait_pct >= 50.0;
-        (cpu_can_bind && (runnable || quota_binds(&cpu).is_some())).then_some(cpu)
-    });
+    let cpu = cpu_evidence(tr, ctx, &d, sender);
     let stream = if sender {
-        // Autotuning grows the send buffer as the window grows; a buffer
-        // that never moved while it stayed full was fixed by the application.
-        let fixed = !tr.sndbuf_moved && tr.sq_full * 2 >= tr.samples;
-        StreamTcp {
-            mss: Some(u64::from(t.snd_mss)).filter(|m| *m > 0),
-            pmtu: Some(u64::from(t.pmtu)).filter(|m| *m > 0),
-            min_rtt_us: min_rtt,
-            srtt_us: tr.mean_rtt_us(),
-            max_cwnd: Some(tr.max_cwnd_bytes),
-            window_is_clamp: false,
-            max_snd_wnd: Some(u64::from(tr.max_snd_wnd)).filter(|w| *w > 0),
-            retransmits: Some(d.retrans),
-            bytes_retrans: d.bytes_retrans,
-            bytes_sent: d.acked,
-            busy_us: d.busy_us,
-            rwnd_limited_us: d.rwnd_limited_us,
-            sndbuf_limited_us: d.sndbuf_limited_us,
-            sndbuf_actual: mem.map(|m| u64::from(m.sndbuf)),
-            sndbuf_set: fixed,
-            window_shrank_share: (tr.samples >= 2)
-                .then(|| f64::from(tr.snd_wnd_shrank) / f64::from(tr.samples)),
-            // Gaps between samples stand for the intervals a test reports.
-            stalled_us: Some(d.stalled_us),
-            payload_acked: ctx
-                .opened
-                .zip(t.bytes_acked)
-                .map(|(o, b)| b.saturating_sub(u64::from(o))),
-            timeouts: Some(u64::from(t.retransmits)),
-        }
+        sender_stream(tr, ctx, &d)
     } else {
         // The receiver sees the window it advertises, not the sender's cwnd,
         // retransmits or send buffer.
         unknown.push(
             "the sender's congestion window, retransmits, send buffer and limit counters: only the sending host sees them (run plumb why there)".into(),
         );
-        let rtt = if t.rtt > 0 {
-            Some(u64::from(t.rtt))
-        } else {
-            None
-        };
-        StreamTcp {
-            mss: Some(u64::from(t.rcv_mss)).filter(|m| *m > 0),
-            min_rtt_us: min_rtt,
-            srtt_us: tr.mean_rtt_us().or(rtt),
-            max_snd_wnd: Some(u64::from(tr.max_rcv_wnd))
-                .filter(|w| *w > 0)
-                .or_else(|| Some(u64::from(t.rcv_ssthresh)).filter(|w| *w > 0)),
-            bytes_sent: d.received,
-            ..StreamTcp::default()
-        }
+        receiver_stream(tr, &d)
     };
     if ctx.pid.is_none() {
         unknown.push("the owning process and its CPU: not found in /proc/*/fd (another namespace, or not permitted)".into());
@@ -152,6 +79,13 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
     if ctx.link.is_none() {
         unknown.push("the link rate: give --link (e.g. --link 1g)".into());
     }
+    let mine = |on: bool| {
+        if on {
+            ctx.sysctls.clone()
+        } else {
+            BTreeMap::new()
+        }
+    };
     Evidence {
         tcp: true,
         reverse: false,
@@ -162,35 +96,20 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         target_bps: None,
         link: ctx.link.clone(),
         streams: vec![stream],
-        rcvbuf_actual: if sender {
-            None
-        } else {
-            mem.map(|m| u64::from(m.rcvbuf))
-        },
-        congestion: if sender {
-            tr.last.congestion.map(|c| c.to_string())
-        } else {
-            None
-        },
+        rcvbuf_actual: tr.last.mem.filter(|_| !sender).map(|m| u64::from(m.rcvbuf)),
+        congestion: tr.last.congestion.filter(|_| sender).map(|c| c.to_string()),
         // BBR's estimate of the bottleneck, bytes/s of payload: evidence
         // for the path's rate when no link rate is given.
-        bbr_bw_bps: if sender {
-            tr.last.bbr.map(|b| b.bw as f64 * 8.0).filter(|b| *b > 0.0)
-        } else {
-            None
-        },
-        cpu_sender: if sender { cpu } else { None },
-        cpu_receiver: if sender { None } else { cpu },
-        sysctl_sender: if sender {
-            ctx.sysctls.clone()
-        } else {
-            BTreeMap::new()
-        },
-        sysctl_receiver: if sender {
-            BTreeMap::new()
-        } else {
-            ctx.sysctls.clone()
-        },
+        bbr_bw_bps: tr
+            .last
+            .bbr
+            .filter(|_| sender)
+            .map(|b| b.bw as f64 * 8.0)
+            .filter(|b| *b > 0.0),
+        cpu_sender: cpu.filter(|_| sender),
+        cpu_receiver: cpu.filter(|_| !sender),
+        sysctl_sender: mine(sender),
+        sysctl_receiver: mine(!sender),
         sender_is_local: sender,
         peer_is_plumb: false,
         loss_probability: None,
@@ -202,6 +121,91 @@ pub fn evidence(tr: &Track, ctx: &Context) -> Evidence {
         latency: None,
         udp: None,
         unknown,
+    }
+}
+
+/// The process's CPU, where it could be what holds the transfer back.
+///
+/// A thread that sleeps more than half the time waits for the network or
+/// its peer: on a loaded host each of its many wake-ups still queues for a
+/// CPU, and that adds up to a large "wait" share (40-53 % for a reader
+/// that ran 1 %, measured on a 2-core machine under build load). A
+/// receiver whose queue stays drained keeps up, however long it queued for
+/// a CPU; a sender held by the peer's window or its buffer is held by
+/// them, not by its CPU. So: a thread runnable half the period, or a
+/// cgroup quota that held the process by the rules' own test
+/// (`quota_binds`), and neither of those holds.
+fn cpu_evidence(tr: &Track, ctx: &Context, d: &Delta, sender: bool) -> Option<Cpu> {
+    let share = |us: Option<u64>| us.map_or(0.0, |u| u as f64 / 1e6 / d.secs.max(1e-3));
+    let cpu_can_bind = if sender {
+        share(d.rwnd_limited_us) < 0.3 && share(d.sndbuf_limited_us) < 0.3
+    } else {
+        tr.rq_full * 2 >= tr.samples
+    };
+    ctx.cpu.and_then(|c| {
+        let cpu = Cpu {
+            process_pct: c.process_pct,
+            thread_cpu_pct: Some(c.thread_cpu_pct),
+            thread_wait_pct: Some(c.thread_wait_pct),
+            system_busy_pct: None,
+            softirq_pct: None,
+            quota_pct: c.quota_pct,
+            throttled_pct: c.throttled_pct,
+        };
+        let runnable = c.thread_cpu_pct + c.thread_wait_pct >= 50.0;
+        (cpu_can_bind && (runnable || quota_binds(&cpu).is_some())).then_some(cpu)
+    })
+}
+
+/// A sending connection's stream: its own TCP_INFO and what the samples
+/// saw of its windows, buffer and stalls.
+fn sender_stream(tr: &Track, ctx: &Context, d: &Delta) -> StreamTcp {
+    let t = tr.last.tcp.unwrap_or_default();
+    // Autotuning grows the send buffer as the window grows; a buffer
+    // that never moved while it stayed full was fixed by the application.
+    let fixed = !tr.sndbuf_moved && tr.sq_full * 2 >= tr.samples;
+    StreamTcp {
+        mss: Some(u64::from(t.snd_mss)).filter(|m| *m > 0),
+        pmtu: Some(u64::from(t.pmtu)).filter(|m| *m > 0),
+        min_rtt_us: t.min_rtt.filter(|r| *r > 0).map(u64::from),
+        srtt_us: tr.mean_rtt_us(),
+        max_cwnd: Some(tr.max_cwnd_bytes),
+        window_is_clamp: false,
+        max_snd_wnd: Some(u64::from(tr.max_snd_wnd)).filter(|w| *w > 0),
+        retransmits: Some(d.retrans),
+        bytes_retrans: d.bytes_retrans,
+        bytes_sent: d.acked,
+        busy_us: d.busy_us,
+        rwnd_limited_us: d.rwnd_limited_us,
+        sndbuf_limited_us: d.sndbuf_limited_us,
+        sndbuf_actual: tr.last.mem.map(|m| u64::from(m.sndbuf)),
+        sndbuf_set: fixed,
+        window_shrank_share: (tr.samples >= 2)
+            .then(|| f64::from(tr.snd_wnd_shrank) / f64::from(tr.samples)),
+        // Gaps between samples stand for the intervals a test reports.
+        stalled_us: Some(d.stalled_us),
+        payload_acked: ctx
+            .opened
+            .zip(t.bytes_acked)
+            .map(|(o, b)| b.saturating_sub(u64::from(o))),
+        timeouts: Some(u64::from(t.retransmits)),
+    }
+}
+
+/// A receiving connection's stream: the window it advertises (its largest,
+/// else its slow-start threshold), its round trip and what it received.
+fn receiver_stream(tr: &Track, d: &Delta) -> StreamTcp {
+    let t = tr.last.tcp.unwrap_or_default();
+    let rtt = Some(u64::from(t.rtt)).filter(|r| *r > 0);
+    StreamTcp {
+        mss: Some(u64::from(t.rcv_mss)).filter(|m| *m > 0),
+        min_rtt_us: t.min_rtt.filter(|r| *r > 0).map(u64::from),
+        srtt_us: tr.mean_rtt_us().or(rtt),
+        max_snd_wnd: Some(u64::from(tr.max_rcv_wnd))
+            .filter(|w| *w > 0)
+            .or_else(|| Some(u64::from(t.rcv_ssthresh)).filter(|w| *w > 0)),
+        bytes_sent: d.received,
+        ..StreamTcp::default()
     }
 }
 
