@@ -56,49 +56,117 @@ fn us(ns: u64) -> u64 {
     ns / 1000
 }
 
+/// What [`evidence`] works out once about a connection's data direction
+/// and uses for both its evidence and its summary.
+struct Flow<'a> {
+    data: &'a Direction,
+    back: &'a Direction,
+    pos: Position,
+    /// First to last data, ns, and in seconds.
+    span_ns: u64,
+    secs: f64,
+    /// New bytes over the span, bit/s.
+    measured: f64,
+    /// The handshake's round trip, and the least and mean round trips of
+    /// the data (each data→ACK time plus the sender's side of the path).
+    hs_rtt: Option<u64>,
+    min_rtt: Option<u64>,
+    srtt: Option<u64>,
+}
+
+impl<'a> Flow<'a> {
+    fn of(c: &'a Connection) -> (Flow<'a>, bool) {
+        let (data, back, client_sends) = data_direction(c);
+        let t = &data.timing;
+        let span_ns = t
+            .first_data_ns
+            .zip(t.last_data_ns)
+            .map_or(0, |(a, b)| b.saturating_sub(a));
+        let secs = span_ns as f64 / 1e9;
+        let measured = if secs > 0.0 {
+            t.new_bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        };
+        let sender_half = position::sender_half_ns(&c.handshake, client_sends);
+        let hs_rtt = c.handshake.rtt_ns;
+        // Data→ACK at the capture point covers the receiver's side of it; the
+        // sender's side is the handshake's (it holds no queue of this flow's).
+        let loaded = |ns: Option<u64>| ns.map(|n| n + sender_half.unwrap_or(0));
+        let min_rtt = match (hs_rtt, loaded(data.rtt.min_ns)) {
+            (Some(h), Some(d)) => Some(h.min(d)),
+            (h, d) => h.or(d),
+        };
+        let flow = Flow {
+            data,
+            back,
+            pos: position::of(&c.handshake, client_sends),
+            span_ns,
+            secs,
+            measured,
+            hs_rtt,
+            min_rtt,
+            srtt: loaded(data.rtt.mean_ns),
+        };
+        (flow, client_sends)
+    }
+
+    /// Whether the capture was taken beside the sender.
+    fn near(&self) -> bool {
+        self.pos == Position::NearSender
+    }
+
+    /// A time as a share of the span.
+    fn share(&self, ns: u64) -> Option<f64> {
+        (self.secs > 0.0).then(|| (ns as f64 / 1e9 / self.secs).min(1.0))
+    }
+}
+
 /// Builds the evidence of connection `c`, weighed with `link` when given.
 pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
-    let (data, back, client_sends) = data_direction(c);
-    let t = &data.timing;
-    let pos = position::of(&c.handshake, client_sends);
-    let span_ns = t
-        .first_data_ns
-        .zip(t.last_data_ns)
-        .map_or(0, |(a, b)| b.saturating_sub(a));
-    let secs = span_ns as f64 / 1e9;
-    let measured = if secs > 0.0 {
-        t.new_bytes as f64 * 8.0 / secs
-    } else {
-        0.0
-    };
-    let best = if secs >= 1.0 {
+    let (f, client_sends) = Flow::of(c);
+    let t = &f.data.timing;
+    let best = if f.secs >= 1.0 {
         t.best_second_bytes as f64 * 8.0
     } else {
-        measured
+        f.measured
     };
-    let sender_half = position::sender_half_ns(&c.handshake, client_sends);
-    let hs_rtt = c.handshake.rtt_ns;
-    // Data→ACK at the capture point covers the receiver's side of it; the
-    // sender's side is the handshake's (it holds no queue of this flow's).
-    let loaded = |ns: Option<u64>| ns.map(|n| n + sender_half.unwrap_or(0));
-    let min_rtt = match (hs_rtt, loaded(data.rtt.min_ns)) {
-        (Some(h), Some(d)) => Some(h.min(d)),
-        (h, d) => h.or(d),
+    let stream = stream(&f);
+    let unknown = unknown(c, f.pos, link.is_none());
+    let summary = summary(c, &f, &stream);
+    let evidence = Evidence {
+        tcp: true,
+        duration_s: f.secs,
+        measured_bps: f.measured,
+        best_interval_bps: best,
+        link,
+        streams: vec![stream],
+        sender_is_local: f.near(),
+        unknown,
+        ..Evidence::default()
     };
-    let srtt = loaded(data.rtt.mean_ns);
-    let near = pos == Position::NearSender;
-    let share = |ns: u64| (secs > 0.0).then(|| (ns as f64 / 1e9 / secs).min(1.0));
-    let stream = StreamTcp {
+    FlowEvidence {
+        evidence,
+        summary,
+        client_sends,
+    }
+}
+
+/// The data direction as the rules read a stream.
+fn stream(f: &Flow<'_>) -> StreamTcp {
+    let (data, back, t) = (f.data, f.back, &f.data.timing);
+    let near = f.near();
+    StreamTcp {
         mss: wire_mss(data, back),
         // A capture sees packets, not the sender's path-MTU state.
         pmtu: None,
-        min_rtt_us: min_rtt.map(us).filter(|r| *r > 0),
-        srtt_us: srtt.map(us).filter(|r| *r > 0),
+        min_rtt_us: f.min_rtt.map(us).filter(|r| *r > 0),
+        srtt_us: f.srtt.map(us).filter(|r| *r > 0),
         // The largest flight is the least the congestion window reached;
         // near the sender it is the sender's own.
         max_cwnd: near.then_some(data.flight.max).filter(|f| *f > 0),
-        // The window the sender faced while sending, not a passing peak.
         window_is_clamp: false,
+        // The window the sender faced while sending, not a passing peak.
         max_snd_wnd: t
             .mean_window_bytes
             .or(back.window.max_bytes)
@@ -106,8 +174,8 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         retransmits: Some(data.retransmissions.total),
         bytes_retrans: Some(data.retransmissions.bytes),
         bytes_sent: t.new_bytes,
-        busy_us: near.then_some(us(t.busy_ns.min(span_ns))),
-        rwnd_limited_us: near.then_some(us(t.window_limited_ns.min(span_ns))),
+        busy_us: near.then_some(us(t.busy_ns.min(f.span_ns))),
+        rwnd_limited_us: near.then_some(us(t.window_limited_ns.min(f.span_ns))),
         sndbuf_limited_us: None,
         sndbuf_actual: None,
         sndbuf_set: false,
@@ -117,9 +185,15 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         stalled_us: None,
         payload_acked: None,
         timeouts: None,
-    };
-    let unknown = unknown(c, pos, link.is_none());
-    let summary = FlowSummary {
+    }
+}
+
+/// The flow's figures as a capture's reader shows them.
+fn summary(c: &Connection, f: &Flow<'_>, stream: &StreamTcp) -> FlowSummary {
+    let (data, back, t) = (f.data, f.back, &f.data.timing);
+    let near = f.near();
+    let ms = |ns: Option<u64>| ns.map(|r| r as f64 / 1e6);
+    FlowSummary {
         client: c.client.sender.clone(),
         server: c.server.sender.clone(),
         sender: data.sender.clone(),
@@ -129,14 +203,14 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         data_bytes: t.new_bytes,
         payload_bytes: data.payload_bytes,
         reverse_bytes: back.payload_bytes,
-        duration_s: secs,
-        measured_bps: measured,
+        duration_s: f.secs,
+        measured_bps: f.measured,
         handshake: c.handshake.complete,
-        handshake_rtt_ms: hs_rtt.map(|r| r as f64 / 1e6),
-        position: pos,
+        handshake_rtt_ms: ms(f.hs_rtt),
+        position: f.pos,
         mss: stream.mss,
-        min_rtt_ms: min_rtt.map(|r| r as f64 / 1e6),
-        srtt_ms: srtt.map(|r| r as f64 / 1e6),
+        min_rtt_ms: ms(f.min_rtt),
+        srtt_ms: ms(f.srtt),
         rtt_samples: data.rtt.samples,
         window_bytes: stream.max_snd_wnd,
         max_window_bytes: back.window.max_bytes,
@@ -151,29 +225,13 @@ pub fn evidence(c: &Connection, link: Option<LinkRate>) -> FlowEvidence {
         out_of_order: data.out_of_order,
         zero_window_episodes: back.zero_window.episodes,
         zero_window_s: back.zero_window.total_ns as f64 / 1e9,
-        busy_share: near.then(|| share(t.busy_ns)).flatten(),
-        window_limited_share: near.then(|| share(t.window_limited_ns)).flatten(),
+        busy_share: near.then(|| f.share(t.busy_ns)).flatten(),
+        window_limited_share: near.then(|| f.share(t.window_limited_ns)).flatten(),
         window_shrank_share: stream.window_shrank_share,
         continuity: t.continuity(),
         super_segments: data.super_segments,
         icmp_too_big: c.icmp_too_big,
         icmp_mtu: c.icmp_mtu,
-    };
-    let evidence = Evidence {
-        tcp: true,
-        duration_s: secs,
-        measured_bps: measured,
-        best_interval_bps: best,
-        link,
-        streams: vec![stream],
-        sender_is_local: near,
-        unknown,
-        ..Evidence::default()
-    };
-    FlowEvidence {
-        evidence,
-        summary,
-        client_sends,
     }
 }
 
