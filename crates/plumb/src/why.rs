@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use plumb_diagnose::evidence::LinkRate;
 use plumb_diagnose::{diagnose, Evidence, LinkSource};
 use plumb_model::units::thousands;
+use plumb_model::units::Rate;
 use plumb_model::{Bytes, Framing, LossRate, PathInput, Prediction};
 use plumb_record::Document;
 
@@ -190,23 +191,66 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
     let Some((predicted, _)) = Prediction::of(&input).predicted else {
         return Ok(usage_error("nothing to predict from these flags"));
     };
-    let rtt_us = (rtt.secs() * 1e6).round() as u64;
+    let d = model_diagnosis(&input, predicted, framing);
+    let doc = Document::default().with_diagnosis(d.clone());
+    // The window and loss the model was given, as both outputs name them.
+    let mut given = Vec::new();
+    if let Some(w) = window {
+        given.push(format!("window {}", w.human()));
+    }
+    if let Some(l) = a.loss {
+        given.push(format!("loss {l}"));
+    }
+    if let Some(out) = &a.measure.report {
+        // A verdict-only page, from the document -J prints.
+        let mut name = vec![
+            format!("the model alone: {}", rate.human()),
+            format!("RTT {}", rtt.human()),
+        ];
+        name.extend(given.iter().cloned());
+        let input = plumb_report::html::Input {
+            name: name.join(", "),
+            doc: doc.clone(),
+        };
+        report_page::write_for(out, vec![input])?;
+    }
+    if a.measure.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut path = vec![
+        format!("{} link", rate.human()),
+        format!("RTT {}", rtt.human()),
+    ];
+    path.extend(given);
+    print_model(&path.join(", "), framing, &d)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The rules' verdict on the model's rate standing in for a measurement
+/// over the path `input` describes.
+fn model_diagnosis(
+    input: &PathInput,
+    predicted: Rate,
+    framing: Framing,
+) -> plumb_record::diagnosis::Diagnosis {
+    let rtt_us = input.rtt.map_or(0, |r| (r.secs() * 1e6).round() as u64);
     let ev = Evidence {
         tcp: true,
         duration_s: 0.0,
         measured_bps: predicted.bps(),
-        link: Some(LinkRate {
-            bps: rate.bps(),
+        link: input.rate.map(|r| LinkRate {
+            bps: r.bps(),
             source: LinkSource::Given,
         }),
         streams: vec![plumb_diagnose::evidence::StreamTcp {
             mss: Some(framing.payload().get()),
-            max_snd_wnd: window.map(Bytes::get),
+            max_snd_wnd: input.window.map(Bytes::get),
             srtt_us: Some(rtt_us),
             min_rtt_us: Some(rtt_us),
             ..Default::default()
         }],
-        loss_probability: a.loss.map(LossRate::probability),
+        loss_probability: input.loss.map(LossRate::probability),
         tcp_timestamps: Some(framing.timestamps),
         ..Evidence::default()
     };
@@ -222,64 +266,43 @@ fn model_only(a: &WhyArgs) -> anyhow::Result<ExitCode> {
             framing.describe()
         ),
     ];
-    let doc = Document::default().with_diagnosis(d.clone());
-    if let Some(out) = &a.measure.report {
-        // A verdict-only page, from the document -J prints.
-        let mut name = format!("the model alone: {}, RTT {}", rate.human(), rtt.human());
-        if let Some(w) = window {
-            name += &format!(", window {}", w.human());
-        }
-        if let Some(l) = a.loss {
-            name += &format!(", loss {l}");
-        }
-        let input = plumb_report::html::Input {
-            name,
-            doc: doc.clone(),
-        };
-        report_page::write_for(out, vec![input])?;
+    d
+}
+
+/// The model's answer as text: the path, the summary, what filling the
+/// link takes, then the diagnosis's sections.
+fn print_model(
+    path: &str,
+    framing: Framing,
+    d: &plumb_record::diagnosis::Diagnosis,
+) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "Model: {path} ({})\n", framing.describe())?;
+    writeln!(out, "{}\n", d.summary)?;
+    let windowed = matches!(
+        d.limit,
+        Some(
+            plumb_record::diagnosis::Limit::ReceiveWindow
+                | plumb_record::diagnosis::Limit::SendBuffer
+        )
+    );
+    match (d.figures.window_needed_bytes, d.figures.streams_needed) {
+        (Some(w), Some(n)) if windowed => writeln!(
+            out,
+            "Filling the link takes a window of the bandwidth-delay product, {}, or {} parallel streams.\n",
+            Bytes(w).human(),
+            thousands(n)
+        )?,
+        // A larger window does not lift a loss limit; more streams do.
+        (_, Some(n)) => writeln!(
+            out,
+            "Filling the link takes {} parallel streams.\n",
+            thousands(n)
+        )?,
+        _ => {}
     }
-    if a.measure.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        let mut out = std::io::stdout().lock();
-        let mut path = vec![
-            format!("{} link", rate.human()),
-            format!("RTT {}", rtt.human()),
-        ];
-        if let Some(w) = window {
-            path.push(format!("window {}", w.human()));
-        }
-        if let Some(l) = a.loss {
-            path.push(format!("loss {l}"));
-        }
-        writeln!(out, "Model: {} ({})\n", path.join(", "), framing.describe())?;
-        writeln!(out, "{}\n", d.summary)?;
-        let windowed = matches!(
-            d.limit,
-            Some(
-                plumb_record::diagnosis::Limit::ReceiveWindow
-                    | plumb_record::diagnosis::Limit::SendBuffer
-            )
-        );
-        match (d.figures.window_needed_bytes, d.figures.streams_needed) {
-            (Some(w), Some(n)) if windowed => writeln!(
-                out,
-                "Filling the link takes a window of the bandwidth-delay product, {}, or {} parallel streams.\n",
-                Bytes(w).human(),
-                thousands(n)
-            )?,
-            // A larger window does not lift a loss limit; more streams do.
-            (_, Some(n)) => writeln!(
-                out,
-                "Filling the link takes {} parallel streams.\n",
-                thousands(n)
-            )?,
-            _ => {}
-        }
-        // The summary is printed above, and there was no measurement to
-        // stand the answer against: the sections alone.
-        let rest = plumb_report::diagnosis::sections(&d);
-        write!(out, "{}", rest.trim_start_matches('\n'))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    // The summary is printed above, and there was no measurement to
+    // stand the answer against: the sections alone.
+    let rest = plumb_report::diagnosis::sections(d);
+    write!(out, "{}", rest.trim_start_matches('\n'))
 }
