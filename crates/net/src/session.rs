@@ -23,12 +23,15 @@ use plumb_record::engine::{
 
 use crate::buf::{DiscardBuf, PageBuf};
 use crate::cgroup::CgroupCpuReading;
-use crate::datapath::{self, Drain, TcpSource};
+use crate::datapath::{self, Drain};
 use crate::datathread::{self, AtBudget, Counters, StopAndBudget};
 use crate::host::{self, CpuSnapshot};
 use crate::pacing::PacerFactory;
 use crate::sockets::StreamSocket;
 use crate::sockopt;
+
+mod job;
+use job::StreamJob;
 use plumb_tcpinfo::{tcp_info, TcpInfo};
 
 /// What both ends derive from the parameters.
@@ -453,19 +456,8 @@ impl Session {
         for s in &mut self.streams {
             let pacer = if s.sender { pacers.pacer() } else { None };
             let tcp = matches!(s.socket, StreamSocket::Tcp(_));
-            let block = block.clone().filter(|_| s.sender && tcp);
-            let sink = if !s.sender && tcp {
-                next_sink.next().map(Arc::clone)
-            } else {
-                None
-            };
-            let shared = Arc::clone(&self.shared);
-            let c = Arc::clone(&s.counters);
-            let sock = s.socket.clone();
-            let sender = s.sender;
-            let plan = plan.clone();
-            let mut rr_ctx = self.rr.clone();
-            rr_ctx.pace_bps = (plan.rate > 0).then_some(plan.rate);
+            let mut rr = self.rr.clone();
+            rr.pace_bps = (plan.rate > 0).then_some(plan.rate);
             // TCP throughput only: a late UDP receiver loses datagrams, where
             // a late TCP receiver only lets its queue grow; and a
             // request/response thread's every wake-up is the latency it
@@ -480,57 +472,30 @@ impl Session {
             // waited for a CPU a 4 ms tick at a time before its first write
             // (perf sched: five such waits, 41 ms from exec to the write).
             let batch = tcp && plan.rr.is_none() && pacer.is_none();
+            let job = StreamJob {
+                sock: s.socket.clone(),
+                sender: s.sender,
+                plan: plan.clone(),
+                rr,
+                shared: Arc::clone(&self.shared),
+                counters: Arc::clone(&s.counters),
+                pacer,
+                block: block.clone().filter(|_| s.sender && tcp),
+                // Each TCP receiver the next landing place, in turn.
+                sink: if !s.sender && tcp {
+                    next_sink.next().map(Arc::clone)
+                } else {
+                    None
+                },
+                cpus,
+                drain,
+                batch,
+            };
             let handle = datathread::spawn_stream(
                 format!("plumb-stream-{}", s.id),
-                batch && !sender,
-                Arc::clone(&c),
-                move || match (sock, sender) {
-                    (sock, client) if plan.rr.is_some() => {
-                        let p = plan.rr.unwrap_or_default();
-                        crate::rr::run_stream(&sock, client, p, &rr_ctx, &shared, &c);
-                    }
-                    (StreamSocket::Tcp(t), true) if plan.file.is_some() => {
-                        send_file(&t, &plan, &shared, &c, pacer, batch);
-                    }
-                    (StreamSocket::Tcp(t), true) => {
-                        let buf = block.unwrap_or_else(|| {
-                            Arc::new(datapath::payload_block(plan.len, plan.repeating))
-                        });
-                        let src = if plan.zerocopy {
-                            match TcpSource::zero_copy(&buf) {
-                                // The pipe or memfd holds its own copy.
-                                Ok(z) => {
-                                    drop(buf);
-                                    z
-                                }
-                                Err(_) => TcpSource::Copy(buf),
-                            }
-                        } else {
-                            TcpSource::Copy(buf)
-                        };
-                        // Into the batch class after the first block.
-                        datapath::tcp_send(&t, src, &shared, &c, pacer, batch);
-                    }
-                    (StreamSocket::Tcp(t), false) => match recv_how(&plan, cpus) {
-                        Ok(how) => datapath::tcp_recv(&t, how, sink.as_deref(), &shared, &c, drain),
-                        Err(e) => c.fail(e),
-                    },
-                    (StreamSocket::Udp(u), true) => {
-                        datapath::udp_send(
-                            &u,
-                            plan.len,
-                            plan.seq64,
-                            plan.repeating,
-                            plan.gso,
-                            &shared,
-                            &c,
-                            pacer,
-                        );
-                    }
-                    (StreamSocket::Udp(u), false) => {
-                        datapath::udp_recv(&u, plan.len, plan.seq64, plan.gro, &shared, &c)
-                    }
-                },
+                batch && !s.sender,
+                Arc::clone(&s.counters),
+                move || job.run(),
             );
             match handle {
                 Ok(h) => s.thread = Some(h),
@@ -1181,40 +1146,6 @@ fn system_percent(a: &host::SystemCpuTimes, b: &host::SystemCpuTimes) -> CpuTime
         steal: pct(a.steal, b.steal),
         idle: pct(a.idle, b.idle),
     }
-}
-
-/// A TCP sender of `-F`'s file: the stream ends where the file does.
-fn send_file(
-    t: &std::net::TcpStream,
-    plan: &Plan,
-    shared: &StopAndBudget,
-    c: &Counters,
-    pacer: Option<crate::pacing::Pacer>,
-    batch: bool,
-) {
-    let path = plan.file.as_deref().unwrap_or(std::path::Path::new(""));
-    match crate::diskfile::FileSource::open(path, plan.len) {
-        Ok(f) => datapath::tcp_send(t, TcpSource::File(f), shared, c, pacer, batch),
-        Err(e) => c.fail(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
-/// How a TCP receiver of this plan reads (into `-F`'s file when given).
-fn recv_how(plan: &Plan, cpus: usize) -> Result<datapath::TcpRecv, String> {
-    let file = match plan.file.as_deref() {
-        None => None,
-        Some(p) => Some(
-            crate::diskfile::open_for_writing(p)
-                .map_err(|e| format!("cannot write {}: {e}", p.display()))?,
-        ),
-    };
-    Ok(datapath::TcpRecv {
-        len: plan.len.max(64 * 1024),
-        skip_copy: plan.skip_rx_copy,
-        clamp: plan.rwin,
-        lowat: plan.recv_lowat(cpus),
-        file,
-    })
 }
 
 #[cfg(test)]
