@@ -389,23 +389,15 @@ fn next_datagram(
                 *next = (i + 1) % socks.len();
                 return Ok(Some(got));
             }
-            Err(e) if quiet(&e) => {}
+            Err(e) if crate::datathread::transient(&e) => {}
             Err(e) => return Err(e),
         }
     }
     let mut set: Vec<_> = socks.iter().map(|s| (s.as_fd(), libc::POLLIN)).collect();
     match crate::sys::poll_many(&mut set, READ_SLICE.as_millis() as i32) {
-        Err(e) if !quiet(&e) => Err(e),
+        Err(e) if !crate::datathread::transient(&e) => Err(e),
         _ => Ok(None),
     }
-}
-
-/// A read that found nothing yet (or was interrupted).
-fn quiet(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
 }
 
 #[cfg(test)]

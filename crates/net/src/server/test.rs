@@ -581,16 +581,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
             waiting.set_read_timeout(Some(wait))?;
             let (n, from) = match waiting.recv_from(&mut hello) {
                 Ok(r) => r,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted
-                            | io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(None)
-                }
+                Err(e) if crate::datathread::transient(&e) => return Ok(None),
                 Err(e) => return Err(e),
             };
             // A hello is 4 bytes from the control connection's host; anything
@@ -837,13 +828,7 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
                 let t = self.now();
                 self.machine.handle_input(&buf[..n], t);
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if crate::datathread::transient(&e) => {}
             Err(e) => {
                 self.finish_session();
                 return Err(TestError::Control(e));

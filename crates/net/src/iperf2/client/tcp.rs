@@ -67,6 +67,8 @@ pub(super) fn clock(
     }
 }
 
+/// Sends iperf 2's test header, then the data until the clock stops it,
+/// and waits for the server to close: what was sent, and when it had all.
 pub(super) fn send(
     s: &TcpStream,
     p: &Plan,
@@ -145,6 +147,8 @@ fn drain_until_close(mut s: &TcpStream) -> io::Result<Option<String>> {
     Ok(HeaderAck::decode(&first).ok().map(|a| a.version_text()))
 }
 
+/// Sends iperf 2's test header for a reverse test, then reads what the
+/// server sends until it closes (or the clock ends the wait).
 pub(super) fn receive(
     s: &TcpStream,
     p: &Plan,

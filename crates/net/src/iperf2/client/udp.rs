@@ -39,6 +39,8 @@ fn udp_buffer(p: &Plan) -> Vec<u8> {
     buf
 }
 
+/// A refused send or read (ICMP port unreachable) named as nothing
+/// answering on the server's UDP port.
 fn refused_hint(e: io::Error, port: u16) -> io::Error {
     if e.kind() == io::ErrorKind::ConnectionRefused {
         io::Error::new(
@@ -50,6 +52,9 @@ fn refused_hint(e: io::Error, port: u16) -> io::Error {
     }
 }
 
+/// Sends paced datagrams, numbered and stamped with the wall clock, for
+/// the test's time, then the final exchange: what was sent, and the
+/// server's report of what arrived.
 pub(super) fn send(s: &UdpSocket, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
     let mut buf = udp_buffer(p);
     let gap = if p.rate > 0 {
@@ -124,13 +129,7 @@ fn final_exchange(s: &UdpSocket, buf: &mut [u8], last: i64) -> io::Result<Server
                 return ServerReport::decode(&rb[..n]).map_err(io::Error::other);
             }
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if crate::datathread::transient(&e) => {}
             Err(e) => return Err(e),
         }
     }
@@ -140,6 +139,9 @@ fn final_exchange(s: &UdpSocket, buf: &mut [u8], last: i64) -> io::Result<Server
     ))
 }
 
+/// Asks for a reverse test (again until the first datagram comes) and
+/// counts what arrives until the sender's final datagram or the test's
+/// end and its grace.
 pub(super) fn receive(s: &UdpSocket, p: &Plan, f: &Flow, epoch: Instant) -> io::Result<Outcome> {
     let mut request = udp_buffer(p);
     Datagram::stamped(1, wall())
@@ -173,16 +175,7 @@ pub(super) fn receive(s: &UdpSocket, p: &Plan, f: &Flow, epoch: Instant) -> io::
                 }
                 continue;
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
+            Err(e) if crate::datathread::transient(&e) => continue,
             Err(e) => return Err(refused_hint(e, p.port)),
         };
         let d = Datagram::decode(&rb[..n], true).map_err(io::Error::other)?;
