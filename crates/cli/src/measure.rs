@@ -531,13 +531,36 @@ fn parse_bitrate(s: &str) -> Result<u64, String> {
 
 /// Checks the flags and builds the test the client asks for.
 pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
-    let ends = [a.time.is_some(), a.bytes.is_some(), a.blocks.is_some()];
-    if ends.into_iter().filter(|&e| e).count() > 1 {
-        return Err("give one test end condition: -t, -n or -k (as iperf3 does)".into());
-    }
     let mut t = TestSpec::default();
     if a.udp {
         t.transport = Transport::Udp;
+    }
+    end_spec(a, &mut t)?;
+    stream_spec(a, &mut t)?;
+    if let Some(b) = &a.bitrate {
+        t.bandwidth = Some(parse_bitrate(b)?);
+    }
+    socket_spec(a, &mut t)?;
+    t.reverse = a.reverse;
+    t.bidir = a.bidir;
+    t.nodelay = a.nodelay;
+    t.title.clone_from(&a.title);
+    t.extra_data.clone_from(&a.extra_data);
+    t.get_server_output = a.get_server_output;
+    t.udp_counters_64bit = a.udp_counters_64bit;
+    t.repeating_payload = a.repeating_payload;
+    t.zerocopy = a.zerocopy;
+    transport_spec(a, &mut t)?;
+    file::apply(&file_flags(a), &mut t)?;
+    latency_spec(a, &mut t)?;
+    Ok(t)
+}
+
+/// How the test ends: `-t`, `-n` or `-k`, one of them.
+fn end_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
+    let ends = [a.time.is_some(), a.bytes.is_some(), a.blocks.is_some()];
+    if ends.into_iter().filter(|&e| e).count() > 1 {
+        return Err("give one test end condition: -t, -n or -k (as iperf3 does)".into());
     }
     if let Some(time) = a.time {
         if !(0.0..=86_400.0).contains(&time) || !time.is_finite() {
@@ -548,14 +571,16 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
         t.time = time;
         t.time_given = true;
     }
-    if a.bytes.is_some() && a.blocks.is_some() {
-        return Err("-n (bytes) and -k (blocks) cannot be used together".into());
-    }
     t.bytes = a.bytes.map_or(0, Bytes::get);
     t.blocks = a.blocks.unwrap_or(0);
     if (t.bytes > 0 || t.blocks > 0) && !t.time_given {
         t.time = 0.0;
     }
+    Ok(())
+}
+
+/// The streams and their reports: `-i`, `-P`, `-O`, `-l`.
+fn stream_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
     if let Some(i) = a.interval {
         if !(i == 0.0 || (0.1..=60.0).contains(&i)) {
             return Err(format!(
@@ -578,8 +603,6 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
         }
         t.omit = o;
     }
-    t.reverse = a.reverse;
-    t.bidir = a.bidir;
     if let Some(l) = a.length {
         let udp = plumb_net::rr::UDP_LEN;
         let (lo, hi) = if a.udp {
@@ -596,9 +619,11 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
         }
         t.len = Some(l.get() as u32);
     }
-    if let Some(b) = &a.bitrate {
-        t.bandwidth = Some(parse_bitrate(b)?);
-    }
+    Ok(())
+}
+
+/// The data sockets' options: `-w`, `-M`, `-C`, `-S`/`--dscp`.
+fn socket_spec(a: &MeasureArgs, t: &mut TestSpec) -> Result<(), String> {
     if let Some(w) = a.window {
         t.window = Some(u32_of("window", w, 512 << 20)?);
     }
@@ -608,7 +633,6 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
         }
         t.mss = Some(m.get() as u32);
     }
-    t.nodelay = a.nodelay;
     if let Some(cc) = &a.congestion {
         if cc.is_empty()
             || cc.len() > 15
@@ -626,16 +650,7 @@ pub fn test_spec(a: &MeasureArgs) -> Result<TestSpec, String> {
     if let Some(d) = &a.dscp {
         t.tos = parse_dscp(d)?;
     }
-    t.title.clone_from(&a.title);
-    t.extra_data.clone_from(&a.extra_data);
-    t.get_server_output = a.get_server_output;
-    t.udp_counters_64bit = a.udp_counters_64bit;
-    t.repeating_payload = a.repeating_payload;
-    t.zerocopy = a.zerocopy;
-    transport_spec(a, &mut t)?;
-    file::apply(&file_flags(a), &mut t)?;
-    latency_spec(a, &mut t)?;
-    Ok(t)
+    Ok(())
 }
 
 /// What `-F` is checked against (measure/file.rs).
