@@ -148,56 +148,57 @@ impl HardenArgs {
         if let Some(f) = self.client_flags_given() {
             return Err(format!("{f} is a client option (use it with -c)"));
         }
+        self.apply_admission(cfg)?;
+        self.apply_limits(cfg)?;
+        for p in &self.allow {
+            cfg.access.allow.push(IpPrefix::parse(p)?);
+        }
+        for p in &self.deny {
+            cfg.access.deny.push(IpPrefix::parse(p)?);
+        }
+        cfg.auth = self.server_auth()?;
+        Ok(())
+    }
+
+    /// How many tests and handshakes the server takes, and for how long it
+    /// waits on a handshake or an idle client.
+    fn apply_admission(&self, cfg: &mut ServerConfig) -> Result<(), String> {
         if let Some(n) = self.max_tests {
-            if !(1..=1024).contains(&n) {
-                return Err(format!("invalid --max-tests {n}: expected 1 to 1024"));
-            }
-            cfg.max_tests = n;
+            cfg.max_tests = ranged("--max-tests", n, 1, 1024, "")?;
         }
         if let Some(n) = self.max_handshakes {
-            if !(1..=65_536).contains(&n) {
-                return Err(format!("invalid --max-handshakes {n}: expected 1 to 65536"));
-            }
-            cfg.max_pending = n;
+            cfg.max_pending = ranged("--max-handshakes", n, 1, 65_536, "")?;
         }
         if let Some(ms) = self.handshake_timeout {
-            if !(100..=600_000).contains(&ms) {
-                return Err(format!(
-                    "invalid --handshake-timeout {ms}: expected 100 to 600000 ms"
-                ));
-            }
+            let ms = ranged("--handshake-timeout", ms, 100, 600_000, " ms")?;
             cfg.handshake_timeout = Duration::from_millis(ms);
         }
-        if let Some(s) = self.max_duration {
-            if !(1..=86_400).contains(&s) {
-                return Err(format!(
-                    "invalid --max-duration {s}: expected 1 to 86400 seconds"
-                ));
-            }
-            cfg.limits.max_duration = Some(Duration::from_secs(s));
-        }
-        if let Some(n) = self.max_parallel {
-            if !(1..=128).contains(&n) {
-                return Err(format!("invalid --max-parallel {n}: expected 1 to 128"));
-            }
-            cfg.limits.max_parallel = Some(n);
-        }
-        if let Some(r) = &self.max_bitrate {
-            cfg.limits.max_bitrate = Some(parse_rate("--max-bitrate", r)?);
-        }
         if let Some(s) = self.idle_timeout {
-            if !(1..=86_400).contains(&s) {
-                return Err(format!(
-                    "invalid --idle-timeout {s}: expected 1 to 86400 seconds"
-                ));
-            }
+            let s = ranged("--idle-timeout", s, 1, 86_400, " seconds")?;
             cfg.idle_timeout = Some(Duration::from_secs(s));
         }
+        Ok(())
+    }
+
+    /// What one test may ask for: its length, streams, rates and
+    /// request/response sizes.
+    fn apply_limits(&self, cfg: &mut ServerConfig) -> Result<(), String> {
+        let l = &mut cfg.limits;
+        if let Some(s) = self.max_duration {
+            let s = ranged("--max-duration", s, 1, 86_400, " seconds")?;
+            l.max_duration = Some(Duration::from_secs(s));
+        }
+        if let Some(n) = self.max_parallel {
+            l.max_parallel = Some(ranged("--max-parallel", n, 1, 128, "")?);
+        }
+        if let Some(r) = &self.max_bitrate {
+            l.max_bitrate = Some(parse_rate("--max-bitrate", r)?);
+        }
         if let Some(c) = &self.server_bitrate_limit {
-            cfg.limits.bitrate_cap = Some(parse_cap(c)?);
+            l.bitrate_cap = Some(parse_cap(c)?);
         }
         if let Some(r) = &self.max_total_bitrate {
-            cfg.limits.max_total_bitrate = Some(parse_rate("--max-total-bitrate", r)?);
+            l.max_total_bitrate = Some(parse_rate("--max-total-bitrate", r)?);
         }
         if let Some(b) = &self.max_rr_size {
             let max = plumb_net::rr::MAX_TCP_MESSAGE;
@@ -209,26 +210,24 @@ impl HardenArgs {
                     "invalid --max-rr-size '{b}': expected 1 to {max} bytes"
                 ));
             }
-            cfg.limits.max_rr_size = u32::try_from(n).ok();
+            l.max_rr_size = u32::try_from(n).ok();
         }
         if let Some(n) = self.max_rr_burst {
             let max = plumb_net::rr::MAX_BURST;
-            if !(1..=max).contains(&n) {
-                return Err(format!("invalid --max-rr-burst {n}: expected 1 to {max}"));
-            }
-            cfg.limits.max_rr_burst = Some(n);
+            l.max_rr_burst = Some(ranged("--max-rr-burst", n, 1, max, "")?);
         }
-        for p in &self.allow {
-            cfg.access.allow.push(IpPrefix::parse(p)?);
-        }
-        for p in &self.deny {
-            cfg.access.deny.push(IpPrefix::parse(p)?);
-        }
+        Ok(())
+    }
+
+    /// The server's authentication, from the key and users files: both
+    /// flags or neither.
+    fn server_auth(&self) -> Result<Option<Arc<ServerAuth>>, String> {
         match (&self.rsa_private_key_path, &self.authorized_users_path) {
             (None, None) => {
                 if self.time_skew_threshold.is_some() {
                     return Err("--time-skew-threshold needs --rsa-private-key-path and --authorized-users-path".into());
                 }
+                Ok(None)
             }
             (Some(k), Some(u)) => {
                 let private_key = auth::private_key_from_pem(&read("--rsa-private-key-path", k)?)
@@ -238,20 +237,17 @@ impl HardenArgs {
                 if users.is_empty() {
                     return Err(format!("{}: lists no user", u.display()));
                 }
-                cfg.auth = Some(Arc::new(ServerAuth {
+                Ok(Some(Arc::new(ServerAuth {
                     private_key,
                     users,
                     skew_secs: self.time_skew_threshold.unwrap_or(auth::DEFAULT_SKEW_SECS),
-                }));
+                })))
             }
-            _ => {
-                return Err(
-                    "authentication needs both --rsa-private-key-path and --authorized-users-path"
-                        .into(),
-                )
-            }
+            _ => Err(
+                "authentication needs both --rsa-private-key-path and --authorized-users-path"
+                    .into(),
+            ),
         }
-        Ok(())
     }
 
     /// The client's credentials, if it is to authenticate; `password` is
@@ -318,6 +314,22 @@ fn parse_cap(s: &str) -> Result<(u64, Duration), String> {
     }
 }
 
+/// `v` if it lies in `lo..=hi`, else the flag's one-line error
+/// ("invalid --max-tests 0: expected 1 to 1024", `unit` after the range).
+fn ranged<T: PartialOrd + std::fmt::Display + Copy>(
+    flag: &str,
+    v: T,
+    lo: T,
+    hi: T,
+    unit: &str,
+) -> Result<T, String> {
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("invalid {flag} {v}: expected {lo} to {hi}{unit}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,6 +391,32 @@ mod tests {
                 "{bad:?}"
             );
         }
+        // Each range check names its flag, the value and the range.
+        let said = |h: HardenArgs| h.apply_server(&mut ServerConfig::default()).err();
+        let tests = said(HardenArgs {
+            max_tests: Some(0),
+            ..HardenArgs::default()
+        });
+        assert_eq!(
+            tests.as_deref(),
+            Some("invalid --max-tests 0: expected 1 to 1024")
+        );
+        let wait = said(HardenArgs {
+            handshake_timeout: Some(5),
+            ..HardenArgs::default()
+        });
+        assert_eq!(
+            wait.as_deref(),
+            Some("invalid --handshake-timeout 5: expected 100 to 600000 ms")
+        );
+        let idle = said(HardenArgs {
+            idle_timeout: Some(0),
+            ..HardenArgs::default()
+        });
+        assert_eq!(
+            idle.as_deref(),
+            Some("invalid --idle-timeout 0: expected 1 to 86400 seconds")
+        );
     }
 
     #[test]
