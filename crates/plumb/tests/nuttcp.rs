@@ -581,6 +581,39 @@ fn a_second_client_is_told_the_server_is_busy() {
     );
 }
 
+#[test]
+fn a_data_port_in_use_is_refused_with_its_reason_and_the_server_goes_on() {
+    need_nuttcp!();
+    let ctl = ports();
+    let _srv = Server::start(plumb_bin(), &["-s", "--tools", "nuttcp"], ctl);
+    let (c, d) = (ctl.to_string(), (ctl + 1).to_string());
+    // The scenario: another program holds the UDP port of a test's second
+    // stream, and the TCP data port.
+    let udp = std::net::UdpSocket::bind(("127.0.0.1", ctl + 2)).expect("bind UDP");
+    let tcp = std::net::TcpListener::bind(("127.0.0.1", ctl + 1)).expect("listen TCP");
+    for (what, args) in [("udp -N2", vec!["-u", "-N2", "-R", "10m"]), ("tcp", vec![])] {
+        let mut a = vec!["-P", c.as_str(), "-p", d.as_str(), "-T1"];
+        a.extend_from_slice(&args);
+        a.push("127.0.0.1");
+        let out = run("nuttcp", &a, Duration::from_secs(20));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{what}: the test ran: {text}");
+        assert!(text.contains("Address already in use"), "{what}: {text}");
+    }
+    // Nothing was sent to the program that holds the TCP port.
+    tcp.set_nonblocking(true).expect("nonblocking");
+    assert!(
+        tcp.accept().is_err(),
+        "a data connection reached the other program"
+    );
+    drop((udp, tcp));
+    stock_client_t2(ctl, &["-u", "-N2", "-R", "10m"], "after the refusals");
+}
+
 /// A stock `nuttcp -T2 ARGS 127.0.0.1` against the server on control port
 /// `ctl` (data on `ctl + 1`): its standard output, after checking it
 /// succeeded.

@@ -22,6 +22,7 @@ use plumb_tcpinfo::tcp_info;
 use super::control::Control;
 use super::data::{self, client_listens};
 use super::params::params_of;
+use super::ready::Ready;
 use crate::config::ServerConfig;
 use crate::datapath::Drain;
 use crate::errors::TestError;
@@ -43,12 +44,13 @@ pub fn serve_test(
     ctl: &mut Control,
     peer: SocketAddr,
     req: &Request,
-    handed: &[Expected],
+    (handed, ready): (&[Expected], Ready),
     sink: &mut dyn Sink,
 ) -> Result<(), TestError> {
-    if req.udp {
-        return super::udp_server::serve(cfg, ctl, peer, req, sink);
-    }
+    let own = match ready {
+        Ready::Udp(socks) => return super::udp_server::serve(cfg, ctl, peer, req, socks, sink),
+        Ready::Tcp(own) => own,
+    };
     let params = params_of(req);
     let opts = DataOptions::of(&params);
     let sends = !req.client_sends;
@@ -56,7 +58,7 @@ pub fn serve_test(
     let socks = if client_listens(req) {
         data::connect(peer.ip(), req.port, req.streams, Some(local), &opts, sends)
     } else {
-        data::listen_and_accept(local, peer.ip(), req, handed, &opts, sends)
+        data::accept_all(&own, handed, peer.ip(), &opts, sends)
     }
     .map_err(TestError::Stream)?;
     let mut plan = Plan::of(&params);

@@ -95,38 +95,48 @@ pub fn accept_from(
     Ok(out)
 }
 
-/// A listening end's data connections: on each port of the request that
-/// another tool's listener owns, the one it hands over (`handed`); on each
-/// other port, one from `peer` on a listener of its own.
+/// The listeners a listening end opens before it answers: one on each of
+/// the request's data ports that another tool's listener does not own
+/// (`handed`), with its port.
 ///
 /// # Errors
-/// A port that cannot be listened on, or a connection that does not come.
-pub fn listen_and_accept(
+/// A port that cannot be listened on (in use, or past 65535).
+pub fn listen_own(
     local: IpAddr,
-    peer: IpAddr,
     req: &plumb_proto::nuttcp::request::Request,
     handed: &[Expected],
     o: &DataOptions,
     sender: bool,
-) -> io::Result<Vec<TcpStream>> {
-    if handed.is_empty() {
-        let l = listen(local, req.port, req.streams, o, sender)?;
-        return accept_from(&l, peer, o, sender);
-    }
-    let ports = (0..req.streams)
-        .map(|i| port_of(req.port, i))
-        .collect::<io::Result<Vec<u16>>>()?;
+) -> io::Result<Vec<(u16, TcpListener)>> {
     let mut own = Vec::new();
-    for p in ports
-        .iter()
-        .filter(|p| !handed.iter().any(|h| h.port() == **p))
-    {
-        own.extend(
-            listen(local, *p, 1, o, sender)?
-                .into_iter()
-                .map(|l| (*p, l)),
-        );
+    for i in 0..req.streams {
+        let p = port_of(req.port, i)?;
+        if !handed.iter().any(|h| h.port() == p) {
+            own.extend(listen(local, p, 1, o, sender)?.into_iter().map(|l| (p, l)));
+        }
     }
+    Ok(own)
+}
+
+/// A listening end's data connections, in port order: on each port
+/// another tool's listener owns, the one it hands over (`handed`); on each
+/// other, one from `peer` on this end's own listener (`own`).
+///
+/// # Errors
+/// A connection that does not come.
+pub fn accept_all(
+    own: &[(u16, TcpListener)],
+    handed: &[Expected],
+    peer: IpAddr,
+    o: &DataOptions,
+    sender: bool,
+) -> io::Result<Vec<TcpStream>> {
+    let mut ports: Vec<u16> = own
+        .iter()
+        .map(|(p, _)| *p)
+        .chain(handed.iter().map(Expected::port))
+        .collect();
+    ports.sort_unstable();
     let mut out = Vec::with_capacity(ports.len());
     for p in ports {
         if let Some(h) = handed.iter().find(|h| h.port() == p) {

@@ -8,14 +8,16 @@
 //! - [`client`] / [`udp_client`]: plumb's client.
 //! - [`params`]: the session's parameters from a request.
 //! - [`udp`], [`udp_record`]: nuttcp's UDP data and its record.
-//! - [`server`], [`answer`], [`udp_server`]: plumb's server for nuttcp
-//!   clients: the listener, one TCP test, one UDP test.
+//! - [`server`], [`ready`], [`answer`], [`udp_server`]: plumb's server for
+//!   nuttcp clients: the listener, a test's data ports opened before the
+//!   answer, one TCP test, one UDP test.
 
 pub mod answer;
 pub mod client;
 pub mod control;
 pub mod data;
 pub mod params;
+pub mod ready;
 pub mod server;
 pub mod udp;
 pub mod udp_client;

@@ -23,6 +23,7 @@ use plumb_record::Sink;
 use super::answer::serve_test;
 use super::control::Control;
 use super::data::client_listens;
+use super::ready::prepare;
 use crate::config::{canonical, ServerConfig};
 use crate::errors::TestError;
 use crate::handoff::Expected;
@@ -168,8 +169,17 @@ fn one_test(
             return Err(TestError::Ended(format!("request refused: {why}")));
         }
     };
-    // Registered before the answer: the client connects once it has it.
+    // Registered and opened before the answer: the client connects or
+    // sends once it has it, and a port this end cannot have is refused.
     let handed = expect_handed(cfg, peer, &req);
+    let ready = match prepare(&ctl, peer, &req, &handed) {
+        Ok(r) => r,
+        Err(why) => {
+            let _ = ctl.send(&reply::refusal(&why));
+            ctl.close_gently();
+            return Err(TestError::Ended(format!("request refused: {why}")));
+        }
+    };
     ctl.send(&reply::ok())?;
     let options = req.format.names();
     log(
@@ -185,7 +195,7 @@ fn one_test(
             if options.is_empty() { "" } else { ", " },
         ),
     );
-    serve_test(cfg, &mut ctl, peer, &req, &handed, sink)
+    serve_test(cfg, &mut ctl, peer, &req, (&handed, ready), sink)
 }
 
 /// The data connections of a test whose client connects to a port another

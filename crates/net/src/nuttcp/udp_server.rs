@@ -3,7 +3,7 @@
 //! control peer only, or sends to those ports on the control peer's
 //! address, nowhere else.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use plumb_proto::nuttcp::reply::Closing;
@@ -21,7 +21,8 @@ use crate::host::CpuSnapshot;
 /// How long past the test's time a receiving server waits for the end.
 const END_GRACE: Duration = Duration::from_secs(10);
 
-/// Runs the UDP data of an accepted request and sends the client its report.
+/// Runs the UDP data of an accepted request on its sockets (made ready
+/// before the answer, [`super::ready`]) and sends the client its report.
 ///
 /// # Errors
 /// The data socket fails.
@@ -30,16 +31,10 @@ pub fn serve(
     ctl: &mut Control,
     peer: SocketAddr,
     req: &Request,
+    socks: Vec<UdpSocket>,
     sink: &mut dyn Sink,
 ) -> Result<(), TestError> {
     let sends = !req.client_sends;
-    let local = ctl.stream.local_addr().map_err(TestError::Control)?.ip();
-    let socks = if sends {
-        udp::connected(local, peer.ip(), req)
-    } else {
-        udp::bound(local, req)
-    }
-    .map_err(TestError::Stream)?;
     sink.start(&udp_record::start(
         Role::Server,
         &socks,
