@@ -267,73 +267,12 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         let opts = DataOptions::of(&self.params);
         self.check_congestion(&opts)?;
         self.pin_to_asked_cpu()?;
-        let key = cookie_key(self.cookie.as_bytes());
-        let (tx, rx) = mpsc::channel();
-        // The data listener must be ready before CREATE_STREAMS: a client's
-        // first UDP hello follows it within microseconds.
         let mut session = Session::new(plan.clone(), self.shared.cfg.interval);
+        // Each sets its data listener up before CREATE_STREAMS: a client's
+        // first UDP hello follows it within microseconds.
         match plan.protocol {
-            Protocol::Tcp => {
-                // Listener options reach the SYN-ACK only through a new
-                // listener; that is safe only while no other test can be
-                // connecting (one slot). Otherwise they are set after accept.
-                if opts.mptcp && self.shared.cfg.max_tests != 1 {
-                    // MPTCP reaches a stream only through a new listener,
-                    // which another test may be connecting to.
-                    let e = io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        "MPTCP (-m) needs a server with --max-tests 1",
-                    );
-                    return Err(self.fail(202, libc::EPROTONOSUPPORT, TestError::Stream(e)));
-                }
-                if self.shared.cfg.max_tests == 1 && opts.need_listener_options() {
-                    self.shared.rebind(Some(opts.clone())).map_err(|e| {
-                        self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e))
-                    })?;
-                    self.listener_changed = true;
-                }
-                if self
-                    .params
-                    .plumb
-                    .as_ref()
-                    .and_then(|x| x.rr)
-                    .is_some_and(|r| r.mode == plumb_proto::rr::RrMode::Crr)
-                {
-                    // CRR connections come to a listener of their own, whose
-                    // port the greeting names; only the client's host may use it.
-                    let ip = self.ctl.local_addr().map_err(TestError::Control)?.ip();
-                    let l = std::net::TcpListener::bind((ip, 0)).map_err(|e| {
-                        self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e))
-                    })?;
-                    session.rr.listener = Some(Arc::new(l));
-                    session.rr.peer_ip = Some(self.peer.ip());
-                }
-                self.shared.registry.accept_streams(key, tx);
-                self.create_streams()?;
-                let r = self.accept_tcp(&rx, &plan, &opts, &mut session);
-                self.shared.registry.streams_complete(key);
-                // Connections that raced in after the last stream get the refusal.
-                while let Ok((mut extra, from)) = rx.try_recv() {
-                    log(&from, "refused: more data streams than the test announced");
-                    let _ = extra.write_all(&[State::AccessDenied.to_byte()]);
-                }
-                r.map_err(|e| self.fail(204, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
-            }
-            Protocol::Udp => {
-                let lock = self.udp_setup_lock()?;
-                let first = sockets::bind_udp(
-                    self.shared.port,
-                    self.shared.cfg.bind,
-                    self.shared.cfg.family,
-                    &opts,
-                    &self.shared.cfg.local,
-                )
-                .map_err(|e| self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
-                self.create_streams()?;
-                let r = self.accept_udp(first, &plan, &opts, &mut session);
-                drop(lock);
-                r.map_err(|e| self.fail(204, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
-            }
+            Protocol::Tcp => self.tcp_streams(&plan, &opts, &mut session)?,
+            Protocol::Udp => self.udp_streams(&plan, &opts, &mut session)?,
         }
         self.tee.start(&start_record(
             &self.peer,
@@ -359,6 +298,86 @@ impl<'s, 'a, 'k> Test<'s, 'a, 'k> {
         session.start(now, drain);
         self.session = Some(session);
         self.run_test(&plan, now)
+    }
+
+    /// The TCP data connections of the test: a listener of the test's own
+    /// where its options or a CRR test need one, then each stream the
+    /// gate routes here by its cookie.
+    fn tcp_streams(
+        &mut self,
+        plan: &Plan,
+        opts: &DataOptions,
+        session: &mut Session,
+    ) -> Result<(), TestError> {
+        let key = cookie_key(self.cookie.as_bytes());
+        let (tx, rx) = mpsc::channel();
+        // Listener options reach the SYN-ACK only through a new
+        // listener; that is safe only while no other test can be
+        // connecting (one slot). Otherwise they are set after accept.
+        if opts.mptcp && self.shared.cfg.max_tests != 1 {
+            // MPTCP reaches a stream only through a new listener,
+            // which another test may be connecting to.
+            let e = io::Error::new(
+                io::ErrorKind::Unsupported,
+                "MPTCP (-m) needs a server with --max-tests 1",
+            );
+            return Err(self.fail(202, libc::EPROTONOSUPPORT, TestError::Stream(e)));
+        }
+        if self.shared.cfg.max_tests == 1 && opts.need_listener_options() {
+            self.shared
+                .rebind(Some(opts.clone()))
+                .map_err(|e| self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+            self.listener_changed = true;
+        }
+        if self
+            .params
+            .plumb
+            .as_ref()
+            .and_then(|x| x.rr)
+            .is_some_and(|r| r.mode == plumb_proto::rr::RrMode::Crr)
+        {
+            // CRR connections come to a listener of their own, whose
+            // port the greeting names; only the client's host may use it.
+            let ip = self.ctl.local_addr().map_err(TestError::Control)?.ip();
+            let l = std::net::TcpListener::bind((ip, 0))
+                .map_err(|e| self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+            session.rr.listener = Some(Arc::new(l));
+            session.rr.peer_ip = Some(self.peer.ip());
+        }
+        self.shared.registry.accept_streams(key, tx);
+        self.create_streams()?;
+        let r = self.accept_tcp(&rx, plan, opts, session);
+        self.shared.registry.streams_complete(key);
+        // Connections that raced in after the last stream get the refusal.
+        while let Ok((mut extra, from)) = rx.try_recv() {
+            log(&from, "refused: more data streams than the test announced");
+            let _ = extra.write_all(&[State::AccessDenied.to_byte()]);
+        }
+        r.map_err(|e| self.fail(204, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+        Ok(())
+    }
+
+    /// The UDP data flows of the test, on the server's port.
+    fn udp_streams(
+        &mut self,
+        plan: &Plan,
+        opts: &DataOptions,
+        session: &mut Session,
+    ) -> Result<(), TestError> {
+        let lock = self.udp_setup_lock()?;
+        let first = sockets::bind_udp(
+            self.shared.port,
+            self.shared.cfg.bind,
+            self.shared.cfg.family,
+            opts,
+            &self.shared.cfg.local,
+        )
+        .map_err(|e| self.fail(202, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+        self.create_streams()?;
+        let r = self.accept_udp(first, plan, opts, session);
+        drop(lock);
+        r.map_err(|e| self.fail(204, e.raw_os_error().unwrap_or(0), TestError::Stream(e)))?;
+        Ok(())
     }
 
     fn authenticate(&mut self) -> Result<(), TestError> {
