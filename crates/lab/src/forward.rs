@@ -190,110 +190,130 @@ impl Forwarder {
         let mut last_publish = Instant::now();
         let mut budget = SpinBudget::new(last_publish);
         let vnet = self.src.has_vnet_hdr();
-        let epoch = self.epoch;
-        let now =
-            move || Time::from_nanos(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
 
         while !self.shared.stop.load(Ordering::Relaxed) {
             let started = Instant::now();
             let written = st.frames_written;
             // 1. Release everything that is due.
-            self.link.release_due(now(), |t, p| due.push((t, p)));
-            for (t, p) in due.drain(..) {
-                let dst = &self.dst;
-                let _ = p.for_each_frame::<()>(&mut scratch, |frame| {
-                    let before = now();
-                    st.release_error.record(before.saturating_since(t));
-                    let r = dst.write(frame);
-                    st.write_time.record(now().saturating_since(before));
-                    match r {
-                        Ok(_) => st.frames_written += 1,
-                        Err(e) => {
-                            st.write_errors += 1;
-                            st.last_error = Some(format!("write to {}: {e}", dst.name()));
-                        }
-                    }
-                    Ok(())
-                });
-                self.link.recycle(p);
-            }
-
+            self.release_due(&mut st, &mut due, &mut scratch);
             // 2. Read what has arrived, but not past the next release.
-            let mut read = 0;
-            let mut failed = false;
-            while read < READ_BATCH {
-                let mut pkt = self.link.alloc();
-                match pkt.fill_with(vnet, |b| self.src.read(b)) {
-                    Ok(0) => {
-                        self.link.recycle(pkt);
-                        break;
-                    }
-                    Ok(_) => {
-                        st.frames_read += 1;
-                        if pkt
-                            .vnet_hdr()
-                            .is_some_and(|h| h.gso_type != VnetHdr::GSO_NONE)
-                        {
-                            st.gso_frames_read += 1;
-                        }
-                        let t = now();
-                        self.link.enqueue(t, pkt);
-                        read += 1;
-                        if self.link.next_release().is_some_and(|d| d <= t) {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        self.link.recycle(pkt);
-                        if e.kind() != std::io::ErrorKind::WouldBlock
-                            && e.kind() != std::io::ErrorKind::Interrupted
-                        {
-                            st.read_errors += 1;
-                            st.last_error = Some(format!("read from {}: {e}", self.src.name()));
-                            failed = true;
-                        }
-                        break;
-                    }
-                }
-            }
-
+            let (read, failed) = self.read_arrivals(&mut st, vnet);
             if read > 0 || st.frames_written != written {
                 budget.worked_for(started.elapsed());
             }
-
             if last_publish.elapsed() >= PUBLISH_EVERY {
                 self.publish(&mut st);
                 last_publish = Instant::now();
             }
-
             // 3. Wait for the next arrival or release.
-            if read == READ_BATCH {
-                continue;
-            }
-            let t = now();
-            let wait = match self.link.next_release() {
-                Some(d) => d.saturating_since(t).min(IDLE_WAIT),
-                None => IDLE_WAIT,
-            };
-            let wait = if failed {
-                wait.max(Duration::from_millis(1))
-            } else {
-                wait
-            };
-            let spin = budget.spin(Instant::now(), self.spin);
-            if wait > spin {
-                let sleep = wait - spin;
-                let before = Instant::now();
-                let readable = sys::wait_readable(std::os::fd::AsFd::as_fd(&*self.src), sleep);
-                budget.blocked_for(before.elapsed());
-                if let Ok(false) = readable {
-                    st.wake_late.record(now().saturating_since(t + sleep));
-                }
-            } else {
-                std::hint::spin_loop();
+            if read < READ_BATCH {
+                self.wait(&mut st, &mut budget, failed);
             }
         }
         self.publish(&mut st);
+    }
+
+    /// The emulator's clock: time since the lab's epoch.
+    fn now(&self) -> Time {
+        Time::from_nanos(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// Writes every packet whose release time has come to the far side,
+    /// frame by frame, recording how late each went and how long each
+    /// write took.
+    fn release_due(
+        &mut self,
+        st: &mut DirectionStats,
+        due: &mut Vec<(Time, Packet)>,
+        scratch: &mut Vec<u8>,
+    ) {
+        self.link.release_due(self.now(), |t, p| due.push((t, p)));
+        for (t, p) in due.drain(..) {
+            let _ = p.for_each_frame::<()>(scratch, |frame| {
+                let before = self.now();
+                st.release_error.record(before.saturating_since(t));
+                let r = self.dst.write(frame);
+                st.write_time.record(self.now().saturating_since(before));
+                match r {
+                    Ok(_) => st.frames_written += 1,
+                    Err(e) => {
+                        st.write_errors += 1;
+                        st.last_error = Some(format!("write to {}: {e}", self.dst.name()));
+                    }
+                }
+                Ok(())
+            });
+            self.link.recycle(p);
+        }
+    }
+
+    /// Reads up to [`READ_BATCH`] frames into the link, stopping early when
+    /// a release falls due; how many were read, and whether a read failed.
+    fn read_arrivals(&mut self, st: &mut DirectionStats, vnet: bool) -> (usize, bool) {
+        let mut read = 0;
+        while read < READ_BATCH {
+            let mut pkt = self.link.alloc();
+            match pkt.fill_with(vnet, |b| self.src.read(b)) {
+                Ok(0) => {
+                    self.link.recycle(pkt);
+                    break;
+                }
+                Ok(_) => {
+                    st.frames_read += 1;
+                    if pkt
+                        .vnet_hdr()
+                        .is_some_and(|h| h.gso_type != VnetHdr::GSO_NONE)
+                    {
+                        st.gso_frames_read += 1;
+                    }
+                    let t = self.now();
+                    self.link.enqueue(t, pkt);
+                    read += 1;
+                    if self.link.next_release().is_some_and(|d| d <= t) {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    self.link.recycle(pkt);
+                    if e.kind() != std::io::ErrorKind::WouldBlock
+                        && e.kind() != std::io::ErrorKind::Interrupted
+                    {
+                        st.read_errors += 1;
+                        st.last_error = Some(format!("read from {}: {e}", self.src.name()));
+                        return (read, true);
+                    }
+                    break;
+                }
+            }
+        }
+        (read, false)
+    }
+
+    /// Waits for the next arrival or release: spins while the budget
+    /// allows, then sleeps on the source (at least 1 ms after a failed read).
+    fn wait(&mut self, st: &mut DirectionStats, budget: &mut SpinBudget, failed: bool) {
+        let t = self.now();
+        let wait = match self.link.next_release() {
+            Some(d) => d.saturating_since(t).min(IDLE_WAIT),
+            None => IDLE_WAIT,
+        };
+        let wait = if failed {
+            wait.max(Duration::from_millis(1))
+        } else {
+            wait
+        };
+        let spin = budget.spin(Instant::now(), self.spin);
+        if wait > spin {
+            let sleep = wait - spin;
+            let before = Instant::now();
+            let readable = sys::wait_readable(std::os::fd::AsFd::as_fd(&*self.src), sleep);
+            budget.blocked_for(before.elapsed());
+            if let Ok(false) = readable {
+                st.wake_late.record(self.now().saturating_since(t + sleep));
+            }
+        } else {
+            std::hint::spin_loop();
+        }
     }
 
     fn publish(&self, st: &mut DirectionStats) {
