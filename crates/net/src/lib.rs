@@ -58,6 +58,7 @@ pub mod local;
 pub mod multi;
 pub mod nuttcp;
 pub mod pacing;
+pub mod plan;
 pub mod procfs;
 pub mod rr;
 pub mod server;

@@ -14,14 +14,14 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use plumb_proto::iperf2::{Amount, TestHeader};
-use plumb_record::engine::{
-    CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, TestStart, Totals, UdpEnd,
-};
+use plumb_record::engine::{CpuUtil, EndRecord, Protocol, Role, StreamEnd, TcpEnd, TestStart};
 use plumb_record::{Connected, Sink};
 
+mod plan;
 mod tcp;
 mod udp;
+
+use plan::{Outcome, Plan};
 
 use super::flow::Flow;
 use super::meter::{start_record, Meter};
@@ -31,31 +31,6 @@ use crate::datathread::{AtBudget, StopAndBudget};
 use crate::errors::TestError;
 use crate::sockets::{self, DataOptions};
 use crate::{host, signals, sockopt};
-
-/// How long past the test's end a receiver waits for the sender to stop.
-const GRACE: Duration = Duration::from_secs(5);
-
-/// What the test asks of each stream.
-#[derive(Debug, Clone, Copy)]
-struct Plan {
-    udp: bool,
-    reverse: bool,
-    streams: u32,
-    len: usize,
-    time: Duration,
-    rate: u64,
-    port: u16,
-    len_given: bool,
-}
-
-/// One stream's results.
-#[derive(Debug, Default)]
-struct Outcome {
-    sent: Totals,
-    received: Totals,
-    udp: Option<UdpEnd>,
-    peer_version: Option<String>,
-}
 
 /// The plumb flags iperf 2's protocol has no room for, with the reason.
 pub fn refused(spec: &TestSpec) -> Option<&'static str> {
@@ -251,16 +226,6 @@ fn test_start(cfg: &ClientConfig, p: &Plan) -> TestStart {
     }
 }
 
-/// The header every stream of this test sends.
-fn header(p: &Plan) -> TestHeader {
-    let mut h = TestHeader::client(p.udp, p.reverse, p.streams, p.port, Amount::Time(p.time));
-    if p.len_given {
-        h.buf_len = p.len as u32;
-    }
-    h.rate = p.rate;
-    h
-}
-
 /// A connected stream, before its thread runs it.
 enum Stream {
     Tcp(Arc<TcpStream>),
@@ -378,7 +343,9 @@ fn end_record(p: &Plan, streams: Vec<StreamEnd>) -> EndRecord {
 
 #[cfg(test)]
 mod tests {
+    use super::plan::header;
     use super::*;
+    use plumb_proto::iperf2::{Amount, TestHeader};
 
     #[test]
     fn flags_iperf2_has_no_room_for_are_refused() {

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use super::Plan;
 use crate::buf::{DiscardBuf, PageBuf};
 use crate::datapath::{self, Drain, TcpSource};
 use crate::datathread::{Counters, StopAndBudget};
 use crate::pacing::Pacer;
+use crate::plan::Plan;
 use crate::sockets::StreamSocket;
 
 /// A stream's work, moved into its thread.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use plumb_proto::iperf2::{HeaderAck, ACK_LEN, TCP_HEADER_LEN};
 use plumb_record::engine::Totals;
 
-use super::{header, Outcome, Plan, GRACE};
+use super::plan::{header, Outcome, Plan, GRACE};
 use crate::datapath::{self, Drain, TcpRecv, TcpSource};
 use crate::datathread::{self, Counters, StopAndBudget};
 use crate::iperf2::flow::Flow;

@@ -11,7 +11,7 @@ use plumb_proto::iperf2::{Datagram, ServerReport, DATAGRAM_LEN, UDP_HEADER_LEN};
 use plumb_proto::UdpReceiver;
 use plumb_record::engine::{Totals, UdpEnd};
 
-use super::{header, Outcome, Plan, GRACE};
+use super::plan::{header, Outcome, Plan, GRACE};
 use crate::iperf2::flow::Flow;
 use crate::signals;
 
