@@ -31,7 +31,6 @@ use crate::sockets::StreamSocket;
 use crate::sockopt;
 
 mod job;
-pub(crate) use crate::plan::lowat_fits;
 pub use crate::plan::Plan;
 use job::StreamJob;
 use plumb_tcpinfo::{tcp_info, TcpInfo};

@@ -335,9 +335,8 @@ fn auto_names_the_tool_of_each_plumb_server() {
         ("iperf2", "an iperf 2"),
         ("nuttcp", "a nuttcp"),
     ] {
-        let p = port();
         // nuttcp's data port is the next one.
-        let _ = port();
+        let p = port_block(2);
         let _srv = Server::start(plumb_bin(), &["-s", "--tools", tool], p);
         let (err, _) = auto(p);
         let want = format!("plumb: found {name} server on 127.0.0.1 port {p}");

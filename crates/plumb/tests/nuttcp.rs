@@ -28,14 +28,9 @@ fn nuttcp() -> Option<&'static str> {
     ok.then_some("nuttcp")
 }
 
-/// A control port with the three after it free for data (the ports of
-/// this binary's range are handed out once each).
+/// A control port with the three after it free for data, taken at once.
 fn ports() -> u16 {
-    let ctl = port();
-    for _ in 0..3 {
-        let _ = port();
-    }
-    ctl
+    port_block(4)
 }
 
 /// A `nuttcp -S` in the foreground on `ctl`, killed when dropped.

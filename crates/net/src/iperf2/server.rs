@@ -33,12 +33,14 @@ pub const MAX_CONNECTIONS: usize = 128;
 /// after one test).
 pub fn run(cfg: &ServerConfig, printer: &dyn Printer) -> Result<(), TestError> {
     signals::install();
-    let listener = sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None, &cfg.local)
-        .map_err(TestError::Connect)?;
-    listener.set_nonblocking(true).map_err(TestError::Connect)?;
+    // UDP first: once the TCP port listens (what a client, or a unit's
+    // readiness check, can see), datagrams to the port are taken too.
     let opts = sockets::DataOptions::default();
     let udp_sock = sockets::bind_udp(cfg.port, cfg.bind, cfg.family, &opts, &cfg.local)
         .map_err(TestError::Connect)?;
+    let listener = sockets::listen_tcp(cfg.port, cfg.bind, cfg.family, None, &cfg.local)
+        .map_err(TestError::Connect)?;
+    listener.set_nonblocking(true).map_err(TestError::Connect)?;
     udp_sock
         .set_read_timeout(Some(GATE_TICK))
         .map_err(TestError::Connect)?;

@@ -134,6 +134,16 @@ const PORT_RANGES: [(&str, u16, u16); 24] = [
 /// # Panics
 /// If the binary is not in [`PORT_RANGES`] or has used its whole range.
 pub fn port() -> u16 {
+    port_block(1)
+}
+
+/// The first of `n` consecutive ports no other test uses, taken at once
+/// (tests run on parallel threads: `n` calls of [`port`] could interleave
+/// with another test's).
+///
+/// # Panics
+/// If the binary is not in [`PORT_RANGES`] or has used its whole range.
+pub fn port_block(n: u16) -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
     let binary = env!("CARGO_CRATE_NAME");
     let (base, count) = PORT_RANGES
@@ -141,9 +151,12 @@ pub fn port() -> u16 {
         .find(|(name, _, _)| *name == binary)
         .map(|(_, base, count)| (*base, *count))
         .unwrap_or_else(|| panic!("test binary {binary} has no port range in PORT_RANGES"));
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    assert!(n < count, "test binary {binary} used all its ports");
-    base + n
+    let first = NEXT.fetch_add(n, Ordering::Relaxed);
+    assert!(
+        first.saturating_add(n) <= count,
+        "test binary {binary} used all its ports"
+    );
+    base + first
 }
 
 /// Ends a child that ran past its time: SIGTERM first, so that a `plumb lab`

@@ -16,7 +16,7 @@ use super::plan::{header, Outcome, Plan, GRACE};
 use crate::datapath::{self, Drain, TcpRecv, TcpSource};
 use crate::datathread::{self, Counters, StopAndBudget};
 use crate::iperf2::flow::Flow;
-use crate::session::lowat_fits;
+use crate::plan::lowat_fits;
 use crate::{host, signals};
 
 /// A write or read that makes no progress this long ends the stream.
