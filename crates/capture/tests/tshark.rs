@@ -63,14 +63,14 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// A listener on a free port of 31 000-31 499 on 127.0.0.1 (a range no other
+/// A listener on a free port of 14 000-14 499 on 127.0.0.1 (a range no other
 /// test binary uses).
 fn listener() -> TcpListener {
-    let start = 31_000 + (std::process::id() % 500) as u16;
+    let start = 14_000 + (std::process::id() % 500) as u16;
     (0..500)
-        .map(|i| 31_000 + (start - 31_000 + i) % 500)
+        .map(|i| 14_000 + (start - 14_000 + i) % 500)
         .find_map(|p| TcpListener::bind(("127.0.0.1", p)).ok())
-        .expect("a free port in 31000-31499")
+        .expect("a free port in 14000-14499")
 }
 
 /// Starts tcpdump on `lo` for `ports`; waits until it listens. Immediate

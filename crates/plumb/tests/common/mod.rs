@@ -101,7 +101,8 @@ fn read_iperf3_version() -> (u32, u32) {
 /// so no two binaries' ranges meet, whether cargo runs them one after
 /// another or a developer runs several at once. They sit below Linux's
 /// ephemeral range (32768 up), so no outgoing connection holds one; the
-/// capture crate's tshark test takes 31000-31499.
+/// capture crate's tshark test takes 14000-14499. A test that needs
+/// consecutive ports takes them with [`port_block`].
 const PORT_RANGES: [(&str, u16, u16); 24] = [
     ("interop_lab", 15_000, 250),
     ("calc", 16_000, 1000),
