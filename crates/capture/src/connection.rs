@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::copies::{Behind, Copied, Print, UNKNOWN_RTT_WINDOW_NS};
+use crate::copies::{near_wrap, Behind, Copied, Print, UNKNOWN_RTT_WINDOW_NS};
 use crate::direction::{Direction, SendContext};
 use crate::farhole::{FarPath, FarSeen};
 use crate::segment::Segment;
@@ -144,9 +144,12 @@ impl Connection {
         self.server_addr
             .get_or_insert(if from_client { seg.dst } else { seg.src });
         let print = Print::of(seg);
+        let me = self.side(from_client);
+        let numbered = print.ip_id() == 0 && near_wrap(me.last_ip_id);
+        me.last_ip_id = print.ip_id();
         // The window is worked out only for a segment whose print matches.
         if self.side(from_client).recent.may_hold(&print) {
-            let window = self.copy_window();
+            let window = (self.copy_window(), numbered);
             let me = self.side(from_client);
             if let Some(copy) = me.recent.copy_of(&print, ts, interface, window) {
                 me.duplicates += 1;
@@ -158,7 +161,7 @@ impl Connection {
             (b, key)
         });
         if let Some((b, key)) = &behind {
-            if let Some(copy) = b.copy_of(key, ts, interface, self.copy_window()) {
+            if let Some(copy) = b.copy_of(key, ts, interface, (self.copy_window(), numbered)) {
                 self.side(from_client).duplicates += 1;
                 return Some(copy);
             }

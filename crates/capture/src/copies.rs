@@ -75,7 +75,7 @@ pub(crate) struct Print {
 
 impl Print {
     /// The IPv4 ID it carries (0 when none).
-    fn ip_id(&self) -> u16 {
+    pub(crate) fn ip_id(&self) -> u16 {
         (self.rest[1] >> 48) as u16
     }
 
@@ -93,9 +93,13 @@ impl Print {
     /// resent only after its own timeout, a second at the least (RFC
     /// 6298's initial one), and Linux sends its SYN-ACK with ID 0 before
     /// any round trip is known, so a copy held up more than
-    /// [`UNKNOWN_RTT_WINDOW_NS`] on a busy router would pass unseen.
-    fn window(&self, window_ns: u64) -> u64 {
-        if self.ip_id() != 0 || self.syn() {
+    /// [`UNKNOWN_RTT_WINDOW_NS`] on a busy router would pass unseen. And
+    /// an ID of 0 that is a number (`numbered`, [`near_wrap`]): a counting
+    /// sender's counter passes through 0 once every 65,536 packets, and
+    /// that packet's copy, held in a queue, comes more than half a round
+    /// trip after it as often as any other's.
+    fn window(&self, window_ns: u64, numbered: bool) -> u64 {
+        if self.ip_id() != 0 || self.syn() || numbered {
             window_ns.max(ID_WINDOW_NS)
         } else {
             window_ns
@@ -116,6 +120,21 @@ impl Print {
             ],
         }
     }
+}
+
+/// How close to the IPv4 ID counter's wrap an ID must be for a 0 after it
+/// to be read as the counter passing through zero.
+const WRAP_BAND: u16 = 4096;
+
+/// Whether an ID of 0 that follows `previous` (the direction's last
+/// segment's ID) is a number: `previous` lies within [`WRAP_BAND`] of the
+/// wrap, just before it (the counter about to pass 0) or just after it
+/// (a copy of the 0 arriving from behind a queue, after later packets).
+/// A sender that sends no IDs has a previous ID of 0, and one whose
+/// handshake carried IDs but whose data carries none shows 0 from its
+/// second data segment on.
+pub(crate) fn near_wrap(previous: u16) -> bool {
+    previous != 0 && (previous > u16::MAX - WRAP_BAND || previous <= WRAP_BAND)
 }
 
 /// The last [`RECENT`] segments of one direction: their prints, times
@@ -148,15 +167,16 @@ impl Recent {
 
     /// Whether a segment with the print `print`, seen at `ts` on
     /// `interface`, copies one remembered less than `window_ns` before (or
-    /// after: a merged capture's times may run backwards).
+    /// after: a merged capture's times may run backwards); `numbered`: the
+    /// direction's sender numbers its packets ([`Print::window`]).
     pub(crate) fn copy_of(
         &self,
         print: &Print,
         ts: u64,
         interface: u32,
-        window_ns: u64,
+        (window_ns, numbered): (u64, bool),
     ) -> Option<Copied> {
-        let window_ns = print.window(window_ns);
+        let window_ns = print.window(window_ns, numbered);
         (0..usize::from(self.filled))
             .find(|&i| {
                 self.keys[i] == print.key
@@ -274,10 +294,10 @@ impl Behind {
         key: &Sought,
         ts: u64,
         interface: u32,
-        window_ns: u64,
+        (window_ns, numbered): (u64, bool),
     ) -> Option<Copied> {
         let &(t, i) = self.seen.get(key)?;
-        let window_ns = key.seen.print.window(window_ns);
+        let window_ns = key.seen.print.window(window_ns, numbered);
         (t.abs_diff(ts) < window_ns).then_some(Copied {
             other_interface: i != interface,
         })
@@ -327,7 +347,7 @@ mod tests {
         const MS: u64 = 1_000_000;
         let mut b = Behind::default();
         let flow = (3, true);
-        let at = |b: &Behind, f, n, ts| b.copy_of(&b.key(f, &print(n)), ts, 1, MS);
+        let at = |b: &Behind, f, n, ts| b.copy_of(&b.key(f, &print(n)), ts, 1, (MS, false));
         b.remember(b.key(flow, &print(1)), 0, 0);
         b.remember(b.key(flow, &print(2)), 100 * MS, 1);
         assert_eq!(b.len(), 2);
@@ -377,13 +397,40 @@ mod tests {
         r.remember(&syn_ack, 0, 1);
         // 5 ms later, no round trip known: still a copy.
         assert!(r
-            .copy_of(&syn_ack, 5 * MS, 2, UNKNOWN_RTT_WINDOW_NS)
+            .copy_of(&syn_ack, 5 * MS, 2, (UNKNOWN_RTT_WINDOW_NS, false))
             .is_some());
         assert!(r
-            .copy_of(&syn_ack, ID_WINDOW_NS, 2, UNKNOWN_RTT_WINDOW_NS)
+            .copy_of(&syn_ack, ID_WINDOW_NS, 2, (UNKNOWN_RTT_WINDOW_NS, false))
             .is_none());
         let mut r = Recent::default();
         r.remember(&ack, 0, 1);
-        assert!(r.copy_of(&ack, 5 * MS, 2, UNKNOWN_RTT_WINDOW_NS).is_none());
+        assert!(r
+            .copy_of(&ack, 5 * MS, 2, (UNKNOWN_RTT_WINDOW_NS, false))
+            .is_none());
+    }
+
+    #[test]
+    fn an_id_of_zero_from_a_sender_that_numbers_its_packets_is_a_number() {
+        const MS: u64 = 1_000_000;
+        // A data segment whose IPv4 ID counter passed through 0, its copy
+        // 5 ms later (held in a queue), on a path of a 0.2 ms round trip.
+        let zero = Print {
+            key: 9,
+            rest: [0, 0x10],
+        };
+        assert_eq!(zero.ip_id(), 0);
+        let mut r = Recent::default();
+        r.remember(&zero, 0, 1);
+        let half_rtt = MS / 10;
+        assert!(r.copy_of(&zero, 5 * MS, 2, (half_rtt, true)).is_some());
+        assert!(r
+            .copy_of(&zero, ID_WINDOW_NS, 2, (half_rtt, true))
+            .is_none());
+        // From a sender that sends no IDs, only within the half round trip.
+        assert!(r.copy_of(&zero, 5 * MS, 2, (half_rtt, false)).is_none());
+        // A 0 right after 65,535 (or a copy of it after 120 later packets)
+        // is a number; after no ID, or one mid-range, it is none.
+        assert!(near_wrap(u16::MAX) && near_wrap(120) && near_wrap(61_440));
+        assert!(!near_wrap(0) && !near_wrap(30_000) && !near_wrap(61_439));
     }
 }

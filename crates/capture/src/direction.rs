@@ -149,6 +149,11 @@ pub struct Direction {
     /// The last segments it sent, against which copies are found.
     #[serde(skip)]
     pub(crate) recent: Recent,
+    /// The IPv4 ID of its last segment (0 when none): an ID of 0 right
+    /// after one near the counter's wrap is a number, not a missing ID
+    /// (see `copies::near_wrap`).
+    #[serde(skip)]
+    pub(crate) last_ip_id: u16,
 }
 
 /// Sequence state, not reported.

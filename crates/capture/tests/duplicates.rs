@@ -336,6 +336,15 @@ fn copies_from_behind_a_queue_are_found_by_their_id() {
     assert_eq!(conn(&a).packets(), first.len() as u64);
     assert_eq!(without_counts(a), plain.connections);
 
+    // IDs that pass through 0 (at the 200th data segment, whose copy is
+    // queued 30 ms like the rest): that copy is found as the others are.
+    let (first, copies) = build(&|id| id.wrapping_add(65_236));
+    assert!(first.iter().any(|(_, s)| s.id == 0), "the scenario");
+    let all: Vec<(u64, Seg)> = first.iter().chain(&copies).cloned().collect();
+    let a = analyze(&pcap(&all));
+    assert_eq!(a.duplicates.packets, copies.len() as u64);
+    assert_eq!(conn(&a).client.retransmissions.total, 1);
+
     // No IPv4 ID on the data (0, as some stacks send): each of the 599
     // queued copies is taken for a resend, and the resend (the same bytes
     // 65 ms after the first) is one too; its copy 5 µs later is found.
