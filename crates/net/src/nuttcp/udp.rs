@@ -259,7 +259,7 @@ pub fn send(
                 f.bytes += n as u64;
                 f.packets += 1;
             }
-            Err(e) if transient(&e) => std::thread::sleep(Duration::from_micros(200)),
+            Err(e) if send_may_retry(&e) => std::thread::sleep(Duration::from_micros(200)),
             Err(e) => return Err(e),
         }
         rep.tick(now, &f, f.bytes, false, sink);
@@ -285,7 +285,7 @@ fn turn(packet: u64, streams: usize) -> usize {
 
 /// A send error that passes: a full buffer, or an ICMP "port unreachable"
 /// from a receiver that is not bound yet.
-fn transient(e: &io::Error) -> bool {
+fn send_may_retry(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused | io::ErrorKind::Interrupted
@@ -307,10 +307,7 @@ pub fn receive(
     sink: &mut dyn Sink,
     stop: &mut dyn FnMut() -> bool,
 ) -> io::Result<Figures> {
-    for s in socks {
-        s.set_nonblocking(true)?;
-    }
-    let mut next = 0usize;
+    let mut turns = Turns::new(socks)?;
     let mut buf = vec![0u8; 65_536];
     let mut f = Figures::default();
     let (mut begin, mut last, mut latest) = (None::<Instant>, None::<Instant>, 0u64);
@@ -326,7 +323,7 @@ pub fn receive(
                 format!("no data for {} ms (--rcv-timeout)", idle.as_millis()),
             ));
         }
-        let Some((n, src)) = next_datagram(socks, &mut next, &mut buf)? else {
+        let Some((n, src)) = turns.next_datagram(&mut buf)? else {
             if begin.is_some() {
                 rep.tick(Instant::now(), &f, latest, false, sink);
             }
@@ -374,29 +371,60 @@ pub fn receive(
     Ok(f)
 }
 
-/// One datagram from whichever of `socks` has one, starting after the
-/// socket that gave the last (`next`), so that no stream waits behind
-/// another; `None` after up to [`READ_SLICE`] with nothing to read.
-fn next_datagram(
-    socks: &[UdpSocket],
-    next: &mut usize,
-    buf: &mut [u8],
-) -> io::Result<Option<(usize, SocketAddr)>> {
-    for k in 0..socks.len() {
-        let i = (*next + k) % socks.len();
-        match socks[i].recv_from(buf) {
-            Ok(got) => {
-                *next = (i + 1) % socks.len();
-                return Ok(Some(got));
+/// A receiver's sockets, read in turn. One socket blocks in its read for
+/// up to [`READ_SLICE`] (one system call a datagram, as before there were
+/// streams); several are read without blocking, starting after the one that
+/// gave the last datagram so that no stream waits behind another, and
+/// waited on together with one `poll` when none has a datagram.
+struct Turns<'a> {
+    socks: &'a [UdpSocket],
+    next: usize,
+    /// The poll set, built once (`poll_many` writes each entry's revents).
+    set: Vec<(std::os::fd::BorrowedFd<'a>, libc::c_short)>,
+}
+
+impl<'a> Turns<'a> {
+    fn new(socks: &'a [UdpSocket]) -> io::Result<Turns<'a>> {
+        if let [one] = socks {
+            one.set_read_timeout(Some(READ_SLICE))?;
+        } else {
+            for s in socks {
+                s.set_nonblocking(true)?;
             }
-            Err(e) if crate::datathread::transient(&e) => {}
-            Err(e) => return Err(e),
         }
+        Ok(Turns {
+            socks,
+            next: 0,
+            set: socks.iter().map(|s| (s.as_fd(), libc::POLLIN)).collect(),
+        })
     }
-    let mut set: Vec<_> = socks.iter().map(|s| (s.as_fd(), libc::POLLIN)).collect();
-    match crate::sys::poll_many(&mut set, READ_SLICE.as_millis() as i32) {
-        Err(e) if !crate::datathread::transient(&e) => Err(e),
-        _ => Ok(None),
+
+    /// One datagram, or `None` after up to [`READ_SLICE`] with nothing to
+    /// read.
+    fn next_datagram(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
+        let n = self.socks.len();
+        for k in 0..n {
+            let i = (self.next + k) % n;
+            match self.socks[i].recv_from(buf) {
+                Ok(got) => {
+                    self.next = (i + 1) % n;
+                    return Ok(Some(got));
+                }
+                Err(e) if crate::datathread::transient(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if n == 1 {
+            // The read itself waited.
+            return Ok(None);
+        }
+        for entry in &mut self.set {
+            entry.1 = libc::POLLIN;
+        }
+        match crate::sys::poll_many(&mut self.set, READ_SLICE.as_millis() as i32) {
+            Err(e) if !crate::datathread::transient(&e) => Err(e),
+            _ => Ok(None),
+        }
     }
 }
 
